@@ -1,0 +1,154 @@
+/* smelt — ONNX inference runtime and compiler.  The one public header.
+ *
+ * Lifecycle: smelt_model_load → smelt_session_create → smelt_session_run (any
+ * number of times, from any number of threads) → smelt_session_free →
+ * smelt_model_free.  A session keeps a reference to its model: free sessions
+ * before their model.
+ *
+ * Errors: every fallible call returns a smelt_status.  On failure the message
+ * (what went wrong and where) is available from smelt_last_error() in the
+ * calling thread until that thread's next failing smelt call.
+ */
+#ifndef SMELT_H
+#define SMELT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMELT_MAX_RANK 12
+
+typedef enum smelt_status {
+  SMELT_OK = 0,
+  SMELT_ERR_INVALID_ARGUMENT, /* a caller argument is wrong (name, shape, dtype, NULL) */
+  SMELT_ERR_INVALID_MODEL,    /* the model file is malformed or inconsistent */
+  SMELT_ERR_UNSUPPORTED,      /* valid, but not implemented by smelt */
+  SMELT_ERR_IO,               /* a file could not be read or written */
+  SMELT_ERR_NOMEM,            /* an allocation failed or a size is implausible */
+  SMELT_ERR_RUNTIME,          /* a kernel failed on the given data (index out of range...) */
+  SMELT_ERR_INTERNAL          /* a bug in smelt: please report it */
+} smelt_status;
+
+/* Element types, numbered as ONNX's TensorProto.DataType. */
+typedef enum smelt_dtype {
+  SMELT_UNDEFINED = 0,
+  SMELT_F32 = 1,
+  SMELT_U8 = 2,
+  SMELT_I8 = 3,
+  SMELT_U16 = 4,
+  SMELT_I16 = 5,
+  SMELT_I32 = 6,
+  SMELT_I64 = 7,
+  SMELT_STRING = 8,
+  SMELT_BOOL = 9,
+  SMELT_F16 = 10,
+  SMELT_F64 = 11,
+  SMELT_U32 = 12,
+  SMELT_U64 = 13,
+  SMELT_C64 = 14,
+  SMELT_C128 = 15,
+  SMELT_BF16 = 16,
+  SMELT_F8E4M3FN = 17,
+  SMELT_F8E4M3FNUZ = 18,
+  SMELT_F8E5M2 = 19,
+  SMELT_F8E5M2FNUZ = 20,
+  SMELT_U4 = 21,
+  SMELT_I4 = 22,
+  SMELT_F4E2M1 = 23,
+  SMELT_DTYPE_COUNT
+} smelt_dtype;
+
+/* A tensor view: a plain descriptor, not owned by smelt unless a function says so.
+ * Data is dense, row-major (C order).  name is optional (NULL = by position). */
+typedef struct smelt_tensor {
+  const char *name;
+  smelt_dtype dtype;
+  int rank;
+  int64_t dims[SMELT_MAX_RANK];
+  void *data;
+  size_t nbytes;
+} smelt_tensor;
+
+/* Description of a model input or output.  dims[i] < 0 means the dimension is
+ * symbolic (dim_names[i] holds its name) or unknown (dim_names[i] NULL).  rank < 0:
+ * unknown rank.  Strings are owned by the model. */
+typedef struct smelt_value_info {
+  const char *name;
+  smelt_dtype dtype;
+  int rank;
+  int64_t dims[SMELT_MAX_RANK];
+  const char *dim_names[SMELT_MAX_RANK];
+} smelt_value_info;
+
+typedef struct smelt_model smelt_model;
+typedef struct smelt_session smelt_session;
+
+typedef enum smelt_mode {
+  SMELT_MODE_EAGER = 0, /* node by node with the reference kernels */
+  SMELT_MODE_DEFAULT,
+  SMELT_MODE_REDUCE_OVERHEAD,
+  SMELT_MODE_MAX_AUTOTUNE
+} smelt_mode;
+
+typedef struct smelt_session_options {
+  int threads;      /* worker threads; 0 = the machine's cores */
+  smelt_mode mode;  /* execution mode */
+  int fullgraph;    /* compiled modes: any graph break is an error */
+} smelt_session_options;
+
+/* ---- library ---- */
+const char *smelt_version(void);
+/* The message of the calling thread's last failure ("" if none).  Valid until
+ * the thread's next smelt call that fails. */
+const char *smelt_last_error(void);
+const char *smelt_status_name(smelt_status s);
+const char *smelt_dtype_name(smelt_dtype t);
+/* Bytes per element, 0 for string and sub-byte types. */
+size_t smelt_dtype_size(smelt_dtype t);
+
+/* ---- models ---- */
+/* Loads an ONNX model.  The file is memory-mapped; weights are viewed in place.
+ * On success *out is owned by the caller: free with smelt_model_free. */
+smelt_status smelt_model_load(const char *path, smelt_model **out);
+void smelt_model_free(smelt_model *m);
+int smelt_model_num_inputs(const smelt_model *m);
+int smelt_model_num_outputs(const smelt_model *m);
+/* Fills *info for input/output i.  Strings in *info are owned by the model. */
+smelt_status smelt_model_input(const smelt_model *m, int i, smelt_value_info *info);
+smelt_status smelt_model_output(const smelt_model *m, int i, smelt_value_info *info);
+
+/* ---- sessions ---- */
+smelt_session_options smelt_session_options_default(void);
+/* Creates a session (thread pool, prepared plan) for a model.  opts may be NULL
+ * for defaults.  The model must outlive the session. */
+smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
+                                  smelt_session **out);
+void smelt_session_free(smelt_session *s);
+
+/* Runs the model.  inputs: n_inputs tensors, matched by name when name is set,
+ * else by position among the model's inputs; every input must be given.
+ * outputs: n_outputs descriptors, matched the same way (n_outputs may be fewer
+ * than the model has).  For each output whose data is NULL, smelt allocates the
+ * data and fills the descriptor; the caller frees it with smelt_tensor_release.
+ * An output whose data is set must have the right dtype and nbytes; smelt
+ * writes into it.  Thread-safe: concurrent calls on one session are allowed. */
+smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
+                               smelt_tensor *outputs, size_t n_outputs);
+/* Frees data that smelt allocated for an output and clears the descriptor. */
+void smelt_tensor_release(smelt_tensor *t);
+
+/* ---- tensor files ---- */
+/* Reads a tensor from a .npy (v1-v3, C order) or ONNX TensorProto .pb file,
+ * chosen by the file's contents.  out->name is set to NULL.  The caller frees
+ * the data with smelt_tensor_release. */
+smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
+/* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed. */
+smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,31 @@
+#include <string.h>
+
+#include "ops/op.h"
+
+#define OP_FAMILY(name) extern const op_def op_family_##name[];
+#include "ops/families.def"
+#undef OP_FAMILY
+
+static const op_def *const families[] = {
+#define OP_FAMILY(name) op_family_##name,
+#include "ops/families.def"
+#undef OP_FAMILY
+    NULL};
+
+static bool domain_eq(const char *a, const char *b) {
+  if (!a || !*a || !strcmp(a, "ai.onnx")) a = "";
+  if (!b || !*b || !strcmp(b, "ai.onnx")) b = "";
+  return !strcmp(a, b);
+}
+
+const op_def *ops_find(const char *domain, const char *op_type) {
+  for (int f = 0; families[f]; f++)
+    for (const op_def *d = families[f]; d->name; d++)
+      if (!strcmp(d->name, op_type) && domain_eq(d->domain, domain)) return d;
+  return NULL;
+}
+
+void ops_foreach(void (*fn)(const op_def *op, void *user), void *user) {
+  for (int f = 0; families[f]; f++)
+    for (const op_def *d = families[f]; d->name; d++) fn(d, user);
+}

@@ -1,0 +1,26 @@
+/* A thread pool owned by a session.  Workers sleep on a condition variable
+ * between jobs: no spinning while idle. */
+#ifndef SMELT_RUNTIME_POOL_H
+#define SMELT_RUNTIME_POOL_H
+
+#include <stdint.h>
+
+#include "smelt.h"
+
+typedef struct smelt_pool smelt_pool;
+
+/* n_threads total threads including the caller; <= 0 means the machine's cores. */
+smelt_status pool_create(int n_threads, smelt_pool **out);
+void pool_free(smelt_pool *p);
+int pool_threads(const smelt_pool *p); /* 1 for a NULL pool */
+int pool_machine_cores(void);
+
+/* Calls fn(ctx, begin, end) over [0, n) split into chunks across the pool's
+ * threads, the caller taking part; returns when all are done.  Chunks are at
+ * least `grain` items.  A NULL pool runs fn(ctx, 0, n) inline.  Safe to call
+ * from several threads at once (calls are serialized), and from inside fn
+ * (nested calls run inline). */
+void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
+                       void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
+
+#endif

@@ -1,0 +1,55 @@
+#include "util/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static _Thread_local char err_buf[SMELT_ERR_MSG_MAX];
+
+smelt_status err_set(smelt_status code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+smelt_status err_prefix(smelt_status code, const char *fmt, ...) {
+  char pre[SMELT_ERR_MSG_MAX], old[SMELT_ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(pre, sizeof pre, fmt, ap);
+  va_end(ap);
+  memcpy(old, err_buf, sizeof old);
+  size_t n = strlen(pre);
+  if (n >= sizeof err_buf) n = sizeof err_buf - 1;
+  memcpy(err_buf, pre, n);
+  size_t m = strnlen(old, sizeof old - 1);
+  if (m > sizeof err_buf - 1 - n) m = sizeof err_buf - 1 - n;
+  memcpy(err_buf + n, old, m);
+  err_buf[n + m] = 0;
+  return code;
+}
+
+const char *err_message(void) { return err_buf; }
+void err_clear(void) { err_buf[0] = 0; }
+
+smelt_status err_nomem(const char *what, size_t bytes) {
+  return err_set(SMELT_ERR_NOMEM, "out of memory allocating %zu bytes for %s", bytes, what);
+}
+
+const char *smelt_last_error(void) { return err_buf; }
+
+const char *smelt_status_name(smelt_status s) {
+  switch (s) {
+    case SMELT_OK: return "ok";
+    case SMELT_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case SMELT_ERR_INVALID_MODEL: return "invalid model";
+    case SMELT_ERR_UNSUPPORTED: return "unsupported";
+    case SMELT_ERR_IO: return "i/o error";
+    case SMELT_ERR_NOMEM: return "out of memory";
+    case SMELT_ERR_RUNTIME: return "runtime error";
+    case SMELT_ERR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}

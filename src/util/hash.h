@@ -1,0 +1,21 @@
+/* Small non-cryptographic hashing (FNV-1a, 64-bit) for tables and cache keys. */
+#ifndef SMELT_UTIL_HASH_H
+#define SMELT_UTIL_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HASH_SEED 0xcbf29ce484222325ull
+
+static inline uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
+  return h;
+}
+static inline uint64_t hash_str(const char *s) {
+  uint64_t h = HASH_SEED;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+#endif
