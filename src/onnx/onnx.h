@@ -1,0 +1,44 @@
+/* ONNX in: the model file reader and ONNX → IR import.
+ *
+ * The file is mmapped read-only; initializer data (raw_data) is viewed in place
+ * when suitably aligned, else copied.  External data (location/offset/length)
+ * is resolved only inside the model's own folder and mmapped too.  Everything
+ * read from the file is bounds-checked; errors name the field and the node. */
+#ifndef SMELT_ONNX_ONNX_H
+#define SMELT_ONNX_ONNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+typedef struct onnx_model {
+  ir_graph *graph;          /* the main graph; node->op resolved via ops_find (NULL if unknown) */
+  int64_t ir_version;
+  const char *producer_name;    /* from graph->arena; "" if absent */
+  const char *producer_version;
+  const char *domain;
+  int64_t model_version;
+  size_t weight_bytes;       /* bytes of initializer data */
+  int64_t weight_count;      /* number of initializer elements */
+  int n_viewed, n_copied;    /* initializers viewed in place vs copied */
+  void *map;                 /* private: the mapping of the file */
+  size_t map_len;
+  struct onnx_mapping *ext;  /* private: external data mappings */
+} onnx_model;
+
+/* Loads and imports a model file.  *out is owned by the caller (onnx_model_free). */
+smelt_status onnx_model_load(const char *path, onnx_model **out);
+/* Same from memory (for fuzzing and embedding): buf must outlive the model.
+ * base_dir resolves external data; NULL forbids external data. */
+smelt_status onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
+                                    onnx_model **out);
+void onnx_model_free(onnx_model *m);
+
+/* Decodes a serialized TensorProto (a .pb test file) into an owning tensor.
+ * *name_out (may be NULL) receives a malloc'd copy of the tensor's name. */
+smelt_status onnx_tensor_decode(const void *buf, size_t len, tensor *out, char **name_out);
+/* Encodes a tensor as a TensorProto with raw_data; *buf is malloc'd. */
+smelt_status onnx_tensor_encode(const tensor *t, const char *name, uint8_t **buf, size_t *len);
+
+#endif
