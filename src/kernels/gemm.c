@@ -83,32 +83,98 @@ static void gemm_scale(const gemm_params *p) {
   }
 }
 
+/* ---- packing ---- */
+
+/* Portable packers (layouts in gemm_kernels.h), instantiated below with
+ * constant MR / NR so the compiler can unroll and vectorize them. */
+static inline void pack_a_c(const int64_t MR, const gemm_params *p, int64_t i0, int64_t mc,
+                            int64_t p0, int64_t kc, float *restrict dst) {
+  for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
+    int64_t rows = mc - ir < MR ? mc - ir : MR;
+    if (!p->trans_a) {
+      for (int64_t i = 0; i < rows; i++) {
+        const float *src = p->A + (i0 + ir + i) * p->lda + p0;
+        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
+      }
+      for (int64_t i = rows; i < MR; i++)
+        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = 0.f;
+    } else {
+      for (int64_t k = 0; k < kc; k++) {
+        const float *src = p->A + (p0 + k) * p->lda + i0 + ir;
+        for (int64_t i = 0; i < MR; i++) dst[k * MR + i] = i < rows ? src[i] : 0.f;
+      }
+    }
+  }
+}
+
+static inline void pack_b_c(const int64_t NR, const gemm_params *p, int64_t j0, int64_t cols,
+                            int64_t p0, int64_t kc, float *restrict dst) {
+  if (!p->trans_b) {
+    for (int64_t k = 0; k < kc; k++) {
+      const float *src = p->B + (p0 + k) * p->ldb + j0;
+      if (cols == NR) {
+        for (int64_t j = 0; j < NR; j++) dst[k * NR + j] = src[j];
+      } else {
+        for (int64_t j = 0; j < NR; j++) dst[k * NR + j] = j < cols ? src[j] : 0.f;
+      }
+    }
+  } else {
+    for (int64_t j = 0; j < cols; j++) {
+      const float *src = p->B + (j0 + j) * p->ldb + p0;
+      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = src[k];
+    }
+    for (int64_t j = cols; j < NR; j++)
+      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = 0.f;
+  }
+}
+
+#ifdef SMELT_X86
+static void pack_a_6(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                     float *dst) {
+  pack_a_c(6, p, i0, mc, p0, kc, dst);
+}
+static void pack_b_16(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
+                      float *dst) {
+  pack_b_c(16, p, j0, cols, p0, kc, dst);
+}
+#endif
+
 /* ---- per-ISA configuration ---- */
 
 typedef struct gemm_arch {
-  int mr, nr;
+  int mr, nr; /* packed micro-kernel tile */
   gemm_ukernel_fn ukr;
+  gemm_pack_a_fn pack_a;
+  gemm_pack_b_fn pack_b;
   gemm_smallm_fn smallm;
-  int64_t kc, mc;      /* K block (B micro-panel in L1), M block (A block in L2) */
-  int64_t bbuf_floats; /* packed-B budget per chunk (L3-sized) */
+  gemm_direct_fn direct;
+  int dmr, dnr; /* direct kernel tile */
+  gemm_blocking blk;
 } gemm_arch;
 
-static bool gemm_arch_for(isa_level isa, gemm_arch *a) {
+/* Block sizes (tuned on Zen 5: 48 KiB L1d, 1 MiB L2, 32 MiB L3):
+ *   kc 256: a 32-wide B micro-panel is 32 KiB, in L1 across the row tiles;
+ *   mc: the A block mc x kc (~200 KiB) in L2;
+ *   8 Mi of packed B per N chunk, a share of L3;
+ *   16 K blocks per pass before packed B is rebuilt. */
+static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a) {
+  memset(a, 0, sizeof *a);
 #ifdef SMELT_X86
   if (isa == ISA_AVX512) {
-    *a = (gemm_arch){14, 32, f32_gemm_14x32_avx512, f32_gemm_smallm_avx512, 256, 14 * 12,
-                     (int64_t)2 << 20};
-    return true;
-  }
-  if (isa == ISA_AVX2) {
-    *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, f32_gemm_smallm_avx2, 256, 6 * 24,
-                     (int64_t)2 << 20};
-    return true;
+    *a = (gemm_arch){8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
+                     f32_gemm_smallm_avx512, f32_gemm_direct_8x32_avx512, 8, 32,
+                     {256, 8 * 24, (int64_t)2 << 20, 16}};
+  } else if (isa == ISA_AVX2) {
+    *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, pack_a_6, pack_b_16, f32_gemm_smallm_avx2,
+                     f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16}};
   }
 #endif
-  (void)isa;
-  (void)a;
-  return false;
+  if (!a->ukr) return false;
+  if (over && over->kc > 0) a->blk.kc = over->kc;
+  if (over && over->mc > 0) a->blk.mc = over->mc;
+  if (over && over->bbuf_floats > 0) a->blk.bbuf_floats = over->bbuf_floats;
+  if (over && over->k_super > 0) a->blk.k_super = over->k_super;
+  return true;
 }
 
 /* ---- small-M path ---- */
@@ -133,51 +199,43 @@ static void gemm_small_m(smelt_pool *pool, const gemm_params *p, const gemm_arch
   pool_parallel_for(pool, units, grain, smallm_range, &x);
 }
 
-/* ---- packing ---- */
+/* ---- direct path: small problems, nothing packed ---- */
 
-/* mc rows of op(A) from row i0, K range [p0, p0+kc), into MR-row micro-panels:
- * panel r holds kc groups of MR floats, rows past mc zero. */
-static void pack_a(const gemm_params *p, int mr_, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                   float *restrict dst) {
-  const int64_t MR = mr_;
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
-    int64_t rows = mc - ir < MR ? mc - ir : MR;
-    if (!p->trans_a) {
-      for (int64_t i = 0; i < rows; i++) {
-        const float *src = p->A + (i0 + ir + i) * p->lda + p0;
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
-      }
-      for (int64_t i = rows; i < MR; i++)
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = 0.f;
-    } else {
-      for (int64_t k = 0; k < kc; k++) {
-        const float *src = p->A + (p0 + k) * p->lda + i0 + ir;
-        for (int64_t i = 0; i < rows; i++) dst[k * MR + i] = src[i];
-        for (int64_t i = rows; i < MR; i++) dst[k * MR + i] = 0.f;
-      }
+/* Operands that fit in L2 and a K short enough that a strip of B (K x dnr)
+ * stays in L1 across the row tiles; B transposed would need packing. */
+static bool direct_fits(const gemm_params *p) {
+  return !p->trans_b && p->K <= 256 && (p->M + p->N) * p->K <= 48 * 1024;
+}
+
+typedef struct direct_ctx {
+  const gemm_params *p;
+  const gemm_arch *ar;
+} direct_ctx;
+
+static void direct_strips(void *vctx, int64_t s0, int64_t s1) {
+  const direct_ctx *x = vctx;
+  const gemm_params *p = x->p;
+  const gemm_epilogue *ep = &p->epilogue;
+  const int64_t rsa = p->trans_a ? 1 : p->lda, csa = p->trans_a ? p->lda : 1;
+  gemm_store st = {p->alpha, p->beta, ep->bias_kind, NULL, ep->act, ep->clip_lo, ep->clip_hi};
+  for (int64_t s = s0; s < s1; s++) {
+    int64_t j = s * x->ar->dnr;
+    int nr = (int)(p->N - j < x->ar->dnr ? p->N - j : x->ar->dnr);
+    for (int64_t i = 0; i < p->M; i += x->ar->dmr) {
+      int mr = (int)(p->M - i < x->ar->dmr ? p->M - i : x->ar->dmr);
+      if (ep->bias_kind == GEMM_BIAS_COL) st.bias = ep->bias + j;
+      else if (ep->bias_kind == GEMM_BIAS_ROW) st.bias = ep->bias + i;
+      x->ar->direct(p->K, p->A + i * rsa, rsa, csa, p->B + j, p->ldb, p->C + i * p->ldc + j,
+                    p->ldc, mr, nr, &st);
     }
   }
 }
 
-/* cols (<= NR) columns of op(B) from column j0, K range [p0, p0+kc): kc groups
- * of NR floats, columns past cols zero. */
-static void pack_b(const gemm_params *p, int nr_, int64_t j0, int64_t cols, int64_t p0,
-                   int64_t kc, float *restrict dst) {
-  const int64_t NR = nr_;
-  if (!p->trans_b) {
-    for (int64_t k = 0; k < kc; k++) {
-      const float *src = p->B + (p0 + k) * p->ldb + j0;
-      memcpy(dst + k * NR, src, sizeof(float) * (size_t)cols);
-      if (cols < NR) memset(dst + k * NR + cols, 0, sizeof(float) * (size_t)(NR - cols));
-    }
-  } else {
-    for (int64_t j = 0; j < cols; j++) {
-      const float *src = p->B + (j0 + j) * p->ldb + p0;
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = src[k];
-    }
-    for (int64_t j = cols; j < NR; j++)
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = 0.f;
-  }
+static void gemm_direct(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
+  direct_ctx x = {p, ar};
+  int64_t strips = (p->N + ar->dnr - 1) / ar->dnr;
+  int64_t strip_flops = 2 * p->M * p->K * ar->dnr;
+  pool_parallel_for(pool, strips, (int64_t)2000000 / strip_flops + 1, direct_strips, &x);
 }
 
 /* ---- packed path ---- */
@@ -219,7 +277,7 @@ static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
     int64_t j = x->j0 + jp * x->ar->nr, p0 = x->q0 + pc * x->kc;
     int64_t cols = x->j1 - j < x->ar->nr ? x->j1 - j : x->ar->nr;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-    pack_b(x->p, x->ar->nr, j, cols, p0, kc, dst);
+    x->ar->pack_b(x->p, j, cols, p0, kc, dst);
     atomic_store_explicit(st, PANEL_READY, memory_order_release);
     return dst;
   }
@@ -239,7 +297,7 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
     int64_t p0 = x->q0 + pc * x->kc;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
     /* With one K block the A block survives to the next item of the same ic. */
-    if (x->n_pc > 1 || *packed_ic != ic) pack_a(p, ar->mr, i0, mc, p0, kc, abuf);
+    if (x->n_pc > 1 || *packed_ic != ic) ar->pack_a(p, i0, mc, p0, kc, abuf);
     *packed_ic = x->n_pc > 1 ? -1 : ic;
     bool last = x->last_q && pc == x->n_pc - 1;
     gemm_store st = {p->alpha, (x->first_q && pc == 0) ? p->beta : 1.f, GEMM_BIAS_NONE, NULL,
@@ -291,13 +349,13 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
   memset(&x, 0, sizeof x);
   x.p = p;
   x.ar = ar;
-  int64_t qmax = 16 * ar->kc; /* K super-block: bounds packed B when K is huge */
-  int64_t qk_max = even_block(p->K, qmax, 1);
-  x.kc = even_block(qk_max, ar->kc, 8);
+  const gemm_blocking *blk = &ar->blk;
+  int64_t qk_max = even_block(p->K, blk->k_super * blk->kc, 1); /* K per pass */
+  x.kc = even_block(qk_max, blk->kc, 8);
   if (x.kc > qk_max) x.kc = qk_max;
-  x.mc = even_block(p->M, ar->mc, MR);
+  x.mc = even_block(p->M, blk->mc, MR);
   int64_t n_pc_max = ceil_div(qk_max, x.kc);
-  int64_t chunk_max = ar->bbuf_floats / (n_pc_max * x.kc);
+  int64_t chunk_max = blk->bbuf_floats / (n_pc_max * x.kc);
   chunk_max = chunk_max < NR ? NR : chunk_max / NR * NR;
   int64_t chunk = even_block(p->N, chunk_max, NR);
   int64_t n_jr_max = chunk / NR;
@@ -343,7 +401,8 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
 
 /* ---- entry points ---- */
 
-smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa) {
+smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa, gemm_path path,
+                          const gemm_blocking *blk) {
   TRY(gemm_check(p));
   if (p->M == 0 || p->N == 0) return SMELT_OK;
   if (p->K == 0 || p->alpha == 0.f) {
@@ -351,18 +410,31 @@ smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa)
     return SMELT_OK;
   }
   gemm_arch ar;
-  if (!gemm_arch_for(isa_clamp(isa), &ar)) {
+  if (!gemm_arch_for(isa_clamp(isa), blk, &ar)) {
     gemm_f32_scalar(pool, p);
     return SMELT_OK;
   }
   /* The small-M kernels read A in place; with both operands transposed A's
-   * rows are strided, so that case takes the packed path. */
-  if (p->M <= GEMM_SMALL_M && !(p->trans_a && p->trans_b)) {
-    gemm_small_m(pool, p, &ar);
-    return SMELT_OK;
+   * rows are strided, so that case takes another path. */
+  bool small_ok = p->M <= GEMM_SMALL_M && !(p->trans_a && p->trans_b);
+  if (path == GEMM_PATH_SMALL_M || (path == GEMM_PATH_AUTO && small_ok)) {
+    if (small_ok) {
+      gemm_small_m(pool, p, &ar);
+      return SMELT_OK;
+    }
+  }
+  if (path == GEMM_PATH_DIRECT || (path == GEMM_PATH_AUTO && direct_fits(p))) {
+    if (!p->trans_b) {
+      gemm_direct(pool, p, &ar);
+      return SMELT_OK;
+    }
   }
   if (!gemm_packed(pool, p, &ar)) gemm_f32_scalar(pool, p); /* no scratch memory */
   return SMELT_OK;
+}
+
+smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa) {
+  return gemm_f32_run(pool, p, isa, GEMM_PATH_AUTO, NULL);
 }
 
 smelt_status gemm_f32_ex(smelt_pool *pool, const gemm_params *p) {

@@ -1,21 +1,29 @@
-/* AVX-512 GEMM micro-kernel: a 14 x 32 tile of C in 28 zmm accumulators.
- * Per k: two 16-float loads of the packed B row, 14 broadcasts of packed A
- * (folded into the FMAs as {1to16} memory operands), 28 FMAs.  14 x 32 keeps
- * 28 of the 32 registers busy and enough FMAs in flight to cover the FMA
- * latency on both FMA pipes; it measured best among 6x64, 8x32, 12x32 and
- * 14x32 on Zen 5 (see bench/bench_gemm.c). */
+/* AVX-512 GEMM micro-kernel: an 8 x 32 tile of C in 16 zmm accumulators.
+ * Per k: two 16-float loads of the packed B row, 8 broadcasts of packed A,
+ * 16 FMAs -- enough independent chains for two FMA pipes of latency 4.
+ * On the Zen 5 this was tuned on, 8x32, 12x32, 14x32 and 6x64 ran within
+ * ~2% of each other from 256^3 up; 8x32 was ahead at 64-128 (less work
+ * wasted on row edges: 8 divides the usual sizes) and it is the tile of the
+ * direct kernel too.  16x16 was ~8% behind. */
 #include "kernels/gemm_kernels.h"
 
 #ifdef SMELT_X86
 #include "kernels/x86/avx512_tile.h"
 
-#define MR 14
+#define MR 8
 #define NV 2 /* zmm vectors per row: NR = 32 */
 
 SMELT_TARGET_AVX512
-void f32_gemm_14x32_avx512(int64_t kc, const float *restrict a, const float *restrict b,
-                           float *restrict c, int64_t ldc, int mr, int nr,
-                           const gemm_store *st) {
+void f32_gemm_8x32_avx512(int64_t kc, const float *restrict a, const float *restrict b,
+                          float *restrict c, int64_t ldc, int mr, int nr,
+                          const gemm_store *st) {
+  /* C rows are ldc apart (often a power of two, so they share L1 sets):
+   * start fetching them now, they are needed after the K loop. */
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++) {
+    _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch((const char *)(c + i * ldc + 16 * NV - 1), _MM_HINT_T0);
+  }
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; i++)
