@@ -83,62 +83,6 @@ static void gemm_scale(const gemm_params *p) {
   }
 }
 
-/* ---- packing ---- */
-
-/* Portable packers (layouts in gemm_kernels.h), instantiated below with
- * constant MR / NR so the compiler can unroll and vectorize them. */
-static inline void pack_a_c(const int64_t MR, const gemm_params *p, int64_t i0, int64_t mc,
-                            int64_t p0, int64_t kc, float *restrict dst) {
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
-    int64_t rows = mc - ir < MR ? mc - ir : MR;
-    if (!p->trans_a) {
-      for (int64_t i = 0; i < rows; i++) {
-        const float *src = p->A + (i0 + ir + i) * p->lda + p0;
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
-      }
-      for (int64_t i = rows; i < MR; i++)
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = 0.f;
-    } else {
-      for (int64_t k = 0; k < kc; k++) {
-        const float *src = p->A + (p0 + k) * p->lda + i0 + ir;
-        for (int64_t i = 0; i < MR; i++) dst[k * MR + i] = i < rows ? src[i] : 0.f;
-      }
-    }
-  }
-}
-
-static inline void pack_b_c(const int64_t NR, const gemm_params *p, int64_t j0, int64_t cols,
-                            int64_t p0, int64_t kc, float *restrict dst) {
-  if (!p->trans_b) {
-    for (int64_t k = 0; k < kc; k++) {
-      const float *src = p->B + (p0 + k) * p->ldb + j0;
-      if (cols == NR) {
-        for (int64_t j = 0; j < NR; j++) dst[k * NR + j] = src[j];
-      } else {
-        for (int64_t j = 0; j < NR; j++) dst[k * NR + j] = j < cols ? src[j] : 0.f;
-      }
-    }
-  } else {
-    for (int64_t j = 0; j < cols; j++) {
-      const float *src = p->B + (j0 + j) * p->ldb + p0;
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = src[k];
-    }
-    for (int64_t j = cols; j < NR; j++)
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = 0.f;
-  }
-}
-
-#ifdef SMELT_X86
-static void pack_a_6(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                     float *dst) {
-  pack_a_c(6, p, i0, mc, p0, kc, dst);
-}
-static void pack_b_16(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
-                      float *dst) {
-  pack_b_c(16, p, j0, cols, p0, kc, dst);
-}
-#endif
-
 /* ---- per-ISA configuration ---- */
 
 typedef struct gemm_arch {
@@ -165,7 +109,7 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
                      f32_gemm_smallm_avx512, f32_gemm_direct_8x32_avx512, 8, 32,
                      {256, 8 * 24, (int64_t)2 << 20, 16}};
   } else if (isa == ISA_AVX2) {
-    *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, pack_a_6, pack_b_16, f32_gemm_smallm_avx2,
+    *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
                      f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16}};
   }
 #endif

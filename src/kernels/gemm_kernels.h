@@ -59,6 +59,10 @@ void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p
                          float *dst);
 void f32_pack_b_32_avx512(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
                           float *dst);
+void f32_pack_a_6_avx2(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                       float *dst);
+void f32_pack_b_16_avx2(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
+                        float *dst);
 void f32_gemm_smallm_avx2(const gemm_params *p, int64_t n0, int64_t n1);
 void f32_gemm_smallm_avx512(const gemm_params *p, int64_t n0, int64_t n1);
 #endif

@@ -16,7 +16,10 @@
 SMELT_TARGET_AVX512
 void f32_gemm_8x32_avx512(int64_t kc, const float *restrict a, const float *restrict b,
                           float *restrict c, int64_t ldc, int mr, int nr,
-                          const gemm_store *st) {
+                          const gemm_store *st_arg) {
+  /* A local copy: stores to C cannot alias it, so its fields stay in
+   * registers through the tile store. */
+  const gemm_store st_copy = *st_arg, *st = &st_copy;
   /* C rows are ldc apart (often a power of two, so they share L1 sets):
    * start fetching them now, they are needed after the K loop. */
 #pragma GCC unroll 16

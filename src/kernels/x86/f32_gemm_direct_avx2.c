@@ -23,7 +23,10 @@ AVX2_INLINE void store_rows(__m256 acc[MR][2], float *c, int64_t ldc, const gemm
 SMELT_TARGET_AVX2
 void f32_gemm_direct_6x16_avx2(int64_t K, const float *a, int64_t rsa, int64_t csa,
                                const float *b, int64_t ldb, float *c, int64_t ldc, int mr, int nr,
-                               const gemm_store *st) {
+                               const gemm_store *st_arg) {
+  /* A local copy: stores to C cannot alias it, so its fields stay in
+   * registers through the tile store. */
+  const gemm_store st_copy = *st_arg, *st = &st_copy;
   const float *ap[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) ap[i] = a + (i < mr ? i : mr - 1) * rsa;

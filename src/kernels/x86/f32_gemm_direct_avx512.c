@@ -14,7 +14,10 @@
 SMELT_TARGET_AVX512
 void f32_gemm_direct_8x32_avx512(int64_t K, const float *a, int64_t rsa, int64_t csa,
                                  const float *b, int64_t ldb, float *c, int64_t ldc, int mr,
-                                 int nr, const gemm_store *st) {
+                                 int nr, const gemm_store *st_arg) {
+  /* A local copy: stores to C cannot alias it, so its fields stay in
+   * registers through the tile store. */
+  const gemm_store st_copy = *st_arg, *st = &st_copy;
   const float *ap[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) ap[i] = a + (i < mr ? i : mr - 1) * rsa;
@@ -27,6 +30,11 @@ void f32_gemm_direct_8x32_avx512(int64_t K, const float *a, int64_t rsa, int64_t
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
   for (int64_t k = 0, ka = 0; k < K; k++, ka += csa, b += ldb) {
+    /* Rows of B (and of A when transposed) are a stride apart, often a
+     * page or more: the hardware prefetchers lag, so fetch 8 rows ahead. */
+    _mm_prefetch((const char *)(b + 8 * ldb), _MM_HINT_T0);
+    _mm_prefetch((const char *)(b + 8 * ldb + 16), _MM_HINT_T0);
+    _mm_prefetch((const char *)(ap[0] + ka + 8 * csa), _MM_HINT_T0);
     __m512 bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
