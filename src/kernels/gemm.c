@@ -184,6 +184,8 @@ static void gemm_direct(smelt_pool *pool, const gemm_params *p, const gemm_arch 
 
 /* ---- packed path ---- */
 
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 enum { PANEL_EMPTY = 0, PANEL_PACKING = 1, PANEL_READY = 2 };
 
 typedef struct packed_ctx {
@@ -201,6 +203,7 @@ typedef struct packed_ctx {
   float *abuf;                /* per slot: mc_max*kc floats */
   int64_t abuf_len;
   atomic_int_fast64_t next;   /* next unclaimed item */
+  bool no_pf; /* TEMP */
 } packed_ctx;
 
 static void spin_pause(void) {
@@ -230,6 +233,13 @@ static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
   return dst;
 }
 
+/* The packed panel (pc, jp) if some thread has finished packing it. */
+static const float *b_panel_if_ready(packed_ctx *x, int64_t pc, int64_t jp) {
+  int64_t idx = pc * x->n_jr + jp;
+  if (atomic_load_explicit(&x->bstate[idx], memory_order_acquire) != PANEL_READY) return NULL;
+  return x->bbuf + idx * x->kc * x->ar->nr;
+}
+
 static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packed_ic) {
   const gemm_params *p = x->p;
   const gemm_arch *ar = x->ar;
@@ -250,12 +260,20 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
       st.bias_kind = ep->bias_kind;
       st.act = ep->act;
     }
+    /* While the row tiles run over one B micro-panel (in L1), the next
+     * panel, if already packed, is pulled from L3 into L2 a slice per tile. */
+    int64_t lines = kc * ar->nr / 16, n_ir = ceil_div(mc, ar->mr);
+    int64_t per_tile = ceil_div(lines, n_ir);
     for (int64_t jp = jp0; jp < jp1; jp++) {
       const float *bp = b_panel(x, pc, jp);
+      const float *next = jp + 1 < jp1 && !x->no_pf ? b_panel_if_ready(x, pc, jp + 1) : NULL;
       int64_t j = x->j0 + jp * ar->nr;
       int nr = (int)(x->j1 - j < ar->nr ? x->j1 - j : ar->nr);
-      for (int64_t ir = 0; ir < mc; ir += ar->mr) {
+      for (int64_t ir = 0, t = 0; ir < mc; ir += ar->mr, t++) {
         int mr = (int)(mc - ir < ar->mr ? mc - ir : ar->mr);
+        if (next)
+          for (int64_t l = t * per_tile; l < (t + 1) * per_tile && l < lines; l++)
+            __builtin_prefetch(next + 16 * l, 0, 2);
         if (st.bias_kind == GEMM_BIAS_COL) st.bias = ep->bias + j;
         else if (st.bias_kind == GEMM_BIAS_ROW) st.bias = ep->bias + i0 + ir;
         ar->ukr(kc, abuf + ir * kc, bp, p->C + (i0 + ir) * p->ldc + j, p->ldc, mr, nr, &st);
@@ -277,7 +295,6 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
   }
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 /* Block sizes spread evenly: ceil(n/max) blocks of equal size (multiple of
@@ -293,6 +310,7 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
   memset(&x, 0, sizeof x);
   x.p = p;
   x.ar = ar;
+  x.no_pf = ar->blk.k_super == 17; /* TEMP */
   const gemm_blocking *blk = &ar->blk;
   int64_t qk_max = even_block(p->K, blk->k_super * blk->kc, 1); /* K per pass */
   x.kc = even_block(qk_max, blk->kc, 8);
@@ -358,9 +376,8 @@ smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa,
     gemm_f32_scalar(pool, p);
     return SMELT_OK;
   }
-  /* The small-M kernels read A in place; with both operands transposed A's
-   * rows are strided, so that case takes another path. */
-  bool small_ok = p->M <= GEMM_SMALL_M && !(p->trans_a && p->trans_b);
+  bool small_ok = p->M <= GEMM_SMALL_M &&
+                  (!p->trans_b || (!p->trans_a && p->M <= GEMM_SMALL_M_NT));
   if (path == GEMM_PATH_SMALL_M || (path == GEMM_PATH_AUTO && small_ok)) {
     if (small_ok) {
       gemm_small_m(pool, p, &ar);

@@ -36,9 +36,11 @@ typedef void (*gemm_pack_b_fn)(const gemm_params *p, int64_t j0, int64_t cols, i
                                int64_t kc, float *dst);
 
 /* Small-M path: columns [n0, n1) of C for all M rows, A and B read in place,
- * epilogue included.  M <= GEMM_SMALL_M. */
+ * epilogue included.  M <= GEMM_SMALL_M with B not transposed; with B
+ * transposed (dot products) M <= GEMM_SMALL_M_NT and A not transposed. */
 typedef void (*gemm_smallm_fn)(const gemm_params *p, int64_t n0, int64_t n1);
 #define GEMM_SMALL_M 16
+#define GEMM_SMALL_M_NT 4
 
 #if defined(__x86_64__) || defined(__i386__)
 #define SMELT_X86 1
@@ -76,8 +78,8 @@ void gemm_f32_scalar(smelt_pool *pool, const gemm_params *p);
 smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa);
 
 /* Which algorithm: AUTO picks by shape.  A forced path that does not apply
- * (SMALL_M needs M <= GEMM_SMALL_M and not both operands transposed, DIRECT
- * needs B not transposed) falls back to PACKED. */
+ * (SMALL_M: see gemm_smallm_fn; DIRECT needs B not transposed) falls back to
+ * PACKED. */
 typedef enum gemm_path {
   GEMM_PATH_AUTO = 0,
   GEMM_PATH_SMALL_M,

@@ -1,52 +1,60 @@
-/* AVX-512 small-M GEMM (M <= 16: decode steps, batch-1 heads).  Nothing is
- * packed: B is streamed once per row group and A read in place.
- *   B not transposed: vectors run along N; a group of R rows keeps R x W zmm
- *     accumulators (W vectors of 16 columns) over the whole K loop.
- *   B transposed (N x K, the usual Linear weight): each C element is a dot
- *     product of contiguous rows; vectors run along K and are summed at the
- *     end.  (A transposed too is left to the packed path.) */
+/* AVX-512 small-M GEMM (decode steps, batch-1 heads).  Nothing is packed:
+ * B is streamed once per row group and A read in place.
+ *   B not transposed (M <= 16): vectors run along N; a group of R rows keeps
+ *     R x W zmm accumulators (W vectors of 16 columns) over the whole K loop.
+ *   B transposed (N x K, the usual Linear weight; M <= 4, A not transposed):
+ *     each C element is a dot product of contiguous rows; vectors run along
+ *     K and are summed at the end.  Larger M amortizes packing B, so those
+ *     shapes take the packed path. */
 #include "kernels/gemm_kernels.h"
 
 #ifdef SMELT_X86
 #include "kernels/x86/avx512_tile.h"
 
-/* Rows [m0, m0+R) x columns [n0, n1) of C, B not transposed. */
-AVX512_INLINE void rows_nn(const int R, const int W, const gemm_params *p, const gemm_store *st,
-                           int64_t m0, int64_t n0, int64_t n1) {
+/* Rows [m0, m0+R) x columns [n, n + 16*W) of C, B not transposed.  Masked
+ * blocks (the N tail) have W == 1 and `cols` < 16 live lanes; full blocks
+ * use plain loads, and no masks stay live across the K loop. */
+AVX512_INLINE void block_nn(const int R, const int W, const bool masked, const gemm_params *p,
+                            const gemm_store *st, int64_t m0, int64_t n, int64_t cols) {
   const int64_t sam = p->trans_a ? 1 : p->lda, sak = p->trans_a ? p->lda : 1;
-  const float *a0 = p->A + m0 * sam;
-  for (int64_t n = n0; n < n1; n += 16 * W) {
-    __mmask16 m[8];
-#pragma GCC unroll 8
-    for (int w = 0; w < W; w++) m[w] = avx512_mask(n1 - n - 16 * w);
-    __m512 acc[16][8];
+  const __mmask16 mk = masked ? avx512_mask(cols) : (__mmask16)0xffff;
+  __m512 acc[16][8];
 #pragma GCC unroll 16
-    for (int r = 0; r < R; r++)
+  for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
-      for (int w = 0; w < W; w++) acc[r][w] = _mm512_setzero_ps();
-    const float *b = p->B + n;
-    const float *a = a0;
-    for (int64_t k = 0; k < p->K; k++, b += p->ldb, a += sak) {
-      __m512 bv[8];
+    for (int w = 0; w < W; w++) acc[r][w] = _mm512_setzero_ps();
+  const float *b = p->B + n, *a = p->A + m0 * sam;
+  for (int64_t k = 0; k < p->K; k++, b += p->ldb, a += sak) {
+    __m512 bv[8];
 #pragma GCC unroll 8
-      for (int w = 0; w < W; w++) bv[w] = _mm512_maskz_loadu_ps(m[w], b + 16 * w);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; r++) {
-        __m512 ar = _mm512_set1_ps(a[r * sam]);
-#pragma GCC unroll 8
-        for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(ar, bv[w], acc[r][w]);
-      }
-    }
-    const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL;
+    for (int w = 0; w < W; w++)
+      bv[w] = masked ? _mm512_maskz_loadu_ps(mk, b) : _mm512_loadu_ps(b + 16 * w);
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
-      float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
+      __m512 ar = _mm512_set1_ps(a[r * sam]);
 #pragma GCC unroll 8
-      for (int w = 0; w < W; w++)
-        avx512_store(acc[r][w], p->C + (m0 + r) * p->ldc + n + 16 * w, m[w], st,
-                     cb ? cb + 16 * w : NULL, rb);
+      for (int w = 0; w < W; w++) acc[r][w] = _mm512_fmadd_ps(ar, bv[w], acc[r][w]);
     }
   }
+  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL;
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) {
+    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
+#pragma GCC unroll 8
+    for (int w = 0; w < W; w++)
+      avx512_store(acc[r][w], p->C + (m0 + r) * p->ldc + n + 16 * w, mk, st,
+                   cb ? cb + 16 * w : NULL, rb);
+  }
+}
+
+/* Rows [m0, m0+R) x columns [n0, n1): W-vector blocks, then 16-column ones,
+ * then a masked tail. */
+AVX512_INLINE void rows_nn(const int R, const int W, const gemm_params *p, const gemm_store *st,
+                           int64_t m0, int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  for (; n + 16 * W <= n1; n += 16 * W) block_nn(R, W, false, p, st, m0, n, 16 * W);
+  for (; n + 16 <= n1; n += 16) block_nn(R, 1, false, p, st, m0, n, 16);
+  if (n < n1) block_nn(R, 1, true, p, st, m0, n, n1 - n);
 }
 
 /* Rows [m0, m0+R) x columns [n0, n1) of C in groups of CN columns, B
@@ -65,6 +73,7 @@ AVX512_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, cons
 #pragma GCC unroll 8
       for (int j = 0; j < CN; j++) acc[r][j] = _mm512_setzero_ps();
     for (int64_t k = 0; k < K; k += 16) {
+      /* All lanes but in the last step; the mask costs nothing there. */
       __mmask16 km = avx512_mask(K - k);
       __m512 av[4];
 #pragma GCC unroll 4
@@ -121,6 +130,7 @@ void f32_gemm_smallm_avx512(const gemm_params *p, int64_t n0, int64_t n1) {
     group_nn((int)p->M, p, &st, 0, n0, n1);
     return;
   }
+  /* The dot-product form, for M <= GEMM_SMALL_M_NT. */
   for (int64_t m0 = 0; m0 < p->M; m0 += 4) {
     int64_t R = p->M - m0 < 4 ? p->M - m0 : 4;
     group_nt((int)R, p, &st, m0, n0, n1);

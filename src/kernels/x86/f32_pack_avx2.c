@@ -57,7 +57,7 @@ AVX2_INLINE void pack_rows_t(const float *src, int64_t ld, int rows, int64_t kc,
       } else {
         float tmp[8];
         _mm256_storeu_ps(tmp, r[i]);
-        memcpy(dst + (k + i) * width, tmp, sizeof(float) * (size_t)width);
+        memcpy(dst + (k + i) * width, tmp, sizeof(float) * (size_t)(width < 8 ? width : 8));
       }
     }
   }

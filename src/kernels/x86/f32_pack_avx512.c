@@ -49,8 +49,10 @@ AVX512_INLINE void pack_rows_t(const float *src, int64_t ld, int rows, int64_t k
     __mmask16 km = avx512_mask(kc - k);
     __m512 r[16];
 #pragma GCC unroll 16
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < 16; i++) {
+      if (i < rows) _mm_prefetch((const char *)(src + i * ld + k + 64), _MM_HINT_T0);
       r[i] = i < rows ? _mm512_maskz_loadu_ps(km, src + i * ld + k) : _mm512_setzero_ps();
+    }
     transpose16(r);
     int64_t n = kc - k < 16 ? kc - k : 16;
 #pragma GCC unroll 16
@@ -85,6 +87,9 @@ AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_
     for (int v = 0; v < NV; v++) m[v] = avx512_mask(cols - 16 * v);
     const float *src = p->B + p0 * p->ldb + j0;
     for (int64_t k = 0; k < kc; k++, src += p->ldb) {
+      /* Rows are ldb apart (pages, often): the prefetchers need help. */
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++) _mm_prefetch((const char *)(src + 8 * p->ldb + 16 * v), _MM_HINT_T0);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++)
         _mm512_store_ps(dst + k * NR + 16 * v, _mm512_maskz_loadu_ps(m[v], src + 16 * v));
