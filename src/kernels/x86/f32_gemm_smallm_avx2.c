@@ -65,6 +65,17 @@ AVX2_INLINE void rows_nn(const int R, const int W, const gemm_params *p, const g
   if (n < n1) block_nn(R, 1, true, p, st, m0, n, n1 - n);
 }
 
+/* Lanes 0..CN-1 (CN = 4 or 8) of the result: the sums of x[0..CN-1], by an
+ * add tree that shares its shuffles across the vectors. */
+AVX2_INLINE __m256 sums_of(const int CN, const __m256 x[8]) {
+  __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(x[0], x[1]), _mm256_hadd_ps(x[2], x[3]));
+  if (CN == 4)
+    return _mm256_castps128_ps256(
+        _mm_add_ps(_mm256_castps256_ps128(q0), _mm256_extractf128_ps(q0, 1)));
+  __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(x[4], x[5]), _mm256_hadd_ps(x[6], x[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
+}
+
 AVX2_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, const gemm_store *st,
                          int64_t m0, int64_t n0, int64_t n1) {
   const int64_t K = p->K;
@@ -104,11 +115,8 @@ AVX2_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, const 
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-      float sums[8] = {0};
-#pragma GCC unroll 8
-      for (int j = 0; j < CN; j++) sums[j] = avx2_hsum(acc[r][j]);
       float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
-      store_part(_mm256_loadu_ps(sums), p->C + (m0 + r) * p->ldc + n, cols, st,
+      store_part(sums_of(CN, acc[r]), p->C + (m0 + r) * p->ldc + n, cols, st,
                  st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL, rb);
     }
   }

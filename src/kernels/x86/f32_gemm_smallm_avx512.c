@@ -57,11 +57,45 @@ AVX512_INLINE void rows_nn(const int R, const int W, const gemm_params *p, const
   if (n < n1) block_nn(R, 1, true, p, st, m0, n, n1 - n);
 }
 
+/* Lanes 0..CN-1 (CN = 4 or 8) of the result: the sums of x[0..CN-1], by an
+ * add tree that shares its shuffles across the vectors. */
+AVX512_INLINE __m256 sums_of(const int CN, const __m512 x[8]) {
+  __m256 y[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < CN; j++)
+    y[j] = _mm256_add_ps(_mm512_castps512_ps256(x[j]), _mm512_extractf32x8_ps(x[j], 1));
+  __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(y[0], y[1]), _mm256_hadd_ps(y[2], y[3]));
+  if (CN == 4)
+    return _mm256_castps128_ps256(
+        _mm_add_ps(_mm256_castps256_ps128(q0), _mm256_extractf128_ps(q0, 1)));
+  __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(y[4], y[5]), _mm256_hadd_ps(y[6], y[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
+}
+
+/* One 16-wide K step of the dot products (km masks the K tail). */
+AVX512_INLINE void step_nt(const int R, const int CN, const bool masked, __mmask16 km,
+                           const float *const a[4], const float *const b[8], int64_t k,
+                           __m512 acc[4][8]) {
+  __m512 av[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++)
+    av[r] = masked ? _mm512_maskz_loadu_ps(km, a[r] + k) : _mm512_loadu_ps(a[r] + k);
+#pragma GCC unroll 8
+  for (int j = 0; j < CN; j++) {
+    __m512 bv = masked ? _mm512_maskz_loadu_ps(km, b[j] + k) : _mm512_loadu_ps(b[j] + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r][j] = _mm512_fmadd_ps(av[r], bv, acc[r][j]);
+  }
+}
+
 /* Rows [m0, m0+R) x columns [n0, n1) of C in groups of CN columns, B
  * transposed: C[m][n] = dot(A row m, B row n), K along the vectors. */
 AVX512_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, const gemm_store *st,
                            int64_t m0, int64_t n0, int64_t n1) {
   const int64_t K = p->K;
+  const float *a[4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++) a[r] = p->A + (m0 + r) * p->lda;
   for (int64_t n = n0; n < n1; n += CN) {
     int cols = (int)(n1 - n < CN ? n1 - n : CN);
     const float *b[8];
@@ -72,27 +106,15 @@ AVX512_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, cons
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
       for (int j = 0; j < CN; j++) acc[r][j] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < K; k += 16) {
-      /* All lanes but in the last step; the mask costs nothing there. */
-      __mmask16 km = avx512_mask(K - k);
-      __m512 av[4];
-#pragma GCC unroll 4
-      for (int r = 0; r < R; r++) av[r] = _mm512_maskz_loadu_ps(km, p->A + (m0 + r) * p->lda + k);
-#pragma GCC unroll 8
-      for (int j = 0; j < CN; j++) {
-        __m512 bv = _mm512_maskz_loadu_ps(km, b[j] + k);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) acc[r][j] = _mm512_fmadd_ps(av[r], bv, acc[r][j]);
-      }
-    }
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) step_nt(R, CN, false, 0, a, b, k, acc);
+    if (k < K) step_nt(R, CN, true, avx512_mask(K - k), a, b, k, acc);
     __mmask16 cm = avx512_mask(cols);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-      float sums[16] = {0};
-#pragma GCC unroll 8
-      for (int j = 0; j < CN; j++) sums[j] = _mm512_reduce_add_ps(acc[r][j]);
+      __m512 sums = _mm512_castps256_ps512(sums_of(CN, acc[r]));
       float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
-      avx512_store(_mm512_loadu_ps(sums), p->C + (m0 + r) * p->ldc + n, cm, st,
+      avx512_store(sums, p->C + (m0 + r) * p->ldc + n, cm, st,
                    st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL, rb);
     }
   }
