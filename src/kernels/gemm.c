@@ -100,17 +100,19 @@ typedef struct gemm_arch {
  *   kc 256: a 32-wide B micro-panel is 32 KiB, in L1 across the row tiles;
  *   mc: the A block mc x kc (~200 KiB) in L2;
  *   8 Mi of packed B per N chunk, a share of L3;
- *   16 K blocks per pass before packed B is rebuilt. */
+ *   16 K blocks per pass before packed B is rebuilt;
+ *   a thread per 8 MFLOP (~30 us): a pool call waits for every woken worker,
+ *   and on a busy machine a worker can take long to get a core. */
 static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a) {
   memset(a, 0, sizeof *a);
 #ifdef SMELT_X86
   if (isa == ISA_AVX512) {
     *a = (gemm_arch){8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
                      f32_gemm_smallm_avx512, f32_gemm_direct_8x32_avx512, 8, 32,
-                     {256, 8 * 24, (int64_t)2 << 20, 16}};
+                     {256, 8 * 24, (int64_t)2 << 20, 16, 8000000}};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
-                     f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16}};
+                     f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 8000000}};
   }
 #endif
   if (!a->ukr) return false;
@@ -118,6 +120,7 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
   if (over && over->mc > 0) a->blk.mc = over->mc;
   if (over && over->bbuf_floats > 0) a->blk.bbuf_floats = over->bbuf_floats;
   if (over && over->k_super > 0) a->blk.k_super = over->k_super;
+  if (over && over->thread_flops > 0) a->blk.thread_flops = over->thread_flops;
   return true;
 }
 
@@ -139,7 +142,9 @@ static void gemm_small_m(smelt_pool *pool, const gemm_params *p, const gemm_arch
   smallm_ctx x = {p, a->smallm, 64};
   int64_t units = (p->N + x.step - 1) / x.step;
   int64_t flops_per_unit = 2 * p->M * p->K * x.step;
-  int64_t grain = (int64_t)(1 << 18) / (flops_per_unit > 0 ? flops_per_unit : 1) + 1;
+  /* Memory-bound (B streamed once): a second core adds bandwidth, so
+   * chunks are smaller here than on the compute-bound paths. */
+  int64_t grain = (int64_t)1000000 / (flops_per_unit > 0 ? flops_per_unit : 1) + 1;
   pool_parallel_for(pool, units, grain, smallm_range, &x);
 }
 
@@ -179,7 +184,7 @@ static void gemm_direct(smelt_pool *pool, const gemm_params *p, const gemm_arch 
   direct_ctx x = {p, ar};
   int64_t strips = (p->N + ar->dnr - 1) / ar->dnr;
   int64_t strip_flops = 2 * p->M * p->K * ar->dnr;
-  pool_parallel_for(pool, strips, (int64_t)2000000 / strip_flops + 1, direct_strips, &x);
+  pool_parallel_for(pool, strips, ar->blk.thread_flops / strip_flops + 1, direct_strips, &x);
 }
 
 /* ---- packed path ---- */
@@ -191,7 +196,7 @@ enum { PANEL_EMPTY = 0, PANEL_PACKING = 1, PANEL_READY = 2 };
 typedef struct packed_ctx {
   const gemm_params *p;
   const gemm_arch *ar;
-  int64_t kc, mc;             /* block sizes for this call */
+  int64_t kc, mc;             /* K block; the largest row block */
   int64_t q0, qk;             /* K super-block [q0, q0+qk) */
   bool first_q, last_q;       /* it applies beta / the epilogue */
   int64_t n_pc;               /* K blocks in the super-block */
@@ -203,7 +208,6 @@ typedef struct packed_ctx {
   float *abuf;                /* per slot: mc_max*kc floats */
   int64_t abuf_len;
   atomic_int_fast64_t next;   /* next unclaimed item */
-  bool no_pf; /* TEMP */
 } packed_ctx;
 
 static void spin_pause(void) {
@@ -240,12 +244,20 @@ static const float *b_panel_if_ready(packed_ctx *x, int64_t pc, int64_t jp) {
   return x->bbuf + idx * x->kc * x->ar->nr;
 }
 
+/* Row blocks: n_ic of them, starts spread evenly on MR boundaries so the
+ * threads get equal shares (sizes differ by at most MR). */
+static int64_t row_block_start(const packed_ctx *x, int64_t ic) {
+  int64_t units = ceil_div(x->p->M, x->ar->mr);
+  int64_t start = ic * units / x->n_ic * x->ar->mr;
+  return start < x->p->M ? start : x->p->M;
+}
+
 static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packed_ic) {
   const gemm_params *p = x->p;
   const gemm_arch *ar = x->ar;
   const gemm_epilogue *ep = &p->epilogue;
   int64_t ic = item / x->n_jt, jt = item % x->n_jt;
-  int64_t i0 = ic * x->mc, mc = p->M - i0 < x->mc ? p->M - i0 : x->mc;
+  int64_t i0 = row_block_start(x, ic), mc = row_block_start(x, ic + 1) - i0;
   int64_t jp0 = jt * x->jt_len, jp1 = jp0 + x->jt_len < x->n_jr ? jp0 + x->jt_len : x->n_jr;
   for (int64_t pc = 0; pc < x->n_pc; pc++) {
     int64_t p0 = x->q0 + pc * x->kc;
@@ -266,7 +278,7 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
     int64_t per_tile = ceil_div(lines, n_ir);
     for (int64_t jp = jp0; jp < jp1; jp++) {
       const float *bp = b_panel(x, pc, jp);
-      const float *next = jp + 1 < jp1 && !x->no_pf ? b_panel_if_ready(x, pc, jp + 1) : NULL;
+      const float *next = jp + 1 < jp1 ? b_panel_if_ready(x, pc, jp + 1) : NULL;
       int64_t j = x->j0 + jp * ar->nr;
       int nr = (int)(x->j1 - j < ar->nr ? x->j1 - j : ar->nr);
       for (int64_t ir = 0, t = 0; ir < mc; ir += ar->mr, t++) {
@@ -298,34 +310,49 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
 static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 /* Block sizes spread evenly: ceil(n/max) blocks of equal size (multiple of
- * `unit`), so no K or M block is a sliver. */
+ * `unit`), so no K block is a sliver. */
 static int64_t even_block(int64_t n, int64_t max, int64_t unit) {
   return round_up(ceil_div(n, ceil_div(n, max)), unit);
+}
+
+/* Threads worth waking for `flops` of work (see gemm_arch_for). */
+static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops) {
+  int threads = pool_threads(pool);
+  double want = flops / (double)ar->blk.thread_flops + 1;
+  return want < threads ? (int)want : threads;
+}
+
+/* Splits one N chunk into items: row blocks x column ranges, at least two
+ * per thread when the rows alone do not divide evenly among the threads. */
+static void plan_items(packed_ctx *x, int threads) {
+  int64_t jt = 1;
+  if (threads > 1 && x->n_ic % threads != 0) jt = ceil_div(2 * threads, x->n_ic);
+  x->jt_len = ceil_div(x->n_jr, jt);
+  x->n_jt = ceil_div(x->n_jr, x->jt_len);
 }
 
 /* Returns false (nothing written) if scratch memory cannot be allocated. */
 static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
   const int64_t MR = ar->mr, NR = ar->nr;
+  const gemm_blocking *blk = &ar->blk;
   packed_ctx x;
   memset(&x, 0, sizeof x);
   x.p = p;
   x.ar = ar;
-  x.no_pf = ar->blk.k_super == 17; /* TEMP */
-  const gemm_blocking *blk = &ar->blk;
+  int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K);
+
   int64_t qk_max = even_block(p->K, blk->k_super * blk->kc, 1); /* K per pass */
   x.kc = even_block(qk_max, blk->kc, 8);
   if (x.kc > qk_max) x.kc = qk_max;
-  x.mc = even_block(p->M, blk->mc, MR);
   int64_t n_pc_max = ceil_div(qk_max, x.kc);
+  x.n_ic = ceil_div(p->M, blk->mc);
+  if (threads > 1 && x.n_ic >= threads) x.n_ic = round_up(x.n_ic, threads);
+  if (x.n_ic > ceil_div(p->M, MR)) x.n_ic = ceil_div(p->M, MR);
+  x.mc = round_up(ceil_div(p->M, x.n_ic) + MR - 1, MR); /* the largest row block */
   int64_t chunk_max = blk->bbuf_floats / (n_pc_max * x.kc);
   chunk_max = chunk_max < NR ? NR : chunk_max / NR * NR;
   int64_t chunk = even_block(p->N, chunk_max, NR);
   int64_t n_jr_max = chunk / NR;
-
-  double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
-  int threads = pool_threads(pool);
-  int64_t want = (int64_t)(flops / 4e6) + 1; /* a thread needs a few microseconds of work */
-  if (want < threads) threads = (int)want;
 
   size_t panels = (size_t)(n_pc_max * n_jr_max);
   size_t bbuf_bytes = panels * (size_t)(x.kc * NR) * sizeof(float);
@@ -338,7 +365,6 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
   x.abuf = (float *)(mem + bbuf_bytes);
   x.bstate = (atomic_uchar *)(mem + bbuf_bytes + abuf_bytes);
 
-  x.n_ic = ceil_div(p->M, x.mc);
   for (x.q0 = 0; x.q0 < p->K; x.q0 += x.qk) {
     x.qk = p->K - x.q0 < qk_max ? p->K - x.q0 : qk_max;
     x.first_q = x.q0 == 0;
@@ -347,10 +373,7 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
     for (x.j0 = 0; x.j0 < p->N; x.j0 = x.j1) {
       x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
       x.n_jr = ceil_div(x.j1 - x.j0, NR);
-      /* Enough items that a slow thread (a shared machine) can be helped. */
-      int64_t jt = threads > 1 ? ceil_div(2 * threads, x.n_ic) : 1;
-      x.jt_len = ceil_div(x.n_jr, jt);
-      x.n_jt = ceil_div(x.n_jr, x.jt_len);
+      plan_items(&x, threads);
       for (int64_t i = 0; i < x.n_pc * x.n_jr; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
       atomic_init(&x.next, 0);
       if (threads > 1) pool_parallel_for(pool, threads, 1, packed_slots, &x);

@@ -87,13 +87,14 @@ typedef enum gemm_path {
   GEMM_PATH_PACKED
 } gemm_path;
 
-/* Packed-path block sizes; 0 keeps the ISA's default.  Tests shrink them to
+/* Packed-path block sizes and threading; 0 keeps the ISA's default.  Tests shrink them to
  * reach every blocking branch with small matrices; benchmarks tune them. */
 typedef struct gemm_blocking {
   int64_t kc;          /* K block: a B micro-panel (kc x NR) should sit in L1 */
   int64_t mc;          /* M block: an A block (mc x kc) should sit in L2 */
   int64_t bbuf_floats; /* packed B per N chunk (all K blocks): ~L3 */
   int64_t k_super;     /* K blocks per pass (bounds packed B for huge K) */
+  int64_t thread_flops; /* work that earns one more thread (packed/direct) */
 } gemm_blocking;
 
 /* Everything explicit.  blk may be NULL. */

@@ -305,12 +305,13 @@ int main(void) {
   for (int t = 0; t < 3; t++) CHECK_OK(pool_create(t + 1, &pools[t]));
   isa_level top = isa_detect();
   /* Tiny blocks: several K blocks, K passes, N chunks and M blocks on small
-   * matrices, so every branch of the packed driver runs. */
-  static const gemm_blocking tiny = {24, 16, 4096, 2};
+   * matrices, so every branch of the packed driver runs; and every thread
+   * woken however small the problem (thread_flops 1). */
+  static const gemm_blocking tiny = {24, 16, 4096, 2, 1}, eager = {0, 0, 0, 0, 1};
   const route routes[] = {{"auto", GEMM_PATH_AUTO, NULL},
-                          {"packed", GEMM_PATH_PACKED, NULL},
+                          {"packed", GEMM_PATH_PACKED, &eager},
                           {"packed-tiny", GEMM_PATH_PACKED, &tiny},
-                          {"direct", GEMM_PATH_DIRECT, NULL},
+                          {"direct", GEMM_PATH_DIRECT, &eager},
                           {"small-m", GEMM_PATH_SMALL_M, NULL}};
   for (int isa = ISA_SCALAR; isa <= (int)top; isa++) {
     for (int r = 0; r < 5; r++) {
