@@ -1,5 +1,8 @@
-/* GEMM driver: argument checks, ISA choice, the small-M path and the packed,
- * cache-blocked path (GotoBLAS/BLIS structure).
+/* GEMM driver: argument checks, ISA choice and three algorithms:
+ *   small-M (M <= 16): no packing, B streamed, threads split N;
+ *   direct (operands in L2, K <= 256): micro-kernel tiles straight from A
+ *     and B, threads split N;
+ *   packed, cache-blocked (GotoBLAS/BLIS structure), everything else.
  *
  * Packed path, for one N chunk (columns [j0, j1)) and one K super-block:
  *   - B is packed into kc x NR micro-panels for every K block pc and every
@@ -12,6 +15,7 @@
  *   - The first K block applies beta, the last one the epilogue.
  * The chunk width keeps the packed B of one chunk within a cache-sized
  * budget; one pool_parallel_for per chunk. */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,10 +154,13 @@ static void gemm_small_m(smelt_pool *pool, const gemm_params *p, const gemm_arch
 
 /* ---- direct path: small problems, nothing packed ---- */
 
-/* Operands that fit in L2 and a K short enough that a strip of B (K x dnr)
- * stays in L1 across the row tiles; B transposed would need packing. */
+/* Operands that fit in L2 (half of it when A is transposed: its rows are
+ * then read across pages) and a K short enough that a strip of B (K x dnr)
+ * stays in L1 across the row tiles; B transposed would need packing.
+ * Measured on Zen 5: as fast as packing up to 256^3, faster below. */
 static bool direct_fits(const gemm_params *p) {
-  return !p->trans_b && p->K <= 256 && (p->M + p->N) * p->K <= 48 * 1024;
+  int64_t limit = p->trans_a ? 48 * 1024 : 128 * 1024;
+  return !p->trans_b && p->K <= 256 && (p->M + p->N) * p->K <= limit;
 }
 
 typedef struct direct_ctx {
@@ -232,8 +239,12 @@ static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
     atomic_store_explicit(st, PANEL_READY, memory_order_release);
     return dst;
   }
-  /* Another thread is packing it: a few microseconds at most. */
-  while (atomic_load_explicit(st, memory_order_acquire) != PANEL_READY) spin_pause();
+  /* Another thread is packing it: microseconds, unless the packer lost its
+   * core to another process -- then give ours up too. */
+  for (int spins = 0; atomic_load_explicit(st, memory_order_acquire) != PANEL_READY; spins++) {
+    if (spins < 2000) spin_pause();
+    else sched_yield();
+  }
   return dst;
 }
 
