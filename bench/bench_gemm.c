@@ -195,6 +195,30 @@ static void run_once(kernel *k, smelt_pool *pool, const openblas *ob, const gemm
   if (k->n < 64) k->t[k->n++] = t;
 }
 
+/* Sampled check of one kernel's output against a double-precision dot
+ * product: a benchmark of a wrong kernel is worthless. */
+static bool output_ok(const gemm_params *p) {
+  for (int t = 0; t < 64; t++) {
+    int64_t m = (int64_t)((uint64_t)t * 2654435761u % (uint64_t)p->M);
+    int64_t n = (int64_t)((uint64_t)t * 40503u % (uint64_t)p->N);
+    double s = 0, mag = 0;
+    for (int64_t k = 0; k < p->K; k++) {
+      double a = p->A[m * p->lda + k], b = p->trans_b ? p->B[n * p->ldb + k] : p->B[k * p->ldb + n];
+      s += a * b;
+      mag += fabs(a * b);
+    }
+    if (!(fabs(p->C[m * p->ldc + n] - s) <= 2.0 * (double)(p->K + 4) * 1.2e-7 * mag + 1e-30))
+      return false;
+  }
+  return true;
+}
+
+/* The scalar path is only timed up to 512^3: it is the reference, not a
+ * contender, and slow. */
+static bool skip_kernel(const kernel *k, double flops) {
+  return k->isa == ISA_SCALAR && flops > 2.0 * 512 * 512 * 512;
+}
+
 static void bench_shape(const shape *s, int threads, smelt_pool *pool, const openblas *ob,
                         kernel *ks, int nk, const opts *o) {
   size_t a_len = (size_t)(s->M * s->K), b_len = (size_t)(s->K * s->N), c_len = (size_t)(s->M * s->N);
@@ -207,18 +231,22 @@ static void bench_shape(const shape *s, int threads, smelt_pool *pool, const ope
   }
   for (size_t i = 0; i < a_len; i++) A[i] = (float)((i * 7 + 3) % 17) * 0.05f - 0.4f;
   for (size_t i = 0; i < b_len; i++) B[i] = (float)((i * 5 + 1) % 13) * 0.07f - 0.4f;
-  memset(C, 0, c_len * sizeof(float));
   gemm_params p = gemm_params_default();
   p.M = s->M, p.N = s->N, p.K = s->K, p.A = A, p.lda = s->K, p.B = B, p.C = C, p.ldc = s->N;
   p.trans_b = s->tb;
   p.ldb = s->tb ? s->K : s->N;
   if (ob->lib) ob->set_threads(threads);
   double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
-  /* Warm-up (page faults, caches, thread wake-up), which also sizes the reps. */
+  /* Warm-up (page faults, caches, thread wake-up) with an output check,
+   * which also sizes the reps. */
   double slowest = 0;
+  bool wrong[MAX_KERNELS] = {false};
   for (int i = 0; i < nk; i++) {
     ks[i].n = 0;
+    if (skip_kernel(&ks[i], flops)) continue;
+    memset(C, 0xff, c_len * sizeof(float)); /* NaN: beta = 0 must not read it */
     run_once(&ks[i], pool, ob, &p);
+    wrong[i] = !output_ok(&p);
     run_once(&ks[i], pool, ob, &p);
     if (ks[i].t[1] > slowest) slowest = ks[i].t[1];
     ks[i].n = 0;
@@ -227,18 +255,25 @@ static void bench_shape(const shape *s, int threads, smelt_pool *pool, const ope
   if (reps < 5) reps = 5;
   if (reps > 61) reps = 61;
   for (int r = 0; r < reps; r++)
-    for (int i = 0; i < nk; i++) run_once(&ks[i], pool, ob, &p);
+    for (int i = 0; i < nk; i++)
+      if (!skip_kernel(&ks[i], flops)) run_once(&ks[i], pool, ob, &p);
   double gf[MAX_KERNELS], ob_gf = 0;
   for (int i = 0; i < nk; i++) {
-    gf[i] = flops / median(ks[i].t, ks[i].n) * 1e-9;
+    gf[i] = ks[i].n ? flops / median(ks[i].t, ks[i].n) * 1e-9 : 0;
     if (ks[i].isa == ISA_COUNT) ob_gf = gf[i];
   }
   printf("%-22s %2d ", s->name, threads);
   for (int i = 0; i < nk; i++) {
+    if (!ks[i].n) {
+      printf("| %7s %5s %6s", "-", "", "");
+      continue;
+    }
     printf("| %7.1f %4.0f%%", gf[i], 100 * gf[i] / ks[i].peak);
     if (ob_gf > 0 && ks[i].isa != ISA_COUNT) printf(" %5.2fx", gf[i] / ob_gf);
     else printf("       ");
   }
+  for (int i = 0; i < nk; i++)
+    if (wrong[i]) printf("  WRONG OUTPUT: %s", ks[i].name);
   printf("\n");
   fflush(stdout);
   free(A), free(B), free(C);

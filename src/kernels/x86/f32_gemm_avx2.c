@@ -28,7 +28,6 @@ void f32_gemm_6x16_avx2(int64_t kc, const float *restrict a, const float *restri
   __m256 acc[MR][2];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; k++) {
     __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
 #pragma GCC unroll 8

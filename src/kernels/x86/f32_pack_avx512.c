@@ -1,4 +1,4 @@
-/* AVX-512 packing for the 14 x 32 micro-kernel (layouts in gemm_kernels.h).
+/* AVX-512 packing for the 8 x 32 micro-kernel (layouts in gemm_kernels.h).
  * Where the source runs along the wrong dimension (A not transposed, B
  * transposed) 16 x 16 blocks are transposed in registers instead of being
  * gathered element by element. */
@@ -108,23 +108,15 @@ AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_
   }
 }
 
-#define PACK_A(mr)                                                                               \
-  SMELT_TARGET_AVX512 void f32_pack_a_##mr##_avx512(const gemm_params *p, int64_t i0, int64_t mc, \
-                                                    int64_t p0, int64_t kc, float *dst) {       \
-    pack_a(mr, p, i0, mc, p0, kc, dst);                                                          \
-  }
-#define PACK_B(nr)                                                                                 \
-  SMELT_TARGET_AVX512 void f32_pack_b_##nr##_avx512(const gemm_params *p, int64_t j0, int64_t cols, \
-                                                    int64_t p0, int64_t kc, float *dst) {         \
-    pack_b(nr / 16, p, j0, cols, p0, kc, dst);                                                     \
-  }
-PACK_A(14)
-PACK_B(32)
-PACK_A(12)
-PACK_A(8)
-PACK_A(6)
-PACK_A(16)
-PACK_B(64)
-PACK_B(16)
-PACK_B(48)
+SMELT_TARGET_AVX512
+void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                         float *dst) {
+  pack_a(8, p, i0, mc, p0, kc, dst);
+}
+
+SMELT_TARGET_AVX512
+void f32_pack_b_32_avx512(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
+                          float *dst) {
+  pack_b(2, p, j0, cols, p0, kc, dst);
+}
 #endif
