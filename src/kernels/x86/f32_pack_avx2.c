@@ -87,26 +87,10 @@ void f32_pack_a_6_avx2(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0,
   }
 }
 
-SMELT_TARGET_AVX2
-void f32_pack_b_16_avx2(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
-                        float *restrict dst) {
-  if (!p->trans_b) {
-    const float *src = p->B + p0 * p->ldb + j0;
-    if (cols == NR) {
-      for (int64_t k = 0; k < kc; k++, src += p->ldb) {
-        _mm256_store_ps(dst + k * NR, _mm256_loadu_ps(src));
-        _mm256_store_ps(dst + k * NR + 8, _mm256_loadu_ps(src + 8));
-      }
-    } else {
-      __m256i m0 = avx2_mask(cols), m1 = avx2_mask(cols - 8);
-      for (int64_t k = 0; k < kc; k++, src += p->ldb) {
-        _mm256_store_ps(dst + k * NR, _mm256_maskload_ps(src, m0));
-        _mm256_store_ps(dst + k * NR + 8, _mm256_maskload_ps(src + 8, m1));
-      }
-    }
-    return;
-  }
-  /* B is N x K: columns of op(B) are rows of B, 8 at a time. */
+/* One 16-wide micro-panel of op(B), B transposed (N x K): columns of op(B)
+ * are rows of B, 8 at a time. */
+AVX2_INLINE void pack_b_t(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
+                          float *restrict dst) {
   for (int h = 0; h < 2; h++) {
     int64_t c = cols - 8 * h;
     int rows = (int)(c < 0 ? 0 : c > 8 ? 8 : c);
@@ -115,6 +99,35 @@ void f32_pack_b_16_avx2(const gemm_params *p, int64_t j0, int64_t cols, int64_t 
       continue;
     }
     pack_rows_t(p->B + (j0 + 8 * h) * p->ldb + p0, p->ldb, rows, kc, NR, dst + 8 * h);
+  }
+}
+
+/* ceil(cols / 16) micro-panels, panel i at dst + i*stride; B not
+ * transposed is read a whole row of the group at a time (see the AVX-512
+ * packer). */
+SMELT_TARGET_AVX2
+void f32_pack_b_16_avx2(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
+                        float *restrict dst, int64_t stride) {
+  int64_t panels = (cols + NR - 1) / NR, full = cols / NR;
+  if (p->trans_b) {
+    for (int64_t i = 0; i < panels; i++)
+      pack_b_t(p, j0 + i * NR, cols - i * NR < NR ? cols - i * NR : NR, p0, kc, dst + i * stride);
+    return;
+  }
+  __m256i m0 = avx2_mask(cols - full * NR), m1 = avx2_mask(cols - full * NR - 8);
+  const float *src = p->B + p0 * p->ldb + j0;
+  for (int64_t k = 0; k < kc; k++, src += p->ldb) {
+    for (int64_t c = 0; c < cols; c += 16)
+      _mm_prefetch((const char *)(src + 16 * p->ldb + c), _MM_HINT_T0);
+    for (int64_t i = 0; i < full; i++) {
+      _mm256_store_ps(dst + i * stride + k * NR, _mm256_loadu_ps(src + i * NR));
+      _mm256_store_ps(dst + i * stride + k * NR + 8, _mm256_loadu_ps(src + i * NR + 8));
+    }
+    if (full < panels) {
+      _mm256_store_ps(dst + full * stride + k * NR, _mm256_maskload_ps(src + full * NR, m0));
+      _mm256_store_ps(dst + full * stride + k * NR + 8,
+                      _mm256_maskload_ps(src + full * NR + 8, m1));
+    }
   }
 }
 #endif

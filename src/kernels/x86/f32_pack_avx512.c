@@ -77,25 +77,10 @@ AVX512_INLINE void pack_a(const int MR, const gemm_params *p, int64_t i0, int64_
   }
 }
 
-/* One NR = 16*NV wide micro-panel of op(B). */
-AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_t cols, int64_t p0,
-                          int64_t kc, float *restrict dst) {
+/* One NR = 16*NV wide micro-panel of op(B), B transposed. */
+AVX512_INLINE void pack_b_t(const int NV, const gemm_params *p, int64_t j0, int64_t cols,
+                            int64_t p0, int64_t kc, float *restrict dst) {
   const int NR = 16 * NV;
-  if (!p->trans_b) {
-    __mmask16 m[4];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) m[v] = avx512_mask(cols - 16 * v);
-    const float *src = p->B + p0 * p->ldb + j0;
-    for (int64_t k = 0; k < kc; k++, src += p->ldb) {
-      /* Rows are ldb apart (pages, often): the prefetchers need help. */
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; v++) _mm_prefetch((const char *)(src + 8 * p->ldb + 16 * v), _MM_HINT_T0);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; v++)
-        _mm512_store_ps(dst + k * NR + 16 * v, _mm512_maskz_loadu_ps(m[v], src + 16 * v));
-    }
-    return;
-  }
   /* B is N x K: columns of op(B) are rows of B, 16 at a time. */
   for (int v = 0; v < NV; v++) {
     int64_t c = cols - 16 * v;
@@ -108,6 +93,41 @@ AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_
   }
 }
 
+/* ceil(cols / NR) micro-panels of op(B), panel i at dst + i*stride.  B not
+ * transposed is read a whole row of the group at a time: one contiguous
+ * run per row instead of one short run per row per panel, which is what
+ * the prefetchers (and DRAM pages) want; rows are also prefetched ahead. */
+AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_t cols, int64_t p0,
+                          int64_t kc, float *restrict dst, int64_t stride) {
+  const int NR = 16 * NV;
+  int64_t panels = (cols + NR - 1) / NR;
+  if (p->trans_b) {
+    for (int64_t i = 0; i < panels; i++) {
+      int64_t c = cols - i * NR < NR ? cols - i * NR : NR;
+      pack_b_t(NV, p, j0 + i * NR, c, p0, kc, dst + i * stride);
+    }
+    return;
+  }
+  int64_t full = cols / NR;
+  __mmask16 m[4];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; v++) m[v] = avx512_mask(cols - full * NR - 16 * v);
+  const float *src = p->B + p0 * p->ldb + j0;
+  for (int64_t k = 0; k < kc; k++, src += p->ldb) {
+    for (int64_t c = 0; c < cols; c += 16)
+      _mm_prefetch((const char *)(src + 16 * p->ldb + c), _MM_HINT_T0);
+    for (int64_t i = 0; i < full; i++)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++)
+        _mm512_store_ps(dst + i * stride + k * NR + 16 * v, _mm512_loadu_ps(src + i * NR + 16 * v));
+    if (full < panels)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++)
+        _mm512_store_ps(dst + full * stride + k * NR + 16 * v,
+                        _mm512_maskz_loadu_ps(m[v], src + full * NR + 16 * v));
+  }
+}
+
 SMELT_TARGET_AVX512
 void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
                          float *dst) {
@@ -116,7 +136,7 @@ void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p
 
 SMELT_TARGET_AVX512
 void f32_pack_b_32_avx512(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
-                          float *dst) {
-  pack_b(2, p, j0, cols, p0, kc, dst);
+                          float *dst, int64_t stride) {
+  pack_b(2, p, j0, cols, p0, kc, dst, stride);
 }
 #endif
