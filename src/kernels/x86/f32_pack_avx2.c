@@ -63,25 +63,38 @@ AVX2_INLINE void pack_rows_t(const float *src, int64_t ld, int rows, int64_t kc,
   }
 }
 
+/* A transposed (K x M) is read in runs along its rows and scattered into
+ * the panels, 8 rows of A at a time (see the AVX-512 packer).  Each 8-lane
+ * store spills 2 floats into the next k group, which the next k overwrites;
+ * the panel's last k is stored through a temp. */
 SMELT_TARGET_AVX2
 void f32_pack_a_6_avx2(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
                        float *restrict dst) {
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
-    int rows = (int)(mc - ir < MR ? mc - ir : MR);
-    if (!p->trans_a) {
+  if (!p->trans_a) {
+    for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
+      int rows = (int)(mc - ir < MR ? mc - ir : MR);
       pack_rows_t(p->A + (i0 + ir) * p->lda + p0, p->lda, rows, kc, MR, dst);
-      continue;
     }
-    __m256i m = avx2_mask(rows);
-    const float *src = p->A + p0 * p->lda + i0 + ir;
-    for (int64_t k = 0; k < kc; k++, src += p->lda) {
-      __m256 v = _mm256_maskload_ps(src, m);
-      if (k + 1 < kc) {
-        _mm256_storeu_ps(dst + k * MR, v); /* spill overwritten by k + 1 */
-      } else {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, v);
-        memcpy(dst + k * MR, tmp, sizeof(float) * MR);
+    return;
+  }
+  const float *src = p->A + p0 * p->lda + i0;
+  for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+    int64_t k1 = k0 + 8 < kc ? k0 + 8 : kc;
+    for (int64_t k = k0; k < k1; k++)
+      for (int64_t ir = 0; ir < mc; ir += 16)
+        _mm_prefetch((const char *)(src + (k + 8) * p->lda + ir), _MM_HINT_T0);
+    float *d = dst;
+    for (int64_t ir = 0; ir < mc; ir += MR, d += MR * kc) {
+      __m256i m = avx2_mask(mc - ir < MR ? mc - ir : MR);
+      for (int64_t k = k0; k < k1; k++) {
+        __m256 v = _mm256_maskload_ps(src + k * p->lda + ir, m);
+        if (k + 1 < kc) {
+          _mm256_storeu_ps(d + k * MR, v);
+        } else {
+          float tmp[8];
+          _mm256_storeu_ps(tmp, v);
+          memcpy(d + k * MR, tmp, sizeof(float) * MR);
+        }
       }
     }
   }

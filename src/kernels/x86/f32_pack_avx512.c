@@ -61,18 +61,36 @@ AVX512_INLINE void pack_rows_t(const float *src, int64_t ld, int rows, int64_t k
   }
 }
 
-/* MR-row micro-panels (MR <= 16) of op(A). */
+/* MR-row micro-panels (MR <= 16) of op(A).  A transposed (K x M) is read
+ * in runs along its rows and scattered into the panels, 8 rows of A at a
+ * time: panel by panel would touch every row of A once per panel for a few
+ * floats, and row by row would store to every panel per row -- panels are
+ * a power of two apart, so those stores all land in one L1 set. */
 AVX512_INLINE void pack_a(const int MR, const gemm_params *p, int64_t i0, int64_t mc, int64_t p0,
                           int64_t kc, float *restrict dst) {
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
-    int rows = (int)(mc - ir < MR ? mc - ir : MR);
-    if (!p->trans_a) {
+  if (!p->trans_a) {
+    for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
+      int rows = (int)(mc - ir < MR ? mc - ir : MR);
       pack_rows_t(p->A + (i0 + ir) * p->lda + p0, p->lda, rows, kc, MR, dst);
-    } else {
-      __mmask16 m = avx512_mask(rows);
-      const float *src = p->A + p0 * p->lda + i0 + ir;
-      for (int64_t k = 0; k < kc; k++, src += p->lda)
-        _mm512_mask_storeu_ps(dst + k * MR, avx512_mask(MR), _mm512_maskz_loadu_ps(m, src));
+    }
+    return;
+  }
+  const __mmask16 wm = avx512_mask(MR);
+  const float *src = p->A + p0 * p->lda + i0;
+  for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+    int64_t k1 = k0 + 8 < kc ? k0 + 8 : kc;
+    for (int64_t k = k0; k < k1; k++)
+      for (int64_t ir = 0; ir < mc; ir += 16)
+        _mm_prefetch((const char *)(src + (k + 8) * p->lda + ir), _MM_HINT_T0);
+    float *d = dst;
+    for (int64_t ir = 0; ir < mc; ir += MR, d += MR * kc) {
+      __mmask16 rm = avx512_mask(mc - ir);
+      for (int64_t k = k0; k < k1; k++) {
+        if (MR == 8 && mc - ir >= 8) /* the common tile: plain 256-bit moves */
+          _mm256_store_ps(d + k * 8, _mm256_loadu_ps(src + k * p->lda + ir));
+        else
+          _mm512_mask_storeu_ps(d + k * MR, wm, _mm512_maskz_loadu_ps(rm, src + k * p->lda + ir));
+      }
     }
   }
 }
