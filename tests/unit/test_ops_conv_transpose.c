@@ -112,13 +112,13 @@ static void test_errors(void) {
   nt_rand(&x, SMELT_F32, 4, (int64_t[]){1, 3, 4, 4});
   nt_rand(&w, SMELT_F32, 4, (int64_t[]){2, 2, 3, 3});
   tensor *in[] = {&x, &w}, *out[] = {&y};
-  CHECK(harness_run("ConvTranspose", 22, NULL, 0, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("ConvTranspose", 22, NULL, 0, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("channels 3 of X do not match W's first dim 2"));
   tensor_release(&y);
   tensor_release(&w);
   nt_rand(&w, SMELT_F32, 4, (int64_t[]){3, 2, 3, 3});
   ir_attr bad[] = {nt_ints("output_padding", 2, (int64_t[]){2, 0})};
-  CHECK(harness_run("ConvTranspose", 22, bad, 1, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("ConvTranspose", 22, bad, 1, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("output_padding"));
   tensor_release(&y);
   tensor_release(&x);
