@@ -65,10 +65,13 @@ smelt_status tensor_file_save_named(const char *path, const tensor *t, const cha
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "%s: unknown tensor file extension (use .npy or .pb)",
                    path);
   }
-  if (!s) s = file_write_atomic(path, buf, len);
+  if (s) {
+    free(buf);
+    return err_prefix(s, "%s: ", path);
+  }
+  s = file_write_atomic(path, buf, len); /* its errors name the path */
   free(buf);
-  if (s) return err_prefix(s, "%s: ", path);
-  return SMELT_OK;
+  return s;
 }
 
 smelt_status tensor_file_save(const char *path, const tensor *t) {

@@ -24,18 +24,14 @@ smelt_status smelt_tensor_load(const char *path, smelt_tensor *out) {
 smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t) {
   if (!path) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_tensor_save_npy: path is NULL");
   tensor v;
+  uint8_t *buf;
+  size_t len;
   smelt_status s = tensor_from_public(t, &v);
-  if (!s) {
-    uint8_t *buf;
-    size_t len;
-    s = npy_encode(&v, &buf, &len);
-    if (!s) {
-      s = file_write_atomic(path, buf, len);
-      free(buf);
-    }
-  }
+  if (!s) s = npy_encode(&v, &buf, &len);
   if (s) return err_prefix(s, "%s: ", path);
-  return SMELT_OK;
+  s = file_write_atomic(path, buf, len); /* its errors name the path */
+  free(buf);
+  return s;
 }
 
 void smelt_tensor_release(smelt_tensor *t) {

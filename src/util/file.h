@@ -20,7 +20,8 @@ smelt_status file_read_all(const char *path, uint8_t **buf, size_t *len, size_t 
  * which is fsync'd, then renamed over path, then the directory is fsync'd.  A
  * reader sees the old file or the new one, never a mix.  On any failure (full
  * disk, missing directory, path is a directory...) the temporary file is
- * removed and an existing file at path is left untouched. */
+ * removed and an existing file at path is left untouched.  A symlink at path
+ * is replaced by the file, not followed. */
 smelt_status file_write_atomic(const char *path, const void *buf, size_t len);
 
 #endif
