@@ -22,6 +22,9 @@ bool cli_double(const char *flag, const char *s, double *out);
 /* True if argv[i] is flag (and takes the next argument, which must exist). */
 bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
 
+/* snprintf for paths and messages; false if the result was cut short. */
+bool cli_path(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A NAME=VALUE pair list (for -i and --dim). */
 typedef struct cli_kv {
   const char *key, *val;

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,4 +58,12 @@ bool cli_split_kv(const char *flag, char *arg, cli_kv *out) {
   out->key = arg;
   out->val = eq + 1;
   return true;
+}
+
+bool cli_path(char *buf, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+  return k >= 0 && (size_t)k < n;
 }

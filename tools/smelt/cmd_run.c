@@ -112,7 +112,7 @@ int cmd_run(int argc, char **argv) {
   for (int k = 0; k < g->n_outputs; k++) {
     char name[256], path[4096], sh[256];
     safe_name(g->values[g->outputs[k]].name, name, sizeof name);
-    snprintf(path, sizeof path, "%s/%s.npy", outdir, name);
+    cli_path(path, sizeof path, "%s/%s.npy", outdir, name);
     if (tensor_file_save(path, &outputs[k])) {
       rc = cli_fail(NULL);
       goto done;

@@ -41,7 +41,7 @@ static int count_pb(const char *dir, const char *prefix) {
   char p[4096];
   int n = 0;
   for (;; n++) {
-    snprintf(p, sizeof p, "%s/%s_%d.pb", dir, prefix, n);
+    if (!cli_path(p, sizeof p, "%s/%s_%d.pb", dir, prefix, n)) return n;
     if (!is_file(p)) return n;
   }
 }
@@ -75,7 +75,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
   const ir_graph *g = s->model->onnx->graph;
   int ni = count_pb(ds, "input"), no = count_pb(ds, "output");
   if (ni != g->n_inputs || no != g->n_outputs) {
-    snprintf(why, nwhy, "%s has %d inputs and %d outputs, the model %d and %d", ds, ni, no, g->n_inputs, g->n_outputs);
+    cli_path(why, nwhy, "%s has %d inputs and %d outputs, the model %d and %d", ds, ni, no, g->n_inputs, g->n_outputs);
     return T_FAIL;
   }
   tensor *in = calloc((size_t)ni + 1, sizeof *in), **inp = calloc((size_t)ni + 1, sizeof *inp);
@@ -87,7 +87,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
     goto done;
   }
   for (int k = 0; k < ni; k++) {
-    snprintf(p, sizeof p, "%s/input_%d.pb", ds, k);
+    cli_path(p, sizeof p, "%s/input_%d.pb", ds, k);
     if (tensor_file_load(p, &in[k])) {
       snprintf(why, nwhy, "%s", smelt_last_error());
       goto done;
@@ -100,7 +100,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
   }
   r = T_PASS;
   for (int k = 0; k < no && r == T_PASS; k++) {
-    snprintf(p, sizeof p, "%s/output_%d.pb", ds, k);
+    cli_path(p, sizeof p, "%s/output_%d.pb", ds, k);
     if (tensor_file_load(p, &expect)) {
       snprintf(why, nwhy, "%s", smelt_last_error());
       r = T_FAIL;
@@ -108,8 +108,8 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
     }
     compare_result c;
     tensor_compare(&out[k], &expect, o->rtol, o->atol, &c);
-    if (c.max_abs > *worst_abs) *worst_abs = c.max_abs;
-    if (c.max_rel > *worst_rel) *worst_rel = c.max_rel;
+    if (c.max_abs_err > *worst_abs) *worst_abs = c.max_abs_err;
+    if (c.max_rel_err > *worst_rel) *worst_rel = c.max_rel_err;
     if (!c.ok) {
       snprintf(why, nwhy, "output %d '%s': %s", k, g->values[g->outputs[k]].name, c.message);
       r = T_FAIL;
@@ -128,7 +128,7 @@ done:
 static test_result run_test_dir(const char *dir, const test_opts *o, char *why, size_t nwhy,
                                 double *worst_abs, double *worst_rel) {
   char p[4096];
-  snprintf(p, sizeof p, "%s/model.onnx", dir);
+  cli_path(p, sizeof p, "%s/model.onnx", dir);
   if (!is_dir(dir) || !is_file(p)) {
     snprintf(why, nwhy, "no model.onnx in %s", dir);
     return T_SKIP;
@@ -150,7 +150,7 @@ static test_result run_test_dir(const char *dir, const test_opts *o, char *why, 
     r = T_FAIL;
   }
   for (int i = 0; i < n_sets && r == T_PASS; i++) {
-    snprintf(p, sizeof p, "%s/%s", dir, sets[i]);
+    cli_path(p, sizeof p, "%s/%s", dir, sets[i]);
     r = run_data_set(s, p, o, why, nwhy, worst_abs, worst_rel);
   }
   for (int i = 0; i < n_sets; i++) free(sets[i]);
