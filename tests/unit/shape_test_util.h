@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "op_harness.h"
+#include "ops/shape_util.h"
 
 #define DIMS(...) ((const int64_t[]){__VA_ARGS__})
 #define VALS(...) ((const double[]){__VA_ARGS__})
