@@ -18,7 +18,9 @@ static smelt_status merge_dim(int64_t *a, int64_t b, int in, int axis) {
   if (dim_known(*a) && dim_known(b) && *a != b)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %d has size %lld on axis %d, input 0 has "
                    "%lld", in, (long long)b, axis, (long long)*a);
-  if (!dim_known(*a) && (dim_known(b) || *a != b)) *a = dim_known(b) ? b : DIM_UNKNOWN;
+  /* The sizes must be equal at run time, so any known or symbolic size wins
+   * over an unknown one. */
+  if (!dim_known(*a) && (dim_known(b) || *a == DIM_UNKNOWN)) *a = b;
   return SMELT_OK;
 }
 

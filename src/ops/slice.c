@@ -75,9 +75,15 @@ static smelt_status read_spec(op_ctx *c, int rank, slice_spec *s, bool *known) {
   return su_norm_axes(s->axes, ns, rank, "axes");
 }
 
-/* Clamps start/end for a dim per the spec and returns the element count. */
+/* Clamps start/end for a dim per the spec and returns the element count.
+ * Unlike Python, a start below -dim with a negative step clamps to 0 (the spec
+ * and onnxruntime), so it still yields element 0. */
 static int64_t slice_count(int64_t dim, int64_t step, int64_t *start, int64_t end) {
   int64_t st = *start, en = end;
+  if (dim == 0) {
+    *start = 0;
+    return 0;
+  }
   if (st < 0) st += dim;
   if (en < 0) en += dim;
   if (step > 0) {
