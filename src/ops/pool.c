@@ -148,13 +148,7 @@ static double pool_reduce(const pool_geom *g, const pool_taps *t, const double *
     if (i < 0) break;
   }
   if (g->kind == POOL_AVG) return acc / (double)(g->count_pad ? t->n_padded : t->n_valid);
-  if (g->kind == POOL_LP) {
-    /* The ONNX reference (and so the conformance data) scales partial windows
-     * up to the full kernel: (K * mean over the valid taps)^(1/p).  Equal to
-     * the plain p-norm whenever the window lies inside the input. */
-    acc = acc * (double)nn_window_kernel_size(&g->w) / (double)t->n_valid;
-    return g->p == 2 ? sqrt(acc) : pow(acc, 1.0 / g->p);
-  }
+  if (g->kind == POOL_LP) return g->p == 2 ? sqrt(acc) : pow(acc, 1.0 / g->p);
   return acc;
 }
 

@@ -69,7 +69,7 @@ static void naive_pool(const pool_case *pc, const tensor *x, double *y, int64_t 
           acc += v;
         }
       }
-      if (is_lp) acc = pow(acc * (double)Kk / (double)valid, 1.0 / (double)pc->p);
+      if (is_lp) acc = pow(acc, 1.0 / (double)pc->p);
       else if (!is_max) acc /= (double)(pc->count_pad ? padded : valid);
       y[q * Sout + p] = acc;
       if (ind) ind[q * Sout + p] = q * Sin + best;
