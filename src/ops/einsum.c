@@ -154,8 +154,9 @@ static smelt_status ein_parse(op_ctx *c, ein_plan *p) {
   return SMELT_OK;
 }
 
-static const smelt_dtype ein_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_I32,
-                                        SMELT_I64, SMELT_U32, SMELT_U64,  SMELT_UNDEFINED};
+static const smelt_dtype ein_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_I8,
+                                        SMELT_U8,  SMELT_I16, SMELT_U16,  SMELT_I32, SMELT_I64,
+                                        SMELT_U32, SMELT_U64, SMELT_UNDEFINED};
 
 static smelt_status ein_infer(op_ctx *c) {
   for (int i = 0; i < c->n_in; i++) {
