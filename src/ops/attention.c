@@ -80,6 +80,10 @@ static smelt_status attn_plan(op_ctx *c, attn_geom *g) {
   memset(g, 0, sizeof *g);
   g->is3d = q->rank == 3;
   g->B = q->dims[0];
+  TRY(same_dim(k->dims[0], g->B, "K's batch does not match Q's"));
+  TRY(same_dim(v->dims[0], g->B, "V's batch does not match Q's"));
+  if (pk) TRY(same_dim(pk->dims[0], g->B, "past_key's batch does not match Q's"));
+  if (pv) TRY(same_dim(pv->dims[0], g->B, "past_value's batch does not match Q's"));
   if (g->is3d) {
     g->Hq = op_attr_int(c, "q_num_heads", 0);
     g->Hkv = op_attr_int(c, "kv_num_heads", 0);
@@ -112,6 +116,7 @@ static smelt_status attn_plan(op_ctx *c, attn_geom *g) {
     g->Spast = pk->dims[2];
     TRY(same_dim(pk->dims[1], g->Hkv, "past_key's head count does not match K's"));
     TRY(same_dim(pk->dims[3], g->D, "past_key's head size does not match K's"));
+    TRY(same_dim(pv->dims[1], g->Hkv, "past_value's head count does not match K's"));
     TRY(same_dim(pv->dims[2], g->Spast, "past_value's length does not match past_key's"));
     TRY(same_dim(pv->dims[3], g->Dv, "past_value's head size does not match V's"));
   }

@@ -44,6 +44,10 @@ static smelt_status dconv_plan(op_ctx *c, dconv_geom *g) {
   if ((dim_known(g->M) && g->M % g->G) || (dim_known(g->C) && g->C % g->OG))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "channels are not divisible by group/offset_group");
   g->Mg = dim_known(g->M) ? g->M / g->G : DIM_UNKNOWN;
+  const tensor *b = op_in(c, 3);
+  if (b && b->rank == 1 && dim_known(b->dims[0]) && dim_known(g->M) && b->dims[0] != g->M)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input 3 (B) has %lld values for %lld output channels",
+                   (long long)b->dims[0], (long long)g->M);
   TRY(nn_window_attrs(c, 2, w->dims + 2, &g->w));
   if (g->w.auto_pad != NN_NOTSET)
     return err_set(SMELT_ERR_UNSUPPORTED, "DeformConv has no auto_pad");
