@@ -93,7 +93,7 @@ static smelt_status target_attr(op_ctx *c, smelt_dtype *to) {
 }
 
 static smelt_status infer_cast(op_ctx *c) {
-  smelt_dtype to;
+  smelt_dtype to = SMELT_UNDEFINED;
   TRY(target_attr(c, &to));
   return cast_infer_to(c, to);
 }
@@ -110,7 +110,7 @@ static smelt_status infer_castlike(op_ctx *c) {
 /* ---- BitCast: same element width, bytes unchanged ---- */
 
 static smelt_status infer_bitcast(op_ctx *c) {
-  smelt_dtype to;
+  smelt_dtype to = SMELT_UNDEFINED;
   TRY(target_attr(c, &to));
   const tensor *x = c->in[0];
   size_t a = dtype_size(x->dtype), b = dtype_size(to);
