@@ -9,13 +9,16 @@
 #include "util/file.h"
 #include "util/npy.h"
 
+static bool has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && !strcasecmp(path + n - e, ext);
+}
+
 smelt_status tensor_decode_bytes(const void *buf, size_t len, tensor *out, char **name_out) {
   memset(out, 0, sizeof *out);
   if (name_out) *name_out = NULL;
   if (len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN)) return npy_decode(buf, len, out);
-  smelt_status s = onnx_tensor_decode(buf, len, out, name_out);
-  if (s) return err_prefix(s, "not .npy (no \\x93NUMPY magic), so read as an ONNX TensorProto: ");
-  return SMELT_OK;
+  return onnx_tensor_decode(buf, len, out, name_out);
 }
 
 smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_out) {
@@ -25,19 +28,17 @@ smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_o
   uint8_t *buf;
   size_t len;
   TRY(file_read_all(path, &buf, &len, 0));
+  bool is_npy = len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN);
   smelt_status s = tensor_decode_bytes(buf, len, out, name_out);
   free(buf);
+  if (s && !is_npy && !has_ext(path, ".pb")) /* say why a .npy-named file was parsed as protobuf */
+    return err_prefix(s, "%s: no .npy magic, so read as an ONNX TensorProto: ", path);
   if (s) return err_prefix(s, "%s: ", path);
   return SMELT_OK;
 }
 
 smelt_status tensor_file_load(const char *path, tensor *out) {
   return tensor_file_load_named(path, out, NULL);
-}
-
-static bool has_ext(const char *path, const char *ext) {
-  size_t n = strlen(path), e = strlen(ext);
-  return n > e && !strcasecmp(path + n - e, ext);
 }
 
 smelt_status tensor_file_save_named(const char *path, const tensor *t, const char *name) {

@@ -182,7 +182,12 @@ static void test_tensor_files(void) {
   put(in_dir(p, "junk.pb"), "\xff\xff\xff");
   CHECK(tensor_file_load(p, &u) != SMELT_OK && u.data == NULL);
   CHECK(strstr(err_message(), "junk.pb") && strstr(err_message(), "TensorProto"));
-  printf("junk .pb: %s\n", err_message());
+  CHECK(strstr(err_message(), "no .npy magic") == NULL); /* named .pb: no need to explain */
+  char j[512];
+  CHECK(rename(p, in_dir(j, "junk.npy")) == 0);
+  CHECK(tensor_file_load(j, &u) != SMELT_OK &&
+        strstr(err_message(), "no .npy magic, so read as an ONNX TensorProto"));
+  printf("junk .npy: %s\n", err_message());
   smelt_tensor pub;
   CHECK_OK(smelt_tensor_load(q, &pub)); /* the public API reads TensorProto too */
   CHECK(pub.dtype == SMELT_I16 && pub.nbytes == 12 && pub.name == NULL);
