@@ -207,6 +207,18 @@ static void test_zoo(const char *shared) {
     CHECK(!strcmp(v->name, "attention_mask") && v->dtype == SMELT_I64);
     onnx_model_free(m);
   }
+  /* a TYPE_PROTO attribute inside a subgraph (Optional's type) */
+  snprintf(path, sizeof path, "%s/conformance/onnx-node/test_if_opt/model.onnx", shared);
+  CHECK_OK(onnx_model_load(path, &m));
+  if (m) {
+    const ir_attr *tb = ir_attr_find(&m->graph->nodes[0], "then_branch");
+    const ir_graph *sub = tb ? tb->g : NULL;
+    const ir_attr *ty = sub && sub->n_nodes ? ir_attr_find(&sub->nodes[0], "type") : NULL;
+    CHECK(ty && ty->type == IR_ATTR_TYPE_PROTO && ty->i == SMELT_F32 && !strcmp(ty->s, "sequence"));
+    const ir_value *out = &m->graph->values[m->graph->outputs[0]];
+    CHECK(out->kind == TENSOR_KIND_SEQUENCE && (out->flags & IR_VALUE_OPTIONAL));
+    onnx_model_free(m);
+  }
   CHECK(smelt_model_load("/nonexistent/model.onnx", &sm) == SMELT_ERR_IO);
   CHECK(strstr(smelt_last_error(), "/nonexistent/model.onnx: cannot open"));
 }
