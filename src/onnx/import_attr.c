@@ -218,7 +218,8 @@ static smelt_status read_single(onnx_imp *c, ir_graph *g, const pb_msg *am, cons
       return imp_subgraph(c, &gm, g, &a->g);
     }
     case IR_ATTR_TYPE_PROTO: {
-      if (!s->has[A_TP]) return err_set(SMELT_ERR_INVALID_MODEL, "TYPE_PROTO attribute has no type");
+      if (!s->has[A_TP])
+        return err_set(SMELT_ERR_INVALID_MODEL, "TYPE_PROTO attribute has no type");
       f = &s->last[A_TP];
       pb_msg tm = pb_msg_sub(am, f, "TypeProto");
       imp_type t;
