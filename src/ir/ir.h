@@ -151,6 +151,9 @@ const float *ir_attr_floats(const ir_node *n, const char *name, int *count);
 /* Node indices in an order where producers come first.  Fails on a cycle,
  * naming a node on it.  *order is malloc'd: the caller frees it. */
 smelt_status ir_graph_toposort(const ir_graph *g, int **order);
+/* Every value of g a node reads: its inputs and what its subgraphs capture from
+ * g.  *deps is malloc'd (the caller frees it); may repeat ids. */
+smelt_status ir_node_deps(const ir_graph *g, const ir_node *nd, int **deps, int *n);
 /* Checks structure: inputs defined, single producer per value, outputs produced,
  * ops known.  Messages name the node. */
 smelt_status ir_graph_validate(const ir_graph *g);

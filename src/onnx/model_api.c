@@ -17,6 +17,15 @@ smelt_status smelt_model_load(const char *path, smelt_model **out) {
     free(m);
     return s;
   }
+  /* structure and types are checked once, at load: a malformed graph never
+   * reaches a session */
+  s = ir_graph_validate(m->onnx->graph);
+  if (!s) s = ir_graph_infer(m->onnx->graph);
+  if (s) {
+    onnx_model_free(m->onnx);
+    free(m);
+    return err_prefix(s, "%s: ", path);
+  }
   *out = m;
   return SMELT_OK;
 }
