@@ -21,7 +21,9 @@ enum {
   IR_VALUE_INPUT = 1u << 0,       /* a graph input */
   IR_VALUE_OUTPUT = 1u << 1,      /* a graph output */
   IR_VALUE_INITIALIZER = 1u << 2, /* constant from the model file */
-  IR_VALUE_OUTER = 1u << 3        /* captured from the enclosing graph */
+  IR_VALUE_OUTER = 1u << 3,       /* captured from the enclosing graph */
+  IR_VALUE_OPTIONAL = 1u << 4     /* optional type: may hold no value; kind/dtype/dims
+                                     describe the element when there is one */
 };
 
 typedef struct ir_value {

@@ -1,7 +1,8 @@
 /* Single-precision GEMM: C = alpha * op(A) * op(B) + beta * C, row-major.
  * op(A) is M x K (A is K x M with trans_a), op(B) is K x N (N x K with trans_b).
  * lda/ldb/ldc are row strides in elements.  beta == 0 means C is not read
- * (may hold garbage/NaN).  Uses the pool's threads when worthwhile.
+ * (may hold garbage/NaN).  alpha == 0 or K == 0 means A and B are not read.
+ * Uses the pool's threads when worthwhile.
  * Chooses the ISA path from CPUID (SMELT_ISA=scalar|avx2|avx512 forces one). */
 #ifndef SMELT_KERNELS_GEMM_H
 #define SMELT_KERNELS_GEMM_H
@@ -14,5 +15,40 @@
 void gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
               float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
               float *C, int64_t ldc);
+
+/* Work done on each output element while its tile is still in registers:
+ *   C[m][n] = act(alpha * (op(A) op(B))[m][n] + beta * C[m][n] + bias)
+ * where bias is bias[n] (GEMM_BIAS_COL, length N), bias[m] (GEMM_BIAS_ROW,
+ * length M) or 0.  relu is max(x, 0); clip is min(max(x, lo), hi).  NaN
+ * passes through both unchanged. */
+typedef enum gemm_bias { GEMM_BIAS_NONE = 0, GEMM_BIAS_COL, GEMM_BIAS_ROW } gemm_bias;
+typedef enum gemm_act { GEMM_ACT_NONE = 0, GEMM_ACT_RELU, GEMM_ACT_CLIP } gemm_act;
+
+typedef struct gemm_epilogue {
+  gemm_bias bias_kind;
+  const float *bias; /* borrowed; required when bias_kind != NONE */
+  gemm_act act;
+  float clip_lo, clip_hi; /* GEMM_ACT_CLIP only; lo <= hi */
+} gemm_epilogue;
+
+typedef struct gemm_params {
+  bool trans_a, trans_b;
+  int64_t M, N, K;
+  float alpha, beta;
+  const float *A, *B; /* borrowed */
+  float *C;           /* borrowed, written */
+  int64_t lda, ldb, ldc;
+  gemm_epilogue epilogue;
+} gemm_params;
+
+/* alpha 1, beta 0, no transposes, no epilogue, everything else zero. */
+gemm_params gemm_params_default(void);
+
+/* Like gemm_f32, with an epilogue.  Returns SMELT_ERR_INVALID_ARGUMENT (and
+ * leaves C untouched) for negative sizes, strides below the row length, or
+ * NULL pointers that the sizes require.  If scratch memory for packing cannot
+ * be allocated it computes the result on the unpacked scalar path instead,
+ * so the only failure is a bad argument. */
+smelt_status gemm_f32_ex(smelt_pool *pool, const gemm_params *p);
 
 #endif

@@ -1,0 +1,75 @@
+#include "kernels/isa.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <strings.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+/* XGETBV without needing -mxsave: the OS says which register state it saves
+ * on context switch; a CPU feature is usable only if its state is saved. */
+static uint64_t read_xcr0(void) {
+  uint32_t lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return ((uint64_t)hi << 32) | lo;
+}
+
+isa_level isa_detect(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return ISA_SCALAR;
+  bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
+  if (!osxsave || !avx) return ISA_SCALAR;
+  uint64_t xcr0 = read_xcr0();
+  if ((xcr0 & 0x6) != 0x6) return ISA_SCALAR; /* SSE + AVX state */
+  if (__get_cpuid_max(0, NULL) < 7) return ISA_SCALAR;
+  __cpuid_count(7, 0, a, b, c, d);
+  bool avx2 = b & (1u << 5);
+  if (!avx2 || !fma) return ISA_SCALAR;
+  bool f = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30), vl = b & (1u << 31);
+  bool zmm_state = (xcr0 & 0xe0) == 0xe0; /* opmask, ZMM0-15 upper, ZMM16-31 */
+  if (f && dq && bw && vl && zmm_state) return ISA_AVX512;
+  return ISA_AVX2;
+}
+#else
+isa_level isa_detect(void) { return ISA_SCALAR; }
+#endif
+
+const char *isa_name(isa_level l) {
+  switch (l) {
+    case ISA_SCALAR: return "scalar";
+    case ISA_AVX2: return "avx2";
+    case ISA_AVX512: return "avx512";
+    default: return "?";
+  }
+}
+
+bool isa_parse(const char *s, isa_level *out) {
+  if (!s) return false;
+  for (int l = 0; l < ISA_COUNT; l++) {
+    if (strcasecmp(s, isa_name((isa_level)l)) == 0) {
+      *out = (isa_level)l;
+      return true;
+    }
+  }
+  return false;
+}
+
+isa_level isa_clamp(isa_level requested) {
+  isa_level d = isa_detect();
+  if ((int)requested < 0) return ISA_SCALAR;
+  return requested < d ? requested : d;
+}
+
+isa_choice isa_choose(void) {
+  isa_choice ch = {0};
+  ch.detected = isa_detect();
+  const char *env = getenv("SMELT_ISA");
+  ch.env_set = env != NULL;
+  ch.env_valid = isa_parse(env, &ch.requested);
+  if (!ch.env_valid) ch.requested = ch.detected;
+  ch.active = ch.requested < ch.detected ? ch.requested : ch.detected;
+  return ch;
+}
+
+isa_level isa_active(void) { return isa_choose().active; }

@@ -1,0 +1,41 @@
+/* Which x86 vector ISA the fast kernels may use: the one config module for it.
+ * One binary runs everywhere: the AVX2 / AVX-512 kernels are compiled with
+ * per-function target attributes and only called after isa_detect() says the
+ * CPU and the OS (XCR0 register state) support them.
+ *
+ * SMELT_ISA=scalar|avx2|avx512 in the environment asks for a path; a request
+ * above what the machine has falls back to the best level it does have, and
+ * isa_choose() reports what was asked, what exists and what is used. */
+#ifndef SMELT_KERNELS_ISA_H
+#define SMELT_KERNELS_ISA_H
+
+#include <stdbool.h>
+
+typedef enum isa_level {
+  ISA_SCALAR = 0, /* portable C */
+  ISA_AVX2 = 1,   /* AVX2 + FMA */
+  ISA_AVX512 = 2, /* AVX-512 F, BW, VL, DQ */
+  ISA_COUNT
+} isa_level;
+
+typedef struct isa_choice {
+  isa_level detected;  /* best level the CPU and OS support */
+  isa_level requested; /* SMELT_ISA's level, or `detected` when unset/unknown */
+  isa_level active;    /* what the kernels use: min(requested, detected) */
+  bool env_set;        /* SMELT_ISA is set (even if not understood) */
+  bool env_valid;      /* ...and names a level */
+} isa_choice;
+
+/* "scalar", "avx2", "avx512"; "?" for anything else. */
+const char *isa_name(isa_level l);
+/* Parses a level name (case-insensitive); false if unknown. */
+bool isa_parse(const char *s, isa_level *out);
+/* CPUID + XGETBV, computed on every call (cheap; no cached global). */
+isa_level isa_detect(void);
+/* Reads SMELT_ISA on every call. */
+isa_choice isa_choose(void);
+isa_level isa_active(void);
+/* The level a caller's request resolves to on this machine. */
+isa_level isa_clamp(isa_level requested);
+
+#endif

@@ -1,0 +1,39 @@
+/* Helpers shared by the AVX-512 GEMM kernels: edge masks and the tile store
+ * that applies alpha, beta and the epilogue while the tile is in registers.
+ * Every function carries the AVX-512 target attribute, so this header may
+ * only be included by files whose callers check isa_detect() first. */
+#ifndef SMELT_KERNELS_X86_AVX512_TILE_H
+#define SMELT_KERNELS_X86_AVX512_TILE_H
+
+#include <immintrin.h>
+
+#include "kernels/gemm_kernels.h"
+
+#define AVX512_INLINE static inline __attribute__((always_inline)) SMELT_TARGET_AVX512
+
+/* Lanes [0, n) of a 16-lane vector, n clamped to [0, 16]. */
+AVX512_INLINE __mmask16 avx512_mask(int64_t n) {
+  if (n >= 16) return (__mmask16)0xffff;
+  if (n <= 0) return 0;
+  return (__mmask16)((1u << n) - 1);
+}
+
+/* act(alpha*acc + beta*c + bias) for 16 lanes of one row; masked-off lanes
+ * of c are neither read nor written.  row_bias is bias[row] for ROW bias. */
+AVX512_INLINE void avx512_store(__m512 acc, float *c, __mmask16 m, const gemm_store *st,
+                                const float *col_bias, float row_bias) {
+  __m512 x = _mm512_mul_ps(acc, _mm512_set1_ps(st->alpha));
+  if (st->beta == 1.f) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, c));
+  else if (st->beta != 0.f)
+    x = _mm512_fmadd_ps(_mm512_set1_ps(st->beta), _mm512_maskz_loadu_ps(m, c), x);
+  if (st->bias_kind == GEMM_BIAS_COL) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, col_bias));
+  else if (st->bias_kind == GEMM_BIAS_ROW) x = _mm512_add_ps(x, _mm512_set1_ps(row_bias));
+  /* max(lo, x) / min(hi, x): x86 returns the second operand when one is NaN,
+   * so NaN passes through like the scalar path. */
+  if (st->act == GEMM_ACT_RELU) x = _mm512_max_ps(_mm512_setzero_ps(), x);
+  else if (st->act == GEMM_ACT_CLIP)
+    x = _mm512_min_ps(_mm512_set1_ps(st->hi), _mm512_max_ps(_mm512_set1_ps(st->lo), x));
+  _mm512_mask_storeu_ps(c, m, x);
+}
+
+#endif

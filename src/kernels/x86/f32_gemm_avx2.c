@@ -1,0 +1,48 @@
+/* AVX2 GEMM micro-kernel: a 6 x 16 tile of C in 12 ymm accumulators (the
+ * classic Haswell shape: 12 accumulators + 2 B vectors + 1 broadcast fit the
+ * 16 registers).  Edge tiles go through a temp tile. */
+#include "kernels/gemm_kernels.h"
+
+#ifdef SMELT_X86
+#include "kernels/x86/avx2_tile.h"
+
+#define MR 6
+#define NR 16
+
+AVX2_INLINE void store_tile(__m256 acc[MR][2], float *c, int64_t ldc, const gemm_store *st) {
+  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias : NULL;
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++) {
+    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
+    avx2_store(acc[i][0], c + i * ldc, st, cb, rb);
+    avx2_store(acc[i][1], c + i * ldc + 8, st, cb ? cb + 8 : NULL, rb);
+  }
+}
+
+SMELT_TARGET_AVX2
+void f32_gemm_6x16_avx2(int64_t kc, const float *restrict a, const float *restrict b,
+                        float *restrict c, int64_t ldc, int mr, int nr, const gemm_store *st) {
+  __m256 acc[MR][2];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+      __m256 ai = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += MR;
+    b += NR;
+  }
+  if (mr == MR && nr == NR) {
+    store_tile(acc, c, ldc, st);
+    return;
+  }
+  avx2_edge e;
+  avx2_edge_begin(&e, MR, NR, c, ldc, mr, nr, st);
+  store_tile(acc, e.c, NR, &e.st);
+  avx2_edge_end(&e, NR, c, ldc, mr, nr);
+}
+#endif

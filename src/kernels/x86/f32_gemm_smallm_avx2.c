@@ -1,0 +1,152 @@
+/* AVX2 small-M GEMM (M <= 16), the same scheme as the AVX-512 one with 16
+ * ymm registers: B streamed once per row group, A read in place, no packing.
+ * B not transposed: vectors along N.  B transposed: dot products along K. */
+#include "kernels/gemm_kernels.h"
+
+#ifdef SMELT_X86
+#include "kernels/x86/avx2_tile.h"
+
+/* The first n (< 8) lanes: through an 8-float temp (see avx2_tile.h). */
+AVX2_INLINE void store_part(__m256 acc, float *c, int64_t n, const gemm_store *st,
+                            const float *col_bias, float row_bias) {
+  if (n >= 8) {
+    avx2_store(acc, c, st, col_bias, row_bias);
+    return;
+  }
+  if (n <= 0) return;
+  float tc[8] = {0}, tb[8] = {0};
+  if (st->beta != 0.f) memcpy(tc, c, sizeof(float) * (size_t)n);
+  if (col_bias) memcpy(tb, col_bias, sizeof(float) * (size_t)n);
+  avx2_store(acc, tc, st, tb, row_bias);
+  memcpy(c, tc, sizeof(float) * (size_t)n);
+}
+
+AVX2_INLINE void rows_nn(const int R, const int W, const gemm_params *p, const gemm_store *st,
+                         int64_t m0, int64_t n0, int64_t n1) {
+  const int64_t sam = p->trans_a ? 1 : p->lda, sak = p->trans_a ? p->lda : 1;
+  const float *a0 = p->A + m0 * sam;
+  for (int64_t n = n0; n < n1; n += 8 * W) {
+    bool full = n1 - n >= 8 * W;
+    __m256i m[8];
+#pragma GCC unroll 8
+    for (int w = 0; w < W; w++) m[w] = avx2_mask(n1 - n - 8 * w);
+    __m256 acc[6][8];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+      for (int w = 0; w < W; w++) acc[r][w] = _mm256_setzero_ps();
+    const float *b = p->B + n;
+    const float *a = a0;
+    for (int64_t k = 0; k < p->K; k++, b += p->ldb, a += sak) {
+      __m256 bv[8];
+      if (full) {
+#pragma GCC unroll 8
+        for (int w = 0; w < W; w++) bv[w] = _mm256_loadu_ps(b + 8 * w);
+      } else {
+#pragma GCC unroll 8
+        for (int w = 0; w < W; w++) bv[w] = _mm256_maskload_ps(b + 8 * w, m[w]);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        __m256 ar = _mm256_broadcast_ss(a + r * sam);
+#pragma GCC unroll 8
+        for (int w = 0; w < W; w++) acc[r][w] = _mm256_fmadd_ps(ar, bv[w], acc[r][w]);
+      }
+    }
+    const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+      float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
+#pragma GCC unroll 8
+      for (int w = 0; w < W; w++)
+        store_part(acc[r][w], p->C + (m0 + r) * p->ldc + n + 8 * w, n1 - n - 8 * w, st,
+                   cb ? cb + 8 * w : NULL, rb);
+    }
+  }
+}
+
+AVX2_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, const gemm_store *st,
+                         int64_t m0, int64_t n0, int64_t n1) {
+  const int64_t K = p->K;
+  for (int64_t n = n0; n < n1; n += CN) {
+    int cols = (int)(n1 - n < CN ? n1 - n : CN);
+    const float *b[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < CN; j++) b[j] = p->B + (n + (j < cols ? j : 0)) * p->ldb;
+    __m256 acc[3][8];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+      for (int j = 0; j < CN; j++) acc[r][j] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+      __m256 av[3];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; r++) av[r] = _mm256_loadu_ps(p->A + (m0 + r) * p->lda + k);
+#pragma GCC unroll 8
+      for (int j = 0; j < CN; j++) {
+        __m256 bv = _mm256_loadu_ps(b[j] + k);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[r][j] = _mm256_fmadd_ps(av[r], bv, acc[r][j]);
+      }
+    }
+    if (k < K) {
+      __m256i km = avx2_mask(K - k);
+      __m256 av[3];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; r++) av[r] = _mm256_maskload_ps(p->A + (m0 + r) * p->lda + k, km);
+#pragma GCC unroll 8
+      for (int j = 0; j < CN; j++) {
+        __m256 bv = _mm256_maskload_ps(b[j] + k, km);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[r][j] = _mm256_fmadd_ps(av[r], bv, acc[r][j]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+      float sums[8] = {0};
+#pragma GCC unroll 8
+      for (int j = 0; j < CN; j++) sums[j] = avx2_hsum(acc[r][j]);
+      float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
+      store_part(_mm256_loadu_ps(sums), p->C + (m0 + r) * p->ldc + n, cols, st,
+                 st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL, rb);
+    }
+  }
+}
+
+/* Register budget (16 ymm): R*W accumulators + W B vectors + 1 broadcast. */
+SMELT_TARGET_AVX2 static void group_nn(int R, const gemm_params *p, const gemm_store *st,
+                                       int64_t m0, int64_t n0, int64_t n1) {
+  switch (R) {
+    case 1: rows_nn(1, 8, p, st, m0, n0, n1); break;
+    case 2: rows_nn(2, 4, p, st, m0, n0, n1); break;
+    case 3: rows_nn(3, 3, p, st, m0, n0, n1); break;
+    case 4: rows_nn(4, 3, p, st, m0, n0, n1); break;
+    case 5: rows_nn(5, 2, p, st, m0, n0, n1); break;
+    case 6: rows_nn(6, 2, p, st, m0, n0, n1); break;
+    default: break;
+  }
+}
+
+SMELT_TARGET_AVX2 static void group_nt(int R, const gemm_params *p, const gemm_store *st,
+                                       int64_t m0, int64_t n0, int64_t n1) {
+  switch (R) {
+    case 1: rows_nt(1, 8, p, st, m0, n0, n1); break;
+    case 2: rows_nt(2, 4, p, st, m0, n0, n1); break;
+    case 3: rows_nt(3, 4, p, st, m0, n0, n1); break;
+    default: break;
+  }
+}
+
+SMELT_TARGET_AVX2
+void f32_gemm_smallm_avx2(const gemm_params *p, int64_t n0, int64_t n1) {
+  const gemm_epilogue *ep = &p->epilogue;
+  gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi};
+  int group = p->trans_b ? 3 : 6;
+  for (int64_t m0 = 0; m0 < p->M; m0 += group) {
+    int R = (int)(p->M - m0 < group ? p->M - m0 : group);
+    if (p->trans_b) group_nt(R, p, &st, m0, n0, n1);
+    else group_nn(R, p, &st, m0, n0, n1);
+  }
+}
+#endif
