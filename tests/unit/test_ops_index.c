@@ -1,16 +1,6 @@
 /* NonZero, Compress, Unique, TopK, OneHot. */
 #include "shape_test_util.h"
 
-static smelt_status runn(const char *op, int opset, const ir_attr *a, int na, tensor **in, int ni,
-                         tensor *outs, int no) {
-  tensor *o[4];
-  for (int i = 0; i < no; i++) {
-    memset(&outs[i], 0, sizeof outs[i]);
-    o[i] = &outs[i];
-  }
-  return harness_run(op, opset, a, na, in, ni, o, no);
-}
-
 static void release_all(tensor *t, int n) {
   for (int i = 0; i < n; i++) tensor_release(&t[i]);
 }
