@@ -13,9 +13,13 @@ smelt_status smelt_model_load(const char *path, smelt_model **out) {
   smelt_model *m = calloc(1, sizeof *m);
   if (!m) return err_nomem("model", sizeof *m);
   smelt_status s = onnx_model_load(path, &m->onnx);
+  if (s) {
+    free(m);
+    return s;
+  }
   /* structure and types are checked once, at load: a malformed graph never
    * reaches a session */
-  if (!s) s = ir_graph_validate(m->onnx->graph);
+  s = ir_graph_validate(m->onnx->graph);
   if (!s) s = ir_graph_infer(m->onnx->graph);
   if (s) {
     onnx_model_free(m->onnx);

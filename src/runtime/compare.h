@@ -15,8 +15,8 @@ typedef struct compare_result {
   /* Largest |a-e| and |a-e|/|e| over all elements (passing ones too).  The
    * relative error skips e == 0.  A NaN or infinity where the other side has
    * something else counts as infinite error.  Equal NaNs/infinities count 0. */
-  double max_abs_err;
-  double max_rel_err;
+  double max_abs;
+  double max_rel;
   /* The element furthest out of tolerance, measured by |a-e| / (atol+rtol|e|)
    * (first such on ties; the largest |a-e| if all pass); -1 if no elements. */
   int64_t worst_index;   /* flat row-major index within its tensor */
@@ -33,7 +33,8 @@ typedef struct compare_result {
  * A difference is reported in *r (r->ok false, r->message), not as an error:
  * the status is SMELT_OK whenever the comparison could be made, and an error
  * only for unusable input (a dtype smelt cannot compare, nbytes that disagree
- * with the shape, negative tolerances). */
+ * with the shape, negative tolerances); then too r->ok is false and r->message
+ * holds the error. */
 smelt_status tensor_compare(const tensor *actual, const tensor *expected, double rtol, double atol,
                             compare_result *r);
 

@@ -9,25 +9,16 @@
 #include "util/file.h"
 #include "util/npy.h"
 
-/* The TensorProto codec belongs to the ONNX reader (src/onnx), written in
- * parallel.  Until it is on main these references are weak so the library
- * still links, and a .pb file is refused with a message instead. */
-#pragma weak onnx_tensor_decode
-#pragma weak onnx_tensor_encode
-
-static smelt_status no_onnx(void) {
-  return err_set(SMELT_ERR_UNSUPPORTED, "this build of smelt cannot read or write ONNX TensorProto "
-                 "files (the ONNX reader is not linked in); use .npy");
+static bool has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && !strcasecmp(path + n - e, ext);
 }
 
 smelt_status tensor_decode_bytes(const void *buf, size_t len, tensor *out, char **name_out) {
   memset(out, 0, sizeof *out);
   if (name_out) *name_out = NULL;
   if (len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN)) return npy_decode(buf, len, out);
-  if (!onnx_tensor_decode) return no_onnx();
-  smelt_status s = onnx_tensor_decode(buf, len, out, name_out);
-  if (s) return err_prefix(s, "not .npy (no \\x93NUMPY magic), so read as an ONNX TensorProto: ");
-  return SMELT_OK;
+  return onnx_tensor_decode(buf, len, out, name_out);
 }
 
 smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_out) {
@@ -37,19 +28,17 @@ smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_o
   uint8_t *buf;
   size_t len;
   TRY(file_read_all(path, &buf, &len, 0));
+  bool is_npy = len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN);
   smelt_status s = tensor_decode_bytes(buf, len, out, name_out);
   free(buf);
+  if (s && !is_npy && !has_ext(path, ".pb")) /* say why a .npy-named file was parsed as protobuf */
+    return err_prefix(s, "%s: no .npy magic, so read as an ONNX TensorProto: ", path);
   if (s) return err_prefix(s, "%s: ", path);
   return SMELT_OK;
 }
 
 smelt_status tensor_file_load(const char *path, tensor *out) {
   return tensor_file_load_named(path, out, NULL);
-}
-
-static bool has_ext(const char *path, const char *ext) {
-  size_t n = strlen(path), e = strlen(ext);
-  return n > e && !strcasecmp(path + n - e, ext);
 }
 
 smelt_status tensor_file_save_named(const char *path, const tensor *t, const char *name) {
@@ -60,7 +49,7 @@ smelt_status tensor_file_save_named(const char *path, const tensor *t, const cha
   if (has_ext(path, ".npy")) {
     s = npy_encode(t, &buf, &len);
   } else if (has_ext(path, ".pb")) {
-    s = onnx_tensor_encode ? onnx_tensor_encode(t, name ? name : "", &buf, &len) : no_onnx();
+    s = onnx_tensor_encode(t, name, &buf, &len);
   } else {
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "%s: unknown tensor file extension (use .npy or .pb)",
                    path);

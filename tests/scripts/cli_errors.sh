@@ -6,14 +6,17 @@ smelt=$1 shared=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-expect_error() { # expect_error DESCRIPTION CMD...
-  local desc=$1
-  shift
+expect_error() { # expect_error DESCRIPTION CMD...   (bad input: exit 1)
+  expect_exit 1 "$@"
+}
+expect_exit() { # expect_exit CODE DESCRIPTION CMD...
+  local want=$1 desc=$2
+  shift 2
   "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
   local lines
   lines=$(wc -l <"$tmp/err")
-  if [ $rc -ne 1 ] || [ "$lines" -lt 1 ] || [ "$lines" -gt 12 ]; then
+  if [ $rc -ne "$want" ] || [ "$lines" -lt 1 ] || [ "$lines" -gt 12 ]; then
     echo "FAIL $desc: exit $rc, stderr:"; cat "$tmp/err"; fails=$((fails + 1))
   else
     echo "ok   $desc: $(head -c 300 "$tmp/err" | head -1)"
@@ -43,6 +46,6 @@ hdr += b" " * (118 - 10 - len(hdr) - 1) + b"\n"
 open(p, "wb").write(b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr + b"\x00" * 24)
 PY
 expect_error "wrong input shape" "$smelt" run "$model" -i x="$tmp/bad.npy" -o "$tmp/o"
-expect_error "unknown option" "$smelt" run "$model" --bogus
+expect_exit 2 "unknown option (usage error)" "$smelt" run "$model" --bogus
 [ $fails -eq 0 ] && echo "all CLI error checks passed" || echo "$fails CLI error checks failed"
 [ $fails -eq 0 ]

@@ -14,9 +14,6 @@
 #include "util/err.h"
 #include "util/file.h"
 
-/* Present only once the ONNX reader is linked in (see runtime/tensor_file.c). */
-#pragma weak onnx_tensor_encode
-
 static char dir[256];
 
 static const char *in_dir(char *buf, const char *name) {
@@ -163,21 +160,38 @@ static void test_tensor_files(void) {
   CHECK(tensor_file_load(in_dir(p, "nope.npy"), &u) == SMELT_ERR_IO);
   CHECK(strstr(err_message(), "nope.npy"));
 
-  /* TensorProto (.pb) goes through the ONNX reader when it is linked in */
-  smelt_status s = tensor_file_save_named(in_dir(p, "t.pb"), &t, "x");
-  if (onnx_tensor_encode) {
-    CHECK_OK(s);
-    name = NULL;
-    CHECK_OK(tensor_file_load_named(p, &u, &name));
-    CHECK(u.dtype == SMELT_I16 && u.nbytes == 12 && u.data && !memcmp(u.data, t.data, 12));
-    CHECK(name && !strcmp(name, "x"));
-    free(name);
-    tensor_release(&u);
-  } else {
-    CHECK(s == SMELT_ERR_UNSUPPORTED && access(p, F_OK) != 0);
-    put(p, "\x08\x01");
-    CHECK(tensor_file_load(p, &u) == SMELT_ERR_UNSUPPORTED);
-  }
+  /* TensorProto (.pb) goes through the ONNX reader; loading looks at the bytes */
+  CHECK_OK(tensor_file_save_named(in_dir(p, "t.pb"), &t, "x"));
+  name = NULL;
+  CHECK_OK(tensor_file_load_named(p, &u, &name));
+  CHECK(u.dtype == SMELT_I16 && u.rank == 3 && u.dims[0] == 2 && u.dims[2] == 3);
+  CHECK(u.nbytes == 12 && u.data && !memcmp(u.data, t.data, 12));
+  CHECK(name && !strcmp(name, "x"));
+  free(name);
+  tensor_release(&u);
+  char q[512];
+  CHECK(rename(p, in_dir(q, "pb_named.npy")) == 0); /* content, not extension, decides */
+  CHECK_OK(tensor_file_load(q, &u));
+  CHECK(u.dtype == SMELT_I16 && u.nbytes == 12);
+  tensor_release(&u);
+  CHECK_OK(tensor_file_save(in_dir(p, "npy_named.pb"), &t));
+  CHECK(rename(p, in_dir(q, "really_pb.npy")) == 0);
+  CHECK_OK(tensor_file_load(q, &u)); /* a TensorProto with an .npy name */
+  CHECK(u.dtype == SMELT_I16 && u.nbytes == 12);
+  tensor_release(&u);
+  put(in_dir(p, "junk.pb"), "\xff\xff\xff");
+  CHECK(tensor_file_load(p, &u) != SMELT_OK && u.data == NULL);
+  CHECK(strstr(err_message(), "junk.pb") && strstr(err_message(), "TensorProto"));
+  CHECK(strstr(err_message(), "no .npy magic") == NULL); /* named .pb: no need to explain */
+  char j[512];
+  CHECK(rename(p, in_dir(j, "junk.npy")) == 0);
+  CHECK(tensor_file_load(j, &u) != SMELT_OK &&
+        strstr(err_message(), "no .npy magic, so read as an ONNX TensorProto"));
+  printf("junk .npy: %s\n", err_message());
+  smelt_tensor pub;
+  CHECK_OK(smelt_tensor_load(q, &pub)); /* the public API reads TensorProto too */
+  CHECK(pub.dtype == SMELT_I16 && pub.nbytes == 12 && pub.name == NULL);
+  smelt_tensor_release(&pub);
   tensor_release(&t);
 }
 

@@ -108,8 +108,8 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
     }
     compare_result c;
     tensor_compare(&out[k], &expect, o->rtol, o->atol, &c);
-    if (c.max_abs_err > *worst_abs) *worst_abs = c.max_abs_err;
-    if (c.max_rel_err > *worst_rel) *worst_rel = c.max_rel_err;
+    if (c.max_abs > *worst_abs) *worst_abs = c.max_abs;
+    if (c.max_rel > *worst_rel) *worst_rel = c.max_rel;
     if (!c.ok) {
       snprintf(why, nwhy, "output %d '%s': %s", k, g->values[g->outputs[k]].name, c.message);
       r = T_FAIL;
