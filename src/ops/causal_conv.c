@@ -12,17 +12,6 @@
 #include "ops/nn_util.h"
 #include "util/err.h"
 
-/* v rounded to the element type: the activation sees the convolution's
- * output as the type stores it (as the ONNX reference computes it). */
-static double round_to(smelt_dtype dt, double v) {
-  switch (dt) {
-    case SMELT_F32: return (float)v;
-    case SMELT_F16: return f16_to_f32(f32_to_f16((float)v));
-    case SMELT_BF16: return bf16_to_f32(f32_to_bf16((float)v));
-    default: return v;
-  }
-}
-
 static smelt_status ccs_plan(op_ctx *c, int64_t *k, bool *silu) {
   const tensor *x = c->in[0], *w = c->in[1], *ps = op_in(c, 3);
   TRY(nn_check_float(c, 0, "input"));
@@ -84,7 +73,7 @@ static smelt_status ccs_run(op_ctx *c) {
     for (int64_t t = 0; t < L; t++) {
       double acc = bv;
       for (int64_t j = 0; j < k; j++) acc += wt[j] * xp[t + j];
-      if (silu) acc = round_to(x->dtype, acc);
+      if (silu) acc = nn_round_to(x->dtype, acc); /* the activation sees the stored value */
       y[t] = silu ? acc / (1.0 + exp(-acc)) : acc;
     }
     nn_store_f64(c->out[0]->dtype, c->out[0]->data, q * L, 1, L, y);
