@@ -9,7 +9,7 @@
 #include "util/err.h"
 
 smelt_session_options smelt_session_options_default(void) {
-  smelt_session_options o = {.threads = 0, .mode = SMELT_MODE_EAGER, .fullgraph = 0};
+  smelt_session_options o = {.threads = 0, .mode = SMELT_MODE_EAGER, .recompile_limit = 8};
   return o;
 }
 
@@ -42,6 +42,7 @@ smelt_status smelt_session_create(const smelt_model *m, const smelt_session_opti
   if (!s) return err_nomem("session", sizeof *s);
   s->model = m;
   s->opts = o;
+  pthread_mutex_init(&s->stats_lock, NULL);
   smelt_status st = pool_create(o.threads, &s->pool);
   if (!st) st = eager_plan_build(g, &s->plan);
   if (st) {
@@ -56,6 +57,7 @@ void smelt_session_free(smelt_session *s) {
   if (!s) return;
   eager_plan_free(&s->plan);
   pool_free(s->pool);
+  pthread_mutex_destroy(&s->stats_lock);
   free(s);
 }
 
@@ -106,5 +108,18 @@ smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor
   for (int k = 0; !st && k < g->n_inputs; k++) st = session_check_input(g, k, inputs[k], sym_vals);
   free(sym_vals);
   if (st) return st;
-  return eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats);
+  eager_stats local = {0};
+  st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
+  pthread_mutex_lock(&s->stats_lock);
+  s->stats.eager_peak_bytes = (stats ? stats : &local)->peak_bytes;
+  pthread_mutex_unlock(&s->stats_lock);
+  return st;
+}
+
+smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out) {
+  if (!s || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_get_stats: NULL argument");
+  pthread_mutex_lock((pthread_mutex_t *)&s->stats_lock);
+  *out = s->stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->stats_lock);
+  return SMELT_OK;
 }

@@ -3,6 +3,8 @@
 #define SMELT_RUNTIME_SESSION_H
 
 #include "onnx/model_internal.h"
+#include <pthread.h>
+
 #include "runtime/eager.h"
 
 struct smelt_session {
@@ -10,6 +12,8 @@ struct smelt_session {
   smelt_session_options opts;
   smelt_pool *pool;
   eager_plan plan;
+  smelt_session_stats stats; /* guarded by stats_lock */
+  pthread_mutex_t stats_lock;
 };
 
 /* Runs with internal tensors: inputs[k] for graph input k (checked against the
