@@ -56,7 +56,7 @@ static smelt_status c2i_infer(op_ctx *c) {
     nn_out_unknown(c, 0, x->dtype);
     return SMELT_OK;
   }
-  c2i_geom g;
+  c2i_geom g = {0};
   TRY(c2i_plan(c, &g));
   if (x->rank != 3) return err_set(SMELT_ERR_INVALID_ARGUMENT, "input 0 has rank %d, expected 3", x->rank);
   int64_t d[SMELT_MAX_RANK];
@@ -89,7 +89,7 @@ static int64_t c2i_pos(const c2i_geom *g, int64_t t, int64_t l) {
 
 static smelt_status c2i_run(op_ctx *c) {
   TRY(c2i_infer(c));
-  c2i_geom g;
+  c2i_geom g = {0};
   TRY(c2i_plan(c, &g));
   const tensor *x = c->in[0];
   tensor *y = c->out[0];

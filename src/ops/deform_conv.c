@@ -46,7 +46,7 @@ static smelt_status dc_plan(op_ctx *c, dc_geom *g) {
 }
 
 static smelt_status dc_infer(op_ctx *c) {
-  dc_geom g;
+  dc_geom g = {0};
   if (c->in[0]->rank < 0 || c->in[1]->rank < 0) {
     nn_out_unknown(c, 0, c->in[0]->dtype);
     return SMELT_OK;
@@ -111,7 +111,7 @@ static smelt_status dc_check_inputs(op_ctx *c, const dc_geom *g) {
 }
 
 static smelt_status dc_run(op_ctx *c) {
-  dc_geom g;
+  dc_geom g = {0};
   TRY(dc_plan(c, &g));
   TRY(dc_check_inputs(c, &g));
   const tensor *x = c->in[0], *w = c->in[1], *off = c->in[2], *b = op_in(c, 3), *mk = op_in(c, 4);

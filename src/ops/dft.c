@@ -109,7 +109,7 @@ static smelt_status dft_infer(op_ctx *c) {
     nn_out_unknown(c, 0, x->dtype);
     return SMELT_OK;
   }
-  dft_cfg g;
+  dft_cfg g = {0};
   TRY(dft_config(c, x, &g));
   int64_t d[SMELT_MAX_RANK];
   memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->rank);
@@ -131,7 +131,7 @@ static void hermitian_extend(double *re, double *im, int64_t m, int64_t N) {
 static smelt_status dft_run(op_ctx *c) {
   const tensor *x = c->in[0];
   tensor *y = c->out[0];
-  dft_cfg g;
+  dft_cfg g = {0};
   TRY(dft_config(c, x, &g));
   int r = x->rank, cin = (int)x->dims[r - 1];
   int64_t outer = nn_prod(x->dims, 0, g.axis), inner = nn_prod(x->dims, g.axis + 1, r - 1);
@@ -198,7 +198,7 @@ static smelt_status stft_config(op_ctx *c, stft_cfg *g) {
 static smelt_status stft_infer(op_ctx *c) {
   TRY(nn_check_float(c, 0, "signal"));
   const tensor *x = c->in[0];
-  stft_cfg g;
+  stft_cfg g = {0};
   if (x->rank != 3 || tensor_numel(x) < 0 || !c->in[1]->data || (op_in(c, 3) && !c->in[3]->data) ||
       (op_in(c, 2) && c->in[2]->rank != 1)) {
     nn_out_unknown(c, 0, x->dtype);
@@ -210,7 +210,7 @@ static smelt_status stft_infer(op_ctx *c) {
 }
 
 static smelt_status stft_run(op_ctx *c) {
-  stft_cfg g;
+  stft_cfg g = {0};
   TRY(stft_config(c, &g));
   const tensor *x = c->in[0], *w = op_in(c, 2);
   tensor *y = c->out[0];

@@ -45,7 +45,7 @@ static smelt_status gs_attrs(op_ctx *c, gs_cfg *g) {
 }
 
 static smelt_status gs_infer(op_ctx *c) {
-  gs_cfg g;
+  gs_cfg g = {0};
   TRY(gs_attrs(c, &g));
   TRY(nn_check_float(c, 0, "X"));
   TRY(nn_check_float(c, 1, "grid"));
@@ -235,7 +235,7 @@ static smelt_status ag_infer(op_ctx *c) {
     nn_out_unknown(c, 0, c->in[0]->dtype);
     return SMELT_OK;
   }
-  int64_t size[5], d[5];
+  int64_t size[5] = {0}, d[5] = {0};
   int n = 0;
   TRY(ag_size(c, size, &n));
   d[0] = size[0];
@@ -254,7 +254,7 @@ static double ag_base(int64_t i, int64_t L, bool align) {
 static smelt_status ag_run(op_ctx *c) {
   TRY(ag_infer(c));
   const tensor *th = c->in[0];
-  int64_t size[5];
+  int64_t size[5] = {0};
   int n = 0;
   TRY(ag_size(c, size, &n));
   int r = n - 2; /* 2 or 3 spatial axes */

@@ -377,7 +377,7 @@ static smelt_status convi_infer(op_ctx *c) {
     nn_out_unknown(c, 0, SMELT_I32);
     return SMELT_OK;
   }
-  iconv g;
+  iconv g = {0};
   TRY(iconv_plan(c, x, w, &g));
   int64_t d[SMELT_MAX_RANK];
   iconv_out_dims(x, &g, d);
@@ -386,7 +386,7 @@ static smelt_status convi_infer(op_ctx *c) {
 }
 
 static smelt_status convi_run(op_ctx *c) {
-  iconv g;
+  iconv g = {0};
   int64_t *acc = NULL;
   TRY(iconv_acc(c, 0, 1, 2, 3, NULL, &g, &acc));
   int32_t *y = c->out[0]->data;
@@ -407,7 +407,7 @@ static smelt_status qlconv_infer(op_ctx *c) {
     nn_out_unknown(c, 0, dt);
     return SMELT_OK;
   }
-  iconv g;
+  iconv g = {0};
   TRY(iconv_plan(c, x, w, &g));
   int64_t d[SMELT_MAX_RANK];
   iconv_out_dims(x, &g, d);
@@ -416,7 +416,7 @@ static smelt_status qlconv_infer(op_ctx *c) {
 }
 
 static smelt_status qlconv_run(op_ctx *c) {
-  iconv g;
+  iconv g = {0};
   int64_t *acc = NULL, *q = NULL;
   TRY(iconv_acc(c, 0, 3, 2, 5, op_in(c, 8), &g, &acc));
   requant r; /* "rows" are the input scale (one), "columns" the output channels */

@@ -87,7 +87,7 @@ static smelt_status rnn_shapes(op_ctx *c, rnn_cfg *g) {
 }
 
 static smelt_status rnn_infer_kind(op_ctx *c, rnn_kind kind) {
-  rnn_cfg g;
+  rnn_cfg g = {0};
   TRY(rnn_config(c, kind, &g));
   TRY(rnn_shapes(c, &g));
   smelt_dtype dt = c->in[0]->dtype;
@@ -313,7 +313,7 @@ static void store_out(op_ctx *c, const rnn_cfg *g, int o, const float *buf) {
 }
 
 static smelt_status rnn_run_kind(op_ctx *c, rnn_kind kind) {
-  rnn_cfg g;
+  rnn_cfg g = {0};
   TRY(rnn_config(c, kind, &g));
   TRY(rnn_shapes(c, &g));
   if (g.I < 0 || g.H < 0 || g.S < 0 || g.B < 0)

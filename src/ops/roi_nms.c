@@ -41,7 +41,7 @@ static smelt_status roi_attrs(op_ctx *c, roi_cfg *g) {
 }
 
 static smelt_status roi_infer(op_ctx *c) {
-  roi_cfg g;
+  roi_cfg g = {0};
   TRY(roi_attrs(c, &g));
   TRY(nn_check_float(c, 0, "X"));
   TRY(nn_check_same_dtype(c, 1, "rois", 0, "X"));
@@ -111,7 +111,7 @@ static double roi_bin(const roi_cfg *g, const double *plane, int64_t H, int64_t 
 }
 
 static smelt_status roi_run(op_ctx *c) {
-  roi_cfg g;
+  roi_cfg g = {0};
   TRY(roi_attrs(c, &g));
   const tensor *x = c->in[0], *rois = c->in[1], *bi = c->in[2];
   int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], R = rois->dims[0];

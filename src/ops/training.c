@@ -48,7 +48,7 @@ static smelt_status opt_attrs(op_ctx *c, opt_kind kind, opt_cfg *g) {
 }
 
 static smelt_status opt_infer(op_ctx *c, opt_kind kind) {
-  opt_cfg g;
+  opt_cfg g = {0};
   TRY(opt_attrs(c, kind, &g));
   for (int i = 0; i < g.n; i++) {
     TRY(nn_check_float(c, 2 + i, "X"));
@@ -106,7 +106,7 @@ static smelt_status opt_group(op_ctx *c, const opt_cfg *g, int i) {
 }
 
 static smelt_status opt_run(op_ctx *c, opt_kind kind) {
-  opt_cfg g;
+  opt_cfg g = {0};
   TRY(opt_attrs(c, kind, &g));
   const tensor *r = c->in[0], *t = c->in[1];
   if (!nn_is_float(r->dtype) || tensor_numel(r) != 1 || !dtype_is_int(t->dtype) || tensor_numel(t) != 1)
