@@ -155,6 +155,7 @@ static smelt_status loop_infer(op_ctx *c) {
   const ir_graph *body = NULL;
   TRY(body_attr(c, "body", &body));
   int n_carried = c->n_in - 2;
+  if (n_carried < 0) return err_set(SMELT_ERR_INVALID_MODEL, "Loop needs the M and cond input slots");
   if (body->n_inputs != n_carried + 2 || body->n_outputs != c->n_out + 1 || c->n_out < n_carried)
     return err_set(SMELT_ERR_INVALID_MODEL, "body takes %d inputs and gives %d outputs; the node "
                    "has %d loop-carried values and %d outputs", body->n_inputs, body->n_outputs,
@@ -550,6 +551,6 @@ static smelt_status scan_run(op_ctx *c) {
 
 const op_def op_family_control_flow[] = {
     {"If", "", 1, 1, 0, -1, if_infer, if_run, true},
-    {"Loop", "", 2, -1, 0, -1, loop_infer, loop_run, true},
+    {"Loop", "", 0, -1, 0, -1, loop_infer, loop_run, true}, /* M and cond may both be absent */
     {"Scan", "", 0, -1, 0, -1, scan_infer, scan_run, true}, /* Scan-8: input 0 may be absent */
     {0}};
