@@ -44,6 +44,10 @@ static smelt_status c2i_plan(op_ctx *c, c2i_geom *g) {
     if (span < 0)
       return err_set(SMELT_ERR_INVALID_ARGUMENT, "axis %d: the dilated block does not fit the padded image", i);
     g->nblk[i] = span / g->str[i] + 1;
+    const int64_t lim = INT64_C(1) << 40; /* far above any real image; keeps products exact */
+    if (g->blk[i] > lim || g->nblk[i] > lim || g->img[i] > lim || g->K > lim / g->blk[i] ||
+        g->L > lim / g->nblk[i] || (g->img[i] && g->S > lim / g->img[i]))
+      return err_set(SMELT_ERR_UNSUPPORTED, "axis %d: image or block sizes are too large", i);
     g->K *= g->blk[i], g->L *= g->nblk[i], g->S *= g->img[i];
   }
   return SMELT_OK;
