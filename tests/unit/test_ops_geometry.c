@@ -122,8 +122,7 @@ static void nms(const double *max_out, const double *thr, int center, const doub
   CHECK_OK(run1("NonMaxSuppression", 11, cp, 1, in, 5, &y));
   CHECK(y.dtype == SMELT_I64 && same(&y, 2, DIMS(n_want, 3), want));
   tensor_release(&y), tensor_release(&boxes), tensor_release(&scores), tensor_release(&iou);
-  if (max_out) tensor_release(&mo);
-  if (thr) tensor_release(&st);
+  tensor_release(&mo), tensor_release(&st);
 }
 
 static void test_nms(void) {
