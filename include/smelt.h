@@ -94,10 +94,26 @@ typedef enum smelt_mode {
 } smelt_mode;
 
 typedef struct smelt_session_options {
-  int threads;      /* worker threads; 0 = the machine's cores */
-  smelt_mode mode;  /* execution mode */
-  int fullgraph;    /* compiled modes: any graph break is an error */
+  int threads;         /* worker threads; 0 = the machine's cores */
+  smelt_mode mode;     /* execution mode */
+  int fullgraph;       /* compiled modes: any graph break is an error */
+  int dynamic;         /* compiled modes: kernels generic over symbolic dims */
+  int recompile_limit; /* compiled modes: new shapes compiled before falling back to eager (default 8) */
+  const char *buckets; /* compiled modes: "NAME:AXIS=64,128,256[;...]" pads an input axis up to a bucket */
+  const char *cache_dir; /* NULL: $SMELT_CACHE_DIR, else $XDG_CACHE_HOME/smelt, else ~/.cache/smelt */
 } smelt_session_options;
+
+/* What a session has done so far (for benchmarks and diagnostics). */
+typedef struct smelt_session_stats {
+  int compiles;            /* specializations compiled (cold or from cache) */
+  int cache_hits;          /* of those, loaded from the on-disk cache */
+  int eager_fallback;      /* 1 once the recompile limit sent this session to eager */
+  int graph_breaks;        /* nodes run through eager kernels inside the compiled plan */
+  int kernels_generated;   /* generated (fused) kernels in the last plan */
+  double compile_seconds;  /* total time spent compiling */
+  size_t arena_bytes;      /* planned arena of the last compiled plan (0 in eager) */
+  size_t eager_peak_bytes; /* eager: peak bytes of intermediates in the last run */
+} smelt_session_stats;
 
 /* ---- library ---- */
 const char *smelt_version(void);
@@ -127,6 +143,10 @@ smelt_session_options smelt_session_options_default(void);
 smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
                                   smelt_session **out);
 void smelt_session_free(smelt_session *s);
+smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out);
+/* Parses "eager", "default", "reduce-overhead", "max-autotune". */
+smelt_status smelt_mode_parse(const char *name, smelt_mode *out);
+const char *smelt_mode_name(smelt_mode m);
 
 /* Runs the model.  inputs: n_inputs tensors, matched by name when name is set,
  * else by position among the model's inputs; every input must be given.

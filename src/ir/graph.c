@@ -133,7 +133,7 @@ int ir_graph_resolve_value(ir_graph *g, const char *name) {
   if (outer < 0) return -1;
   if (ir_graph_add_value(g, name, &id)) return -1;
   ir_value *v = &g->values[id], *o = &g->parent->values[outer];
-  v->flags = IR_VALUE_OUTER;
+  v->flags = IR_VALUE_OUTER | (o->flags & IR_VALUE_OPTIONAL);
   v->outer_id = outer;
   v->dtype = o->dtype;
   v->rank = o->rank;

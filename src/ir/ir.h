@@ -21,7 +21,9 @@ enum {
   IR_VALUE_INPUT = 1u << 0,       /* a graph input */
   IR_VALUE_OUTPUT = 1u << 1,      /* a graph output */
   IR_VALUE_INITIALIZER = 1u << 2, /* constant from the model file */
-  IR_VALUE_OUTER = 1u << 3        /* captured from the enclosing graph */
+  IR_VALUE_OUTER = 1u << 3,       /* captured from the enclosing graph */
+  IR_VALUE_OPTIONAL = 1u << 4     /* optional type: may hold no value; kind/dtype/dims
+                                     describe the element when there is one */
 };
 
 typedef struct ir_value {
@@ -56,6 +58,9 @@ typedef enum ir_attr_type {
 
 struct ir_graph;
 
+/* TYPE_PROTO(S) attributes (e.g. Optional's `type`) reuse the fields: i (or
+ * ints[k]) holds the element dtype and s (or strings[k]) the kind, one of
+ * "tensor", "sequence", "optional_tensor", "optional_sequence". */
 typedef struct ir_attr {
   const char *name;
   ir_attr_type type;
@@ -146,6 +151,9 @@ const float *ir_attr_floats(const ir_node *n, const char *name, int *count);
 /* Node indices in an order where producers come first.  Fails on a cycle,
  * naming a node on it.  *order is malloc'd: the caller frees it. */
 smelt_status ir_graph_toposort(const ir_graph *g, int **order);
+/* Every value of g a node reads: its inputs and what its subgraphs capture from
+ * g.  *deps is malloc'd (the caller frees it); may repeat ids. */
+smelt_status ir_node_deps(const ir_graph *g, const ir_node *nd, int **deps, int *n);
 /* Checks structure: inputs defined, single producer per value, outputs produced,
  * ops known.  Messages name the node. */
 smelt_status ir_graph_validate(const ir_graph *g);

@@ -1,3 +1,51 @@
+/* smelt — the command-line tool: one verb per file (cmd_*.c). */
 #include <stdio.h>
-#include "smelt.h"
-int main(void) { printf("smelt %s\n", "dev"); return 0; }
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+  const char *name;
+  cli_command_fn fn;
+  const char *summary;
+} commands[] = {
+    {"info", cmd_info, "inputs, outputs, opsets, op histogram and parameters of a model"},
+    {"run", cmd_run, "run a model once and write its outputs as .npy"},
+    {"test", cmd_test, "run ONNX backend-test folders and compare with expected outputs"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "smelt %s — fast neural-network inference for ONNX models\n\n"
+             "usage: smelt <command> [options]   (smelt <command> --help for details)\n\ncommands:\n",
+          smelt_version());
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "  %-8s %s\n  %-8s %s\n", "help", "this message", "version", "print the version");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *verb = argv[1];
+  if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) {
+    if (argc > 2)
+      for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[2], commands[i].name)) {
+          char *args[] = {argv[2], "--help", NULL};
+          return commands[i].fn(2, args);
+        }
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(verb, "version") || !strcmp(verb, "--version")) {
+    printf("smelt %s\n", smelt_version());
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(verb, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "smelt: unknown command '%s'\n\n", verb);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,80 @@
+/* Public model API (include/smelt.h) over the ONNX reader.  Model inputs are
+ * the main graph's inputs; inputs that have an initializer are not listed
+ * (the importer keeps those as constants). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/model_internal.h"
+#include "util/err.h"
+
+smelt_status smelt_model_load(const char *path, smelt_model **out) {
+  if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load: out is NULL");
+  *out = NULL;
+  smelt_model *m = calloc(1, sizeof *m);
+  if (!m) return err_nomem("model", sizeof *m);
+  smelt_status s = onnx_model_load(path, &m->onnx);
+  if (s) {
+    free(m);
+    return s;
+  }
+  /* structure and types are checked once, at load: a malformed graph never
+   * reaches a session */
+  s = ir_graph_validate(m->onnx->graph);
+  if (!s) s = ir_graph_infer(m->onnx->graph);
+  if (s) {
+    onnx_model_free(m->onnx);
+    free(m);
+    return err_prefix(s, "%s: ", path);
+  }
+  *out = m;
+  return SMELT_OK;
+}
+
+void smelt_model_free(smelt_model *m) {
+  if (!m) return;
+  onnx_model_free(m->onnx);
+  free(m);
+}
+
+int smelt_model_num_inputs(const smelt_model *m) {
+  return m && m->onnx ? m->onnx->graph->n_inputs : 0;
+}
+
+int smelt_model_num_outputs(const smelt_model *m) {
+  return m && m->onnx ? m->onnx->graph->n_outputs : 0;
+}
+
+static void fill_info(const ir_graph *g, int vid, smelt_value_info *info) {
+  const ir_value *v = &g->values[vid];
+  memset(info, 0, sizeof *info);
+  info->name = v->name;
+  info->dtype = v->dtype;
+  info->rank = v->rank;
+  for (int i = 0; i < v->rank; i++) {
+    int64_t d = v->dims[i];
+    info->dims[i] = dim_known(d) ? d : -1;
+    if (d <= DIM_SYM_BASE && dim_sym_index(d) < g->n_syms)
+      info->dim_names[i] = g->syms[dim_sym_index(d)];
+  }
+}
+
+static smelt_status value_info(const smelt_model *m, int i, bool input, smelt_value_info *info) {
+  const char *what = input ? "input" : "output";
+  if (!m || !m->onnx || !info)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_%s: NULL argument", what);
+  const ir_graph *g = m->onnx->graph;
+  int n = input ? g->n_inputs : g->n_outputs;
+  if (i < 0 || i >= n)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "model %s %d does not exist (the model has %d)",
+                   what, i, n);
+  fill_info(g, input ? g->inputs[i] : g->outputs[i], info);
+  return SMELT_OK;
+}
+
+smelt_status smelt_model_input(const smelt_model *m, int i, smelt_value_info *info) {
+  return value_info(m, i, true, info);
+}
+
+smelt_status smelt_model_output(const smelt_model *m, int i, smelt_value_info *info) {
+  return value_info(m, i, false, info);
+}

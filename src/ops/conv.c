@@ -1,0 +1,400 @@
+/* Conv, 1-D to N-D, with groups, dilations, strides, pads and auto_pad.
+ *
+ * f32: per (batch, group, tile of output positions) an im2col matrix
+ * [Cg*k, tile] feeds gemm_f32 (W_g [Mg, Cg*k] x col), written straight into
+ * Y with the bias preloaded (beta = 1).  A 1x1 stride-1 unpadded conv skips
+ * im2col (X is already the column matrix); a 2-D depthwise conv (group ==
+ * C == M) runs a direct loop.  Tiles bound the scratch; when there are many
+ * tasks each runs whole on one thread, otherwise im2col and GEMM use the pool.
+ * f16/bf16 compute via f32 copies, f64 on a direct reference loop.
+ *
+ * 1-D and 2-D f32 convolutions first try the fast kernels (kernels/conv.h:
+ * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
+ * shape; their packed weights are kept in the session's per-node cache when
+ * W is a constant.  The im2col path here stays the general fallback. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/conv.h"
+#include "kernels/gemm.h"
+#include "ops/nn_util.h"
+#include "runtime/op_cache.h"
+#include "util/err.h"
+
+typedef struct conv_geom {
+  nn_window w;
+  int64_t N, C, M, G, Cg, Mg;
+  int64_t S_in, S_out, Kk, Kdim; /* spatial in/out sizes, taps, GEMM depth Cg*Kk */
+} conv_geom;
+
+static const smelt_dtype conv_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_UNDEFINED};
+
+/* Checks types and shapes and fills g (dims may be unknown statically). */
+static smelt_status conv_plan(op_ctx *c, conv_geom *g) {
+  const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
+  TRY(op_check_dtype(c, 0, conv_types));
+  TRY(nn_check_same_dtype(c, 1, "W", 0, "X"));
+  TRY(nn_check_same_dtype(c, 2, "B", 0, "X"));
+  if (x->rank >= 0 && x->rank < 3)
+    return err_set(SMELT_ERR_INVALID_MODEL, "input 0 (X) has rank %d, expected at least 3", x->rank);
+  if (x->rank >= 0) TRY(nn_check_rank(c, 1, "W", x->rank));
+  TRY(nn_check_rank(c, 2, "B", 1));
+  g->G = op_attr_int(c, "group", 1);
+  if (g->G < 1) return err_set(SMELT_ERR_INVALID_MODEL, "group %lld must be >= 1", (long long)g->G);
+  if (x->rank < 0 || w->rank < 0) return SMELT_OK; /* caller leaves the output unranked */
+  int nsp = x->rank - 2;
+  g->N = x->dims[0];
+  g->C = x->dims[1];
+  g->M = w->dims[0];
+  g->Cg = w->dims[1];
+  if (dim_known(g->C) && dim_known(g->Cg) && g->C != g->Cg * g->G)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "channels %lld of X do not match W's %lld*group %lld",
+                   (long long)g->C, (long long)g->Cg, (long long)g->G);
+  if (dim_known(g->M) && g->M % g->G)
+    return err_set(SMELT_ERR_INVALID_MODEL, "W's %lld output channels are not divisible by group %lld",
+                   (long long)g->M, (long long)g->G);
+  g->Mg = dim_known(g->M) ? g->M / g->G : DIM_UNKNOWN;
+  if (b && b->rank == 1 && dim_known(b->dims[0]) && dim_known(g->M) && b->dims[0] != g->M)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input 2 (B) has %lld values for %lld output channels",
+                   (long long)b->dims[0], (long long)g->M);
+  TRY(nn_window_attrs(c, nsp, w->dims + 2, &g->w));
+  TRY(nn_window_out(&g->w, x->dims + 2, false));
+  g->S_in = nn_prod(x->dims, 2, x->rank);
+  g->S_out = nn_window_out_size(&g->w);
+  g->Kk = nn_window_kernel_size(&g->w);
+  g->Kdim = dim_known(g->Cg) && g->Kk >= 0 && (g->Kk == 0 || g->Cg <= INT64_MAX / g->Kk)
+                ? g->Cg * g->Kk
+                : DIM_UNKNOWN;
+  return SMELT_OK;
+}
+
+static smelt_status conv_infer(op_ctx *c) {
+  conv_geom g;
+  TRY(conv_plan(c, &g));
+  const tensor *x = c->in[0], *w = c->in[1];
+  if (x->rank < 0 || w->rank < 0) {
+    nn_out_unknown(c, 0, x->dtype);
+    return SMELT_OK;
+  }
+  int64_t dims[SMELT_MAX_RANK] = {g.N, g.M};
+  memcpy(dims + 2, g.w.out, sizeof(int64_t) * (size_t)g.w.nsp);
+  op_set_out(c, 0, x->dtype, x->rank, dims);
+  return SMELT_OK;
+}
+
+/* ---- im2col ---- */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+/* Rows [r0, r1) of the column matrix for output positions [p0, p0 + width):
+ * row r = (input channel, kernel tap) holds, for each position, the input
+ * element that tap reads (0 in the padding).  x points at the group's first
+ * channel. */
+static void im2col_rows(const conv_geom *g, const float *x, int64_t p0, int64_t width, float *col,
+                        int64_t r0, int64_t r1) {
+  const nn_window *w = &g->w;
+  int nsp = w->nsp, L = nsp - 1;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t kc[NN_MAX_SPATIAL], rem = r % g->Kk;
+    for (int i = L; i >= 0; i--) {
+      kc[i] = rem % w->kernel[i];
+      rem /= w->kernel[i];
+    }
+    const float *xc = x + (r / g->Kk) * g->S_in;
+    float *dst = col + (r - r0) * width;
+    int64_t base = kc[L] * w->dil[L] - w->pad_lo[L], sL = w->stride[L], inL = w->in[L];
+    for (int64_t p = p0; p < p0 + width;) {
+      int64_t oc[NN_MAX_SPATIAL] = {0}, q = p;
+      for (int i = L; i >= 0; i--) {
+        oc[i] = q % w->out[i];
+        q /= w->out[i];
+      }
+      int64_t run = w->out[L] - oc[L];
+      if (run > p0 + width - p) run = p0 + width - p;
+      bool valid = true;
+      int64_t off = 0;
+      for (int i = 0; i < L; i++) {
+        int64_t ic = oc[i] * w->stride[i] - w->pad_lo[i] + kc[i] * w->dil[i];
+        valid &= ic >= 0 && ic < w->in[i];
+        off = off * w->in[i] + ic;
+      }
+      float *dd = dst + (p - p0);
+      if (!valid) {
+        memset(dd, 0, sizeof(float) * (size_t)run);
+      } else {
+        /* taps inside the row: (oc[L] + j) * sL + base in [0, inL) */
+        int64_t jlo = ceil_div(-base, sL) - oc[L], jhi = ceil_div(inL - base, sL) - oc[L];
+        if (jlo < 0) jlo = 0;
+        if (jhi > run) jhi = run;
+        if (jhi < jlo) jhi = jlo;
+        const float *xr = xc + off * inL + oc[L] * sL + base;
+        for (int64_t j = 0; j < jlo; j++) dd[j] = 0.f;
+        if (sL == 1) memcpy(dd + jlo, xr + jlo, sizeof(float) * (size_t)(jhi - jlo));
+        else
+          for (int64_t j = jlo; j < jhi; j++) dd[j] = xr[j * sL];
+        for (int64_t j = jhi; j < run; j++) dd[j] = 0.f;
+      }
+      p += run;
+    }
+  }
+}
+
+/* ---- f32 driver ---- */
+
+typedef struct conv_job {
+  const conv_geom *g;
+  const float *X, *W, *B;
+  float *Y;
+  int64_t tile, ntiles;
+  bool pointwise; /* 1x1, stride 1, no pads: X is the column matrix */
+  atomic_bool failed;
+  /* for the parallel im2col of one task */
+  const float *im_x;
+  float *im_col;
+  int64_t im_p0, im_width;
+} conv_job;
+
+static void im2col_chunk(void *vctx, int64_t r0, int64_t r1) {
+  conv_job *j = vctx;
+  im2col_rows(j->g, j->im_x, j->im_p0, j->im_width, j->im_col + r0 * j->im_width, r0, r1);
+}
+
+/* Task t = (batch, group, tile).  col: scratch of Kdim*tile floats (unused
+ * when pointwise).  pool: used for im2col and GEMM (NULL inside a task split). */
+static void conv_task(conv_job *j, int64_t t, float *col, smelt_pool *pool) {
+  const conv_geom *g = j->g;
+  int64_t tile = t % j->ntiles, ng = t / j->ntiles, n = ng / g->G, gi = ng % g->G;
+  int64_t p0 = tile * j->tile, width = g->S_out - p0 < j->tile ? g->S_out - p0 : j->tile;
+  const float *x = j->X + (n * g->C + gi * g->Cg) * g->S_in;
+  const float *wg = j->W + gi * g->Mg * g->Kdim;
+  float *y = j->Y + (n * g->M + gi * g->Mg) * g->S_out + p0;
+  if (j->B)
+    for (int64_t m = 0; m < g->Mg; m++) {
+      float bv = j->B[gi * g->Mg + m];
+      for (int64_t p = 0; p < width; p++) y[m * g->S_out + p] = bv;
+    }
+  if (g->Kdim == 0) {
+    if (!j->B)
+      for (int64_t m = 0; m < g->Mg; m++) memset(y + m * g->S_out, 0, sizeof(float) * (size_t)width);
+    return;
+  }
+  const float *bmat = x + p0;
+  int64_t ldb = g->S_in;
+  if (!j->pointwise) {
+    if (pool) { /* only when tasks run one at a time: the job carries this one */
+      j->im_x = x;
+      j->im_col = col;
+      j->im_p0 = p0;
+      j->im_width = width;
+      pool_parallel_for(pool, g->Kdim, 1 + 16384 / width, im2col_chunk, j);
+    } else {
+      im2col_rows(g, x, p0, width, col, 0, g->Kdim);
+    }
+    bmat = col;
+    ldb = width;
+  }
+  gemm_f32(pool, false, false, g->Mg, width, g->Kdim, 1.f, wg, g->Kdim, bmat, ldb,
+           j->B ? 1.f : 0.f, y, g->S_out);
+}
+
+static void conv_tasks(void *vctx, int64_t t0, int64_t t1) {
+  conv_job *j = vctx;
+  float *col = NULL;
+  if (!j->pointwise && nn_alloc((void **)&col, j->g->Kdim * j->tile, sizeof(float), "im2col")) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (int64_t t = t0; t < t1; t++) conv_task(j, t, col, NULL);
+  free(col);
+}
+
+/* ---- 2-D depthwise ----
+ * Per plane and output row, each in-bounds tap (kh, kw) adds
+ * w * x[ih, ow*sw + kw*dw - pw] over the range of ow where that column is
+ * inside the input: a strided (contiguous for stride 1) loop along the row
+ * with no bounds checks. */
+
+static void depthwise_planes(void *vctx, int64_t q0, int64_t q1) {
+  const conv_job *j = vctx;
+  const conv_geom *g = j->g;
+  const nn_window *w = &g->w;
+  int64_t IH = w->in[0], IW = w->in[1], OH = w->out[0], OW = w->out[1];
+  int64_t KH = w->kernel[0], KW = w->kernel[1], sh = w->stride[0], sw = w->stride[1];
+  int64_t dh = w->dil[0], dw = w->dil[1], ph = w->pad_lo[0], pw = w->pad_lo[1];
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t ch = q % g->C;
+    const float *x = j->X + q * g->S_in, *k = j->W + ch * KH * KW;
+    float *y = j->Y + q * g->S_out;
+    float bv = j->B ? j->B[ch] : 0.f;
+    for (int64_t oh = 0; oh < OH; oh++) {
+      float *yr = y + oh * OW;
+      for (int64_t ow = 0; ow < OW; ow++) yr[ow] = bv;
+      for (int64_t kh = 0; kh < KH; kh++) {
+        int64_t ih = oh * sh - ph + kh * dh;
+        if (ih < 0 || ih >= IH) continue;
+        const float *xr = x + ih * IW;
+        for (int64_t kw = 0; kw < KW; kw++) {
+          int64_t off = kw * dw - pw; /* iw = ow * sw + off */
+          int64_t lo = ceil_div(-off, sw), hi = ceil_div(IW - off, sw);
+          if (lo < 0) lo = 0;
+          if (hi > OW) hi = OW;
+          float wv = k[kh * KW + kw];
+          if (sw == 1)
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + off];
+          else
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
+        }
+      }
+    }
+  }
+}
+
+/* ---- fast kernels ---- */
+
+/* What cached prepared weights were made from (compared bytewise). */
+typedef struct conv_cache_key {
+  const void *w;
+  int32_t algo, isa, dtype, pad_;
+  int64_t C, M, G, KH, KW;
+} conv_cache_key;
+
+static void conv_desc_of(const conv_geom *g, conv2d_desc *d) {
+  const nn_window *w = &g->w;
+  int two = w->nsp == 2; /* 1-D runs as H = 1 */
+  *d = (conv2d_desc){.N = g->N, .C = g->C, .H = two ? w->in[0] : 1, .W = w->in[two],
+                     .M = g->M, .G = g->G, .KH = two ? w->kernel[0] : 1, .KW = w->kernel[two],
+                     .OH = two ? w->out[0] : 1, .OW = w->out[two], .sh = two ? w->stride[0] : 1,
+                     .sw = w->stride[two], .dh = two ? w->dil[0] : 1, .dw = w->dil[two],
+                     .pt = two ? w->pad_lo[0] : 0, .pl = w->pad_lo[two]};
+}
+
+/* Runs the convolution on a fast kernel when one is chosen for the shape
+ * (*done); otherwise leaves it to the im2col path. */
+static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, const float *W,
+                              const float *B, float *Y, bool *done) {
+  *done = false;
+  if (g->w.nsp > 2 || g->Kdim <= 0) return SMELT_OK;
+  conv2d_desc d;
+  conv_desc_of(g, &d);
+  isa_level isa = isa_active();
+  conv_algo algo = conv2d_select(&d, isa, pool_threads(c->pool), conv_algo_from_env());
+  if (algo == CONV_ALGO_IM2COL) return SMELT_OK;
+  conv_cache_key key;
+  memset(&key, 0, sizeof key);
+  key = (conv_cache_key){.w = c->in[1]->data, .algo = algo, .isa = isa,
+                         .dtype = c->in[1]->dtype, .C = d.C, .M = d.M, .G = d.G, .KH = d.KH,
+                         .KW = d.KW};
+  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  conv2d_weights *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
+  bool own = pw == NULL;
+  if (!pw) {
+    TRY(conv2d_prepare(&d, algo, isa, W, &pw));
+    void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, pw, conv2d_weights_free_v) : NULL;
+    if (kept) pw = kept, own = false;
+  }
+  smelt_status st = conv2d_run(c->pool, &d, pw, X, B, Y);
+  if (own) conv2d_weights_free(pw);
+  *done = true;
+  return st;
+}
+
+static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
+                             const float *B, float *Y) {
+  bool done;
+  TRY(conv_fast(c, g, X, W, B, Y, &done));
+  if (done) return SMELT_OK;
+  conv_job j = {.g = g, .X = X, .W = W, .B = B, .Y = Y};
+  if (g->w.nsp == 2 && g->G == g->C && g->G == g->M) {
+    pool_parallel_for(c->pool, g->N * g->C, 1, depthwise_planes, &j);
+    return SMELT_OK;
+  }
+  j.pointwise = true;
+  for (int i = 0; i < g->w.nsp; i++)
+    j.pointwise &= g->w.kernel[i] == 1 && g->w.stride[i] == 1 && g->w.pad_lo[i] == 0 &&
+                   g->w.pad_hi[i] == 0;
+  /* ~1 MiB of im2col per tile keeps it in cache next to the GEMM's panels */
+  int64_t budget = ((int64_t)1 << 18) / (g->Kdim > 0 ? g->Kdim : 1);
+  j.tile = j.pointwise ? g->S_out : budget < 64 ? 64 : budget;
+  if (j.tile > g->S_out) j.tile = g->S_out;
+  j.ntiles = (g->S_out + j.tile - 1) / j.tile;
+  int64_t ntasks = g->N * g->G * j.ntiles;
+  int threads = pool_threads(c->pool);
+  if (threads > 1 && ntasks >= 2 * threads) {
+    pool_parallel_for(c->pool, ntasks, 1, conv_tasks, &j);
+    if (atomic_load(&j.failed)) return err_nomem("im2col", (size_t)(g->Kdim * j.tile) * 4);
+    return SMELT_OK;
+  }
+  float *col = NULL;
+  if (!j.pointwise) TRY(nn_alloc((void **)&col, g->Kdim * j.tile, sizeof(float), "im2col"));
+  for (int64_t t = 0; t < ntasks; t++) conv_task(&j, t, col, c->pool);
+  free(col);
+  return SMELT_OK;
+}
+
+/* ---- f64 reference ---- */
+
+static void conv_f64(const conv_geom *g, const double *X, const double *W, const double *B,
+                     double *Y) {
+  const nn_window *w = &g->w;
+  for (int64_t n = 0; n < g->N; n++)
+    for (int64_t m = 0; m < g->M; m++) {
+      int64_t gi = m / g->Mg;
+      for (int64_t p = 0; p < g->S_out; p++) {
+        int64_t oc[NN_MAX_SPATIAL], q = p;
+        for (int i = w->nsp - 1; i >= 0; i--) {
+          oc[i] = q % w->out[i];
+          q /= w->out[i];
+        }
+        double acc = B ? B[m] : 0.0;
+        for (int64_t r = 0; r < g->Kdim; r++) {
+          int64_t rem = r % g->Kk, off = 0, mul = 1;
+          bool valid = true;
+          for (int i = w->nsp - 1; i >= 0; i--) {
+            int64_t kc = rem % w->kernel[i];
+            rem /= w->kernel[i];
+            int64_t ic = oc[i] * w->stride[i] - w->pad_lo[i] + kc * w->dil[i];
+            valid &= ic >= 0 && ic < w->in[i];
+            off += ic * mul;
+            mul *= w->in[i];
+          }
+          if (valid)
+            acc += X[(n * g->C + gi * g->Cg + r / g->Kk) * g->S_in + off] * W[m * g->Kdim + r];
+        }
+        Y[(n * g->M + m) * g->S_out + p] = acc;
+      }
+    }
+}
+
+static smelt_status conv_run_f64(op_ctx *c, const conv_geom *g) {
+  const tensor *b = op_in(c, 2);
+  conv_f64(g, c->in[0]->data, c->in[1]->data, b ? b->data : NULL, c->out[0]->data);
+  return SMELT_OK;
+}
+
+static smelt_status conv_run(op_ctx *c) {
+  conv_geom g;
+  TRY(conv_plan(c, &g));
+  tensor *y = c->out[0];
+  if (tensor_numel(y) == 0) return SMELT_OK;
+  if (g.Kdim < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "kernel size overflows");
+  if (y->dtype == SMELT_F64) return conv_run_f64(c, &g);
+  const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
+  float *X = NULL, *W = NULL, *B = NULL, *Y = NULL;
+  smelt_status st = nn_f32_acquire(x, &X);
+  if (!st) st = nn_f32_acquire(w, &W);
+  if (!st && b) st = nn_f32_acquire(b, &B);
+  if (!st) st = nn_f32_out(y, &Y);
+  if (!st) {
+    st = conv_f32(c, &g, X, W, B, Y);
+    nn_f32_commit(y, Y);
+  }
+  if (X) nn_f32_release(x, X);
+  if (W) nn_f32_release(w, W);
+  if (B) nn_f32_release(b, B);
+  return st;
+}
+
+const op_def op_family_conv[] = {
+    {"Conv", "", 2, 3, 1, 1, conv_infer, conv_run, false},
+    {0}};

@@ -1,0 +1,125 @@
+/* Sessions: create (validate, plan, thread pool) and run. */
+#include "runtime/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/node_run.h"
+#include "util/err.h"
+
+smelt_session_options smelt_session_options_default(void) {
+  smelt_session_options o = {.threads = 0, .mode = SMELT_MODE_EAGER, .recompile_limit = 8};
+  return o;
+}
+
+/* Every node, subgraphs included, must have a kernel and the right arity. */
+static smelt_status check_supported(const ir_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    TRY(node_check_arity(g, i));
+    const ir_node *nd = &g->nodes[i];
+    for (int a = 0; a < nd->n_attrs; a++) {
+      const ir_attr *at = &nd->attrs[a];
+      if (at->type == IR_ATTR_GRAPH && at->g) TRY(check_supported(at->g));
+      for (int k = 0; at->type == IR_ATTR_GRAPHS && k < at->n; k++)
+        if (at->graphs[k]) TRY(check_supported(at->graphs[k]));
+    }
+  }
+  return SMELT_OK;
+}
+
+smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
+                                  smelt_session **out) {
+  if (!m || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_create: model and out must not be NULL");
+  *out = NULL;
+  smelt_session_options o = opts ? *opts : smelt_session_options_default();
+  if (o.mode != SMELT_MODE_EAGER)
+    return err_set(SMELT_ERR_UNSUPPORTED, "mode %d is not available yet: only eager execution is implemented", (int)o.mode);
+  if (o.threads < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o.threads);
+  const ir_graph *g = m->onnx->graph;
+  TRY(check_supported(g));
+  smelt_session *s = calloc(1, sizeof *s);
+  if (!s) return err_nomem("session", sizeof *s);
+  s->model = m;
+  s->opts = o;
+  pthread_mutex_init(&s->stats_lock, NULL);
+  smelt_status st = pool_create(o.threads, &s->pool);
+  if (!st) st = eager_plan_build(g, &s->plan);
+  if (st) {
+    smelt_session_free(s);
+    return st;
+  }
+  *out = s;
+  return SMELT_OK;
+}
+
+void smelt_session_free(smelt_session *s) {
+  if (!s) return;
+  eager_plan_free(&s->plan);
+  pool_free(s->pool);
+  pthread_mutex_destroy(&s->stats_lock);
+  free(s);
+}
+
+static const char *describe_value(const ir_graph *g, const ir_value *v, char *buf, size_t n) {
+  char sh[256];
+  snprintf(buf, n, "'%s' %s %s", v->name, dtype_name(v->dtype), shape_str(sh, sizeof sh, v->rank, v->dims, g->syms));
+  return buf;
+}
+
+smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int64_t *sym_vals) {
+  const ir_value *v = &g->values[g->inputs[k]];
+  char want[512], got[256];
+  describe_value(g, v, want, sizeof want);
+  shape_str(got, sizeof got, t->rank, t->dims, NULL);
+  if (t->kind != TENSOR_KIND_TENSOR) return SMELT_OK; /* sequences/optionals: checked by ops */
+  if (v->dtype != SMELT_UNDEFINED && t->dtype != v->dtype)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got %s %s", want, dtype_name(t->dtype), got);
+  if (v->rank >= 0 && t->rank != v->rank)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got rank %d %s", want, t->rank, got);
+  for (int d = 0; v->rank >= 0 && d < v->rank; d++) {
+    int64_t e = v->dims[d];
+    if (dim_known(e) && t->dims[d] != e)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got shape %s (dim %d is %lld, expected %lld)",
+                     want, got, d, (long long)t->dims[d], (long long)e);
+    if (e <= DIM_SYM_BASE && sym_vals) {
+      int si = dim_sym_index(e);
+      if (sym_vals[si] >= 0 && sym_vals[si] != t->dims[d])
+        return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got shape %s, but '%s' is %lld in an earlier input",
+                       want, got, g->syms[si], (long long)sym_vals[si]);
+      sym_vals[si] = t->dims[d];
+    }
+  }
+  int64_t n = tensor_numel(t);
+  size_t es = dtype_size(t->dtype);
+  if (n < 0 || (es && (uint64_t)n > SIZE_MAX / es) || (es && t->nbytes < (size_t)n * es) || (n > 0 && !t->data))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: the buffer holds %zu bytes, shape %s needs %lld",
+                   want, t->nbytes, got, (long long)(n * (int64_t)es));
+  return SMELT_OK;
+}
+
+smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor *outputs,
+                                 eager_stats *stats) {
+  const ir_graph *g = s->model->onnx->graph;
+  int64_t *sym_vals = malloc(sizeof(int64_t) * (size_t)(g->n_syms + 1));
+  if (!sym_vals) return err_nomem("symbol table", sizeof(int64_t) * (size_t)g->n_syms);
+  for (int i = 0; i < g->n_syms; i++) sym_vals[i] = -1;
+  smelt_status st = SMELT_OK;
+  for (int k = 0; !st && k < g->n_inputs; k++) st = session_check_input(g, k, inputs[k], sym_vals);
+  free(sym_vals);
+  if (st) return st;
+  eager_stats local = {0};
+  st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
+  pthread_mutex_lock(&s->stats_lock);
+  s->stats.eager_peak_bytes = (stats ? stats : &local)->peak_bytes;
+  pthread_mutex_unlock(&s->stats_lock);
+  return st;
+}
+
+smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out) {
+  if (!s || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_get_stats: NULL argument");
+  pthread_mutex_lock((pthread_mutex_t *)&s->stats_lock);
+  *out = s->stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->stats_lock);
+  return SMELT_OK;
+}

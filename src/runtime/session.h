@@ -1,0 +1,28 @@
+/* Session internals shared by the C API and the CLI's measurements. */
+#ifndef SMELT_RUNTIME_SESSION_H
+#define SMELT_RUNTIME_SESSION_H
+
+#include "onnx/model_internal.h"
+#include <pthread.h>
+
+#include "runtime/eager.h"
+
+struct smelt_session {
+  const smelt_model *model;
+  smelt_session_options opts;
+  smelt_pool *pool;
+  eager_plan plan;
+  smelt_session_stats stats; /* guarded by stats_lock */
+  pthread_mutex_t stats_lock;
+};
+
+/* Runs with internal tensors: inputs[k] for graph input k (checked against the
+ * declared types), outputs[k] zeroed, receive owning results for every graph
+ * output.  stats may be NULL. */
+smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor *outputs,
+                                 eager_stats *stats);
+/* Checks a tensor against the declared type of graph input k, and that
+ * symbolic dims agree across inputs (sym_vals: one slot per symbol, -1 = unset). */
+smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int64_t *sym_vals);
+
+#endif

@@ -1,0 +1,27 @@
+/* Whole-file reads and crash-safe writes.  Errors name the path and give the
+ * system's reason (strerror). */
+#ifndef SMELT_UTIL_FILE_H
+#define SMELT_UTIL_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smelt.h"
+
+/* Reads the whole file at path into a malloc'd buffer (*buf, freed by the
+ * caller with free) of *len bytes, followed by one NUL byte not counted in *len
+ * so text can be parsed in place.  Works on regular files and on pipes.
+ * max_bytes caps the size read (0 = no cap): a larger file is an error
+ * (SMELT_ERR_IO), found before the whole file is read.  On failure *buf is NULL. */
+smelt_status file_read_all(const char *path, uint8_t **buf, size_t *len, size_t max_bytes);
+
+/* Replaces the file at path with buf[0..len), atomically: the bytes go to a new
+ * temporary file in the same directory (created with mode 0666 minus umask),
+ * which is fsync'd, then renamed over path, then the directory is fsync'd.  A
+ * reader sees the old file or the new one, never a mix.  On any failure (full
+ * disk, missing directory, path is a directory...) the temporary file is
+ * removed and an existing file at path is left untouched.  A symlink at path
+ * is replaced by the file, not followed. */
+smelt_status file_write_atomic(const char *path, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Bad input to the CLI: a truncated model, a non-model file, a missing file,
+# wrong input names/shapes — each must give a one-line error and exit status 1.
+set -u
+smelt=$1 shared=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+expect_error() { # expect_error DESCRIPTION CMD...   (bad input: exit 1)
+  expect_exit 1 "$@"
+}
+expect_exit() { # expect_exit CODE DESCRIPTION CMD...
+  local want=$1 desc=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ $rc -ne "$want" ] || [ "$lines" -lt 1 ] || [ "$lines" -gt 12 ]; then
+    echo "FAIL $desc: exit $rc, stderr:"; cat "$tmp/err"; fails=$((fails + 1))
+  else
+    echo "ok   $desc: $(head -c 300 "$tmp/err" | head -1)"
+  fi
+}
+model=$shared/models/mlp/model.onnx
+if [ ! -f "$model" ]; then echo "SKIP: $model not found"; exit 77; fi
+head -c 3000 "$model" >"$tmp/truncated.onnx"
+echo "this is not a model" >"$tmp/text.onnx"
+: >"$tmp/empty.onnx"
+expect_error "truncated model" "$smelt" run "$tmp/truncated.onnx" -o "$tmp/o"
+expect_error "non-model file" "$smelt" run "$tmp/text.onnx" -o "$tmp/o"
+expect_error "empty file" "$smelt" run "$tmp/empty.onnx" -o "$tmp/o"
+expect_error "missing file" "$smelt" run "$tmp/nope.onnx" -o "$tmp/o"
+expect_error "directory as model" "$smelt" run "$tmp" -o "$tmp/o"
+expect_error "unknown input name" "$smelt" run "$model" -i nosuch="$tmp/x.npy" -o "$tmp/o"
+expect_error "missing input file" "$smelt" run "$model" -i x="$tmp/x.npy" -o "$tmp/o"
+expect_error "strict inputs" "$smelt" run "$model" --strict-inputs -o "$tmp/o"
+# a wrong shape: mlp wants x [batch,64]; give it [2,3]
+"$smelt" run "$shared/models/mlp/model.onnx" -o "$tmp/good" >/dev/null 2>&1 || { echo "FAIL good run"; fails=$((fails+1)); }
+printf '\x93NUMPY\x01\x00\x76\x00{'"'"'descr'"'"': '"'"'<f4'"'"', '"'"'fortran_order'"'"': False, '"'"'shape'"'"': (2, 3), }' >"$tmp/bad.npy"
+python3 - "$tmp/bad.npy" <<'PY' 2>/dev/null || true
+import sys
+p = sys.argv[1]
+hdr = b"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+hdr += b" " * (118 - 10 - len(hdr) - 1) + b"\n"
+open(p, "wb").write(b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr + b"\x00" * 24)
+PY
+expect_error "wrong input shape" "$smelt" run "$model" -i x="$tmp/bad.npy" -o "$tmp/o"
+expect_exit 2 "unknown option (usage error)" "$smelt" run "$model" --bogus
+[ $fails -eq 0 ] && echo "all CLI error checks passed" || echo "$fails CLI error checks failed"
+[ $fails -eq 0 ]

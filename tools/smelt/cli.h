@@ -1,0 +1,41 @@
+/* Shared pieces of the smelt command-line tool. */
+#ifndef SMELT_CLI_H
+#define SMELT_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir/tensor.h"
+#include "onnx/model_internal.h"
+
+typedef int (*cli_command_fn)(int argc, char **argv);
+
+int cmd_info(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_test(int argc, char **argv);
+
+/* Prints "smelt: <msg>" with the library's last error to stderr; returns 1. */
+int cli_fail(const char *what);
+/* Parses a positive int / a double flag value; prints an error and returns false if bad. */
+bool cli_int(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
+bool cli_double(const char *flag, const char *s, double *out);
+/* True if argv[i] is flag (and takes the next argument, which must exist). */
+bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
+
+/* snprintf for paths and messages; false if the result was cut short. */
+bool cli_path(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A NAME=VALUE pair list (for -i and --dim). */
+typedef struct cli_kv {
+  const char *key, *val;
+} cli_kv;
+/* Splits arg (an argv string, modified in place) at its first '='. */
+bool cli_split_kv(const char *flag, char *arg, cli_kv *out);
+
+/* Builds inputs for every graph input: from the files named in kv (-i NAME=FILE),
+ * else generated (seeded random) from the declared shape with symbolic dims from
+ * dims (--dim NAME=V, default 1), unless strict.  inputs[k] owning. */
+int cli_make_inputs(const ir_graph *g, const cli_kv *files, int n_files, const cli_kv *dims,
+                    int n_dims, bool strict, uint64_t seed, tensor *inputs);
+
+#endif

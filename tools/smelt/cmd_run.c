@@ -1,0 +1,134 @@
+/* smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "runtime/session.h"
+#include "runtime/tensor_file.h"
+
+#define MAX_KV 256
+
+static int usage(int code) {
+  printf("usage: smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] [--dim NAME=V]...\n"
+         "                 [--seed S] [--strict-inputs]\n\n"
+         "Runs the model once (eager) and writes each output to DIR/NAME.npy (default DIR: .).\n"
+         "  -i NAME=FILE     input from a .npy or ONNX TensorProto .pb file\n"
+         "  -o DIR           where outputs go (created if missing)\n"
+         "  --threads N      worker threads (default: the machine's cores)\n"
+         "  --dim NAME=V     value of a symbolic dimension for generated inputs (default 1)\n"
+         "  --seed S         seed for generated inputs (default 0)\n"
+         "  --strict-inputs  every input must be given with -i\n\n"
+         "Inputs not given are generated: floats uniform in [-1,1), integers uniform in\n"
+         "[0,100) (or [0,V) when the input indexes an embedding of V rows), bools 0/1;\n"
+         "input k draws from a PRNG seeded with (S, k), so runs are reproducible.\n");
+  return code;
+}
+
+/* Output file name from a value name: keeps [A-Za-z0-9._-], replaces the rest. */
+static void safe_name(const char *name, char *out, size_t n) {
+  size_t o = 0;
+  for (const char *p = name; *p && o + 1 < n; p++) {
+    char ch = *p;
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-';
+    out[o++] = ok ? ch : '_';
+  }
+  if (o == 0 || out[0] == '.') out[o ? 0 : o++] = '_';
+  out[o] = 0;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int cmd_run(int argc, char **argv) {
+  const char *model = NULL, *outdir = ".", *v;
+  cli_kv files[MAX_KV], dims[MAX_KV];
+  int n_files = 0, n_dims = 0;
+  int64_t threads = 0, seed = 0;
+  bool strict = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(0);
+    if (cli_flag_arg(argc, argv, &i, "-i", &v)) {
+      if (!v || n_files == MAX_KV || !cli_split_kv("-i", argv[i], &files[n_files++])) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "--dim", &v)) {
+      if (!v || n_dims == MAX_KV || !cli_split_kv("--dim", argv[i], &dims[n_dims++])) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "-o", &v)) {
+      if (!(outdir = v)) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "--threads", &v)) {
+      if (!v || !cli_int("--threads", v, 0, 1024, &threads)) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "--seed", &v)) {
+      if (!v || !cli_int("--seed", v, 0, INT64_MAX, &seed)) return 2;
+    } else if (!strcmp(argv[i], "--strict-inputs")) {
+      strict = true;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "smelt run: unknown option '%s'\n", argv[i]);
+      return usage(2);
+    } else if (!model) {
+      model = argv[i];
+    } else {
+      fprintf(stderr, "smelt run: more than one model given ('%s', '%s')\n", model, argv[i]);
+      return 2;
+    }
+  }
+  if (!model) return usage(2);
+
+  smelt_model *m = NULL;
+  smelt_session *s = NULL;
+  if (smelt_model_load(model, &m)) return cli_fail(NULL);
+  const ir_graph *g = m->onnx->graph;
+  smelt_session_options o = smelt_session_options_default();
+  o.threads = (int)threads;
+  int rc = 1;
+  tensor *inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
+  tensor **ptrs = calloc((size_t)g->n_inputs + 1, sizeof *ptrs);
+  tensor *outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
+  if (!inputs || !ptrs || !outputs) {
+    fprintf(stderr, "smelt: out of memory\n");
+    goto done;
+  }
+  if (smelt_session_create(m, &o, &s)) {
+    rc = cli_fail(NULL);
+    goto done;
+  }
+  if (cli_make_inputs(g, files, n_files, dims, n_dims, strict, (uint64_t)seed, inputs)) goto done;
+  for (int k = 0; k < g->n_inputs; k++) ptrs[k] = &inputs[k];
+  double t0 = now_ms();
+  if (session_run_tensors(s, ptrs, outputs, NULL)) {
+    rc = cli_fail(NULL);
+    goto done;
+  }
+  double t1 = now_ms();
+  if (mkdir(outdir, 0777) && errno != EEXIST) {
+    fprintf(stderr, "smelt: cannot create output folder '%s'\n", outdir);
+    goto done;
+  }
+  for (int k = 0; k < g->n_outputs; k++) {
+    char name[256], path[4096], sh[256];
+    safe_name(g->values[g->outputs[k]].name, name, sizeof name);
+    cli_path(path, sizeof path, "%s/%s.npy", outdir, name);
+    if (tensor_file_save(path, &outputs[k])) {
+      rc = cli_fail(NULL);
+      goto done;
+    }
+    printf("%s: %s %s -> %s\n", g->values[g->outputs[k]].name, dtype_name(outputs[k].dtype),
+           shape_str(sh, sizeof sh, outputs[k].rank, outputs[k].dims, NULL), path);
+  }
+  printf("ran in %.3f ms (%d threads)\n", t1 - t0, pool_threads(s->pool));
+  rc = 0;
+done:
+  for (int k = 0; inputs && k < g->n_inputs; k++) tensor_release(&inputs[k]);
+  for (int k = 0; outputs && k < g->n_outputs; k++) tensor_release(&outputs[k]);
+  free(inputs);
+  free(ptrs);
+  free(outputs);
+  smelt_session_free(s);
+  smelt_model_free(m);
+  return rc;
+}
