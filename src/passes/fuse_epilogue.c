@@ -234,12 +234,9 @@ static smelt_status match_residual(rewriter *w, epi_match *m) {
 
 static void match_act(rewriter *w, epi_match *m) {
   int u = rw_sole_user(w, m->out);
-  if (u < 0 || !read_act(w, u, &m->act)) {
-    m->act.kind = FUSED_ACT_NONE;
-    return;
-  }
-  if (rw_node(w, u)->inputs[0] != m->out || !is_f32(w, rw_node(w, u)->outputs[0])) {
-    m->act.kind = FUSED_ACT_NONE;
+  if (u < 0 || !read_act(w, u, &m->act) || rw_node(w, u)->inputs[0] != m->out ||
+      !is_f32(w, rw_node(w, u)->outputs[0])) {
+    m->act = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY};
     return;
   }
   m->chain[m->n_chain++] = u;
@@ -259,9 +256,9 @@ static void log_fusion(rewriter *w, const epi_match *m, const char *op) {
   int n = snprintf(line, sizeof line, "fused %s", rw_name(w, m->anchor, nb, sizeof nb));
   for (int k = 0; k < m->n_chain && n < (int)sizeof line; k++)
     n += snprintf(line + n, sizeof line - (size_t)n, " + %s", rw_name(w, m->chain[k], nb, sizeof nb));
-  pass_log(w->r, "%s -> smelt.%s(%s%s%s)", line, op,
-           m->bias >= 0 || m->new_bias ? "bias " : "", m->residual >= 0 ? "residual " : "",
-           fused_act_name(m->act.kind));
+  bool bias = m->bias >= 0 || m->new_bias, res = m->residual >= 0, act = m->act.kind != FUSED_ACT_NONE;
+  pass_log(w->r, "%s -> smelt.%s(%s%s%s%s%s)", line, op, bias ? "bias" : "", bias && (res || act) ? ", " : "",
+           res ? "residual" : "", res && act ? ", " : "", act ? fused_act_name(m->act.kind) : "");
 }
 
 static smelt_status build(rewriter *w, epi_match *m) {

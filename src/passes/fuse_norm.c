@@ -147,18 +147,21 @@ typedef struct ln_match {
 
 /* d = x - mean(x) read by exactly the square and the final Div. */
 static bool match_variance(rewriter *w, int d, ln_match *m, int *div) {
-  if (rw_n_uses(w, d) != 2 || rw_is_output(w, d)) return false;
-  int sq = -1, other;
+  int n = rw_n_uses(w, d), sq = -1, other;
   *div = -1;
-  for (int k = 0; k < 2; k++) {
+  if (n < 2 || n > 3 || rw_is_output(w, d)) return false;
+  for (int k = 0; k < n; k++) {
     int u = w->uses[d].node[k];
     const ir_node *nd = rw_node(w, u);
-    if (rw_is_op(w, u, "Div") && nd->inputs[0] == d) *div = u;
+    if (rw_is_op(w, u, "Div") && nd->inputs[0] == d && nd->inputs[1] != d) *div = u;
     else if ((rw_is_op(w, u, "Pow") && nd->inputs[0] == d && scalar_is(w, nd->inputs[1], 2.0)) ||
              (rw_is_op(w, u, "Mul") && nd->inputs[0] == d && nd->inputs[1] == d))
       sq = u;
+    else
+      return false;
   }
-  if (sq < 0 || *div < 0) return false;
+  /* d*d reads d twice: three uses then, else two */
+  if (sq < 0 || *div < 0 || n != (rw_is_op(w, sq, "Mul") ? 3 : 2)) return false;
   int rv = rw_sole_user(w, rw_node(w, sq)->outputs[0]);
   if (rv < 0 || !rw_is_op(w, rv, "ReduceMean") ||
       trailing_axis(w, rv, rw_val(w, m->x)->rank) != m->axis)

@@ -13,17 +13,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "passes/pass.h"
+#include "passes/passes_list.h"
 #include "util/err.h"
 
 #define PIPELINE_MAX_ROUNDS 8
 
 enum pass_kind { CLEANUP, FUSION };
-
-#define PASS(name, kind) \
-  smelt_status pass_##name(ir_graph *g, const pass_options *o, pass_report *r, int *changes);
-#include "passes/passes.def"
-#undef PASS
 
 typedef struct pass_entry {
   pass_def def;

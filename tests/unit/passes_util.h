@@ -7,7 +7,8 @@
  *   gb_const(g, "w", 2, (int64_t[]){8, 3}, 1);        // seeded values
  *   gb_node(g, "MatMul", "x,w", "y", 0);
  *   gb_output(g, "y");
- *   passes_equiv eq; CHECK_OK(check_passes(g, NULL, 7, &eq)); CHECK(eq.ok);
+ *   passes_equiv eq; CHECK_OK(check_passes(g, NULL, &eq)); CHECK(eq.ok);
+ *   (or check_pass(g, pass_fold, &eq) for one pass alone)
  */
 #ifndef SMELT_TEST_PASSES_UTIL_H
 #define SMELT_TEST_PASSES_UTIL_H
@@ -19,7 +20,7 @@
 #include <time.h>
 
 #include "ops/op.h"
-#include "passes/pass.h"
+#include "passes/passes_list.h"
 #include "runtime/compare.h"
 #include "runtime/eager.h"
 #include "runtime/inputs_gen.h"
@@ -146,6 +147,12 @@ static inline void gb_attr_ints(ir_graph *g, int node, int slot, const char *nam
 
 static inline void gb_output(ir_graph *g, const char *name) { ir_graph_add_output(g, gb_value(g, name)); }
 
+/* Validates and infers a built graph (what model loading does). */
+static inline smelt_status gb_finish(ir_graph *g) {
+  TRY(ir_graph_validate(g));
+  return ir_graph_infer(g);
+}
+
 /* Counts live nodes with op_type (domain "" or "smelt" by the prefix "smelt."). */
 static inline int count_op(const ir_graph *g, const char *op) {
   int n = 0;
@@ -198,6 +205,7 @@ typedef struct passes_equiv {
   bool ok;              /* every output within tolerance */
   double max_abs;       /* largest |rewritten - original| over all outputs */
   int nodes_before, nodes_after;
+  int changes;          /* a single pass: what it reported */
   double t_before, t_after; /* median seconds per run (when timed) */
   pass_report report;   /* freed by passes_equiv_free */
   ir_graph *rewritten;  /* the clone after the passes, for inspection */
@@ -219,42 +227,103 @@ static inline smelt_status specialize(ir_graph *g, tensor *const *inputs) {
   return ir_graph_infer(g);
 }
 
+typedef smelt_status (*pass_fn)(ir_graph *, const pass_options *, pass_report *, int *);
+
+typedef struct check_opts {
+  pass_fn pass;      /* NULL: the whole pipeline (passes_run) */
+  int threads;       /* default 2 */
+  int timing_runs;   /* > 0: also time both graphs, runs interleaved, medians */
+  double atol, rtol; /* default 1e-4 and 1e-4 */
+  uint64_t seed;     /* for generated inputs */
+} check_opts;
+
+static inline void sort_doubles(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+}
+
+/* Runs both plans `runs` times, alternating, so that the machine's noise hits
+ * both alike; medians in *ta / *tb. */
+static inline smelt_status time_pair(const ir_graph *ga, const ir_graph *gb, smelt_pool *pool,
+                                     tensor *const *in, int runs, double *ta, double *tb) {
+  eager_plan pa, pb;
+  TRY(eager_plan_build(ga, &pa));
+  smelt_status s = eager_plan_build(gb, &pb);
+  if (s) {
+    eager_plan_free(&pa);
+    return s;
+  }
+  double a[64], b[64];
+  if (runs > 64) runs = 64;
+  tensor out[64];
+  for (int r = 0; !s && r < runs; r++) {
+    for (int side = 0; !s && side < 2; side++) {
+      const ir_graph *g = side ? gb : ga;
+      memset(out, 0, sizeof out);
+      double t0 = now_s();
+      s = eager_run(side ? &pb : &pa, pool, NULL, in, out, NULL);
+      (side ? b : a)[r] = now_s() - t0;
+      for (int k = 0; k < g->n_outputs && k < 64; k++) tensor_release(&out[k]);
+    }
+  }
+  eager_plan_free(&pa);
+  eager_plan_free(&pb);
+  if (s) return s;
+  sort_doubles(a, runs);
+  sort_doubles(b, runs);
+  *ta = a[runs / 2];
+  *tb = b[runs / 2];
+  return SMELT_OK;
+}
+
+static inline smelt_status rewrite_clone(const ir_graph *g, tensor *const *in, const check_opts *co,
+                                         passes_equiv *e) {
+  TRY(ir_graph_clone(g, &e->rewritten));
+  TRY(specialize(e->rewritten, in));
+  pass_options o = {.mode = SMELT_MODE_DEFAULT, .specialized = true,
+                    .debug_dir = getenv("SMELT_TEST_DEBUG_DIR")};
+  if (!co->pass) return passes_run(e->rewritten, &o, &e->report);
+  TRY(co->pass(e->rewritten, &o, &e->report, &e->changes));
+  return ir_graph_validate(e->rewritten);
+}
+
 /* The reusable check: g (validated, inferred) is cloned, specialized to the
- * inputs' shapes, rewritten by the pipeline and run next to the original on
- * the same inputs.  inputs NULL: seeded ones from g's input types (symbolic
- * dims must not occur).  timing_runs > 0 also times both (median). */
-static inline smelt_status check_passes_on(const ir_graph *g, tensor *const *inputs, int threads,
-                                           int timing_runs, double atol, passes_equiv *e) {
+ * inputs' shapes, rewritten (by one pass or the pipeline) and run by eager
+ * next to the original on the same inputs.  inputs NULL: seeded ones from
+ * g's input types (dims must be concrete).  co NULL: defaults. */
+static inline smelt_status check_rewrite(const ir_graph *g, tensor *const *inputs,
+                                         const check_opts *co_in, passes_equiv *e) {
+  check_opts co = co_in ? *co_in : (check_opts){0};
+  if (!co.threads) co.threads = 2;
+  if (!co.atol) co.atol = 1e-4;
+  if (!co.rtol) co.rtol = 1e-4;
   memset(e, 0, sizeof *e);
   tensor gen[16], *in[16];
-  int ni = g->n_inputs < 16 ? g->n_inputs : 16;
-  for (int k = 0; k < ni; k++) {
+  int ni = g->n_inputs < 16 ? g->n_inputs : 16, no = g->n_outputs < 16 ? g->n_outputs : 16;
+  smelt_status s = SMELT_OK;
+  memset(gen, 0, sizeof gen);
+  for (int k = 0; !s && k < ni; k++) {
     const ir_value *v = &g->values[g->inputs[k]];
-    memset(&gen[k], 0, sizeof gen[k]);
-    if (!inputs) TRY(inputs_generate(&gen[k], v->dtype, v->rank, v->dims, 7, k, 0));
+    if (!inputs) s = inputs_generate(&gen[k], v->dtype, v->rank, v->dims, co.seed + 7, k, 0);
     in[k] = inputs ? inputs[k] : &gen[k];
   }
   smelt_pool *pool = NULL;
-  smelt_status s = pool_create(threads, &pool);
-  if (!s) s = ir_graph_clone(g, &e->rewritten);
-  if (!s) s = specialize(e->rewritten, in);
-  pass_options o = {.mode = SMELT_MODE_DEFAULT, .specialized = true, .debug_dir = getenv("SMELT_TEST_DEBUG_DIR")};
-  if (!s) s = passes_run(e->rewritten, &o, &e->report);
-  tensor a[16] = {{0}}, b[16] = {{0}};
-  int no = g->n_outputs < 16 ? g->n_outputs : 16;
-  int runs = timing_runs > 0 ? timing_runs : 1;
-  /* interleave the timings: the machine's noise hits both alike */
+  if (!s) s = pool_create(co.threads, &pool);
+  if (!s) s = rewrite_clone(g, in, &co, e);
+  tensor a[16], b[16];
+  memset(a, 0, sizeof a);
+  memset(b, 0, sizeof b);
   if (!s) s = run_eager(g, pool, in, a, 1, NULL);
   if (!s) s = run_eager(e->rewritten, pool, in, b, 1, NULL);
-  if (!s && timing_runs > 0) {
-    for (int k = 0; k < no; k++) tensor_release(&a[k]), tensor_release(&b[k]);
-    s = run_eager(g, pool, in, a, runs, &e->t_before);
-    if (!s) s = run_eager(e->rewritten, pool, in, b, runs, &e->t_after);
-  }
+  if (!s && co.timing_runs > 0) s = time_pair(g, e->rewritten, pool, in, co.timing_runs, &e->t_before, &e->t_after);
   e->ok = !s;
   for (int k = 0; !s && k < no; k++) {
     compare_result cr;
-    s = tensor_compare(&b[k], &a[k], 0, atol, &cr);
+    s = tensor_compare(&b[k], &a[k], co.rtol, co.atol, &cr);
     if (!cr.ok) fprintf(stderr, "output %d: %s\n", k, cr.message);
     e->ok &= cr.ok;
     if (cr.max_abs > e->max_abs) e->max_abs = cr.max_abs;
@@ -267,8 +336,15 @@ static inline smelt_status check_passes_on(const ir_graph *g, tensor *const *inp
   return s;
 }
 
+/* The whole pipeline with default options. */
 static inline smelt_status check_passes(const ir_graph *g, tensor *const *inputs, passes_equiv *e) {
-  return check_passes_on(g, inputs, 2, 0, 1e-4, e);
+  return check_rewrite(g, inputs, NULL, e);
+}
+
+/* One pass alone. */
+static inline smelt_status check_pass(const ir_graph *g, pass_fn fn, passes_equiv *e) {
+  check_opts co = {.pass = fn};
+  return check_rewrite(g, NULL, &co, e);
 }
 
 static inline void print_report(const pass_report *r) {
