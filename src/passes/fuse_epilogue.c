@@ -189,13 +189,15 @@ static smelt_status match_anchor(rewriter *w, int id, epi_match *m, bool *ok) {
 static int64_t last_dim(const ir_value *v) { return v->rank > 0 ? v->dims[v->rank - 1] : DIM_UNKNOWN; }
 
 /* A bias Add after a MatMul / Gemm, or a constant per-channel Add after a
- * Conv (folded into a new bias).  The Add must not broadcast the result up. */
+ * Conv (folded into a new bias).  The Add must not broadcast the result up:
+ * the bias's dims are 1 except one equal to the result's (concrete) dim. */
 static smelt_status match_bias(rewriter *w, epi_match *m) {
   int other, u = sole_add(w, m->out, &other);
   if (u < 0 || !is_f32(w, other)) return SMELT_OK;
+  /* both forms below have a rank and dims that cannot broadcast the result up */
   int z = rw_node(w, u)->outputs[0];
   const ir_value *y = rw_val(w, m->out);
-  if (!rw_same_shape(y, rw_val(w, z))) return SMELT_OK;
+  if (rw_val(w, other)->rank > y->rank) return SMELT_OK;
   if (rw_is_op(w, m->anchor, "Conv")) {
     int64_t M = y->dims[1];
     const tensor *c = channel_const(w, other, M, y->rank);

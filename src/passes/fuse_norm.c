@@ -39,6 +39,11 @@ static bool scalar_is(rewriter *w, int v, double want) {
   return rw_scalar(w, v, &x) && near(x, want);
 }
 
+/* A scalar constant equal to want that cannot broadcast x (of known rank) up. */
+static bool scalar_for(rewriter *w, int v, double want, int x) {
+  return scalar_is(w, v, want) && rw_val(w, x)->rank >= 0 && rw_val(w, v)->rank <= rw_val(w, x)->rank;
+}
+
 /* ---- GELU ---- */
 
 /* x such that u = x / sqrt2 (or x * 1/sqrt2). */
@@ -47,10 +52,11 @@ static int gelu_input(rewriter *w, int u) {
   if (p < 0) return -1;
   const ir_node *nd = rw_node(w, p);
   if (nd->n_inputs != 2) return -1;
-  if (rw_is_op(w, p, "Div") && scalar_is(w, nd->inputs[1], M_SQRT2)) return nd->inputs[0];
+  int a = nd->inputs[0], b = nd->inputs[1];
+  if (rw_is_op(w, p, "Div") && scalar_for(w, b, M_SQRT2, a)) return a;
   if (rw_is_op(w, p, "Mul")) {
-    if (scalar_is(w, nd->inputs[1], M_SQRT1_2)) return nd->inputs[0];
-    if (scalar_is(w, nd->inputs[0], M_SQRT1_2)) return nd->inputs[1];
+    if (scalar_for(w, b, M_SQRT1_2, a)) return a;
+    if (scalar_for(w, a, M_SQRT1_2, b)) return b;
   }
   return -1;
 }
@@ -64,7 +70,7 @@ static bool match_gelu(rewriter *w, int e, int *x_out, int *y_out, int *nodes, i
   nodes[(*n_nodes)++] = rw_producer(w, en->inputs[0]);
   nodes[(*n_nodes)++] = e;
   int add = rw_sole_user(w, en->outputs[0]);
-  if (!binary_with(w, add, "Add", en->outputs[0], &other) || !scalar_is(w, other, 1.0)) return false;
+  if (!binary_with(w, add, "Add", en->outputs[0], &other) || !scalar_for(w, other, 1.0, x)) return false;
   nodes[(*n_nodes)++] = add;
   int s = rw_node(w, add)->outputs[0], m1 = rw_sole_user(w, s);
   if (!binary_with(w, m1, "Mul", s, &other)) return false;
@@ -73,15 +79,15 @@ static bool match_gelu(rewriter *w, int e, int *x_out, int *y_out, int *nodes, i
   int half = rw_producer_op(w, other, "Mul"), hx;
   if (other == x) { /* (x * s) * 0.5 */
     int m2 = rw_sole_user(w, m1v);
-    if (!binary_with(w, m2, "Mul", m1v, &other) || !scalar_is(w, other, 0.5)) return false;
+    if (!binary_with(w, m2, "Mul", m1v, &other) || !scalar_for(w, other, 0.5, x)) return false;
     nodes[(*n_nodes)++] = m2;
     *y_out = rw_node(w, m2)->outputs[0];
-  } else if (scalar_is(w, other, 0.5)) { /* x * (s * 0.5) */
+  } else if (scalar_for(w, other, 0.5, x)) { /* x * (s * 0.5) */
     int m2 = rw_sole_user(w, m1v);
     if (!binary_with(w, m2, "Mul", m1v, &other) || other != x) return false;
     nodes[(*n_nodes)++] = m2;
     *y_out = rw_node(w, m2)->outputs[0];
-  } else if (half >= 0 && binary_with(w, half, "Mul", x, &hx) && scalar_is(w, hx, 0.5) &&
+  } else if (half >= 0 && binary_with(w, half, "Mul", x, &hx) && scalar_for(w, hx, 0.5, x) &&
              rw_sole_user(w, other) == m1) { /* (x * 0.5) * s */
     nodes[(*n_nodes)++] = half;
     *y_out = m1v;
@@ -89,7 +95,8 @@ static bool match_gelu(rewriter *w, int e, int *x_out, int *y_out, int *nodes, i
     return false;
   }
   *x_out = x;
-  return rw_val(w, *y_out)->dtype == rw_val(w, x)->dtype && rw_same_shape(rw_val(w, x), rw_val(w, *y_out));
+  /* every step is elementwise on x's shape: scalars of rank <= x's cannot broadcast it */
+  return rw_val(w, *y_out)->dtype == rw_val(w, x)->dtype;
 }
 
 static smelt_status fuse_gelu(rewriter *w, int e, bool *done) {

@@ -96,6 +96,18 @@ static void check_model(const char *dir, const char *name, int bench_runs) {
   }
   if (getenv("SMELT_PASSES_LOG")) print_report(&e.report);
   passes_equiv_free(&e);
+  /* without specializing (symbolic dims kept, as for a dynamic-shape plan) the
+   * rewritten graph must still hold for these inputs */
+  check_opts generic = {.generic = true};
+  if (!s) {
+    CHECK_OK(check_rewrite(g, in, &generic, &e));
+    CHECK(e.ok);
+    printf("%-14s generic: nodes %4d -> %3d  max_abs %.2e  %s  fused: %d epilogue, %d attention, %d norm/gelu\n",
+           "", e.nodes_before, e.nodes_after, e.max_abs, e.ok ? "match" : "MISMATCH",
+           count_in_report(&e.report, "fuse_epilogue"), count_in_report(&e.report, "fuse_attention"),
+           count_in_report(&e.report, "fuse_norm"));
+    passes_equiv_free(&e);
+  }
   for (int k = 0; k < ni; k++) tensor_release(&ins[k]);
   onnx_model_free(m);
 }
