@@ -1,12 +1,13 @@
 /* Flash-style attention on the CPU (see attention.h).
  *
  * One task = one (batch, head, block of ATTN_BQ queries).  For each block of
- * ATTN_BK keys it copies K transposed ([D][BK]) and V ([BK][Dv]) into
- * contiguous scratch, so the two inner loops (scores: a row of Q times K^T;
- * output: p * V rows) are unit-stride axpys a compiler vectorizes.  Each query
- * row keeps its running max m and sum l; when the max grows, what was
- * accumulated is rescaled by exp(m_old - m_new).  Under a causal mask the key
- * blocks past a query block's last visible key are skipped. */
+ * ATTN_BK keys: S = scale * Q_blk K_blk^T and acc += P V_blk run on the GEMM
+ * (single-threaded, inside the task), the softmax between them row by row.
+ * Each query row keeps its running max m and sum l; when the max grows, what
+ * was accumulated is rescaled by exp(m_old - m_new).  Operands whose rows are
+ * unit-stride are read in place; others are gathered into contiguous blocks.
+ * Under a causal mask the key blocks past a query block's last visible key
+ * are skipped. */
 #include "kernels/attention.h"
 
 #include <math.h>
@@ -14,15 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gemm.h"
 #include "util/err.h"
 
-#define ATTN_BQ 32
-#define ATTN_BK 64
+#define ATTN_BQ 64
+#define ATTN_BK 128
 
 typedef struct attn_scratch {
-  float *kt;  /* [D][BK] */
+  float *qb;  /* [BQ][D], when Q's rows are not unit-stride */
+  float *kb;  /* [BK][D] */
   float *vb;  /* [BK][Dv] */
-  float *s;   /* [BK] scores of one row */
+  float *s;   /* [BQ][BK] scores, then probabilities */
   float *acc; /* [BQ][Dv] */
   float *m, *l; /* [BQ] */
 } attn_scratch;
@@ -35,17 +38,19 @@ typedef struct attn_job {
 
 static bool scratch_alloc(const attn_params *p, attn_scratch *s) {
   size_t d = (size_t)p->D, dv = (size_t)p->Dv;
-  s->kt = malloc(sizeof(float) * (d * ATTN_BK + 1));
+  s->qb = malloc(sizeof(float) * (d * ATTN_BQ + 1));
+  s->kb = malloc(sizeof(float) * (d * ATTN_BK + 1));
   s->vb = malloc(sizeof(float) * (dv * ATTN_BK + 1));
-  s->s = malloc(sizeof(float) * ATTN_BK);
+  s->s = malloc(sizeof(float) * ATTN_BQ * ATTN_BK);
   s->acc = malloc(sizeof(float) * (dv * ATTN_BQ + 1));
   s->m = malloc(sizeof(float) * ATTN_BQ);
   s->l = malloc(sizeof(float) * ATTN_BQ);
-  return s->kt && s->vb && s->s && s->acc && s->m && s->l;
+  return s->qb && s->kb && s->vb && s->s && s->acc && s->m && s->l;
 }
 
 static void scratch_free(attn_scratch *s) {
-  free(s->kt);
+  free(s->qb);
+  free(s->kb);
   free(s->vb);
   free(s->s);
   free(s->acc);
@@ -53,33 +58,23 @@ static void scratch_free(attn_scratch *s) {
   free(s->l);
 }
 
-/* Keys [j0, j0 + n) of (b, h): K transposed into kt, V rows into vb. */
-static void load_kv(const attn_params *p, int64_t b, int64_t h, int64_t j0, int64_t n,
-                    attn_scratch *s) {
-  const float *k = p->k + b * p->k_str[0] + h * p->k_str[1] + j0 * p->k_str[2];
-  const float *v = p->v + b * p->v_str[0] + h * p->v_str[1] + j0 * p->v_str[2];
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t d = 0; d < p->D; d++) s->kt[d * ATTN_BK + j] = k[j * p->k_str[2] + d * p->k_str[3]];
-  for (int64_t j = 0; j < n; j++) {
-    float *dst = s->vb + j * p->Dv;
-    const float *src = v + j * p->v_str[2];
-    if (p->v_str[3] == 1) memcpy(dst, src, sizeof(float) * (size_t)p->Dv);
-    else
-      for (int64_t e = 0; e < p->Dv; e++) dst[e] = src[e * p->v_str[3]];
+/* Rows [0, n) of a strided [rows][cols] view (row stride rs, column stride
+ * cs): in place when columns are unit-stride, else copied into buf. */
+static const float *rows_view(const float *base, int64_t n, int64_t cols, int64_t rs, int64_t cs,
+                              float *buf, int64_t *ld) {
+  if (cs == 1 && (rs >= cols || n <= 1)) {
+    *ld = rs >= cols ? rs : cols;
+    return base;
   }
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t c = 0; c < cols; c++) buf[r * cols + c] = base[r * rs + c * cs];
+  *ld = cols;
+  return buf;
 }
 
-/* Scaled, masked scores of query i (absolute index) against keys [j0, j0+n). */
-static void row_scores(const attn_params *p, int64_t b, int64_t h, int64_t i, int64_t j0,
-                       int64_t n, const float *q, attn_scratch *s) {
-  float *sc = s->s;
-  for (int64_t j = 0; j < n; j++) sc[j] = 0.f;
-  for (int64_t d = 0; d < p->D; d++) {
-    float qd = q[d * p->q_str[3]];
-    const float *kt = s->kt + d * ATTN_BK;
-    for (int64_t j = 0; j < n; j++) sc[j] += qd * kt[j];
-  }
-  for (int64_t j = 0; j < n; j++) sc[j] *= p->scale;
+/* Masks one row of scores (query i, keys [j0, j0 + n)). */
+static void mask_row(const attn_params *p, int64_t b, int64_t h, int64_t i, int64_t j0, int64_t n,
+                     float *sc) {
   if (p->mask_kind != ATTN_MASK_NONE) {
     int64_t off = b * p->mask_str[0] + h * p->mask_str[1] + i * p->mask_str[2];
     if (p->mask_kind == ATTN_MASK_ADD) {
@@ -98,27 +93,29 @@ static void row_scores(const attn_params *p, int64_t b, int64_t h, int64_t i, in
   }
 }
 
-/* Folds one row's scores into its running max, sum and output accumulator. */
-static void row_update(const attn_params *p, int64_t n, attn_scratch *s, int64_t r) {
-  const float *sc = s->s;
+/* Turns one row's scores into probabilities against its running max, and
+ * rescales what the row accumulated so far. */
+static void row_softmax(const attn_params *p, int64_t n, float *sc, attn_scratch *s, int64_t r) {
   float mx = -INFINITY;
   for (int64_t j = 0; j < n; j++) mx = sc[j] > mx ? sc[j] : mx;
   float m_new = mx > s->m[r] ? mx : s->m[r];
-  if (m_new == -INFINITY) return; /* every key so far masked out */
-  float *acc = s->acc + r * p->Dv;
+  if (m_new == -INFINITY) { /* every key so far masked out */
+    memset(sc, 0, sizeof(float) * (size_t)n);
+    return;
+  }
   if (s->m[r] != m_new) {
     float corr = expf(s->m[r] - m_new); /* 0 on the first block: m was -inf */
+    float *acc = s->acc + r * p->Dv;
     s->l[r] *= corr;
     for (int64_t e = 0; e < p->Dv; e++) acc[e] *= corr;
     s->m[r] = m_new;
   }
+  float sum = 0.f;
   for (int64_t j = 0; j < n; j++) {
-    float pj = expf(sc[j] - m_new);
-    if (pj == 0.f) continue;
-    s->l[r] += pj;
-    const float *vr = s->vb + j * p->Dv;
-    for (int64_t e = 0; e < p->Dv; e++) acc[e] += pj * vr[e];
+    sc[j] = expf(sc[j] - m_new);
+    sum += sc[j];
   }
+  s->l[r] += sum;
 }
 
 static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
@@ -132,7 +129,47 @@ static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, i
   }
 }
 
-static void attn_task(const attn_params *p, int64_t t, int64_t nqb, attn_scratch *s) {
+/* One key block against the task's query block: false if the GEMM refused. */
+static bool key_block(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                      const float *q, int64_t ldq, int64_t j0, int64_t n, attn_scratch *s) {
+  int64_t ldk, ldv;
+  const float *k = rows_view(p->k + b * p->k_str[0] + h * p->k_str[1] + j0 * p->k_str[2], n, p->D,
+                             p->k_str[2], p->k_str[3], s->kb, &ldk);
+  const float *v = rows_view(p->v + b * p->v_str[0] + h * p->v_str[1] + j0 * p->v_str[2], n, p->Dv,
+                             p->v_str[2], p->v_str[3], s->vb, &ldv);
+  gemm_params g = gemm_params_default();
+  g.trans_b = true;
+  g.M = nq;
+  g.N = n;
+  g.K = p->D;
+  g.alpha = p->scale;
+  g.A = q;
+  g.lda = ldq;
+  g.B = k;
+  g.ldb = ldk;
+  g.C = s->s;
+  g.ldc = ATTN_BK;
+  if (gemm_f32_ex(NULL, &g)) return false;
+  for (int64_t r = 0; r < nq; r++) {
+    float *sc = s->s + r * ATTN_BK;
+    mask_row(p, b, h, i0 + r, j0, n, sc);
+    row_softmax(p, n, sc, s, r);
+  }
+  g = gemm_params_default();
+  g.M = nq;
+  g.N = p->Dv;
+  g.K = n;
+  g.beta = 1.f;
+  g.A = s->s;
+  g.lda = ATTN_BK;
+  g.B = v;
+  g.ldb = ldv;
+  g.C = s->acc;
+  g.ldc = p->Dv;
+  return !gemm_f32_ex(NULL, &g);
+}
+
+static bool attn_task(const attn_params *p, int64_t t, int64_t nqb, attn_scratch *s) {
   int64_t qb = t % nqb, bh = t / nqb, h = bh % p->H, b = bh / p->H;
   int64_t i0 = qb * ATTN_BQ, nq = p->Sq - i0 < ATTN_BQ ? p->Sq - i0 : ATTN_BQ;
   for (int64_t r = 0; r < nq; r++) {
@@ -145,16 +182,15 @@ static void attn_task(const attn_params *p, int64_t t, int64_t nqb, attn_scratch
     int64_t last = i0 + nq - 1 + p->Sk - p->Sq + 1;
     kend = last < 0 ? 0 : last < kend ? last : kend;
   }
-  const float *qbase = p->q + b * p->q_str[0] + h * p->q_str[1];
+  int64_t ldq;
+  const float *q = rows_view(p->q + b * p->q_str[0] + h * p->q_str[1] + i0 * p->q_str[2], nq, p->D,
+                             p->q_str[2], p->q_str[3], s->qb, &ldq);
   for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BK) {
     int64_t n = kend - j0 < ATTN_BK ? kend - j0 : ATTN_BK;
-    load_kv(p, b, h, j0, n, s);
-    for (int64_t r = 0; r < nq; r++) {
-      row_scores(p, b, h, i0 + r, j0, n, qbase + (i0 + r) * p->q_str[2], s);
-      row_update(p, n, s, r);
-    }
+    if (!key_block(p, b, h, i0, nq, q, ldq, j0, n, s)) return false;
   }
   store_rows(p, b, h, i0, nq, s);
+  return true;
 }
 
 static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
@@ -165,7 +201,8 @@ static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
     atomic_store(&j->failed, true);
     return;
   }
-  for (int64_t t = t0; t < t1; t++) attn_task(j->p, t, j->nqb, &s);
+  for (int64_t t = t0; t < t1; t++)
+    if (!attn_task(j->p, t, j->nqb, &s)) atomic_store(&j->failed, true);
   scratch_free(&s);
 }
 
@@ -179,7 +216,7 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   int64_t ntasks = p->B * p->H * j.nqb;
   if (ntasks == 0 || p->Dv == 0) return SMELT_OK;
   pool_parallel_for(pool, ntasks, 1, attn_tasks, &j);
-  if (atomic_load(&j.failed))
+  if (atomic_load(&j.failed)) /* scratch, or the GEMM refusing a block (a bug) */
     return err_nomem("attention scratch", sizeof(float) * (size_t)(p->D + p->Dv) * ATTN_BK);
   return SMELT_OK;
 }
