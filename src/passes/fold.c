@@ -21,7 +21,7 @@
 
 #define FOLD_MAX_BYTES ((size_t)16 << 20)
 #define FOLD_GROW_BYTES ((size_t)1 << 20)
-#define FOLD_MAX_IO 16
+#define FOLD_MAX_IO 64
 
 static bool is_random(const char *op) {
   return !strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli") || !strcmp(op, "Multinomial") ||
@@ -132,7 +132,7 @@ static smelt_status fold_node(rewriter *w, int id, bool *folded) {
   ir_node *nd = rw_node(w, id);
   if ((*folded = take_constant(w, id))) return SMELT_OK;
   if (!nd->op || rw_has_subgraph(nd) || is_random(nd->op_type) || nd->n_inputs > FOLD_MAX_IO ||
-      nd->n_outputs > FOLD_MAX_IO || nd->op->alloc_outputs_in_run)
+      nd->n_outputs > FOLD_MAX_IO)
     return SMELT_OK;
   if (outputs_known(w, nd)) {
     rw_kill(w, id);
