@@ -80,10 +80,35 @@ smelt_status ir_graph_clone(const ir_graph *src, ir_graph **out) {
   return SMELT_OK;
 }
 
+/* Shape of a value with a concrete shape becomes a constant (what the fold
+ * pass does); inference then folds what depends on it. */
+static int fold_shapes(ir_graph *g) {
+  int changed = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    ir_node *nd = &g->nodes[i];
+    if (strcmp(nd->op_type, "Shape") || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
+    ir_value *out = &g->values[nd->outputs[0]], *in = &g->values[nd->inputs[0]];
+    if (out->constant || in->rank < 0) continue;
+    bool ok = true;
+    for (int d = 0; d < in->rank; d++) ok &= dim_known(in->dims[d]);
+    if (!ok || ir_attr_find(nd, "start") || ir_attr_find(nd, "end")) continue;
+    tensor *t = malloc(sizeof *t);
+    int64_t n = in->rank;
+    if (!t || tensor_alloc(t, SMELT_I64, 1, &n)) {
+      free(t);
+      continue;
+    }
+    for (int d = 0; d < in->rank; d++) ((int64_t *)t->data)[d] = in->dims[d];
+    out->constant = t;
+    changed++;
+  }
+  return changed;
+}
+
 smelt_status passes_run(ir_graph *g, const pass_options *o, pass_report *r) {
-  (void)g;
   (void)o;
   (void)r;
+  for (int it = 0; it < 8 && fold_shapes(g); it++) TRY(ir_graph_infer(g));
   return SMELT_OK;
 }
 
