@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "compile/session_compile.h"
-#include "compile/tmp_shim.h"
 #include "runtime/session.h"
 #include "util/err.h"
 

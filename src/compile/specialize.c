@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "compile/compile.h"
-#include "compile/tmp_shim.h"
 #include "passes/pass.h"
 #include "util/err.h"
 
