@@ -45,6 +45,10 @@ emit_opts emit_opts_default(void);
 void emit_kernel(strbuf *sb, const kir_group *g, const kir_loops *lp, const char *name,
                  const emit_opts *o, int64_t *params, int *n_params);
 
+/* Appends window kernel `name` (pooling or depthwise convolution; static
+ * geometry only).  Arguments: x, [w, bias, residual], y. */
+void emit_window(strbuf *b, const win_geom *w, const char *name, const emit_opts *o);
+
 /* Parameter values of g for a dynamic kernel (same order emit_kernel uses). */
 int emit_params(const kir_group *g, const kir_loops *lp, int64_t *params);
 

@@ -56,9 +56,10 @@ static void check_whole_eager(cgraph *cg) {
   }
 }
 
-smelt_status cgraph_build(ir_graph *g, cgraph *cg) {
+smelt_status cgraph_build(ir_graph *g, bool dynamic, cgraph *cg) {
   memset(cg, 0, sizeof *cg);
   cg->g = g;
+  cg->dynamic = dynamic;
   size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
   TRY(ir_graph_toposort(g, &cg->order));
   cg->pos = malloc(sizeof(int) * nn);

@@ -11,6 +11,7 @@ typedef enum cn_kind {
   CN_VIEW,      /* output is the input's bytes with another shape (Reshape, Identity...) */
   CN_PW,        /* elementwise: can be generated */
   CN_RED,       /* reduction over trailing dims (Softmax, LayerNorm, Reduce*...) */
+  CN_WIN,       /* 2-D pool or depthwise conv: a generated window kernel of its own */
   CN_LIB,       /* a library kernel (the op's run function) on planned buffers */
   CN_BREAK      /* graph break: the eager path (node_run) with run-time shapes */
 } cn_kind;
@@ -21,6 +22,7 @@ typedef struct cn_info {
   /* CN_PW: the output shape; CN_RED: the input shape, reduced from dim k on */
   int rank, k;
   int64_t dims[SMELT_MAX_RANK];
+  win_geom win; /* CN_WIN */
 } cn_info;
 
 typedef struct cgraph {
@@ -30,12 +32,13 @@ typedef struct cgraph {
   int *use_start, *use_node; /* CSR: consumers of value v are use_node[use_start[v]..use_start[v+1]) */
   bool *is_output;           /* value is a graph output */
   cn_info *info;             /* per node */
+  bool dynamic;              /* dynamic compile: no window kernels (their geometry is literal) */
   bool whole_eager;          /* subgraphs or sequences: the plan runs the graph eagerly */
   const char *whole_eager_why;
   int whole_eager_node;
 } cgraph;
 
-smelt_status cgraph_build(ir_graph *g, cgraph *cg);
+smelt_status cgraph_build(ir_graph *g, bool dynamic, cgraph *cg);
 void cgraph_free(cgraph *cg);
 
 /* Classification of one node (lower.c). */

@@ -91,6 +91,13 @@ static void explain_groups(const cgraph *cg, const fusion *fu, strbuf *e) {
   char lb[256], sh[256];
   for (int i = 0; i < fu->n_groups; i++) {
     const fgroup *fg = &fu->groups[i];
+    if (fg->win) {
+      static const char *const kinds[] = {"max pool", "average pool", "depthwise conv"};
+      sb_printf(e, "  kernel %d: %s window %lldx%lld over %s: %s\n", i, kinds[fg->win->kind],
+                (long long)fg->win->KH, (long long)fg->win->KW, shape_str(sh, sizeof sh, fg->r, fg->I, NULL),
+                nname(cg->g, fg->nodes[0], lb, sizeof lb));
+      continue;
+    }
     sb_printf(e, "  kernel %d over %s%s, %d node%s, %zu bytes kept in registers:", i,
               shape_str(sh, sizeof sh, fg->r, fg->I, NULL), fg->kir->n_red ? " (row reduction)" : "",
               fg->n, fg->n == 1 ? "" : "s", fg->bytes_saved);
@@ -222,7 +229,7 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
   if (!s) s = specialize_graph(mg, inputs, o, &p->g, r);
   cgraph cg;
   memset(&cg, 0, sizeof cg);
-  if (!s) s = cgraph_build(p->g, &cg);
+  if (!s) s = cgraph_build(p->g, o->dynamic, &cg);
   if (!s && o->fullgraph) s = check_fullgraph(&cg);
   if (!s && cg.whole_eager) {
     char lb[256];

@@ -280,6 +280,41 @@ static smelt_status greedy(fstate *s, kir_group *kg, int *tmp) {
   return st;
 }
 
+/* A window node is a kernel of its own; its kernel IR only lists the
+ * operands (x, w, bias, residual; y) for scheduling. */
+static smelt_status add_window(const cgraph *cg, fusion *f, int node) {
+  const ir_node *nd = &cg->g->nodes[node];
+  const win_geom *w = &cg->info[node].win;
+  fgroup *fg = &f->groups[f->n_groups];
+  memset(fg, 0, sizeof *fg);
+  fg->kir = calloc(1, sizeof *fg->kir);
+  fg->nodes = malloc(sizeof(int));
+  fg->win = malloc(sizeof *fg->win);
+  if (!fg->kir || !fg->nodes || !fg->win) {
+    free(fg->kir);
+    free(fg->nodes);
+    free(fg->win);
+    return err_nomem("window kernel", sizeof *fg->kir);
+  }
+  *fg->win = *w;
+  fg->nodes[0] = node;
+  fg->n = 1;
+  const ir_value *y = &cg->g->values[nd->outputs[0]];
+  kir_init(fg->kir, y->rank, y->rank, y->dims);
+  fg->r = fg->k = y->rank;
+  memcpy(fg->I, y->dims, sizeof fg->I);
+  int n_in = w->kind == WK_DWCONV ? 4 : 1;
+  for (int i = 0; i < n_in; i++) {
+    if (i == 2 && !w->has_bias) continue;
+    if (i == 3 && !w->has_res) continue;
+    int v = nd->inputs[i];
+    fg->kir->in[fg->kir->n_in++] = (kir_operand){.value = v, .dt = SMELT_F32};
+  }
+  fg->kir->out[fg->kir->n_out++] = (kir_operand){.value = nd->outputs[0], .dt = SMELT_F32};
+  f->group_of[node] = f->n_groups++;
+  return SMELT_OK;
+}
+
 /* Turns the working groups into the result, in execution order of their first node. */
 static smelt_status finalize(fstate *s, kir_group *kg) {
   const cgraph *cg = s->cg;
@@ -288,6 +323,10 @@ static smelt_status finalize(fstate *s, kir_group *kg) {
   for (int i = 0; i < n_nodes; i++) f->group_of[i] = -1;
   for (int step = 0; step < n_nodes; step++) {
     int g = cg->order[step];
+    if (cg->info[g].kind == CN_WIN) {
+      TRY(add_window(cg, f, g));
+      continue;
+    }
     if (s->gid[g] != g || !s->n_mem[g]) continue;
     int r, k;
     int64_t I[SMELT_MAX_RANK];
@@ -355,6 +394,7 @@ void fusion_free(fusion *f) {
   for (int i = 0; i < f->n_groups; i++) {
     free(f->groups[i].nodes);
     free(f->groups[i].kir);
+    free(f->groups[i].win);
   }
   free(f->groups);
   free(f->group_of);

@@ -16,6 +16,7 @@ typedef struct fgroup {
   int r, k;
   int64_t I[SMELT_MAX_RANK];
   kir_group *kir; /* malloc'd */
+  win_geom *win;  /* a window kernel (pool, depthwise conv); NULL for fused groups */
   size_t bytes_saved; /* intermediate traffic avoided (written once, read once) */
 } fgroup;
 

@@ -58,10 +58,20 @@ static double now_s(void) {
 }
 
 /* Index of the kernel with this text (adding it if new). */
-static smelt_status kset_add(kset *k, const kir_group *g, const kir_loops *lp, const emit_opts *eo,
+static void emit_one(strbuf *b, const fgroup *fg, const kir_loops *lp, const char *name, const emit_opts *eo,
+                     int64_t *params, int *n_params) {
+  if (fg->win) {
+    emit_window(b, fg->win, name, eo);
+    *n_params = 0;
+  } else {
+    emit_kernel(b, fg->kir, lp, name, eo, params, n_params);
+  }
+}
+
+static smelt_status kset_add(kset *k, const fgroup *fg, const kir_loops *lp, const emit_opts *eo,
                              int v, int *idx, int64_t *params, int *n_params) {
   strbuf t = {0};
-  emit_kernel(&t, g, lp, "smk_X", eo, params, n_params);
+  emit_one(&t, fg, lp, "smk_X", eo, params, n_params);
   if (t.oom) return err_nomem("kernel source", t.cap);
   for (int i = 0; i < k->n; i++)
     if (k->vflags[i] == v && !strcmp(k->text[i], t.s)) {
@@ -88,7 +98,7 @@ static smelt_status kset_add(kset *k, const kir_group *g, const kir_loops *lp, c
   strbuf c = {0};
   int np;
   int64_t scratch[EMIT_MAX_PARAMS];
-  emit_kernel(&c, g, lp, name, eo, scratch, &np);
+  emit_one(&c, fg, lp, name, eo, scratch, &np);
   if (c.oom) {
     sb_free(&t);
     return err_nomem("kernel source", c.cap);
@@ -106,9 +116,10 @@ static smelt_status emit_all(compiled_plan *p, const fusion *fu, const compile_o
   for (int s = 0; s < p->n_steps; s++) {
     pstep *st = &p->steps[s];
     if (st->kind != PS_KERNEL) continue;
-    const kir_group *g = fu->groups[st->group].kir;
+    const fgroup *fg = &fu->groups[st->group];
     kir_loops lp;
-    if (!kir_collapse(g, &lp)) return err_set(SMELT_ERR_INTERNAL, "fused group %d has no loop form", st->group);
+    if (!fg->win && !kir_collapse(fg->kir, &lp))
+      return err_set(SMELT_ERR_INTERNAL, "fused group %d has no loop form", st->group);
     int64_t params[EMIT_MAX_PARAMS];
     int n_params = 0;
     for (int v = 0; v < nv; v++) {
@@ -117,7 +128,7 @@ static smelt_status emit_all(compiled_plan *p, const fusion *fu, const compile_o
       eo.unroll = variants[v].unroll;
       eo.grain = variants[v].grain;
       eo.dynamic = o->dynamic;
-      TRY(kset_add(ks, g, &lp, &eo, v, &st->fn_vars[v], params, &n_params));
+      TRY(kset_add(ks, fg, &lp, &eo, v, &st->fn_vars[v], params, &n_params));
     }
     st->n_fn_vars = nv;
     st->fn = st->fn_vars[0];

@@ -121,6 +121,19 @@ typedef struct kir_loops {
   int64_t out_os[KIR_MAX_OPERANDS][SMELT_MAX_RANK], out_is[KIR_MAX_OPERANDS];
 } kir_loops;
 
+/* A sliding-window kernel over NCHW planes (2-D pools and depthwise
+ * convolution), geometry fixed at compile time: one task per output row. */
+typedef enum win_kind { WK_MAX, WK_AVG, WK_DWCONV } win_kind;
+
+typedef struct win_geom {
+  win_kind kind;
+  int64_t N, C, IH, IW, OH, OW, KH, KW, SH, SW, DH, DW, PH0, PW0, PH1, PW1;
+  bool count_pad;   /* WK_AVG: count_include_pad */
+  int act;          /* WK_DWCONV epilogue: fused_act_kind (none relu clip sigmoid tanh gelu) */
+  float lo, hi;     /* clip bounds */
+  bool has_bias, has_res;
+} win_geom;
+
 /* ---- building (kir.c) ---- */
 void kir_init(kir_group *g, int rank, int k, const int64_t *I);
 /* Each returns the new expression's id, or -1 when the group is full. */

@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "compile/cgraph.h"
+#include "ops/fused_act.h"
+#include "ops/nn_util.h"
 #include "ops/op.h"
+#include "util/err.h"
 
 /* ---- tables ---- */
 
@@ -143,6 +146,62 @@ static bool clip_ok(const cgraph *cg, const ir_node *nd) {
   return true;
 }
 
+static bool dims_eq(int r, const int64_t *a, const int64_t *b) {
+  return !r || !memcmp(a, b, sizeof(int64_t) * (size_t)r);
+}
+
+/* 2-D MaxPool (no Indices), AveragePool and depthwise Conv / smelt.Conv on
+ * float32 NCHW: geometry from the op's own window rules (nn_util). */
+static bool classify_window(const cgraph *cg, const ir_node *nd, cn_info *info) {
+  bool onnx = !*nd->domain || !strcmp(nd->domain, "ai.onnx"), fused = !strcmp(nd->domain, "smelt");
+  win_geom *w = &info->win;
+  memset(w, 0, sizeof *w);
+  if (onnx && !strcmp(nd->op_type, "MaxPool")) w->kind = WK_MAX;
+  else if (onnx && !strcmp(nd->op_type, "AveragePool")) w->kind = WK_AVG;
+  else if ((onnx || fused) && !strcmp(nd->op_type, "Conv")) w->kind = WK_DWCONV;
+  else return false;
+  if (cg->dynamic || !all_dtypes(cg, nd, is_f32)) return false;
+  const ir_value *x = in_val(cg, nd, 0), *y = &cg->g->values[nd->outputs[0]];
+  if (x->rank != 4 || y->rank != 4) return false;
+  for (int o = 1; o < nd->n_outputs; o++)
+    if (nd->outputs[o] >= 0) return false; /* MaxPool Indices */
+  const ir_value *wv = NULL;
+  if (w->kind == WK_DWCONV) {
+    wv = in_val(cg, nd, 1);
+    int64_t C = x->dims[1];
+    if (ir_attr_int(nd, "group", 1) != C || y->dims[1] != C || !wv || wv->rank != 4 || wv->dims[0] != C ||
+        wv->dims[1] != 1)
+      return false;
+    fused_act a = {FUSED_ACT_NONE, -INFINITY, INFINITY};
+    if (fused && fused_act_read(nd, &a)) {
+      err_clear();
+      return false;
+    }
+    w->act = (int)a.kind;
+    w->lo = a.lo;
+    w->hi = a.hi;
+    w->has_bias = in_val(cg, nd, 2) != NULL;
+    w->has_res = fused && in_val(cg, nd, 3) != NULL;
+    if (w->has_res && !dims_eq(4, in_val(cg, nd, 3)->dims, y->dims)) return false;
+  }
+  op_ctx c = {.graph = cg->g, .node = nd, .opset = nd->opset};
+  nn_window nw;
+  if (nn_window_attrs(&c, 2, wv ? wv->dims + 2 : NULL, &nw) ||
+      nn_window_out(&nw, x->dims + 2, ir_attr_int(nd, "ceil_mode", 0) != 0)) {
+    err_clear();
+    return false;
+  }
+  if (nw.out[0] != y->dims[2] || nw.out[1] != y->dims[3] || y->dims[0] != x->dims[0]) return false;
+  w->N = x->dims[0], w->C = x->dims[1], w->IH = x->dims[2], w->IW = x->dims[3];
+  w->OH = y->dims[2], w->OW = y->dims[3], w->KH = nw.kernel[0], w->KW = nw.kernel[1];
+  w->SH = nw.stride[0], w->SW = nw.stride[1], w->DH = nw.dil[0], w->DW = nw.dil[1];
+  w->PH0 = nw.pad_lo[0], w->PW0 = nw.pad_lo[1], w->PH1 = nw.pad_hi[0], w->PW1 = nw.pad_hi[1];
+  w->count_pad = ir_attr_int(nd, "count_include_pad", 0) != 0;
+  if (w->OW > 4096 || w->KH * w->KW > 1024) return false; /* row buffers live on the stack */
+  info->kind = CN_WIN;
+  return true;
+}
+
 static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info) {
   const ir_value *out = &cg->g->values[nd->outputs[0]];
   const pw_def *pw = find_pw(nd);
@@ -192,6 +251,7 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
     set_lib(info, "reduction over non-trailing or empty axes");
     return;
   }
+  if (classify_window(cg, nd, info)) return;
   set_lib(info, "library kernel");
 }
 

@@ -61,7 +61,7 @@ static void sched_free(sched *s) {
 
 static bool is_group_unit(const sched *s, int n) {
   cn_kind k = s->cg->info[n].kind;
-  return s->kernels && (k == CN_PW || k == CN_RED) && s->fu->group_of[n] >= 0;
+  return s->kernels && (k == CN_PW || k == CN_RED || k == CN_WIN) && s->fu->group_of[n] >= 0;
 }
 
 /* Values a unit reads (outside itself) and writes. */
@@ -267,6 +267,7 @@ static int uf_find(int *uf, int x) {
  * is last read here, with the same bytes and access pattern. */
 static void find_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
   pstep *st = &p->steps[k];
+  if (s->fu->groups[st->group].win) return; /* windows read around the element they write */
   kir_group *kg = s->fu->groups[st->group].kir;
   bool used[KIR_MAX_OPERANDS] = {false};
   const ir_graph *g = s->cg->g;

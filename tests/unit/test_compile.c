@@ -337,6 +337,54 @@ static void test_no_compiler(void) {
   gb_free(&b);
 }
 
+/* Pools and depthwise convolution as window kernels: pads, strides,
+ * dilations, ceil_mode, count_include_pad, and a fused activation. */
+static void test_windows(void) {
+  typedef struct wcase {
+    const char *op;
+    int64_t k, s, d, p0, p1, ceil, cip;
+  } wcase;
+  const wcase cases[] = {
+      {"MaxPool", 3, 2, 1, 1, 1, 0, 0}, {"MaxPool", 2, 2, 1, 0, 0, 1, 0}, {"MaxPool", 3, 1, 2, 2, 1, 0, 0},
+      {"AveragePool", 3, 2, 1, 1, 1, 0, 0}, {"AveragePool", 3, 2, 1, 1, 1, 1, 1},
+      {"AveragePool", 5, 1, 1, 2, 2, 0, 1}, {"Conv", 3, 1, 1, 1, 1, 0, 0}, {"Conv", 3, 2, 1, 1, 1, 0, 0},
+      {"Conv", 5, 1, 2, 4, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const wcase *w = &cases[i];
+    gb b;
+    gb_init(&b, 17);
+    int64_t C = 6, H = 11, W = 13;
+    int x = gb_input(&b, "x", SMELT_F32, 4, I64(2, C, H, W));
+    int64_t ks[2] = {w->k, w->k}, st[2] = {w->s, w->s}, dl[2] = {w->d, w->d}, pd[4] = {w->p0, w->p0, w->p1, w->p1};
+    ir_attr at[] = {{.name = "kernel_shape", .type = IR_ATTR_INTS, .n = 2, .ints = ks},
+                    {.name = "strides", .type = IR_ATTR_INTS, .n = 2, .ints = st},
+                    {.name = "dilations", .type = IR_ATTR_INTS, .n = 2, .ints = dl},
+                    {.name = "pads", .type = IR_ATTR_INTS, .n = 4, .ints = pd},
+                    attr_i("ceil_mode", w->ceil), attr_i("count_include_pad", w->cip), attr_i("group", C)};
+    int y;
+    if (!strcmp(w->op, "Conv")) {
+      int wt = gb_input(&b, "w", SMELT_F32, 4, I64(C, 1, w->k, w->k));
+      int bias = gb_input(&b, "bias", SMELT_F32, 1, I64(C));
+      ir_attr cat[] = {at[0], at[1], at[2], at[3], at[6]};
+      y = gb_node(&b, "Conv", 3, IDS(x, wt, bias), cat, 5);
+      y = gb_node(&b, "Clip", 3, IDS(y, gb_scalar(&b, 0.f), gb_scalar(&b, 6.f)), NULL, 0);
+    } else {
+      y = gb_node(&b, w->op, 1, IDS(x), at, !strcmp(w->op, "MaxPool") ? 5 : 6);
+    }
+    gb_output(&b, y);
+    CHECK_OK(gb_finish(&b));
+    compile_report rep;
+    memset(&rep, 0, sizeof rep);
+    double e = run_case(&b, SMELT_MODE_DEFAULT, false, &rep);
+    CHECK(e <= 1);
+    CHECK(rep.kernels == 1 && rep.library_steps == 0);
+    if (e > 1 || rep.kernels != 1) fprintf(stderr, "window case %zu (%s): error %g, %d kernels\n", i, w->op, e, rep.kernels);
+    compile_report_free(&rep);
+    gb_free(&b);
+  }
+}
+
 /* Empty tensors and scalars go through without kernels misbehaving. */
 static void test_degenerate(void) {
   gb b;
@@ -371,6 +419,7 @@ int main(void) {
   test_graph_break();
   test_no_compiler();
   test_degenerate();
+  test_windows();
   pool_free(env.pool);
   return test_report("test_compile");
 }
