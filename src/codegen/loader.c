@@ -32,9 +32,9 @@ smelt_status kernel_lib_load(const void *bytes, size_t len, int n_expected, kern
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   void *h = s ? NULL : dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  close(fd); /* the mapping keeps the contents alive */
-  if (s) return s;
   if (!h) {
+    close(fd);
+    if (s) return s;
     const char *e = dlerror();
     return err_set(SMELT_ERR_IO, "cannot load generated kernels: %s", e ? e : "dlopen failed");
   }
@@ -42,17 +42,22 @@ smelt_status kernel_lib_load(const void *bytes, size_t len, int n_expected, kern
   kernel_fn const *tab = dlsym(h, "smelt_ktab");
   if (!abi || !count || !tab || *abi != EMIT_ABI || *count != n_expected) {
     dlclose(h);
+    close(fd);
     return err_set(SMELT_ERR_IO, "generated kernel library does not match: abi %d, %d kernels, expected abi %d, %d",
                    abi ? *abi : -1, count ? *count : -1, EMIT_ABI, n_expected);
   }
   out->handle = h;
+  out->fd = fd;
   out->n = *count;
   out->fns = tab;
   return SMELT_OK;
 }
 
 void kernel_lib_close(kernel_lib *l) {
-  if (l->handle) dlclose(l->handle);
+  if (l->handle) {
+    dlclose(l->handle);
+    close(l->fd);
+  }
   memset(l, 0, sizeof *l);
 }
 

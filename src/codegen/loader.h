@@ -21,6 +21,8 @@ typedef void (*kernel_fn)(void *const *args, const int64_t *params, const kernel
 
 typedef struct kernel_lib {
   void *handle;
+  int fd; /* the memory file, open while loaded: dlopen knows a library by its
+             path (/proc/self/fd/N), so N must not be reused meanwhile */
   int n;
   kernel_fn const *fns;
 } kernel_lib;
