@@ -125,7 +125,7 @@ smelt_status bucket_pad(const bucket_spec *b, int n, const ir_graph *g, tensor *
     if (!*pp) {
       *padded = calloc((size_t)ni + 1, sizeof(tensor));
       *pp = calloc((size_t)ni + 1, sizeof(tensor *));
-      if (!*padded || !*pp) return err_nomem("padded inputs", sizeof(tensor) * (size_t)ni);
+      if (!*padded || !*pp) return err_nomem("padded inputs", sizeof(tensor) * (size_t)ni); /* caller frees */
       for (int k = 0; k < ni; k++) (*pp)[k] = inputs[k];
     }
     const tensor *src = (*pp)[b[i].input];

@@ -50,6 +50,8 @@ typedef struct pstep {
   int64_t *params; /* kernel, dynamic mode */
   int n_params;
   bool zero_out;   /* library: clear outputs first (kernels that accumulate) */
+  bool lib_alt;    /* kernel of one node (a window) that can also run its library op */
+  bool use_lib;    /* ...and max-autotune found the library op faster */
   int variant;     /* library: lib_variant */
   double seconds;  /* max-autotune: measured time of the chosen variant */
 } pstep;

@@ -212,6 +212,8 @@ static smelt_status make_steps(sched *s, compiled_plan *p) {
       if (!st->args) return err_nomem("kernel arguments", sizeof(int) * (size_t)st->n_args);
       for (int i = 0; i < kg->n_in; i++) st->args[i] = kg->in[i].value;
       for (int i = 0; i < kg->n_out; i++) st->args[kg->n_in + i] = kg->out[i].value;
+      st->lib_alt = s->fu->groups[u->group].win != NULL; /* the same node's library op: another algorithm */
+      st->zero_out = st->lib_alt && !writes_all(&s->cg->g->nodes[u->node]);
       p->n_kernels++;
     } else if (s->cg->info[u->node].kind == CN_BREAK) {
       st->kind = PS_BREAK;

@@ -204,9 +204,19 @@ static smelt_status get_plan(smelt_session *s, tensor *const *inputs, compiled_p
   return st;
 }
 
-smelt_status session_compile(smelt_session *s, tensor *const *inputs, compile_report *rep) {
+smelt_status session_compile(smelt_session *s, tensor *const *given, compile_report *rep) {
   session_compiler *sc = s->sc;
   int n = s->model->onnx->graph->n_inputs;
+  tensor *padded = NULL, **pp = NULL;
+  tensor *const *inputs = given;
+  if (sc->n_buckets) { /* the shapes runs will be padded to */
+    smelt_status ps = bucket_pad(sc->buckets, sc->n_buckets, s->model->onnx->graph, given, &padded, &pp);
+    if (ps) {
+      bucket_pad_free(padded, pp, n);
+      return ps;
+    }
+    if (pp) inputs = pp;
+  }
   pthread_mutex_lock(&sc->compile_lock);
   compiled_plan *p = find_plan(sc, n, inputs);
   smelt_status st = SMELT_OK;
@@ -219,6 +229,7 @@ smelt_status session_compile(smelt_session *s, tensor *const *inputs, compile_re
     }
   }
   pthread_mutex_unlock(&sc->compile_lock);
+  bucket_pad_free(padded, pp, n);
   return st;
 }
 

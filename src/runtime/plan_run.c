@@ -157,7 +157,7 @@ static smelt_status run_break(run_ctx *r, const pstep *st) {
 static smelt_status run_step(run_ctx *r, int i) {
   const pstep *st = &r->p->steps[i];
   switch (st->kind) {
-    case PS_KERNEL: return run_kernel(r, st);
+    case PS_KERNEL: return st->use_lib ? run_library(r, st) : run_kernel(r, st);
     case PS_LIBRARY: return run_library(r, st);
     default: return run_break(r, st);
   }
@@ -194,7 +194,7 @@ static smelt_status bind_calls(compiled_plan *p, plan_instance *in) {
   if (!in->calls || !in->bound) return err_nomem("bound calls", sizeof(ro_call) * (size_t)p->n_steps);
   for (int i = 0; i < p->n_steps; i++) {
     const pstep *st = &p->steps[i];
-    if (st->kind == PS_KERNEL) {
+    if (st->kind == PS_KERNEL && !st->use_lib) {
       bound_kernel *b = malloc(sizeof *b + sizeof(void *) * (size_t)st->n_args);
       if (!b) return err_nomem("bound call", sizeof *b);
       b->fn = p->lib.fns[st->fn];

@@ -16,12 +16,20 @@
 
 #define TUNE_RUNS 5
 
-static int n_variants(const pstep *st) { return st->kind == PS_KERNEL ? st->n_fn_vars : LV_COUNT; }
+/* Kernel steps: their emitted variants, and for a window kernel its node's
+ * library op as one more (another algorithm: im2col GEMM / reference pool). */
+static int n_variants(const pstep *st) {
+  return st->kind == PS_KERNEL ? st->n_fn_vars + st->lib_alt : LV_COUNT;
+}
 
 static void set_variant(pstep *st, int v) {
   if (v >= n_variants(st)) v = 0;
-  if (st->kind == PS_KERNEL) st->fn = st->fn_vars[v];
-  else st->variant = v;
+  if (st->kind == PS_KERNEL) {
+    st->use_lib = v == st->n_fn_vars;
+    st->fn = st->fn_vars[st->use_lib ? 0 : v];
+  } else {
+    st->variant = v;
+  }
 }
 
 static cache_key tune_key(const compiled_plan *p) {
