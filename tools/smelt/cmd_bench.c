@@ -190,7 +190,7 @@ static int bench_model(bench_args *a, const smelt_model *m, tensor *inputs, tens
     printf("input %s: %s %s, %s\n", g->values[g->inputs[k]].name, dtype_name(inputs[k].dtype),
            shape_str(sh, sizeof sh, inputs[k].rank, inputs[k].dims, NULL), files[k] ? files[k] : "generated");
   }
-  if (ref && !ref->ok) printf("eager reference failed: %s\n", ref->error);
+  if (ref == ref_storage && !ref->ok) printf("eager reference run failed: %s\n", ref->error);
   for (int i = 0; i < a->n_modes; i++) bench_print_result(&rep, &res[i]);
   if (a->compare || a->n_modes > 1) bench_print_compare(&rep);
   bench_print_warnings(&rep);
