@@ -58,6 +58,9 @@ typedef enum ir_attr_type {
 
 struct ir_graph;
 
+/* TYPE_PROTO(S) attributes (e.g. Optional's `type`) reuse the fields: i (or
+ * ints[k]) holds the element dtype and s (or strings[k]) the kind, one of
+ * "tensor", "sequence", "optional_tensor", "optional_sequence". */
 typedef struct ir_attr {
   const char *name;
   ir_attr_type type;

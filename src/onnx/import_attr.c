@@ -137,14 +137,14 @@ static smelt_status item_tensor(onnx_imp *c, ir_graph *g, const pb_msg *m, const
   pb_msg tm = pb_msg_sub(m, f, "TensorProto");
   bool viewed;
   smelt_status s = imp_tensor_new(c, &tm, &a->tensors[k], NULL, &viewed);
-  return s ? err_prefix(s, "tensors[%d]: ", k) : SMELT_OK;
+  return s ? imp_prefix(s, "tensors[%d]: ", k) : SMELT_OK;
 }
 
 static smelt_status item_graph(onnx_imp *c, ir_graph *g, const pb_msg *m, const pb_field *f,
                                ir_attr *a, int k) {
   pb_msg gm = pb_msg_sub(m, f, "GraphProto");
   smelt_status s = imp_subgraph(c, &gm, g, &a->graphs[k]);
-  return s ? err_prefix(s, "graphs[%d]: ", k) : SMELT_OK;
+  return s ? imp_prefix(s, "graphs[%d]: ", k) : SMELT_OK;
 }
 
 static const char *kind_name(const imp_type *t) {
@@ -218,7 +218,8 @@ static smelt_status read_single(onnx_imp *c, ir_graph *g, const pb_msg *am, cons
       return imp_subgraph(c, &gm, g, &a->g);
     }
     case IR_ATTR_TYPE_PROTO: {
-      if (!s->has[A_TP]) return err_set(SMELT_ERR_INVALID_MODEL, "TYPE_PROTO attribute has no type");
+      if (!s->has[A_TP])
+        return err_set(SMELT_ERR_INVALID_MODEL, "TYPE_PROTO attribute has no type");
       f = &s->last[A_TP];
       pb_msg tm = pb_msg_sub(am, f, "TypeProto");
       imp_type t;
@@ -264,6 +265,6 @@ smelt_status imp_attr(onnx_imp *c, const pb_msg *am, ir_graph *g, int node_id, i
   if (!st && !s.name.n) st = err_set(SMELT_ERR_INVALID_MODEL, "attribute has no name");
   if (!st) st = imp_strdup(g, s.name, &a->name);
   if (!st) st = attr_body(c, am, g, &s, a);
-  if (st) return err_prefix(st, "attribute '%s': ", imp_show(s.name, b, sizeof b));
+  if (st) return imp_prefix(st, "attribute '%s': ", imp_show(s.name, b, sizeof b));
   return SMELT_OK;
 }

@@ -75,7 +75,7 @@ static smelt_status imp_initializer(onnx_imp *c, ir_graph *g, const pb_msg *tm, 
   bool viewed;
   char b[80];
   smelt_status s = imp_tensor_new(c, tm, &t, &name, &viewed);
-  if (s) return err_prefix(s, "initializer[%d] '%s': ", index, imp_show(name, b, sizeof b));
+  if (s) return imp_prefix(s, "initializer[%d] '%s': ", index, imp_show(name, b, sizeof b));
   s = add_initializer(c, g, t, name, index);
   if (s) {
     tensor_free(t);
@@ -99,7 +99,7 @@ static smelt_status imp_input(onnx_imp *c, ir_graph *g, const pb_msg *vm, int in
   imp_type t;
   const char *cname;
   smelt_status s = imp_value_info(c, vm, g, &name, &t);
-  if (s) return err_prefix(s, "graph input[%d]: ", index);
+  if (s) return imp_prefix(s, "graph input[%d]: ", index);
   if (!name.n) return err_set(SMELT_ERR_INVALID_MODEL, "graph input[%d] has no name", index);
   TRY(imp_cstr(c, name, 0, &cname));
   int vid = ir_graph_find_value(g, cname);
@@ -178,7 +178,7 @@ static smelt_status imp_node(onnx_imp *c, ir_graph *g, const pb_msg *nm, int ind
   node_scan s;
   char b[80];
   smelt_status st = scan_node(nm, &s);
-  if (st) return err_prefix(st, "node[%d] '%s': ", index, imp_show(s.name, b, sizeof b));
+  if (st) return imp_prefix(st, "node[%d] '%s': ", index, imp_show(s.name, b, sizeof b));
   const char *name, *op_type, *domain;
   TRY(imp_cstr(c, s.name, 0, &name));
   TRY(imp_cstr(c, s.op_type, 1, &op_type));
@@ -198,7 +198,7 @@ static smelt_status imp_output(onnx_imp *c, ir_graph *g, const pb_msg *vm, int i
   imp_type t;
   const char *cname;
   smelt_status s = imp_value_info(c, vm, g, &name, &t);
-  if (s) return err_prefix(s, "graph output[%d]: ", index);
+  if (s) return imp_prefix(s, "graph output[%d]: ", index);
   if (!name.n) return err_set(SMELT_ERR_INVALID_MODEL, "graph output[%d] has no name", index);
   TRY(imp_cstr(c, name, 0, &cname));
   int vid = ir_graph_resolve_value(g, cname);
@@ -216,7 +216,7 @@ static smelt_status imp_value_info_entry(onnx_imp *c, ir_graph *g, const pb_msg 
   imp_type t;
   const char *cname;
   smelt_status s = imp_value_info(c, vm, g, &name, &t);
-  if (s) return err_prefix(s, "value_info[%d]: ", index);
+  if (s) return imp_prefix(s, "value_info[%d]: ", index);
   TRY(imp_cstr(c, name, 0, &cname));
   int vid = name.n ? ir_graph_find_value(g, cname) : -1;
   if (vid >= 0) imp_apply_type(&g->values[vid], &t, true); /* unknown names: nothing to type */
@@ -278,7 +278,7 @@ static smelt_status imp_node_links(onnx_imp *c, ir_graph *g, const pb_msg *nm, i
   smelt_status s = node_links(c, g, nm, index);
   if (s) {
     char b[160];
-    return err_prefix(s, "%s: ", ir_node_label(g, index, b, sizeof b));
+    return imp_prefix(s, "%s: ", ir_node_label(g, index, b, sizeof b));
   }
   return SMELT_OK;
 }
@@ -326,6 +326,6 @@ smelt_status imp_subgraph(onnx_imp *c, const pb_msg *gm, ir_graph *parent, ir_gr
   c->depth++;
   smelt_status s = imp_graph(c, gm, g);
   c->depth--;
-  if (s) return err_prefix(s, "graph '%s': ", g->name);
-  return SMELT_OK;
+  if (s && *g->name) return imp_prefix(s, "graph '%s': ", g->name);
+  return s;
 }

@@ -53,6 +53,10 @@ smelt_status imp_strdup(ir_graph *g, pb_str s, const char **out);
  * imp_cstr on that slot. */
 smelt_status imp_cstr(onnx_imp *c, pb_str s, int slot, const char **out);
 void imp_scratch_free(onnx_imp *c);
+/* err_prefix for import errors: when the message would overflow, drops the
+ * middle of the context path rather than the cause at its end. */
+smelt_status imp_prefix(smelt_status code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Prints at most 64 bytes of s for messages (into buf). */
 const char *imp_show(pb_str s, char *buf, size_t n);
 

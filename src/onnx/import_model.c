@@ -134,7 +134,7 @@ smelt_status imp_model(onnx_imp *c, const uint8_t *buf, size_t len) {
   pb_msg mm = pb_msg_make(buf, buf, len, "ModelProto");
   mscan s;
   smelt_status st = scan_model(&mm, &s);
-  if (st) return err_prefix(st, "not a valid ONNX model: ");
+  if (st) return imp_prefix(st, "not a valid ONNX model: ");
   TRY(check_header(&s));
   m->ir_version = s.ir_version;
   m->model_version = s.model_version;
@@ -225,7 +225,7 @@ smelt_status onnx_model_load(const char *path, onnx_model **out) {
   void *map = NULL;
   size_t len = 0;
   smelt_status s = map_model(path, &map, &len);
-  if (s) return err_prefix(s, "%s: ", path);
+  if (s) return imp_prefix(s, "%s: ", path);
   char *dir = dir_of(path);
   if (!dir) {
     munmap(map, len);
@@ -233,7 +233,7 @@ smelt_status onnx_model_load(const char *path, onnx_model **out) {
   }
   s = load(map, len, dir, map, out);
   free(dir);
-  return s ? err_prefix(s, "%s: ", path) : SMELT_OK;
+  return s ? imp_prefix(s, "%s: ", path) : SMELT_OK;
 }
 
 void onnx_model_free(onnx_model *m) {

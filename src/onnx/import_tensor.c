@@ -122,7 +122,8 @@ static smelt_status scan_tensor(const pb_msg *tm, tscan *s) {
     switch (f.num) {
       case T_DATA_TYPE: TRY(pb_get_i32(&m, &f, "data_type", &s->data_type)); break;
       case T_SEGMENT:
-        return err_set(SMELT_ERR_UNSUPPORTED, "segmented tensors (TensorProto.segment) are not supported");
+        return err_set(SMELT_ERR_UNSUPPORTED,
+                       "segmented tensors (TensorProto.segment) are not supported");
       case T_STRING: s->has_string = true; break;
       case T_NAME: TRY(imp_name(&m, &f, "name", &s->name)); break;
       case T_RAW:
@@ -176,8 +177,19 @@ static smelt_status check_dtype(int32_t dt) {
 /* Stores element i (entry of a typed field) as dtype t. */
 static void store_typed(void *data, smelt_dtype t, size_t i, uint64_t v) {
   switch (t) {
-    case SMELT_F32: case SMELT_C64: { uint32_t b = (uint32_t)v; memcpy((uint32_t *)data + i, &b, 4); break; }
-    case SMELT_F64: case SMELT_C128: memcpy((uint64_t *)data + i, &v, 8); break;
+    case SMELT_F32: case SMELT_C64: {
+      uint32_t bits = (uint32_t)v;
+      float f;
+      memcpy(&f, &bits, sizeof f);
+      ((float *)data)[i] = f;
+      break;
+    }
+    case SMELT_F64: case SMELT_C128: {
+      double d;
+      memcpy(&d, &v, sizeof d);
+      ((double *)data)[i] = d;
+      break;
+    }
     case SMELT_I64: case SMELT_U64: ((uint64_t *)data)[i] = v; break;
     case SMELT_I32: case SMELT_U32: ((uint32_t *)data)[i] = (uint32_t)v; break;
     case SMELT_I16: case SMELT_U16: case SMELT_F16: case SMELT_BF16:

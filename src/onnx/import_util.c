@@ -1,4 +1,5 @@
 /* Small helpers shared by the ONNX import files. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,4 +61,24 @@ void imp_scratch_free(onnx_imp *c) {
     c->scratch[i] = NULL;
     c->scratch_cap[i] = 0;
   }
+}
+
+/* Deeply nested errors ("node 'a': attribute 'body': graph 'g': node 'b': ...")
+ * can outgrow the message buffer, and err_prefix would then cut off the end,
+ * which holds the cause.  Here the middle of the path gives way instead. */
+smelt_status imp_prefix(smelt_status code, const char *fmt, ...) {
+  char pre[256], tail[SMELT_ERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(pre, sizeof pre, fmt, ap);
+  va_end(ap);
+  const char *old = err_message();
+  size_t lp = strlen(pre), lo = strlen(old);
+  if (lp + lo < SMELT_ERR_MSG_MAX) return err_prefix(code, "%s", pre);
+  size_t keep = SMELT_ERR_MSG_MAX - 1 - lp - 4; /* room for "... " */
+  const char *t = old + lo - keep;
+  const char *cut = strstr(t, ": "); /* start the kept part at a path boundary */
+  if (cut && cut - t < 160) t = cut + 2;
+  snprintf(tail, sizeof tail, "%s", t);
+  return err_set(code, "%s... %s", pre, tail);
 }

@@ -15,17 +15,18 @@ static const char *wire_name(unsigned w) {
   return names[w & 7];
 }
 
-/* "<what> at byte N in <Type>" : every wire-level error names where it is. */
-static smelt_status pb_err(const pb_msg *m, const uint8_t *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static smelt_status pb_err(const pb_msg *m, const uint8_t *at, const char *fmt, ...) {
-  char what[512];
+/* "<what> at byte N in <Type> (<detail>)": every wire-level error says where. */
+static smelt_status pb_err(const pb_msg *m, const uint8_t *at, const char *what, const char *fmt,
+                           ...) __attribute__((format(printf, 4, 5)));
+static smelt_status pb_err(const pb_msg *m, const uint8_t *at, const char *what, const char *fmt,
+                           ...) {
+  char detail[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
+  vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
-  return err_set(SMELT_ERR_INVALID_MODEL, "%s at byte %zu in %s", what, pb_offset(m, at),
-                 m->type);
+  return err_set(SMELT_ERR_INVALID_MODEL, "%s at byte %zu in %s%s%s%s", what, pb_offset(m, at),
+                 m->type, *detail ? " (" : "", detail, *detail ? ")" : "");
 }
 
 pb_msg pb_msg_make(const void *origin, const void *data, size_t len, const char *type) {
@@ -43,9 +44,9 @@ static smelt_status read_varint(const pb_msg *m, const uint8_t **pp, const uint8
   const uint8_t *p = *pp;
   uint64_t v = 0;
   for (int i = 0;; i++) {
-    if (p >= end) return pb_err(m, *pp, "truncated varint");
+    if (p >= end) return pb_err(m, *pp, "truncated varint", "%s", "");
     uint8_t b = *p++;
-    if (i == 9 && b > 1) return pb_err(m, *pp, "varint longer than 64 bits");
+    if (i == 9 && b > 1) return pb_err(m, *pp, "varint longer than 64 bits", "%s", "");
     v |= (uint64_t)(b & 0x7f) << (7 * i);
     if (!(b & 0x80)) break;
   }
@@ -71,7 +72,7 @@ smelt_status pb_next(pb_msg *m, pb_field *f, bool *more) {
   uint64_t num = tag >> 3;
   unsigned wire = (unsigned)(tag & 7);
   if (num == 0 || num > 0x1fffffff)
-    return pb_err(m, start, "invalid field number %llu", (unsigned long long)num);
+    return pb_err(m, start, "invalid field number", "%llu", (unsigned long long)num);
   f->num = (uint32_t)num;
   f->wire = (pb_wire)wire;
   f->off = pb_offset(m, start);
@@ -87,7 +88,7 @@ smelt_status pb_next(pb_msg *m, pb_field *f, bool *more) {
     case PB_I32: {
       int n = wire == PB_I64 ? 8 : 4;
       if ((size_t)(m->end - m->p) < (size_t)n)
-        return pb_err(m, start, "truncated (field %u: %s needs %d bytes, %zu left)", f->num,
+        return pb_err(m, start, "truncated", "field %u: %s needs %d bytes, %zu left", f->num,
                       wire_name(wire), n, (size_t)(m->end - m->p));
       f->u = load_le(m->p, n);
       m->p += n;
@@ -98,7 +99,7 @@ smelt_status pb_next(pb_msg *m, pb_field *f, bool *more) {
       TRY(read_varint(m, &m->p, m->end, &len));
       left = (size_t)(m->end - m->p);
       if (len > left)
-        return pb_err(m, start, "truncated (field %u: length %llu, %zu bytes left)", f->num,
+        return pb_err(m, start, "truncated", "field %u: length %llu, %zu bytes left", f->num,
                       (unsigned long long)len, left);
       f->data = m->p;
       f->len = (size_t)len;
@@ -107,10 +108,10 @@ smelt_status pb_next(pb_msg *m, pb_field *f, bool *more) {
     }
     case PB_SGROUP:
     case PB_EGROUP:
-      return pb_err(m, start, "field %u uses protobuf groups (%s), which are not valid here",
+      return pb_err(m, start, "protobuf group", "field %u: %s; groups are not valid in ONNX",
                     f->num, wire_name(wire));
     default:
-      return pb_err(m, start, "field %u has invalid %s", f->num, wire_name(wire));
+      return pb_err(m, start, "invalid wire type", "field %u: %s", f->num, wire_name(wire));
   }
   *more = true;
   return SMELT_OK;
@@ -118,8 +119,8 @@ smelt_status pb_next(pb_msg *m, pb_field *f, bool *more) {
 
 smelt_status pb_want(const pb_msg *m, const pb_field *f, pb_wire w, const char *what) {
   if (f->wire == w) return SMELT_OK;
-  return pb_err(m, m->origin + f->off, "field %u (%s) is %s, expected %s", f->num, what,
-                wire_name(f->wire), wire_name(w));
+  return pb_err(m, m->origin + f->off, "wrong wire type", "field %u (%s) is %s, expected %s",
+                f->num, what, wire_name(f->wire), wire_name(w));
 }
 
 smelt_status pb_get_i64(const pb_msg *m, const pb_field *f, const char *what, int64_t *out) {
@@ -188,9 +189,9 @@ smelt_status pb_rep_next(pb_rep *r, uint64_t *v, bool *more) {
     if (f.wire == PB_LEN) {
       int n = fixed_size(r->kind);
       if (n && f.len % (size_t)n)
-        return pb_err(&r->m, r->m.origin + f.off,
-                      "packed field %u (%s) has %zu bytes, not a multiple of %d", f.num,
-                      r->what, f.len, n);
+        return pb_err(&r->m, r->m.origin + f.off, "bad packed field",
+                      "field %u (%s) has %zu bytes, not a multiple of %d", f.num, r->what,
+                      f.len, n);
       r->pk = f.data;
       r->pk_end = f.data + f.len;
       continue;

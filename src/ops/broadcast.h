@@ -103,9 +103,16 @@ smelt_status ew_check_table(op_ctx *c, int i, const ew_row_fn *tab);
     const TI *a = in[0];                                                                   \
     const P *p = params;                                                                   \
     (void)p;                                                                               \
-    for (int64_t i = 0; i < n; i++) {                                                      \
-      TI x = a[i * st[0]];                                                                 \
-      o[i] = (EXPR);                                                                       \
+    if (st[0] == 1) {                                                                      \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        TI x = a[i];                                                                       \
+        o[i] = (EXPR);                                                                     \
+      }                                                                                    \
+    } else {                                                                               \
+      for (int64_t i = 0; i < n; i++) {                                                    \
+        TI x = a[i * st[0]];                                                               \
+        o[i] = (EXPR);                                                                     \
+      }                                                                                    \
     }                                                                                      \
   }
 

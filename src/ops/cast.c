@@ -55,16 +55,19 @@ static void cast_row(const void *params, int64_t n, void *out, const void *const
   }
 }
 
-static smelt_status check_cast_type(smelt_dtype t, const char *what) {
+static smelt_status check_cast_type(op_ctx *c, smelt_dtype t, bool target) {
   if (cvt_supported(t)) return SMELT_OK;
-  return err_set(SMELT_ERR_UNSUPPORTED, "%s type %s is not supported", what, dtype_name(t));
+  if (target)
+    return err_set(SMELT_ERR_UNSUPPORTED, "target type %s is not supported", dtype_name(t));
+  return err_set(SMELT_ERR_UNSUPPORTED, "input 0 has type %s, which %s does not support",
+                 dtype_name(t), c->node->op_type);
 }
 
 static smelt_status cast_infer_to(op_ctx *c, smelt_dtype to) {
   const tensor *x = c->in[0];
   if (!(c->static_infer && x->dtype == SMELT_UNDEFINED))
-    TRY(check_cast_type(x->dtype, "input 0 has"));
-  TRY(check_cast_type(to, "target"));
+    TRY(check_cast_type(c, x->dtype, false));
+  TRY(check_cast_type(c, to, true));
   op_set_out(c, 0, to, x->rank, x->dims);
   return SMELT_OK;
 }
@@ -93,7 +96,7 @@ static smelt_status target_attr(op_ctx *c, smelt_dtype *to) {
 }
 
 static smelt_status infer_cast(op_ctx *c) {
-  smelt_dtype to;
+  smelt_dtype to = SMELT_UNDEFINED;
   TRY(target_attr(c, &to));
   return cast_infer_to(c, to);
 }
@@ -110,7 +113,7 @@ static smelt_status infer_castlike(op_ctx *c) {
 /* ---- BitCast: same element width, bytes unchanged ---- */
 
 static smelt_status infer_bitcast(op_ctx *c) {
-  smelt_dtype to;
+  smelt_dtype to = SMELT_UNDEFINED;
   TRY(target_attr(c, &to));
   const tensor *x = c->in[0];
   size_t a = dtype_size(x->dtype), b = dtype_size(to);

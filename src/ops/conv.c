@@ -202,32 +202,44 @@ static void conv_tasks(void *vctx, int64_t t0, int64_t t1) {
   free(col);
 }
 
-/* ---- 2-D depthwise ---- */
+/* ---- 2-D depthwise ----
+ * Per plane and output row, each in-bounds tap (kh, kw) adds
+ * w * x[ih, ow*sw + kw*dw - pw] over the range of ow where that column is
+ * inside the input: a strided (contiguous for stride 1) loop along the row
+ * with no bounds checks. */
 
 static void depthwise_planes(void *vctx, int64_t q0, int64_t q1) {
   const conv_job *j = vctx;
   const conv_geom *g = j->g;
   const nn_window *w = &g->w;
   int64_t IH = w->in[0], IW = w->in[1], OH = w->out[0], OW = w->out[1];
-  int64_t KH = w->kernel[0], KW = w->kernel[1];
+  int64_t KH = w->kernel[0], KW = w->kernel[1], sh = w->stride[0], sw = w->stride[1];
+  int64_t dh = w->dil[0], dw = w->dil[1], ph = w->pad_lo[0], pw = w->pad_lo[1];
   for (int64_t q = q0; q < q1; q++) {
     int64_t ch = q % g->C;
     const float *x = j->X + q * g->S_in, *k = j->W + ch * KH * KW;
     float *y = j->Y + q * g->S_out;
     float bv = j->B ? j->B[ch] : 0.f;
-    for (int64_t oh = 0; oh < OH; oh++)
-      for (int64_t ow = 0; ow < OW; ow++) {
-        float acc = bv;
-        for (int64_t kh = 0; kh < KH; kh++) {
-          int64_t ih = oh * w->stride[0] - w->pad_lo[0] + kh * w->dil[0];
-          if (ih < 0 || ih >= IH) continue;
-          for (int64_t kw = 0; kw < KW; kw++) {
-            int64_t iw = ow * w->stride[1] - w->pad_lo[1] + kw * w->dil[1];
-            if (iw >= 0 && iw < IW) acc += x[ih * IW + iw] * k[kh * KW + kw];
-          }
+    for (int64_t oh = 0; oh < OH; oh++) {
+      float *yr = y + oh * OW;
+      for (int64_t ow = 0; ow < OW; ow++) yr[ow] = bv;
+      for (int64_t kh = 0; kh < KH; kh++) {
+        int64_t ih = oh * sh - ph + kh * dh;
+        if (ih < 0 || ih >= IH) continue;
+        const float *xr = x + ih * IW;
+        for (int64_t kw = 0; kw < KW; kw++) {
+          int64_t off = kw * dw - pw; /* iw = ow * sw + off */
+          int64_t lo = ceil_div(-off, sw), hi = ceil_div(IW - off, sw);
+          if (lo < 0) lo = 0;
+          if (hi > OW) hi = OW;
+          float wv = k[kh * KW + kw];
+          if (sw == 1)
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow + off];
+          else
+            for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
         }
-        y[oh * OW + ow] = acc;
       }
+    }
   }
 }
 

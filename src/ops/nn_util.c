@@ -198,7 +198,7 @@ static smelt_status ints_attr(op_ctx *c, const char *name, int want, int64_t dfl
     return err_set(SMELT_ERR_INVALID_MODEL, "attribute %s has %d values, expected %d", name, n,
                    want);
   for (int i = 0; i < n; i++) {
-    if (v[i] < min || v[i] > ((int64_t)1 << 40))
+    if (v[i] < min || v[i] > INT32_MAX) /* keeps (k-1)*d and in+pads far from overflow */
       return err_set(SMELT_ERR_INVALID_MODEL, "attribute %s[%d] = %lld is out of range", name, i,
                      (long long)v[i]);
     out[i] = v[i];

@@ -92,69 +92,98 @@ static smelt_status lppool_infer(op_ctx *c) { return pool_infer_kind(c, POOL_LP)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
-/* One output position: the taps inside the input, per dim [klo, khi), and
- * the number of taps inside the padded extent (count_include_pad). */
-typedef struct pool_taps {
-  int64_t start[NN_MAX_SPATIAL], klo[NN_MAX_SPATIAL], khi[NN_MAX_SPATIAL];
-  int64_t n_valid, n_padded;
-} pool_taps;
+/* Per spatial dim and output coordinate o: the window start in the input,
+ * the taps [lo, hi) that land inside the input, and the taps inside the
+ * padded extent (count_include_pad).  Computed once per op, shared by all
+ * planes. */
+typedef struct pool_tabs {
+  int64_t *start[NN_MAX_SPATIAL], *lo[NN_MAX_SPATIAL], *hi[NN_MAX_SPATIAL], *npad[NN_MAX_SPATIAL];
+  int64_t *block;
+} pool_tabs;
 
-static void pool_window(const nn_window *w, int64_t p, pool_taps *t) {
-  t->n_valid = t->n_padded = 1;
-  for (int i = w->nsp - 1; i >= 0; i--) {
-    int64_t o = p % w->out[i];
-    p /= w->out[i];
-    int64_t st = o * w->stride[i] - w->pad_lo[i], d = w->dil[i], k = w->kernel[i];
-    int64_t lo = ceil_div(-st, d), hi = ceil_div(w->in[i] - st, d);
-    int64_t hp = ceil_div(w->in[i] + w->pad_hi[i] - st, d);
-    t->start[i] = st;
-    t->klo[i] = lo < 0 ? 0 : lo;
-    t->khi[i] = hi > k ? k : hi;
-    if (t->khi[i] < t->klo[i]) t->khi[i] = t->klo[i];
-    t->n_valid *= t->khi[i] - t->klo[i];
-    t->n_padded *= hp > k ? k : hp; /* windows never start before the begin padding */
+static smelt_status pool_tabs_make(const nn_window *w, pool_tabs *tb) {
+  int64_t total = 0;
+  for (int i = 0; i < w->nsp; i++) total += w->out[i];
+  TRY(nn_alloc((void **)&tb->block, 4 * total, sizeof(int64_t), "pool windows"));
+  int64_t *p = tb->block;
+  for (int i = 0; i < w->nsp; i++) {
+    int64_t n = w->out[i], d = w->dil[i], k = w->kernel[i];
+    tb->start[i] = p, tb->lo[i] = p + n, tb->hi[i] = p + 2 * n, tb->npad[i] = p + 3 * n;
+    p += 4 * n;
+    for (int64_t o = 0; o < n; o++) {
+      int64_t st = o * w->stride[i] - w->pad_lo[i];
+      int64_t lo = ceil_div(-st, d), hi = ceil_div(w->in[i] - st, d);
+      int64_t hp = ceil_div(w->in[i] + w->pad_hi[i] - st, d); /* windows start at or after -pad_lo */
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > k ? k : hi;
+      tb->start[i][o] = st;
+      tb->lo[i][o] = lo;
+      tb->hi[i][o] = hi < lo ? lo : hi;
+      tb->npad[i][o] = hp > k ? k : hp;
+    }
   }
+  return SMELT_OK;
 }
 
-/* Visits the valid taps of a window in row-major order; returns the result
- * for one output.  *arg receives MaxPool's plane offset of the maximum. */
-static double pool_reduce(const pool_geom *g, const pool_taps *t, const double *x, int64_t *arg) {
+/* The taps of the last dim: n taps d apart from x = row + off0.  Max keeps
+ * the first maximum and ignores NaN (as the ONNX reference does); only
+ * MaxPool's Indices output needs the branchy argmax. */
+static void pool_row(const pool_geom *g, const double *row, int64_t off0, int64_t n, int64_t d,
+                     double *acc, int64_t *arg) {
+  const double *x = row + off0;
+  double a = *acc;
+  switch (g->kind) {
+    case POOL_MAX:
+      if (arg)
+        for (int64_t k = 0; k < n; k++) {
+          if (x[k * d] > a) a = x[k * d], *arg = off0 + k * d;
+        }
+      else
+        for (int64_t k = 0; k < n; k++) a = x[k * d] > a ? x[k * d] : a;
+      break;
+    case POOL_AVG:
+      for (int64_t k = 0; k < n; k++) a += x[k * d];
+      break;
+    case POOL_LP:
+      if (g->p == 2)
+        for (int64_t k = 0; k < n; k++) a += x[k * d] * x[k * d];
+      else
+        for (int64_t k = 0; k < n; k++) a += pow(fabs(x[k * d]), g->p);
+      break;
+  }
+  *acc = a;
+}
+
+/* One output at coordinates oc.  arg (MaxPool Indices, else NULL) receives
+ * the plane offset of the maximum (the first tap if none beats -inf). */
+static double pool_reduce(const pool_geom *g, const pool_tabs *tb, const int64_t *oc,
+                          const double *x, int64_t *arg) {
   const nn_window *w = &g->w;
-  int nsp = w->nsp;
+  int L = w->nsp - 1;
+  int64_t lo[NN_MAX_SPATIAL], hi[NN_MAX_SPATIAL], st[NN_MAX_SPATIAL], kc[NN_MAX_SPATIAL];
+  int64_t n_valid = 1, n_padded = 1;
+  for (int i = 0; i <= L; i++) {
+    lo[i] = tb->lo[i][oc[i]], hi[i] = tb->hi[i][oc[i]], st[i] = tb->start[i][oc[i]];
+    n_valid *= hi[i] - lo[i];
+    n_padded *= tb->npad[i][oc[i]];
+    kc[i] = lo[i];
+  }
   double acc = g->kind == POOL_MAX ? -INFINITY : 0.0;
-  *arg = -1;
-  if (t->n_valid == 0) return g->kind == POOL_MAX ? -INFINITY : g->kind == POOL_AVG ? NAN : 0.0;
-  int64_t kc[NN_MAX_SPATIAL];
-  for (int i = 0; i < nsp; i++) kc[i] = t->klo[i];
-  for (;;) {
+  if (arg) {
+    *arg = 0;
+    for (int i = 0; i <= L; i++) *arg = *arg * w->in[i] + (n_valid ? st[i] + lo[i] * w->dil[i] : 0);
+  }
+  if (n_valid == 0) return g->kind == POOL_MAX ? -INFINITY : g->kind == POOL_AVG ? NAN : 0.0;
+  for (;;) { /* rows of the last dim, outer dims by counter */
     int64_t off = 0;
-    for (int i = 0; i < nsp; i++) off = off * w->in[i] + t->start[i] + kc[i] * w->dil[i];
-    double v = x[off];
-    if (g->kind == POOL_MAX) {
-      if (v > acc || *arg < 0) {
-        acc = v;
-        *arg = off;
-      }
-    } else if (g->kind == POOL_AVG) {
-      acc += v;
-    } else {
-      acc += g->p == 2 ? v * v : pow(fabs(v), g->p);
-    }
-    int i = nsp - 1;
-    while (i >= 0 && ++kc[i] == t->khi[i]) {
-      kc[i] = t->klo[i];
-      i--;
-    }
+    for (int i = 0; i < L; i++) off = (off + st[i] + kc[i] * w->dil[i]) * w->in[i + 1];
+    pool_row(g, x, off + st[L] + lo[L] * w->dil[L], hi[L] - lo[L], w->dil[L], &acc, arg);
+    int i = L - 1;
+    while (i >= 0 && ++kc[i] == hi[i]) kc[i] = lo[i], i--;
     if (i < 0) break;
   }
-  if (g->kind == POOL_AVG) return acc / (double)(g->count_pad ? t->n_padded : t->n_valid);
-  if (g->kind == POOL_LP) {
-    /* The ONNX reference (and so the conformance data) scales partial windows
-     * up to the full kernel: (K * mean over the valid taps)^(1/p).  Equal to
-     * the plain p-norm whenever the window lies inside the input. */
-    acc = acc * (double)nn_window_kernel_size(&g->w) / (double)t->n_valid;
-    return g->p == 2 ? sqrt(acc) : pow(acc, 1.0 / g->p);
-  }
+  if (g->kind == POOL_AVG) return acc / (double)(g->count_pad ? n_padded : n_valid);
+  if (g->kind == POOL_LP) return g->p == 2 ? sqrt(acc) : pow(acc, 1.0 / g->p);
   return acc;
 }
 
@@ -175,6 +204,7 @@ static int64_t col_major_offset(const nn_window *w, int64_t off) {
 
 typedef struct pool_job {
   const pool_geom *g;
+  const pool_tabs *tb;
   const tensor *x;
   tensor *y, *ind;
   atomic_bool failed;
@@ -193,14 +223,13 @@ static void pool_planes(void *vctx, int64_t q0, int64_t q1) {
   int64_t *ind = j->ind ? j->ind->data : NULL;
   for (int64_t q = q0; q < q1; q++) {
     plane_load(j->x->dtype, j->x->data, q * g->S_in, g->S_in, xin);
+    int64_t oc[NN_MAX_SPATIAL] = {0};
     for (int64_t p = 0; p < g->S_out; p++) {
-      pool_taps t;
-      int64_t arg;
-      pool_window(&g->w, p, &t);
-      yout[p] = pool_reduce(g, &t, xin, &arg);
+      int64_t arg = 0;
+      yout[p] = pool_reduce(g, j->tb, oc, xin, ind ? &arg : NULL);
+      for (int i = g->w.nsp - 1; i >= 0 && ++oc[i] == g->w.out[i]; i--) oc[i] = 0;
       if (ind) {
-        int64_t a = arg < 0 ? 0 : arg;
-        if (g->col_major) a = col_major_offset(&g->w, a);
+        int64_t a = g->col_major ? col_major_offset(&g->w, arg) : arg;
         ind[q * g->S_out + p] = q * g->S_in + a;
       }
     }
@@ -213,10 +242,13 @@ static void pool_planes(void *vctx, int64_t q0, int64_t q1) {
 static smelt_status pool_run_kind(op_ctx *c, pool_kind kind) {
   pool_geom g;
   TRY(pool_plan(c, kind, &g));
-  pool_job j = {.g = &g, .x = c->in[0], .y = c->out[0], .ind = c->n_out > 1 ? c->out[1] : NULL};
+  pool_tabs tb = {0};
+  pool_job j = {.g = &g, .tb = &tb, .x = c->in[0], .y = c->out[0], .ind = c->n_out > 1 ? c->out[1] : NULL};
   if (tensor_numel(j.y) == 0) return SMELT_OK;
+  TRY(pool_tabs_make(&g.w, &tb));
   int64_t grain = 1 + 65536 / (g.S_out * (nn_window_kernel_size(&g.w) + 1) + 1);
   pool_parallel_for(c->pool, g.N * g.C, grain, pool_planes, &j);
+  free(tb.block);
   if (atomic_load(&j.failed)) return err_nomem("pool plane", (size_t)(g.S_in + g.S_out) * 8);
   return SMELT_OK;
 }

@@ -336,7 +336,8 @@ static smelt_status squeeze_infer(op_ctx *c) {
     su_out_unknown(c, 0, x->dtype);
     return SMELT_OK;
   }
-  if (!present) return squeeze_all_ones(c);
+  /* An empty axes tensor squeezes every size-1 axis, as onnxruntime does. */
+  if (!present || (known && n == 0)) return squeeze_all_ones(c);
   if (!known) {
     if (n < 0 || n > x->rank) {
       su_out_unknown(c, 0, x->dtype);

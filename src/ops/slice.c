@@ -149,9 +149,11 @@ static smelt_status slice_run(op_ctx *c) {
   for (int i = 0; i < s.n; i++) {
     int a = (int)s.axes[i];
     int64_t st = s.starts[i];
-    slice_count(x->dims[a], s.steps[i], &st, s.ends[i]);
+    int64_t n = slice_count(x->dims[a], s.steps[i], &st, s.ends[i]);
     off += st * str[a] * es;
-    sstr[a] = s.steps[i] * str[a] * es;
+    /* With two or more elements |step| < dim, so the product fits; a huge
+     * step takes one element and its stride is never used. */
+    sstr[a] = n > 1 ? s.steps[i] * str[a] * es : 0;
   }
   su_copy_strided(y->data, (const char *)x->data + off, (size_t)es, y->rank, y->dims, sstr,
                   c->pool);

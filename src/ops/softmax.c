@@ -49,17 +49,37 @@ static void smax_row(const smax_job *j, double *v) {
     return;
   }
   double sum = 0;
-  for (int64_t i = 0; i < n; i++) sum += exp(v[i] - mx);
   if (j->kind == SMAX_LOG) {
+    for (int64_t i = 0; i < n; i++) sum += exp(v[i] - mx);
     double lse = mx + log(sum);
     for (int64_t i = 0; i < n; i++) v[i] -= lse;
   } else {
-    for (int64_t i = 0; i < n; i++) v[i] = exp(v[i] - mx) / sum;
+    for (int64_t i = 0; i < n; i++) sum += (v[i] = exp(v[i] - mx));
+    double inv = 1.0 / sum;
+    for (int64_t i = 0; i < n; i++) v[i] *= inv;
+  }
+}
+
+/* The hot case (attention scores): an f32 Softmax over contiguous rows, in
+ * float with expf and a double sum; within an ulp or two of the double path. */
+static void smax_rows_f32(const smax_job *j, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; r++) {
+    const float *x = (const float *)j->x->data + r * j->n;
+    float *y = (float *)j->y->data + r * j->n, mx = x[0];
+    for (int64_t i = 1; i < j->n; i++) mx = x[i] > mx || mx != mx ? x[i] : mx;
+    double sum = 0;
+    for (int64_t i = 0; i < j->n; i++) sum += (y[i] = expf(x[i] - mx));
+    float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < j->n; i++) y[i] *= inv;
   }
 }
 
 static void smax_rows(void *vctx, int64_t r0, int64_t r1) {
   smax_job *j = vctx;
+  if (j->kind == SMAX_SOFT && j->inner == 1 && j->n > 0 && j->x->dtype == SMELT_F32) {
+    smax_rows_f32(j, r0, r1);
+    return;
+  }
   double *buf = NULL;
   if (nn_alloc((void **)&buf, j->n, sizeof(double), "softmax row")) {
     atomic_store(&j->failed, true);

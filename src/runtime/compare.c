@@ -1,5 +1,7 @@
 #include "runtime/compare.h"
 
+#include "ops/convert.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,6 +55,13 @@ static void compare_float_elem(cmp_state *st, const tensor *t, int seq, int64_t 
 }
 
 /* |a-e| of two integers, exact before the final rounding to double. */
+/* Element i as a double; float8 kinds decoded exactly. */
+static double elem_f64(const tensor *t, int64_t i) {
+  if (dtype_is_float(t->dtype) && dtype_size(t->dtype) == 1)
+    return cvt_minifloat_decode(t->dtype, ((const uint8_t *)t->data)[i]);
+  return tensor_get_f64(t, i);
+}
+
 static double int_dist(bool is_signed, uint64_t a, uint64_t e) {
   bool a_ge = is_signed ? (int64_t)a >= (int64_t)e : a >= e;
   return (double)(a_ge ? a - e : e - a);
@@ -63,8 +72,8 @@ static void compare_int_elem(cmp_state *st, const tensor *act, const tensor *exp
   uint64_t a = (uint64_t)tensor_get_i64(act, i), e = (uint64_t)tensor_get_i64(exp, i);
   bool bad = a != e;
   double d = int_dist(is_signed, a, e);
-  double rel = e ? d / fabs(tensor_get_f64(exp, i)) : 0;
-  note(st, exp, seq, i, tensor_get_f64(act, i), tensor_get_f64(exp, i), d, rel,
+  double rel = e ? d / fabs(elem_f64(exp, i)) : 0;
+  note(st, exp, seq, i, elem_f64(act, i), elem_f64(exp, i), d, rel,
        bad ? INFINITY : 0, bad);
 }
 
@@ -79,8 +88,7 @@ static smelt_status check_dense(const tensor *t, const char *which) {
 }
 
 static bool comparable(smelt_dtype t) {
-  return t == SMELT_F16 || t == SMELT_BF16 || t == SMELT_F32 || t == SMELT_F64 || t == SMELT_BOOL ||
-         dtype_is_int(t);
+  return dtype_is_float(t) || t == SMELT_BOOL || dtype_is_int(t);
 }
 
 /* Structural differences (kind, dtype, shape): a message and ok = false. */
@@ -125,7 +133,7 @@ static smelt_status compare_one(cmp_state *st, const tensor *a, const tensor *e,
   int64_t n = shape_numel(e->rank, e->dims);
   bool fl = dtype_is_float(e->dtype);
   for (int64_t i = 0; i < n; i++) {
-    if (fl) compare_float_elem(st, e, seq, i, tensor_get_f64(a, i), tensor_get_f64(e, i));
+    if (fl) compare_float_elem(st, e, seq, i, elem_f64(a, i), elem_f64(e, i));
     else compare_int_elem(st, a, e, seq, i);
   }
   return SMELT_OK;

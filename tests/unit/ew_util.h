@@ -71,9 +71,11 @@ static inline bool ew_expect_i64(const tensor *t, const int64_t *vals, int64_t n
 /* Runs op on in[0..n_in) with one output. */
 static inline smelt_status ew_run(const char *op, int opset, const ir_attr *attrs, int n_attrs,
                                   tensor **in, int n_in, tensor *out) {
+  static const ir_attr no_attrs[1];
   memset(out, 0, sizeof *out);
   tensor *outs[] = {out};
-  return harness_run(op, opset, attrs, n_attrs, in, n_in, outs, 1);
+  /* harness_run memcpys attrs even when there are none: never pass NULL */
+  return harness_run(op, opset, attrs ? attrs : no_attrs, n_attrs, in, n_in, outs, 1);
 }
 
 /* Flat index into an input of shape (ra, da) for output multi-index idx of
@@ -104,7 +106,7 @@ static inline smelt_status ew_static_infer(const char *op_type, int opset, const
   smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, 1, n_attrs, &id);
   if (!s) {
     ir_node *n = &g->nodes[id];
-    memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
+    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
     n->opset = opset;
     n->op = ops_find("", op_type);
     if (!n->op) s = err_set(SMELT_ERR_UNSUPPORTED, "no op %s", op_type);
@@ -132,7 +134,7 @@ static inline smelt_status ew_run_pool(const char *op_type, int opset, const ir_
   if (!s) s = ir_graph_add_node(g, "test", op_type, "", n_in, 1, n_attrs, &id);
   if (!s) {
     ir_node *n = &g->nodes[id];
-    memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
+    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
     n->opset = opset;
     n->op = ops_find("", op_type);
     for (int i = 0; i < n_in; i++) n->inputs[i] = in[i] ? i : -1;

@@ -71,7 +71,7 @@ static inline smelt_status nt_run_pool(smelt_pool *pool, const char *op_type, in
   smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
   if (!s) {
     ir_node *n = &g->nodes[id];
-    memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
+    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
     n->opset = opset;
     n->op = ops_find("", op_type);
     for (int i = 0; i < n_in; i++) n->inputs[i] = in[i] ? i : -1;
@@ -81,6 +81,12 @@ static inline smelt_status nt_run_pool(smelt_pool *pool, const char *op_type, in
   }
   ir_graph_free(g);
   return s;
+}
+
+/* harness_run without a pool (and without passing NULL to memcpy). */
+static inline smelt_status nt_run(const char *op_type, int opset, const ir_attr *attrs, int n_attrs,
+                                  tensor **in, int n_in, tensor **out, int n_out) {
+  return nt_run_pool(NULL, op_type, opset, attrs, n_attrs, in, n_in, out, n_out);
 }
 
 /* Static inference of one node on shape-only inputs (data NULL, dims may be
@@ -93,7 +99,7 @@ static inline smelt_status nt_infer(const char *op_type, int opset, const ir_att
   smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
   if (!s) {
     ir_node *n = &g->nodes[id];
-    memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
+    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
     n->opset = opset;
     n->op = ops_find("", op_type);
     op_ctx c = {.graph = g, .node = n, .opset = opset, .n_in = n_in, .n_out = n_out, .in = in,

@@ -22,7 +22,7 @@ static inline smelt_status harness_run(const char *op_type, int opset, const ir_
   smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
   if (!s) {
     ir_node *n = &g->nodes[id];
-    memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
+    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
     n->opset = opset;
     n->op = ops_find("", op_type);
     for (int i = 0; i < n_in; i++) n->inputs[i] = in[i] ? i : -1;

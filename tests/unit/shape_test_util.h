@@ -80,7 +80,7 @@ static inline smelt_status infer_static(const char *op_type, int opset, const ir
   smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
   if (!s) {
     ir_node *n = &g->nodes[id];
-    memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
+    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
     n->opset = opset;
     n->op = ops_find("", op_type);
     for (int i = 0; i < n_out; i++) {
@@ -116,13 +116,24 @@ static inline ir_attr attr_t(const char *name, tensor *t) {
   return (ir_attr){.name = name, .type = IR_ATTR_TENSOR, .t = t};
 }
 
-/* Runs a one-output op and returns the output (zeroed tensor on failure). */
+/* Runs an op with n_out outputs into outs[] (released again on failure). */
+static inline smelt_status runn(const char *op, int opset, const ir_attr *attrs, int na,
+                                tensor **in, int n_in, tensor *outs, int n_out) {
+  tensor *o[16];
+  for (int i = 0; i < n_out; i++) {
+    memset(&outs[i], 0, sizeof outs[i]);
+    o[i] = &outs[i];
+  }
+  smelt_status s = harness_run(op, opset, attrs, na, in, n_in, o, n_out);
+  if (s)
+    for (int i = 0; i < n_out; i++) tensor_release(&outs[i]);
+  return s;
+}
+
+/* Runs a one-output op (out zeroed on failure). */
 static inline smelt_status run1(const char *op, int opset, const ir_attr *attrs, int na,
                                 tensor **in, int n_in, tensor *out) {
-  memset(out, 0, sizeof *out);
-  tensor *o[] = {out};
-  smelt_status s = harness_run(op, opset, attrs, na, in, n_in, o, 1);
-  return s;
+  return runn(op, opset, attrs, na, in, n_in, out, 1);
 }
 
 /* Every dtype class the byte movers must handle: 1, 2, 4, 8 bytes. */

@@ -192,6 +192,13 @@ static void test_castlike_bitcast(void) {
   ir_attr to_i4[] = {ew_attr_int("to", SMELT_I4)};
   CHECK(ew_run("Cast", 21, to_i4, 1, in, 1, &o) == SMELT_ERR_UNSUPPORTED);
   tensor_release(&o);
+  tensor str = {0};
+  str.dtype = SMELT_STRING;
+  str.rank = 1;
+  str.dims[0] = 2;
+  tensor *ins_str[] = {&str};
+  CHECK(ew_static_infer("Cast", 21, to_i32, 1, ins_str, 1, &o) == SMELT_ERR_UNSUPPORTED);
+  CHECK(strstr(smelt_last_error(), "input 0 has type string, which Cast does not support") != NULL);
   ir_attr to_bad[] = {ew_attr_int("to", 99)};
   CHECK(ew_run("Cast", 21, to_bad, 1, in, 1, &o) == SMELT_ERR_UNSUPPORTED);
   tensor_release(&o);

@@ -145,32 +145,32 @@ static void test_conv_errors(void) {
   nt_rand(&x, SMELT_F32, 4, (int64_t[]){1, 64, 5, 5});
   nt_rand(&w, SMELT_F32, 4, (int64_t[]){8, 32, 3, 3});
   tensor *in[] = {&x, &w, NULL}, *out[] = {&y};
-  CHECK(harness_run("Conv", 22, NULL, 0, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("Conv", 22, NULL, 0, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("channels 64 of X do not match W's 32*group 1"));
   tensor_release(&y);
   tensor_release(&w);
   nt_rand(&w, SMELT_F32, 3, (int64_t[]){8, 64, 3});
-  CHECK(harness_run("Conv", 22, NULL, 0, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("Conv", 22, NULL, 0, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("input 1 (W) has rank 3, expected 4"));
   tensor_release(&y);
   tensor_release(&w);
   nt_rand(&w, SMELT_F32, 4, (int64_t[]){8, 64, 7, 7});
-  CHECK(harness_run("Conv", 22, NULL, 0, in, 2, out, 1) != SMELT_OK); /* kernel larger than input */
+  CHECK(nt_run("Conv", 22, NULL, 0, in, 2, out, 1) != SMELT_OK); /* kernel larger than input */
   tensor_release(&y);
   tensor_release(&w);
   nt_rand(&w, SMELT_F32, 4, (int64_t[]){8, 64, 3, 3});
   nt_rand(&b, SMELT_F32, 1, (int64_t[]){7});
   in[2] = &b;
-  CHECK(harness_run("Conv", 22, NULL, 0, in, 3, out, 1) != SMELT_OK);
+  CHECK(nt_run("Conv", 22, NULL, 0, in, 3, out, 1) != SMELT_OK);
   CHECK(nt_err_has("(B) has 7 values"));
   tensor_release(&y);
   ir_attr bad[] = {nt_ints("strides", 1, (int64_t[]){2})};
   in[2] = NULL;
-  CHECK(harness_run("Conv", 22, bad, 1, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("Conv", 22, bad, 1, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("strides"));
   tensor_release(&y);
   ir_attr bad2[] = {nt_str("auto_pad", "SAME")};
-  CHECK(harness_run("Conv", 22, bad2, 1, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("Conv", 22, bad2, 1, in, 2, out, 1) != SMELT_OK);
   tensor_release(&y);
   tensor_release(&x);
   tensor_release(&w);

@@ -27,7 +27,7 @@ static void test_batchnorm(smelt_pool *pool, smelt_dtype dt, int rank, const int
   free(want);
   tensor_release(&y);
   ir_attr tr[] = {nt_int("training_mode", 1)};
-  CHECK(harness_run("BatchNormalization", 15, tr, 1, in, 5, out, 1) != SMELT_OK);
+  CHECK(nt_run("BatchNormalization", 15, tr, 1, in, 5, out, 1) != SMELT_OK);
   CHECK(nt_err_has("training mode is not supported"));
   tensor_release(&y);
   tensor *t[] = {&x, &sc, &b, &m, &v};
@@ -151,7 +151,7 @@ static void test_mvn(void) {
   tensor x = {0}, y = {0};
   nt_rand(&x, SMELT_F32, 4, dims);
   tensor *in[] = {&x}, *out[] = {&y};
-  CHECK_OK(harness_run("MeanVarianceNormalization", 13, NULL, 0, in, 1, out, 1));
+  CHECK_OK(nt_run("MeanVarianceNormalization", 13, NULL, 0, in, 1, out, 1));
   double want[120];
   for (int64_t ch = 0; ch < 3; ch++) {
     double mean = 0, sq = 0;
@@ -171,7 +171,7 @@ static void test_mvn(void) {
   CHECK(nt_close(&y, want, 120, 1e-5, 1e-5, "MeanVarianceNormalization"));
   tensor_release(&y);
   ir_attr a[] = {nt_ints("axes", 2, (int64_t[]){1, -1})};
-  CHECK_OK(harness_run("MeanVarianceNormalization", 13, a, 1, in, 1, out, 1));
+  CHECK_OK(nt_run("MeanVarianceNormalization", 13, a, 1, in, 1, out, 1));
   for (int64_t n = 0; n < 2; n++)
     for (int64_t h = 0; h < 4; h++) {
       double mean = 0, var = 0;
@@ -220,17 +220,17 @@ static void test_errors(void) {
   nt_rand(&b, SMELT_F32, 1, (int64_t[]){6});
   tensor *in[] = {&x, &sc, &b}, *out[] = {&y};
   ir_attr g4[] = {nt_int("num_groups", 4)};
-  CHECK(harness_run("GroupNormalization", 21, g4, 1, in, 3, out, 1) != SMELT_OK);
+  CHECK(nt_run("GroupNormalization", 21, g4, 1, in, 3, out, 1) != SMELT_OK);
   CHECK(nt_err_has("not divisible by num_groups 4"));
   tensor_release(&y);
-  CHECK(harness_run("InstanceNormalization", 22, NULL, 0, in, 3, out, 1) != SMELT_OK);
+  CHECK(nt_run("InstanceNormalization", 22, NULL, 0, in, 3, out, 1) != SMELT_OK);
   CHECK(nt_err_has("input 1 (scale) has 4 values, expected 6"));
   tensor_release(&y);
   ir_attr ax[] = {nt_int("axis", 4)};
-  CHECK(harness_run("LayerNormalization", 17, ax, 1, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("LayerNormalization", 17, ax, 1, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("axis 4 is out of range"));
   tensor_release(&y);
-  CHECK(harness_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("LayerNormalization", 17, NULL, 0, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("does not broadcast"));
   tensor_release(&y);
   tensor *t[] = {&x, &sc, &b};

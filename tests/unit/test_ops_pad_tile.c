@@ -6,7 +6,7 @@
 static smelt_status pad(tensor *x, const char *mode, int n, const int64_t *pads, tensor *cv,
                         tensor *axes, tensor *y) {
   tensor p = mk(SMELT_I64, 1, DIMS(n), NULL);
-  memcpy(p.data, pads, 8 * (size_t)n);
+  if (n) memcpy(p.data, pads, 8 * (size_t)n);
   ir_attr a[] = {attr_s("mode", mode)};
   tensor *in[] = {x, &p, cv, axes};
   smelt_status s = run1("Pad", 19, a, 1, in, axes ? 4 : cv ? 3 : 2, y);

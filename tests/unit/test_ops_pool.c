@@ -69,7 +69,7 @@ static void naive_pool(const pool_case *pc, const tensor *x, double *y, int64_t 
           acc += v;
         }
       }
-      if (is_lp) acc = pow(acc * (double)Kk / (double)valid, 1.0 / (double)pc->p);
+      if (is_lp) acc = pow(acc, 1.0 / (double)pc->p);
       else if (!is_max) acc /= (double)(pc->count_pad ? padded : valid);
       y[q * Sout + p] = acc;
       if (ind) ind[q * Sout + p] = q * Sin + best;
@@ -187,9 +187,9 @@ static void test_unpool(void) {
   nt_rand(&x, SMELT_F32, 4, (int64_t[]){2, 2, 6, 8});
   ir_attr at[] = {nt_ints("kernel_shape", 2, (int64_t[]){2, 2}), nt_ints("strides", 2, (int64_t[]){2, 2})};
   tensor *in[] = {&x}, *out[] = {&y, &ind};
-  CHECK_OK(harness_run("MaxPool", 22, at, 2, in, 1, out, 2));
+  CHECK_OK(nt_run("MaxPool", 22, at, 2, in, 1, out, 2));
   tensor *uin[] = {&y, &ind, NULL}, *uout[] = {&u};
-  CHECK_OK(harness_run("MaxUnpool", 22, at, 2, uin, 2, uout, 1));
+  CHECK_OK(nt_run("MaxUnpool", 22, at, 2, uin, 2, uout, 1));
   CHECK(u.rank == 4 && u.dims[2] == 6 && u.dims[3] == 8);
   int nonzero = 0, match = 1;
   for (int64_t i = 0; i < 2 * 2 * 6 * 8; i++) {
@@ -204,7 +204,7 @@ static void test_unpool(void) {
   harness_i64(&os, 1, (int64_t[]){4}, (int64_t[]){2, 2, 7, 9});
   uin[2] = &os;
   uout[0] = &u2;
-  CHECK_OK(harness_run("MaxUnpool", 22, at, 2, uin, 3, uout, 1));
+  CHECK_OK(nt_run("MaxUnpool", 22, at, 2, uin, 3, uout, 1));
   CHECK(u2.rank == 4 && u2.dims[2] == 7 && u2.dims[3] == 9);
   int same = 1;
   for (int64_t q = 0; q < 4; q++)
@@ -219,7 +219,7 @@ static void test_unpool(void) {
   ((int64_t *)ind.data)[3] = 1000;
   tensor u3 = {0};
   uout[0] = &u3;
-  CHECK(harness_run("MaxUnpool", 22, at, 2, uin, 2, uout, 1) != SMELT_OK);
+  CHECK(nt_run("MaxUnpool", 22, at, 2, uin, 2, uout, 1) != SMELT_OK);
   CHECK(nt_err_has("outside"));
   tensor_release(&u3);
   tensor_release(&x);
@@ -234,20 +234,20 @@ static void test_errors(void) {
   tensor x = {0}, y = {0};
   nt_rand(&x, SMELT_F32, 4, (int64_t[]){1, 2, 4, 4});
   tensor *in[] = {&x}, *out[] = {&y};
-  CHECK(harness_run("MaxPool", 22, NULL, 0, in, 1, out, 1) != SMELT_OK);
+  CHECK(nt_run("MaxPool", 22, NULL, 0, in, 1, out, 1) != SMELT_OK);
   CHECK(nt_err_has("kernel_shape is required"));
   tensor_release(&y);
   ir_attr big[] = {nt_ints("kernel_shape", 2, (int64_t[]){5, 5})};
-  CHECK(harness_run("AveragePool", 22, big, 1, in, 1, out, 1) != SMELT_OK);
+  CHECK(nt_run("AveragePool", 22, big, 1, in, 1, out, 1) != SMELT_OK);
   tensor_release(&y);
   ir_attr wrong[] = {nt_ints("kernel_shape", 3, (int64_t[]){2, 2, 2})};
-  CHECK(harness_run("AveragePool", 22, wrong, 1, in, 1, out, 1) != SMELT_OK);
+  CHECK(nt_run("AveragePool", 22, wrong, 1, in, 1, out, 1) != SMELT_OK);
   CHECK(nt_err_has("kernel_shape has 3 values, expected 2"));
   tensor_release(&y);
   tensor_release(&x);
   nt_rand(&x, SMELT_I32, 4, (int64_t[]){1, 2, 4, 4});
   ir_attr k2[] = {nt_ints("kernel_shape", 2, (int64_t[]){2, 2})};
-  CHECK(harness_run("MaxPool", 22, k2, 1, in, 1, out, 1) != SMELT_OK);
+  CHECK(nt_run("MaxPool", 22, k2, 1, in, 1, out, 1) != SMELT_OK);
   tensor_release(&y);
   tensor_release(&x);
   tensor sx = nt_shape(SMELT_F32, 4, (int64_t[]){dim_sym(0), 3, 32, dim_sym(1)}), so = {0};

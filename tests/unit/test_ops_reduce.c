@@ -54,7 +54,7 @@ static void check_reduce(int op, int opset, smelt_dtype dt, int rank, const int6
   if (!from_input && naxes) a[na++] = nt_ints("axes", naxes, (int64_t *)axes);
   if (from_input) harness_i64(&ax, 1, (int64_t[]){naxes}, axes ? axes : (int64_t[]){0});
   tensor *in[] = {&x, from_input ? &ax : NULL}, *out[] = {&y};
-  CHECK_OK(harness_run(ops[op], opset, a, na, in, 2, out, 1));
+  CHECK_OK(nt_run(ops[op], opset, a, na, in, 2, out, 1));
   bool mask[SMELT_MAX_RANK];
   for (int d = 0; d < rank; d++) mask[d] = naxes == 0 && !noop;
   for (int i = 0; i < naxes; i++) mask[axes[i] < 0 ? axes[i] + rank : axes[i]] = true;
@@ -117,18 +117,18 @@ static void test_reduce(void) {
   tensor_alloc(&x, SMELT_I32, 2, (int64_t[]){2, 0});
   harness_i64(&ax, 1, (int64_t[]){1}, (int64_t[]){1});
   tensor *in[] = {&x, &ax}, *out[] = {&y};
-  CHECK_OK(harness_run("ReduceMax", 18, NULL, 0, in, 2, out, 1));
+  CHECK_OK(nt_run("ReduceMax", 18, NULL, 0, in, 2, out, 1));
   CHECK(y.dims[0] == 2 && ((int32_t *)y.data)[0] == INT32_MIN);
   tensor_release(&y);
   /* errors */
   tensor_release(&ax);
   harness_i64(&ax, 1, (int64_t[]){2}, (int64_t[]){1, -1});
-  CHECK(harness_run("ReduceSum", 13, NULL, 0, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("ReduceSum", 13, NULL, 0, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("appears twice"));
   tensor_release(&y);
   tensor_release(&ax);
   harness_i64(&ax, 1, (int64_t[]){1}, (int64_t[]){2});
-  CHECK(harness_run("ReduceSum", 13, NULL, 0, in, 2, out, 1) != SMELT_OK);
+  CHECK(nt_run("ReduceSum", 13, NULL, 0, in, 2, out, 1) != SMELT_OK);
   CHECK(nt_err_has("out of range"));
   tensor_release(&y);
   tensor_release(&ax);
@@ -151,7 +151,7 @@ static void check_arg(bool is_max, smelt_dtype dt, int axis, int keep, int last)
   for (int64_t i = 0; i < 60; i++) tensor_set_f64(&x, i, (double)((i * 7) % 5)); /* many ties */
   ir_attr a[] = {nt_int("axis", axis), nt_int("keepdims", keep), nt_int("select_last_index", last)};
   tensor *in[] = {&x}, *out[] = {&y};
-  CHECK_OK(harness_run(is_max ? "ArgMax" : "ArgMin", 13, a, 3, in, 1, out, 1));
+  CHECK_OK(nt_run(is_max ? "ArgMax" : "ArgMin", 13, a, 3, in, 1, out, 1));
   int ax = axis < 0 ? axis + 3 : axis;
   int64_t stride = ax == 2 ? 1 : ax == 1 ? 5 : 20, n = dims[ax];
   double want[60];

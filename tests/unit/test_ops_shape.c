@@ -221,6 +221,15 @@ static void test_squeeze_unsqueeze(void) {
   CHECK_OK(run1("Squeeze", 13, NULL, 0, in2, 2, &y));
   CHECK(same(&y, 3, DIMS(1, 3, 2), NULL));
   tensor_release(&y);
+  tensor none = mk(SMELT_I64, 1, DIMS(0), NULL);
+  tensor *in0[] = {&x, &none};
+  CHECK_OK(run1("Squeeze", 13, NULL, 0, in0, 2, &y)); /* empty axes: all ones */
+  CHECK(same(&y, 2, DIMS(3, 2), NULL));
+  tensor_release(&y);
+  CHECK_OK(run1("Unsqueeze", 13, NULL, 0, in0, 2, &y)); /* empty axes: unchanged */
+  CHECK(same(&y, 4, DIMS(1, 3, 1, 2), NULL));
+  tensor_release(&y);
+  tensor_release(&none);
   ir_attr a[] = {attr_ints("axes", 2, DIMS(0, 2))};
   CHECK_OK(run1("Squeeze", 11, a, 1, in1, 1, &y));
   CHECK(same(&y, 2, DIMS(3, 2), NULL));

@@ -18,8 +18,9 @@ static int64_t py_slice(int64_t len, int64_t *start, int64_t stop, int64_t step)
     stop = step < 0 ? len - 1 : len;
   }
   *start = st;
-  if (step < 0) return stop < st ? (st - stop - 1) / (-step) + 1 : 0;
-  return st < stop ? (stop - st - 1) / step + 1 : 0;
+  uint64_t mag = step < 0 ? (uint64_t)0 - (uint64_t)step : (uint64_t)step;
+  if (step < 0) return stop < st ? (int64_t)((uint64_t)(st - stop - 1) / mag) + 1 : 0;
+  return st < stop ? (int64_t)((uint64_t)(stop - st - 1) / mag) + 1 : 0;
 }
 
 static uint64_t rng = 88172645463325252ull;
