@@ -1,5 +1,6 @@
 /* Indexed reads and writes: Gather, GatherElements, GatherND and their
- * scatter counterparts ScatterElements (and deprecated Scatter), ScatterND.
+ * scatter counterparts ScatterElements (and deprecated Scatter), ScatterND,
+ * and TensorScatter (KV-cache writes along a sequence axis).
  * Indices may be negative (counted from the end); an index outside the axis is
  * a runtime error naming the position, checked before anything is written. */
 #include <string.h>
@@ -333,6 +334,82 @@ static smelt_status scatter_nd_run(op_ctx *c) {
   return SMELT_OK;
 }
 
+/* ---- TensorScatter (KV-cache update) ---- */
+
+static smelt_status tscatter_check(op_ctx *c, int *axis, bool *circular) {
+  tensor *past = c->in[0], *upd = c->in[1], *wi = op_in(c, 2);
+  const char *m = ir_attr_string(c->node, "mode", "linear");
+  if (strcmp(m, "linear") && strcmp(m, "circular"))
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is not linear or circular", m);
+  *circular = !strcmp(m, "circular");
+  if (upd->dtype != past->dtype && upd->dtype && past->dtype)
+    return err_set(SMELT_ERR_INVALID_MODEL, "update has type %s, past_cache %s",
+                   dtype_name(upd->dtype), dtype_name(past->dtype));
+  if (wi) TRY(su_check_i64(wi, "input 2 (write_indices)"));
+  *axis = -1;
+  if (past->rank < 0 || upd->rank < 0) return SMELT_OK;
+  if (past->rank < 2 || upd->rank != past->rank)
+    return err_set(SMELT_ERR_INVALID_MODEL, "past_cache (rank %d) and update (rank %d) need the "
+                   "same rank, at least 2", past->rank, upd->rank);
+  TRY(op_axis(op_attr_int(c, "axis", -2), past->rank, "attribute axis", axis));
+  if (*axis == 0) return err_set(SMELT_ERR_INVALID_MODEL, "attribute axis cannot be the batch axis");
+  for (int i = 0; i < past->rank; i++) {
+    int64_t p = past->dims[i], u = upd->dims[i];
+    if (!dim_known(p) || !dim_known(u)) continue;
+    if (i == *axis ? u > p : u != p)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "update has size %lld on axis %d, past_cache "
+                     "%lld", (long long)u, i, (long long)p);
+  }
+  if (wi && wi->rank >= 0 && (wi->rank != 1 || (dim_known(wi->dims[0]) &&
+                                                 dim_known(past->dims[0]) &&
+                                                 wi->dims[0] != past->dims[0])))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "write_indices must have one entry per batch");
+  return SMELT_OK;
+}
+
+static smelt_status tscatter_infer(op_ctx *c) {
+  int axis;
+  bool circular;
+  TRY(su_check_movable(c->in[0], 0));
+  TRY(tscatter_check(c, &axis, &circular));
+  op_out_like(c, 0, 0);
+  return SMELT_OK;
+}
+
+static smelt_status tscatter_run(op_ctx *c) {
+  tensor *past = c->in[0], *upd = c->in[1], *wi = op_in(c, 2), *y = c->out[0];
+  int axis;
+  bool circular;
+  TRY(tscatter_check(c, &axis, &circular));
+  int64_t batch = past->dims[0], per_batch = shape_numel(axis - 1, past->dims + 1);
+  int64_t maxs = past->dims[axis], seq = upd->dims[axis];
+  size_t es = dtype_size(past->dtype);
+  int64_t inner = shape_numel(past->rank - axis - 1, past->dims + axis + 1) * (int64_t)es;
+  for (int64_t b = 0; b < batch; b++) { /* check every write before any */
+    int64_t w = wi ? ((const int64_t *)wi->data)[b] : 0;
+    if (!circular && seq && (w < 0 || w > maxs - seq))
+      return err_set(SMELT_ERR_RUNTIME, "write_indices[%lld] = %lld leaves no room for %lld "
+                     "entries in %lld", (long long)b, (long long)w, (long long)seq,
+                     (long long)maxs);
+  }
+  if (past->nbytes) memcpy(y->data, past->data, past->nbytes);
+  if (!inner || !maxs) return SMELT_OK;
+  char *dst = y->data;
+  const char *src = upd->data;
+  for (int64_t b = 0; b < batch; b++) {
+    int64_t w = wi ? ((const int64_t *)wi->data)[b] : 0;
+    if (circular) w = (w % maxs + maxs) % maxs; /* no overflow in w + s below */
+    for (int64_t p = 0; p < per_batch; p++) {
+      int64_t row = b * per_batch + p;
+      for (int64_t s = 0; s < seq; s++) {
+        int64_t t = circular ? (w + s) % maxs : w + s;
+        memcpy(dst + (row * maxs + t) * inner, src + (row * seq + s) * inner, (size_t)inner);
+      }
+    }
+  }
+  return SMELT_OK;
+}
+
 const op_def op_family_gather_scatter[] = {
     {"Gather", "", 2, 2, 1, 1, gather_infer, gather_run, false},
     {"GatherElements", "", 2, 2, 1, 1, gather_elements_infer, gather_elements_run, false},
@@ -340,4 +417,5 @@ const op_def op_family_gather_scatter[] = {
     {"ScatterElements", "", 3, 3, 1, 1, scatter_elements_infer, scatter_elements_run, false},
     {"Scatter", "", 3, 3, 1, 1, scatter_elements_infer, scatter_elements_run, false},
     {"ScatterND", "", 3, 3, 1, 1, scatter_nd_infer, scatter_nd_run, false},
+    {"TensorScatter", "", 2, 3, 1, 1, tscatter_infer, tscatter_run, false},
     {0}};

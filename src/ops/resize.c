@@ -148,7 +148,7 @@ static smelt_status rz_from_scales(const tensor *x, const tensor *sc, const char
       return err_set(SMELT_ERR_INVALID_ARGUMENT, "scale %g on axis %d is not positive", s[i], a);
     p->scale[a] = s[i];
     if (!dim_known(x->dims[a])) {
-      p->out[a] = DIM_UNKNOWN;
+      p->out[a] = s[i] == 1 ? x->dims[a] : DIM_UNKNOWN; /* scale 1 keeps a symbol */
       continue;
     }
     double o = floor(s[i] * (double)x->dims[a]);

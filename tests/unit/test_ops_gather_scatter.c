@@ -224,7 +224,37 @@ static void test_scatter_nd(void) {
   tensor_release(&upd);
 }
 
+static void test_tensor_scatter(void) {
+  /* past [2, 4, 2] (batch, seq, d), update [2, 2, 2]. */
+  tensor past = mk(SMELT_F16, 3, DIMS(2, 4, 2), NULL), y;
+  tensor upd = mk(SMELT_F16, 3, DIMS(2, 2, 2), VALS(90, 91, 92, 93, 94, 95, 96, 97));
+  tensor wi = mk(SMELT_I64, 1, DIMS(2), VALS(1, 2));
+  tensor *in[] = {&past, &upd, &wi};
+  CHECK_OK(run1("TensorScatter", 24, NULL, 0, in, 3, &y));
+  CHECK(same(&y, 3, DIMS(2, 4, 2), VALS(0, 1, 90, 91, 92, 93, 6, 7, 8, 9, 10, 11, 94, 95, 96, 97)));
+  tensor_release(&y);
+  CHECK_OK(run1("TensorScatter", 24, NULL, 0, in, 2, &y)); /* no write_indices: at 0 */
+  CHECK(same(&y, 3, DIMS(2, 4, 2), VALS(90, 91, 92, 93, 4, 5, 6, 7, 94, 95, 96, 97, 12, 13, 14, 15)));
+  tensor_release(&y);
+  tensor_set_f64(&wi, 1, 3); /* 3 + 2 > 4 */
+  CHECK(run1("TensorScatter", 24, NULL, 0, in, 3, &y) == SMELT_ERR_RUNTIME);
+  ir_attr circ[] = {attr_s("mode", "circular"), attr_i("axis", 1)};
+  tensor_set_f64(&wi, 0, -1);
+  CHECK_OK(run1("TensorScatter", 24, circ, 2, in, 3, &y));
+  CHECK(same(&y, 3, DIMS(2, 4, 2), VALS(92, 93, 2, 3, 4, 5, 90, 91, 96, 97, 10, 11, 12, 13, 94, 95)));
+  tensor_release(&y);
+  ir_attr ax0[] = {attr_i("axis", 0)};
+  CHECK(run1("TensorScatter", 24, ax0, 1, in, 3, &y) == SMELT_ERR_INVALID_MODEL);
+  tensor_release(&upd);
+  upd = mk(SMELT_F16, 3, DIMS(2, 2, 3), NULL);
+  CHECK(run1("TensorScatter", 24, NULL, 0, in, 3, &y) == SMELT_ERR_INVALID_ARGUMENT);
+  tensor_release(&upd);
+  tensor_release(&past);
+  tensor_release(&wi);
+}
+
 int main(void) {
+  test_tensor_scatter();
   test_gather();
   test_gather_elements();
   test_gather_nd();
