@@ -46,6 +46,12 @@ typedef struct bench_config {
   const char *tmp;   /* this bench's private temporary folder */
 } bench_config;
 
+/* What smelt_session_get_stats said about one session. */
+typedef struct bench_session_stats {
+  int compiles, cache_hits, eager_fallback, graph_breaks, kernels_generated;
+  double compile_seconds;
+} bench_session_stats;
+
 /* One mode's measurements.  Plain data: a child process sends it to the parent
  * through a pipe as raw bytes. */
 typedef struct bench_result {
@@ -60,8 +66,7 @@ typedef struct bench_result {
   double timed_s;       /* wall time of the timed runs */
   double rss_start_mb, peak_rss_mb; /* the child's RSS when it began, and its VmHWM at the end */
   double arena_mb, eager_peak_mb;
-  int compiles, cache_hits, eager_fallback, graph_breaks, kernels_generated;
-  double compile_seconds;
+  bench_session_stats cold, warm; /* after the cold session's first run; after the timed runs */
   char out_dir[512];    /* where the child wrote its outputs (first_K.npy, last_K.npy) */
   int n_outputs_saved;
   /* filled in by the parent */

@@ -99,15 +99,11 @@ static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_o
   return true;
 }
 
-static void read_session_stats(smelt_session *s, bench_result *r) {
+static void read_session_stats(smelt_session *s, bench_session_stats *b, bench_result *r) {
   smelt_session_stats ss;
   if (smelt_session_get_stats(s, &ss)) return;
-  r->compiles = ss.compiles;
-  r->cache_hits = ss.cache_hits;
-  r->eager_fallback = ss.eager_fallback;
-  r->graph_breaks = ss.graph_breaks;
-  r->kernels_generated = ss.kernels_generated;
-  r->compile_seconds = ss.compile_seconds;
+  *b = (bench_session_stats){ss.compiles, ss.cache_hits, ss.eager_fallback, ss.graph_breaks,
+                             ss.kernels_generated, ss.compile_seconds};
   r->arena_mb = (double)ss.arena_bytes / (1024.0 * 1024.0);
   r->eager_peak_mb = (double)ss.eager_peak_bytes / (1024.0 * 1024.0);
 }
@@ -151,6 +147,7 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
   smelt_session *s = create_and_first_run(m, &o, in, out, n_out, &r->create_cold_s, &r->first_run_ms, r);
   if (!s) goto done;
   r->threads = pool_threads(s->pool);
+  read_session_stats(s, &r->cold, r);
   if (!save_outputs(r, "first", out, n_out)) goto done;
   r->n_outputs_saved = n_out;
   release_all(out, n_out);
@@ -169,7 +166,7 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
     goto done;
   }
   if (!save_outputs(r, "last", out, n_out)) goto done;
-  read_session_stats(s, r);
+  read_session_stats(s, &r->warm, r);
   r->peak_rss_mb = proc_status_mb("VmHWM:");
   r->ok = true;
 done:

@@ -25,9 +25,13 @@ void bench_print_result(const bench_report *rep, const bench_result *r) {
     return;
   }
   const stats_summary *s = &r->lat;
-  printf("  session create  cold %.3f ms, warm (cache filled) %.3f ms; compiles %d, cache hits %d, "
-         "compile %.3f s\n", r->create_cold_s * 1e3, r->create_warm_s * 1e3, r->compiles, r->cache_hits,
-         r->compile_seconds);
+  printf("  session create  cold %.3f ms, warm (cache filled) %.3f ms\n", r->create_cold_s * 1e3,
+         r->create_warm_s * 1e3);
+  if (r->mode != SMELT_MODE_EAGER)
+    printf("  compiling       cold: %d compile(s), %.3f s; warm: %d compile(s), %d from the cache, %.3f s;\n"
+           "                  %d generated kernels, %d graph breaks%s\n", r->cold.compiles,
+           r->cold.compile_seconds, r->warm.compiles, r->warm.cache_hits, r->warm.compile_seconds,
+           r->warm.kernels_generated, r->warm.graph_breaks, r->warm.eager_fallback ? ", FELL BACK to eager" : "");
   printf("  first run       %.3f ms (warm session: %.3f ms)\n", r->first_run_ms, r->first_run_warm_ms);
   printf("  latency         median %.4f ms, 95%% CI [%.4f, %.4f] (x(%zu)..x(%zu), coverage %.1f%%)\n",
          s->median, s->ci_lo, s->ci_hi, s->ci_lo_rank, s->ci_hi_rank, s->ci_coverage * 100);
@@ -125,6 +129,17 @@ static void json_latency(json_writer *w, const stats_summary *s) {
   json_object_end(w);
 }
 
+static void json_session_stats(json_writer *w, const bench_session_stats *b) {
+  json_object_begin(w);
+  json_kv_int(w, "compiles", b->compiles);
+  json_kv_int(w, "cache_hits", b->cache_hits);
+  json_kv_int(w, "eager_fallback", b->eager_fallback);
+  json_kv_int(w, "graph_breaks", b->graph_breaks);
+  json_kv_int(w, "kernels_generated", b->kernels_generated);
+  json_kv_number(w, "compile_seconds", b->compile_seconds);
+  json_object_end(w);
+}
+
 static void json_result(json_writer *w, const bench_report *rep, const bench_result *r) {
   json_object_begin(w);
   json_kv_string(w, "mode", mode_name(r->mode));
@@ -150,15 +165,10 @@ static void json_result(json_writer *w, const bench_report *rep, const bench_res
   json_kv_number(w, "rss_start_mb", r->rss_start_mb);
   json_kv_number(w, "arena_mb", r->arena_mb);
   json_kv_number(w, "eager_peak_mb", r->eager_peak_mb);
+  json_key(w, "session_cold");
+  json_session_stats(w, &r->cold);
   json_key(w, "session");
-  json_object_begin(w);
-  json_kv_int(w, "compiles", r->compiles);
-  json_kv_int(w, "cache_hits", r->cache_hits);
-  json_kv_int(w, "eager_fallback", r->eager_fallback);
-  json_kv_int(w, "graph_breaks", r->graph_breaks);
-  json_kv_int(w, "kernels_generated", r->kernels_generated);
-  json_kv_number(w, "compile_seconds", r->compile_seconds);
-  json_object_end(w);
+  json_session_stats(w, &r->warm);
   json_key(w, "parity");
   json_object_begin(w);
   json_kv_string(w, "reference", "eager");
