@@ -12,6 +12,7 @@ typedef struct eager_plan {
   int *last_use;  /* per value: step after which it can be freed; INT32_MAX = keep */
   int *free_start; /* values to free after step k: free_list[free_start[k]..free_start[k+1]) */
   int *free_list;
+  op_cache *caches; /* one per node: prepared weights, kept for the plan's lifetime */
 } eager_plan;
 
 typedef struct eager_stats {
