@@ -22,7 +22,9 @@ static int usage(int code) {
          "Prints the top N kernels (default 15) grouped by op type (--by op) or by node\n"
          "(--by node): calls, total ms, ms per run and share of the measured run time,\n"
          "and the coverage: how much of the runs' measured latency the kernels account\n"
-         "for; outside 100%% +- %.0f%% it warns that time goes somewhere unmeasured.\n"
+         "for; outside 100%% +- %.0f%% it warns that time goes somewhere unmeasured (in\n"
+         "runs of a few microseconds, the executor's fixed cost per run: input checks,\n"
+         "the value table, frees).\n"
          "Inputs as for `smelt run` (--dim, -i, --seed).\n",
          COVERAGE_TOLERANCE * 100);
   return code;
