@@ -6,7 +6,7 @@
  * im2col (X is already the column matrix); a 2-D depthwise conv (group ==
  * C == M) runs a direct loop.  Tiles bound the scratch; when there are many
  * tasks each runs whole on one thread, otherwise im2col and GEMM use the pool.
- * f16 computes via f32 copies, f64 on a direct reference loop. */
+ * f16/bf16 compute via f32 copies, f64 on a direct reference loop. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,7 @@ typedef struct conv_geom {
   int64_t S_in, S_out, Kk, Kdim; /* spatial in/out sizes, taps, GEMM depth Cg*Kk */
 } conv_geom;
 
-static const smelt_dtype conv_types[] = {SMELT_F32, SMELT_F16, SMELT_F64, SMELT_UNDEFINED};
+static const smelt_dtype conv_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_UNDEFINED};
 
 /* Checks types and shapes and fills g (dims may be unknown statically). */
 static smelt_status conv_plan(op_ctx *c, conv_geom *g) {
