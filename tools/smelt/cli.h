@@ -13,6 +13,7 @@ typedef int (*cli_command_fn)(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_test(int argc, char **argv);
+int cmd_bench_kernels(int argc, char **argv);
 
 /* Prints "smelt: <msg>" with the library's last error to stderr; returns 1. */
 int cli_fail(const char *what);
