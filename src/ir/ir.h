@@ -114,6 +114,7 @@ typedef struct ir_graph {
   ir_opset *opsets;
   int n_opsets;
   struct ir_name_map *names;           /* value name -> id */
+  struct ir_name_map *sym_names;       /* symbol name -> index in syms */
 } ir_graph;
 
 /* ---- building ---- */
