@@ -129,6 +129,17 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
   return true;
 }
 
+/* ---- shared helpers ---- */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Threads worth waking for `flops` of work (see gemm_arch_for). */
+static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops) {
+  int threads = pool_threads(pool);
+  double want = flops / (double)ar->blk.thread_flops + 1;
+  return want < threads ? (int)want : threads;
+}
+
 /* ---- small-M path ---- */
 
 typedef struct smallm_ctx {
@@ -145,12 +156,15 @@ static void smallm_range(void *vctx, int64_t u0, int64_t u1) {
 
 static void gemm_small_m(smelt_pool *pool, const gemm_params *p, const gemm_arch *a) {
   smallm_ctx x = {p, a->smallm, 64};
-  int64_t units = (p->N + x.step - 1) / x.step;
-  int64_t flops_per_unit = 2 * p->M * p->K * x.step;
-  /* Memory-bound (B streamed once): a second core adds bandwidth, so
-   * chunks are smaller here than on the compute-bound paths. */
-  int64_t grain = (int64_t)1000000 / (flops_per_unit > 0 ? flops_per_unit : 1) + 1;
-  pool_parallel_for(pool, units, grain, smallm_range, &x);
+  int64_t units = ceil_div(p->N, x.step);
+  /* Memory-bound (B streamed once): a second core brings its own bandwidth,
+   * so it pays off at a quarter of the compute-bound threshold. */
+  int threads = gemm_threads(pool, a, 4.0 * (double)p->M * (double)p->N * (double)p->K);
+  if (threads <= 1 || units < 2) {
+    smallm_range(&x, 0, units);
+    return;
+  }
+  pool_parallel_for(pool, units, ceil_div(units, 4 * (int64_t)threads), smallm_range, &x);
 }
 
 /* ---- direct path: small problems, nothing packed ---- */
@@ -190,14 +204,17 @@ static void direct_strips(void *vctx, int64_t s0, int64_t s1) {
 
 static void gemm_direct(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
   direct_ctx x = {p, ar};
-  int64_t strips = (p->N + ar->dnr - 1) / ar->dnr;
-  int64_t strip_flops = 2 * p->M * p->K * ar->dnr;
-  pool_parallel_for(pool, strips, ar->blk.thread_flops / strip_flops + 1, direct_strips, &x);
+  int64_t strips = ceil_div(p->N, ar->dnr);
+  int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K);
+  if (threads <= 1 || strips < 2) {
+    direct_strips(&x, 0, strips);
+    return;
+  }
+  pool_parallel_for(pool, strips, ceil_div(strips, 4 * (int64_t)threads), direct_strips, &x);
 }
 
 /* ---- packed path ---- */
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 enum { PANEL_EMPTY = 0, PANEL_PACKING = 1, PANEL_READY = 2 };
 
@@ -334,13 +351,6 @@ static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
  * `unit`), so no K block is a sliver. */
 static int64_t even_block(int64_t n, int64_t max, int64_t unit) {
   return round_up(ceil_div(n, ceil_div(n, max)), unit);
-}
-
-/* Threads worth waking for `flops` of work (see gemm_arch_for). */
-static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops) {
-  int threads = pool_threads(pool);
-  double want = flops / (double)ar->blk.thread_flops + 1;
-  return want < threads ? (int)want : threads;
 }
 
 /* Splits one N chunk into items: row blocks x column ranges, at least two

@@ -376,7 +376,7 @@ int main(void) {
                           {"packed", GEMM_PATH_PACKED, &eager},
                           {"packed-tiny", GEMM_PATH_PACKED, &tiny},
                           {"direct", GEMM_PATH_DIRECT, &eager},
-                          {"small-m", GEMM_PATH_SMALL_M, NULL}};
+                          {"small-m", GEMM_PATH_SMALL_M, &eager}};
   for (int isa = ISA_SCALAR; isa <= (int)top; isa++) {
     for (int r = 0; r < 5; r++) {
       if (isa == ISA_SCALAR && r > 0) break; /* one algorithm there */

@@ -55,7 +55,7 @@ void f32_gemm_8x32_avx512(int64_t kc, const float *restrict a, const float *rest
     float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++)
-      avx512_store(acc[i][v], c + i * ldc + 16 * v, m[v], st, cb + 16 * v, rb);
+      avx512_store(acc[i][v], c + i * ldc + 16 * v, m[v], st, cb ? cb + 16 * v : NULL, rb);
   }
 }
 #endif
