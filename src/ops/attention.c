@@ -13,7 +13,7 @@
  *   Y = P V  (gemm_f32).
  * GQA: query head h reads kv head h / (Hq / Hkv).  qk_matmul_output follows
  * the ONNX reference: modes 0 and 1 give S after softcap, 2 adds the bias, 3
- * the probabilities.  f16/bf16 compute via f32; f64 is not supported. */
+ * the probabilities.  f16/bf16 compute via f32; f64 is not supported yet. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -33,21 +33,24 @@ typedef struct attn_geom {
 } attn_geom;
 
 static const smelt_dtype attn_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_UNDEFINED};
-static const char *const attn_names[] = {"Q", "K", "V", "attn_mask", "past_key", "past_value",
-                                         "nonpad_kv_seqlen"};
 
 static int64_t div_known(int64_t a, int64_t b) { return dim_known(a) && b > 0 ? a / b : DIM_UNKNOWN; }
 static int64_t add_known(int64_t a, int64_t b) {
   return dim_known(a) && dim_known(b) ? a + b : DIM_UNKNOWN;
 }
 
+/* Q, K, past_key share T1; V and past_value share T2 (any of f16/bf16/f32);
+ * the mask is bool or any numeric type (an additive bias). */
 static smelt_status attn_check_types(op_ctx *c) {
   TRY(op_check_dtype(c, 0, attn_types));
-  for (int i = 1; i < 6; i++)
-    if (i != 3) TRY(nn_check_same_dtype(c, i, attn_names[i], 0, "Q"));
+  TRY(op_check_dtype(c, 2, attn_types));
+  TRY(nn_check_same_dtype(c, 1, "K", 0, "Q"));
+  TRY(nn_check_same_dtype(c, 4, "past_key", 0, "Q"));
+  TRY(nn_check_same_dtype(c, 5, "past_value", 2, "V"));
   const tensor *m = op_in(c, 3), *nk = op_in(c, 6);
-  if (m && m->dtype != SMELT_BOOL && m->dtype != SMELT_UNDEFINED)
-    TRY(nn_check_same_dtype(c, 3, "attn_mask", 0, "Q"));
+  if (m && m->dtype != SMELT_BOOL && m->dtype != SMELT_UNDEFINED && !nn_is_float(m->dtype) &&
+      !dtype_is_int(m->dtype))
+    return err_set(SMELT_ERR_UNSUPPORTED, "input 3 (attn_mask) has type %s", dtype_name(m->dtype));
   if (nk && nk->dtype != SMELT_I64 && nk->dtype != SMELT_UNDEFINED)
     return err_set(SMELT_ERR_INVALID_MODEL, "input 6 (nonpad_kv_seqlen) has type %s, expected int64",
                    dtype_name(nk->dtype));
@@ -77,6 +80,10 @@ static smelt_status attn_plan(op_ctx *c, attn_geom *g) {
   memset(g, 0, sizeof *g);
   g->is3d = q->rank == 3;
   g->B = q->dims[0];
+  TRY(same_dim(k->dims[0], g->B, "K's batch does not match Q's"));
+  TRY(same_dim(v->dims[0], g->B, "V's batch does not match Q's"));
+  if (pk) TRY(same_dim(pk->dims[0], g->B, "past_key's batch does not match Q's"));
+  if (pv) TRY(same_dim(pv->dims[0], g->B, "past_value's batch does not match Q's"));
   if (g->is3d) {
     g->Hq = op_attr_int(c, "q_num_heads", 0);
     g->Hkv = op_attr_int(c, "kv_num_heads", 0);
@@ -109,6 +116,7 @@ static smelt_status attn_plan(op_ctx *c, attn_geom *g) {
     g->Spast = pk->dims[2];
     TRY(same_dim(pk->dims[1], g->Hkv, "past_key's head count does not match K's"));
     TRY(same_dim(pk->dims[3], g->D, "past_key's head size does not match K's"));
+    TRY(same_dim(pv->dims[1], g->Hkv, "past_value's head count does not match K's"));
     TRY(same_dim(pv->dims[2], g->Spast, "past_value's length does not match past_key's"));
     TRY(same_dim(pv->dims[3], g->Dv, "past_value's head size does not match V's"));
   }
@@ -134,7 +142,7 @@ static smelt_status attn_infer(op_ctx *c) {
   else
     op_set_out(c, 0, dt, 4, (int64_t[]){g.B, g.Hq, g.Sq, g.Dv});
   if (c->n_out > 1) op_set_out(c, 1, dt, 4, (int64_t[]){g.B, g.Hkv, g.Stot, g.D});
-  if (c->n_out > 2) op_set_out(c, 2, dt, 4, (int64_t[]){g.B, g.Hkv, g.Stot, g.Dv});
+  if (c->n_out > 2) op_set_out(c, 2, c->in[2]->dtype, 4, (int64_t[]){g.B, g.Hkv, g.Stot, g.Dv});
   if (c->n_out > 3) op_set_out(c, 3, dt, 4, (int64_t[]){g.B, g.Hq, g.Sq, g.Stot});
   return SMELT_OK;
 }
@@ -288,8 +296,10 @@ static smelt_status attn_mask_f32(const tensor *m, const attn_geom *g, attn_job 
   if (m->dtype == SMELT_BOOL) {
     const uint8_t *src = m->data;
     for (int64_t i = 0; i < n; i++) (*buf)[i] = src[i] ? 0.f : -INFINITY;
-  } else {
+  } else if (nn_is_float(m->dtype)) {
     nn_load_f32(m->dtype, m->data, 0, 1, n, *buf);
+  } else {
+    for (int64_t i = 0; i < n; i++) (*buf)[i] = (float)tensor_get_f64(m, i);
   }
   j->mask = *buf;
   return SMELT_OK;

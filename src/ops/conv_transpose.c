@@ -3,7 +3,7 @@
  *
  * f32: per (batch, group, tile of input positions) gemm_f32 computes the
  * column matrix W_g^T x X_g  ([Mg*k, tile]) and col2im scatters it into Y
- * (bias preloaded), output channels in parallel.  f16 via f32 copies, f64 on
+ * (bias preloaded), output channels in parallel.  f16/bf16 via f32 copies, f64 on
  * a direct reference loop.
  *
  * Output size: out = stride*(in-1) + output_padding + dilated kernel - pads.
@@ -26,7 +26,7 @@ typedef struct convt_geom {
   int64_t S_in, S_out, Kk, Mk; /* Mk = Mg * Kk: rows of the column matrix */
 } convt_geom;
 
-static const smelt_dtype convt_types[] = {SMELT_F32, SMELT_F16, SMELT_F64, SMELT_UNDEFINED};
+static const smelt_dtype convt_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_UNDEFINED};
 
 static int64_t floor_div2(int64_t a) { return a >= 0 ? a / 2 : -((-a + 1) / 2); }
 

@@ -94,15 +94,10 @@ static smelt_status merge_size(ein_plan *p, int l, int64_t d, int in, int dim) {
                  in, dim, (long long)d, (long long)s);
 }
 
-static smelt_status ein_parse(op_ctx *c, ein_plan *p) {
-  memset(p, 0, sizeof *p);
-  const char *eq = ir_attr_string(c->node, "equation", NULL);
-  if (!eq) return err_set(SMELT_ERR_INVALID_MODEL, "attribute equation is required");
-  if (c->n_in > EIN_MAX_IN)
-    return err_set(SMELT_ERR_UNSUPPORTED, "%d operands; at most %d are supported", c->n_in, EIN_MAX_IN);
-  p->n_in = c->n_in;
-  const char *arrow = strstr(eq, "->"), *lhs_end = arrow ? arrow : eq + strlen(eq);
-  /* the ellipsis rank is the largest over the operands */
+/* Operand terms; pass 0 only finds the ellipsis rank (the largest over the
+ * operands), pass 1 labels every dim and merges the sizes. */
+static smelt_status ein_parse_operands(op_ctx *c, ein_plan *p, const char *eq, const char *lhs_end,
+                                       int pass) {
   const char *s = eq;
   for (int i = 0; i < p->n_in; i++) {
     const char *e = memchr(s, ',', (size_t)(lhs_end - s));
@@ -113,49 +108,66 @@ static smelt_status ein_parse(op_ctx *c, ein_plan *p) {
     int lab[SMELT_MAX_RANK], nl, ell;
     char what[32];
     snprintf(what, sizeof what, "operand %d", i);
-    TRY(parse_term(s, e, c->in[i]->rank, 0, lab, &nl, &ell, what));
-    if (ell > p->n_ell) p->n_ell = ell;
-    s = e + 1;
-  }
-  s = eq;
-  for (int i = 0; i < p->n_in; i++) {
-    const char *e = memchr(s, ',', (size_t)(lhs_end - s));
-    if (!e) e = lhs_end;
-    int ell;
-    char what[32];
-    snprintf(what, sizeof what, "operand %d", i);
-    TRY(parse_term(s, e, c->in[i]->rank, p->n_ell, p->in_lab[i], &p->in_rank[i], &ell, what));
-    for (int d = 0; d < p->in_rank[i]; d++) TRY(merge_size(p, p->in_lab[i][d], c->in[i]->dims[d], i, d));
-    s = e + 1;
-  }
-  if (arrow) {
-    int ell;
-    TRY(parse_term(arrow + 2, arrow + strlen(arrow), -1, p->n_ell, p->out_lab, &p->out_rank, &ell, "the output"));
-    bool seen[EIN_LABELS] = {0};
-    for (int d = 0; d < p->out_rank; d++) {
-      int l = p->out_lab[d];
-      if (seen[l] || !p->used[l])
-        return err_set(SMELT_ERR_INVALID_ARGUMENT, "equation: output label %d is %s", d,
-                       seen[l] ? "repeated" : "not in any operand");
-      seen[l] = true;
+    if (pass == 0) {
+      TRY(parse_term(s, e, c->in[i]->rank, 0, lab, &nl, &ell, what));
+      if (ell > p->n_ell) p->n_ell = ell;
+    } else {
+      TRY(parse_term(s, e, c->in[i]->rank, p->n_ell, p->in_lab[i], &p->in_rank[i], &ell, what));
+      for (int d = 0; d < p->in_rank[i]; d++)
+        TRY(merge_size(p, p->in_lab[i][d], c->in[i]->dims[d], i, d));
     }
-    if (ell < 0 && p->n_ell > 0)
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "equation: the output must keep the ellipsis dims");
-  } else { /* implicit: ellipsis dims, then letters used once, in ASCII order */
-    int count[EIN_LABELS] = {0};
-    for (int i = 0; i < p->n_in; i++)
-      for (int d = 0; d < p->in_rank[i]; d++) count[p->in_lab[i][d]]++;
-    for (int t = 0; t < p->n_ell; t++) p->out_lab[p->out_rank++] = EIN_LETTERS + t;
-    for (int l = 26; l < 52; l++)
-      if (count[l] == 1) p->out_lab[p->out_rank++] = l;
-    for (int l = 0; l < 26; l++)
-      if (count[l] == 1) p->out_lab[p->out_rank++] = l;
+    s = e + 1;
   }
   return SMELT_OK;
 }
 
-static const smelt_dtype ein_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_I32,
-                                        SMELT_I64, SMELT_U32, SMELT_U64,  SMELT_UNDEFINED};
+static smelt_status ein_explicit_output(ein_plan *p, const char *rhs) {
+  int ell;
+  TRY(parse_term(rhs, rhs + strlen(rhs), -1, p->n_ell, p->out_lab, &p->out_rank, &ell, "the output"));
+  bool seen[EIN_LABELS] = {0};
+  for (int d = 0; d < p->out_rank; d++) {
+    int l = p->out_lab[d];
+    if (seen[l] || !p->used[l])
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "equation: output label %d is %s", d,
+                     seen[l] ? "repeated" : "not in any operand");
+    seen[l] = true;
+  }
+  if (ell < 0 && p->n_ell > 0)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "equation: the output must keep the ellipsis dims");
+  return SMELT_OK;
+}
+
+/* numpy's implicit output: ellipsis dims, then the letters used once, in
+ * ASCII order (upper case first). */
+static void ein_implicit_output(ein_plan *p) {
+  int count[EIN_LABELS] = {0};
+  for (int i = 0; i < p->n_in; i++)
+    for (int d = 0; d < p->in_rank[i]; d++) count[p->in_lab[i][d]]++;
+  for (int t = 0; t < p->n_ell; t++) p->out_lab[p->out_rank++] = EIN_LETTERS + t;
+  for (int l = 26; l < 52; l++)
+    if (count[l] == 1) p->out_lab[p->out_rank++] = l;
+  for (int l = 0; l < 26; l++)
+    if (count[l] == 1) p->out_lab[p->out_rank++] = l;
+}
+
+static smelt_status ein_parse(op_ctx *c, ein_plan *p) {
+  memset(p, 0, sizeof *p);
+  const char *eq = ir_attr_string(c->node, "equation", NULL);
+  if (!eq) return err_set(SMELT_ERR_INVALID_MODEL, "attribute equation is required");
+  if (c->n_in > EIN_MAX_IN)
+    return err_set(SMELT_ERR_UNSUPPORTED, "%d operands; at most %d are supported", c->n_in, EIN_MAX_IN);
+  p->n_in = c->n_in;
+  const char *arrow = strstr(eq, "->"), *lhs_end = arrow ? arrow : eq + strlen(eq);
+  TRY(ein_parse_operands(c, p, eq, lhs_end, 0));
+  TRY(ein_parse_operands(c, p, eq, lhs_end, 1));
+  if (arrow) return ein_explicit_output(p, arrow + 2);
+  ein_implicit_output(p);
+  return SMELT_OK;
+}
+
+static const smelt_dtype ein_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_I8,
+                                        SMELT_U8,  SMELT_I16, SMELT_U16,  SMELT_I32, SMELT_I64,
+                                        SMELT_U32, SMELT_U64, SMELT_UNDEFINED};
 
 static smelt_status ein_infer(op_ctx *c) {
   for (int i = 0; i < c->n_in; i++) {

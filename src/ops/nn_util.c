@@ -145,6 +145,15 @@ void nn_store_i64(smelt_dtype dt, void *base, int64_t off, int64_t stride, int64
   }
 }
 
+double nn_round_to(smelt_dtype dt, double v) {
+  switch (dt) {
+    case SMELT_F32: return (float)v;
+    case SMELT_F16: return f16_to_f32(f32_to_f16((float)v));
+    case SMELT_BF16: return bf16_to_f32(f32_to_bf16((float)v));
+    default: return v;
+  }
+}
+
 smelt_status nn_alloc(void **p, int64_t count, size_t size, const char *what) {
   *p = NULL;
   if (count < 0 || (size && (uint64_t)count > (SIZE_MAX >> 4) / size))

@@ -39,6 +39,9 @@ void nn_load_i64(smelt_dtype dt, const void *base, int64_t off, int64_t stride, 
                  int64_t *dst);
 void nn_store_i64(smelt_dtype dt, void *base, int64_t off, int64_t stride, int64_t n,
                   const int64_t *src);
+/* v rounded to the precision of float type dt (identity for f64): where the
+ * ONNX definition computes a step in the element type. */
+double nn_round_to(smelt_dtype dt, double v);
 /* An f32 view of a float-typed tensor: its own data for f32, otherwise a
  * converted copy.  Release with nn_f32_release (frees only copies). */
 smelt_status nn_f32_acquire(const tensor *t, float **p);

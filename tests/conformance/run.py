@@ -6,7 +6,7 @@ Each test runs in its own process (a crash or hang fails that test only), in
 parallel, with a time limit.  The run fails when a test fails that is not in
 the list (a regression), or when a listed test passes (take it off the list).
 
-  run.py SMELT SUITE_DIR [--jobs N] [--timeout S] [--list FILE] [--write-list]
+  run.py SMELT SUITE_DIR [--jobs N] [--timeout S] [--list FILE] [--write-list] [--mode M]
 
 Exit 77 (ctest: skipped) when SUITE_DIR does not exist.
 """
@@ -26,6 +26,22 @@ def run_one(smelt, path, timeout, extra):
         return name, "FAIL", f"crashed (exit {p.returncode}): {tail[0][:200]}"
     status, _, rest = line.partition(" ")
     return name, status, rest.partition(" ")[2].strip()
+
+
+def reason_of(message):
+    """A short, groupable reason for a new list entry, from smelt's message."""
+    import re
+    m = re.search(r"operator (\S+) is not supported", message)
+    if m:
+        return f"op {m.group(1)} not implemented"
+    m = re.search(r"(?:element|target) type \d* ?\(?(\w+)\)? is not supported|has type (\w+), which", message)
+    if m:
+        return f"dtype {m.group(1) or m.group(2)} not supported"
+    if "string" in message:
+        return "string tensors"
+    if "training" in message:
+        return "training mode"
+    return re.sub(r"node [^:]*: ", "", message)[:160]
 
 
 def load_list(path):
@@ -53,8 +69,13 @@ def main():
     ap.add_argument("--write-list", action="store_true",
                     help="rewrite the list from this run (keeps existing reasons)")
     ap.add_argument("--filter", default="", help="only tests whose name contains this")
+    ap.add_argument("--mode", default=None,
+                    help="execution mode passed to smelt test (eager, default, reduce-overhead, "
+                         "max-autotune); the expected-failures list is the same for every mode")
     ap.add_argument("extra", nargs="*", help="more options for smelt test (after --)")
     a = ap.parse_args()
+    if a.mode:
+        a.extra = ["--mode", a.mode] + a.extra
     if not os.path.isdir(a.suite):
         print(f"SKIP: {a.suite} not found (the ONNX node tests live in ../shared/conformance)")
         return 77
@@ -77,7 +98,7 @@ def main():
             f.write("# ONNX node tests that smelt does not pass, one per line: name  # reason\n")
             f.write("# Maintained by tests/conformance/run.py; a test that starts passing must go.\n")
             for n in failed:
-                f.write(f"{n}  # {expected.get(n, results[n][1][:160])}\n")
+                f.write(f"{n}  # {expected.get(n, reason_of(results[n][1]))}\n")
         print(f"wrote {a.list} ({len(failed)} entries)")
 
     by_reason = collections.Counter(expected[n] for n in failed if n in expected)

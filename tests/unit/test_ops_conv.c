@@ -95,7 +95,7 @@ static void check_conv(smelt_pool *pool, smelt_dtype dt, conv_case cc) {
     n *= od[i];
   }
   int64_t depth = cc.C / cc.G * cc.k[0] * (cc.nsp > 1 ? cc.k[1] : 1) * (cc.nsp > 2 ? cc.k[2] : 1);
-  double tol = dt == SMELT_F16 ? 2e-2 : dt == SMELT_F64 ? 1e-12 : 1e-6 * (10 + depth / 10);
+  double tol = dt == SMELT_F16 ? 2e-2 : dt == SMELT_BF16 ? 8e-2 : dt == SMELT_F64 ? 1e-12 : 1e-6 * (10 + depth / 10);
   if (!nt_close(&y, want, n, tol, tol, "Conv")) {
     CHECK(0);
     fprintf(stderr, "  case nsp=%d N=%lld C=%lld M=%lld G=%lld in=%lld,%lld k=%lld,%lld\n", cc.nsp,
@@ -138,6 +138,7 @@ static void test_conv_shapes(smelt_pool *pool) {
   /* other dtypes */
   check_conv(pool, SMELT_F64, (conv_case){2, 2, 4, 6, 2, {6, 7}, {3, 2}, {2, 1}, {1, 2}, {1, 0, 0, 1}, NULL, true});
   check_conv(pool, SMELT_F16, (conv_case){2, 1, 3, 4, 1, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, true});
+  check_conv(pool, SMELT_BF16, (conv_case){2, 1, 3, 4, 1, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, true});
 }
 
 static void test_conv_errors(void) {

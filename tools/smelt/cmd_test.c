@@ -13,17 +13,19 @@
 typedef struct test_opts {
   double rtol, atol;
   int threads;
+  cli_mode_opts mode;
 } test_opts;
 
 typedef enum { T_PASS, T_FAIL, T_SKIP } test_result;
 
 static int usage(int code) {
-  printf("usage: smelt test DIR... [--rtol R] [--atol A] [--threads N]\n\n"
+  printf("usage: smelt test DIR... [--rtol R] [--atol A] [--threads N] [--mode M] [--fullgraph]\n"
+         "                [--dynamic] [--bucket NAME:AXIS=S1,S2,...]\n\n"
          "Runs ONNX backend-test folders (model.onnx + test_data_set_N/{input,output}_K.pb)\n"
          "and compares with the expected outputs: floats pass when |a-e| <= atol + rtol*|e|\n"
          "(defaults rtol 1e-3, atol 1e-4; NaN equals NaN), integers and bools exactly.\n"
          "Prints one line per test and closes with 'N passed, N failed, N skipped';\n"
-         "exits 1 if any test failed.\n");
+         "exits 1 if any test failed.\n\n%s", cli_mode_help());
   return code;
 }
 
@@ -69,6 +71,12 @@ static int list_data_sets(const char *dir, char ***out) {
   return n;
 }
 
+/* Loads value file p for graph value v: sequence and optional values have
+ * their own protobuf messages, read as the model declares them. */
+static int load_value(const char *p, const ir_value *v, tensor *out) {
+  return tensor_file_load_typed(p, v->kind, (v->flags & IR_VALUE_OPTIONAL) != 0, out);
+}
+
 /* Runs one data set; on failure writes the reason to why. */
 static test_result run_data_set(smelt_session *s, const char *ds, const test_opts *o, char *why,
                                 size_t nwhy, double *worst_abs, double *worst_rel) {
@@ -88,7 +96,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
   }
   for (int k = 0; k < ni; k++) {
     cli_path(p, sizeof p, "%s/input_%d.pb", ds, k);
-    if (tensor_file_load(p, &in[k])) {
+    if (load_value(p, &g->values[g->inputs[k]], &in[k])) {
       snprintf(why, nwhy, "%s", smelt_last_error());
       goto done;
     }
@@ -101,7 +109,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
   r = T_PASS;
   for (int k = 0; k < no && r == T_PASS; k++) {
     cli_path(p, sizeof p, "%s/output_%d.pb", ds, k);
-    if (tensor_file_load(p, &expect)) {
+    if (load_value(p, &g->values[g->outputs[k]], &expect)) {
       snprintf(why, nwhy, "%s", smelt_last_error());
       r = T_FAIL;
       break;
@@ -142,7 +150,7 @@ static test_result run_test_dir(const char *dir, const test_opts *o, char *why, 
   }
   smelt_model *m = NULL;
   smelt_session *s = NULL;
-  smelt_session_options so = smelt_session_options_default();
+  smelt_session_options so = o->mode.opts;
   so.threads = o->threads;
   test_result r = T_PASS;
   if (smelt_model_load(p, &m) || smelt_session_create(m, &so, &s)) {
@@ -170,8 +178,10 @@ static const char *test_name(const char *dir, char *buf, size_t n) {
 }
 
 int cmd_test(int argc, char **argv) {
-  test_opts o = {1e-3, 1e-4, 0};
+  test_opts o = {.rtol = 1e-3, .atol = 1e-4};
+  cli_mode_init(&o.mode);
   const char *v;
+  bool bad_mode = false;
   int64_t threads;
   char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   int n_dirs = 0;
@@ -181,7 +191,9 @@ int cmd_test(int argc, char **argv) {
       free(dirs);
       return usage(0);
     }
-    if (cli_flag_arg(argc, argv, &i, "--rtol", &v)) {
+    if (cli_mode_flag(argc, argv, &i, &o.mode, &bad_mode)) {
+      if (bad_mode) goto bad;
+    } else if (cli_flag_arg(argc, argv, &i, "--rtol", &v)) {
       if (!v || !cli_double("--rtol", v, &o.rtol)) goto bad;
     } else if (cli_flag_arg(argc, argv, &i, "--atol", &v)) {
       if (!v || !cli_double("--atol", v, &o.atol)) goto bad;
