@@ -39,10 +39,11 @@ static bool wino_shape(const conv2d_desc *d) {
 }
 
 bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
+  bool phases = conv_phases_sane(d->OH, d->OW, d->KH, d->KW, d->sh, d->sw, d->dh, d->dw);
   switch (algo) {
-    case CONV_ALGO_IM2COL:
-    case CONV_ALGO_DIRECT: return true;
-    case CONV_ALGO_DEPTHWISE: return d->G > 1 && d->G == d->C && d->G == d->M;
+    case CONV_ALGO_IM2COL: return true;
+    case CONV_ALGO_DIRECT: return phases;
+    case CONV_ALGO_DEPTHWISE: return phases && d->G > 1 && d->G == d->C && d->G == d->M;
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:
     case CONV_ALGO_WINOGRAD: return wino_shape(d);
