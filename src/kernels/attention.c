@@ -7,7 +7,8 @@
  * was accumulated is rescaled by exp(m_old - m_new).  Operands whose rows are
  * unit-stride are read in place; others are gathered into contiguous blocks.
  * Under a causal mask the key blocks past a query block's last visible key
- * are skipped. */
+ * are skipped.  The softmax steps (row max, exp and sum) are vectorized
+ * (kernels/vmath.h). */
 #include "kernels/attention.h"
 
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/gemm.h"
+#include "kernels/vmath.h"
 #include "util/err.h"
 
 #define ATTN_BQ 64
@@ -28,10 +30,12 @@ typedef struct attn_scratch {
   float *s;   /* [BQ][BK] scores, then probabilities */
   float *acc; /* [BQ][Dv] */
   float *m, *l; /* [BQ] */
+  const vmath_kernels *vm;
 } attn_scratch;
 
 typedef struct attn_job {
   const attn_params *p;
+  const vmath_kernels *vm;
   int64_t nqb;
   atomic_bool failed;
 } attn_job;
@@ -96,8 +100,7 @@ static void mask_row(const attn_params *p, int64_t b, int64_t h, int64_t i, int6
 /* Turns one row's scores into probabilities against its running max, and
  * rescales what the row accumulated so far. */
 static void row_softmax(const attn_params *p, int64_t n, float *sc, attn_scratch *s, int64_t r) {
-  float mx = -INFINITY;
-  for (int64_t j = 0; j < n; j++) mx = sc[j] > mx ? sc[j] : mx;
+  float mx = s->vm->row_max(sc, n);
   float m_new = mx > s->m[r] ? mx : s->m[r];
   if (m_new == -INFINITY) { /* every key so far masked out */
     memset(sc, 0, sizeof(float) * (size_t)n);
@@ -110,12 +113,7 @@ static void row_softmax(const attn_params *p, int64_t n, float *sc, attn_scratch
     for (int64_t e = 0; e < p->Dv; e++) acc[e] *= corr;
     s->m[r] = m_new;
   }
-  float sum = 0.f;
-  for (int64_t j = 0; j < n; j++) {
-    sc[j] = expf(sc[j] - m_new);
-    sum += sc[j];
-  }
-  s->l[r] += sum;
+  s->l[r] += s->vm->exp_shift_sum(sc, n, m_new);
 }
 
 static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
@@ -196,6 +194,7 @@ static bool attn_task(const attn_params *p, int64_t t, int64_t nqb, attn_scratch
 static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
   attn_job *j = ctx;
   attn_scratch s;
+  s.vm = j->vm;
   if (!scratch_alloc(j->p, &s)) {
     scratch_free(&s);
     atomic_store(&j->failed, true);
@@ -212,7 +211,7 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   if (p->D > ((int64_t)1 << 24) || p->Dv > ((int64_t)1 << 24))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "attention: head size %lld is implausible",
                    (long long)(p->D > p->Dv ? p->D : p->Dv));
-  attn_job j = {.p = p, .nqb = (p->Sq + ATTN_BQ - 1) / ATTN_BQ};
+  attn_job j = {.p = p, .vm = vmath_get(isa_active()), .nqb = (p->Sq + ATTN_BQ - 1) / ATTN_BQ};
   int64_t ntasks = p->B * p->H * j.nqb;
   if (ntasks == 0 || p->Dv == 0) return SMELT_OK;
   pool_parallel_for(pool, ntasks, 1, attn_tasks, &j);

@@ -56,6 +56,12 @@ typedef struct vmath_kernels {
    * statistics when not NULL.  y may be x. */
   void (*layernorm_row)(const float *x, float *y, int64_t n, const float *scale,
                         const float *bias, float eps, float *mean, float *invstd);
+  /* Softmax pieces for callers that keep a running max (flash attention):
+   * the max of x[0..n) (-inf when n is 0; NaN values are passed over, the
+   * first maximum kept), and x[j] = exp(x[j] - m) in place, returning the
+   * f32 sum of the results. */
+  float (*row_max)(const float *x, int64_t n);
+  float (*exp_shift_sum)(float *x, int64_t n, float m);
 } vmath_kernels;
 
 /* The kernels for an ISA level, clamped to what the machine has. */

@@ -196,13 +196,11 @@ VM_INLINE double SIMD_NAME(vm_sum)(const float *x, int64_t n) {
   return total;
 }
 
+static SIMD_TARGET float SIMD_NAME(row_max)(const float *x, int64_t n);
+
 static SIMD_TARGET void SIMD_NAME(softmax_row)(const float *x, float *y, int64_t n) {
-  vf mv = v_set1(-INFINITY);
-  int64_t i = 0;
-  for (; i + VL <= n; i += VL) mv = v_max(v_load(x + i), mv);
-  if (i < n) mv = v_max(v_loadn_or(x + i, (int)(n - i), -INFINITY), mv);
-  float m = v_hmax(mv);
-  vf vm = v_set1(m);
+  vf vm = v_set1(SIMD_NAME(row_max)(x, n));
+  int64_t i;
   double sum = 0;
   for (int64_t b = 0; b < n; b += 256) { /* exp, store and partial sums in one pass */
     int64_t e = b + 256 < n ? b + 256 : n, j = b;
@@ -263,6 +261,31 @@ static SIMD_TARGET void SIMD_NAME(layernorm_row)(const float *x, float *y, int64
   }
 }
 
+static SIMD_TARGET float SIMD_NAME(row_max)(const float *x, int64_t n) {
+  vf mv = v_set1(-INFINITY);
+  int64_t i = 0;
+  for (; i + VL <= n; i += VL) mv = v_max(v_load(x + i), mv);
+  if (i < n) mv = v_max(v_loadn_or(x + i, (int)(n - i), -INFINITY), mv);
+  return v_hmax(mv);
+}
+
+static SIMD_TARGET float SIMD_NAME(exp_shift_sum)(float *x, int64_t n, float m) {
+  vf vm = v_set1(m), a = v_zero();
+  int64_t i = 0;
+  for (; i + VL <= n; i += VL) {
+    vf t = SIMD_NAME(vm_exp)(v_sub(v_load(x + i), vm));
+    v_store(x + i, t);
+    a = v_add(a, t);
+  }
+  if (i < n) {
+    int r = (int)(n - i);
+    vf t = SIMD_NAME(vm_exp)(v_sub(v_loadn(x + i, r), vm));
+    v_storen(x + i, t, r);
+    a = v_add(a, v_loadn(x + i, r));
+  }
+  return v_hsum(a);
+}
+
 const vmath_kernels SIMD_NAME(vmath_kernels) = {
 #if SIMD_LEVEL == 2
     .isa = ISA_AVX512,
@@ -277,4 +300,6 @@ const vmath_kernels SIMD_NAME(vmath_kernels) = {
            [VMATH_GELU_TANH] = SIMD_NAME(vmath_gelu_tanh)},
     .softmax_row = SIMD_NAME(softmax_row),
     .layernorm_row = SIMD_NAME(layernorm_row),
+    .row_max = SIMD_NAME(row_max),
+    .exp_shift_sum = SIMD_NAME(exp_shift_sum),
 };

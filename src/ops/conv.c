@@ -346,14 +346,14 @@ static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, con
   conv2d_desc d;
   conv_desc_of(g, &d);
   isa_level isa = isa_active();
-  conv_algo algo = conv2d_select(&d, isa, pool_threads(c->pool), conv_algo_from_env());
+  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  conv_algo algo = conv2d_select(&d, isa, pool_threads(c->pool), conv_algo_from_env(), cacheable);
   if (algo == CONV_ALGO_IM2COL) return SMELT_OK;
   conv_cache_key key;
   memset(&key, 0, sizeof key);
   key = (conv_cache_key){.w = c->in[1]->data, .algo = algo, .isa = isa,
                          .dtype = c->in[1]->dtype, .C = d.C, .M = d.M, .G = d.G, .KH = d.KH,
                          .KW = d.KW};
-  bool cacheable = c->cache && op_input_is_constant(c, 1);
   conv2d_weights *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
   bool own = pw == NULL;
   if (!pw) {
