@@ -117,6 +117,7 @@ uint32_t cvt_e8m0_encode(double x, bool saturate, cvt_round r) {
   int k = e2 - 1;
   if (r == CVT_ROUND_UP && m > 0.5) k++;
   if (r == CVT_ROUND_NEAREST && m >= 0.75) k++; /* a >= 1.5 2^k: ties go up */
+  if (r == CVT_ROUND_UP && k < -127) k = -127; /* rounding up lands on the smallest */
   if (k > 127) return saturate ? 0xfe : 0xff;
   if (k < -127) return saturate ? 0 : 0xff;
   return (uint32_t)(k + 127);

@@ -23,9 +23,14 @@
  *  - float8e8m0 (2^(e-127), 0xff NaN, no sign or zero) rounds by
  *    cvt_opts.e8m0_round (Cast's round_mode, "up" by default).  Values are
  *    rounded from their exact magnitude (negative inputs are unspecified in
- *    ONNX; their magnitude is used, as the reference does).  saturate: above
- *    the largest (2^127) or ±inf → 2^127, below the smallest (2^-127) or
- *    zero → 2^-127; without saturate both become NaN. */
+ *    ONNX; their magnitude is used, as the reference does), then range
+ *    checked: a result above the largest (2^127) or ±inf → 2^127 with
+ *    saturate, NaN without; a result below the smallest (2^-127, which "up"
+ *    never gives for x != 0) or zero → 2^-127 with saturate, NaN without.
+ *    This agrees with the ONNX reference (onnx.numpy_helper.to_float8e8m0)
+ *    on every normal float32; it differs where the reference's bit trick is
+ *    off: ±inf (reference NaN even with saturate; the spec's table says
+ *    E8M0_MAX) and float32 subnormals. */
 #ifndef SMELT_OPS_CONVERT_H
 #define SMELT_OPS_CONVERT_H
 
