@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$root/build-fuzz
 
 echo "== configure $build (clang, SMELT_FUZZ=ON)"
-CC=clang cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+CC=clang cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSMELT_FUZZ=ON -DSMELT_TESTS=OFF >/dev/null
 echo "== build fuzz targets"
 cmake --build "$build" -j2 --target fuzz_all

@@ -28,6 +28,22 @@ def run_one(smelt, path, timeout, extra):
     return name, status, rest.partition(" ")[2].strip()
 
 
+def reason_of(message):
+    """A short, groupable reason for a new list entry, from smelt's message."""
+    import re
+    m = re.search(r"operator (\S+) is not supported", message)
+    if m:
+        return f"op {m.group(1)} not implemented"
+    m = re.search(r"(?:element|target) type \d* ?\(?(\w+)\)? is not supported|has type (\w+), which", message)
+    if m:
+        return f"dtype {m.group(1) or m.group(2)} not supported"
+    if "string" in message:
+        return "string tensors"
+    if "training" in message:
+        return "training mode"
+    return re.sub(r"node [^:]*: ", "", message)[:160]
+
+
 def load_list(path):
     """name -> reason, from lines 'test_name  # reason' (blank lines and #-lines ignored)."""
     out = {}
@@ -77,7 +93,7 @@ def main():
             f.write("# ONNX node tests that smelt does not pass, one per line: name  # reason\n")
             f.write("# Maintained by tests/conformance/run.py; a test that starts passing must go.\n")
             for n in failed:
-                f.write(f"{n}  # {expected.get(n, results[n][1][:160])}\n")
+                f.write(f"{n}  # {expected.get(n, reason_of(results[n][1]))}\n")
         print(f"wrote {a.list} ({len(failed)} entries)")
 
     by_reason = collections.Counter(expected[n] for n in failed if n in expected)

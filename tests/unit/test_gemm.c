@@ -111,6 +111,14 @@ static double case_error(const gcase *g) {
 
 static int n_cases;
 
+/* The path and blocking the cases run with (see gemm_f32_run). */
+typedef struct route {
+  const char *name;
+  gemm_path path;
+  const gemm_blocking *blk;
+} route;
+static route cur = {"auto", GEMM_PATH_AUTO, NULL};
+
 static void run_case(smelt_pool *pool, isa_level isa, bool ta, bool tb, int64_t M, int64_t N,
                      int64_t K, int64_t pad, float alpha, float beta, gemm_bias bias,
                      gemm_act act) {
@@ -121,13 +129,13 @@ static void run_case(smelt_pool *pool, isa_level isa, bool ta, bool tb, int64_t 
     case_free(&g);
     return;
   }
-  CHECK_OK(gemm_f32_isa(pool, &g.p, isa));
+  CHECK_OK(gemm_f32_run(pool, &g.p, isa, cur.path, cur.blk));
   double err = case_error(&g);
   if (!(err <= 1.0)) {
     fprintf(stderr,
-            "  %s threads=%d ta=%d tb=%d M=%lld N=%lld K=%lld pad=%lld alpha=%g beta=%g "
+            "  %s/%s threads=%d ta=%d tb=%d M=%lld N=%lld K=%lld pad=%lld alpha=%g beta=%g "
             "bias=%d act=%d: error %g x tolerance\n",
-            isa_name(isa), pool_threads(pool), ta, tb, (long long)M, (long long)N, (long long)K,
+            isa_name(isa), cur.name, pool_threads(pool), ta, tb, (long long)M, (long long)N, (long long)K,
             (long long)pad, alpha, beta, bias, act, err);
   }
   CHECK(err <= 1.0);
@@ -187,7 +195,7 @@ static void degenerate(smelt_pool *pool, isa_level isa) {
     p.A = pass == 0 ? NULL : nan_ab, p.B = pass == 0 ? NULL : nan_ab;
     p.lda = 5, p.ldb = 4, p.C = c, p.ldc = 4;
     p.epilogue.bias_kind = GEMM_BIAS_COL, p.epilogue.bias = bias, p.epilogue.act = GEMM_ACT_RELU;
-    CHECK_OK(gemm_f32_isa(pool, &p, isa));
+    CHECK_OK(gemm_f32_run(pool, &p, isa, cur.path, cur.blk));
     bool ok = true;
     for (int i = 0; i < 12; i++) {
       float want = 0.5f * c0[i] + bias[i % 4];
@@ -198,7 +206,7 @@ static void degenerate(smelt_pool *pool, isa_level isa) {
   /* Empty output: nothing touched, NULL C fine. */
   gemm_params p = gemm_params_default();
   p.M = 0, p.N = 7, p.K = 3, p.lda = 3, p.ldb = 7, p.ldc = 7;
-  CHECK_OK(gemm_f32_isa(pool, &p, isa));
+  CHECK_OK(gemm_f32_run(pool, &p, isa, cur.path, cur.blk));
 }
 
 /* NaN from beta*C passes through relu and clip on every path, including the
@@ -214,7 +222,7 @@ static void nan_passes(smelt_pool *pool, isa_level isa) {
       }
       g.c[1 * g.p.ldc + 36] = NAN;
       g.c[2 * g.p.ldc + 0] = NAN;
-      CHECK_OK(gemm_f32_isa(pool, &g.p, isa));
+      CHECK_OK(gemm_f32_run(pool, &g.p, isa, cur.path, cur.blk));
       CHECK(isnan(g.c[1 * g.p.ldc + 36]) && isnan(g.c[2 * g.p.ldc + 0]));
       CHECK(!isnan(g.c[1 * g.p.ldc + 35]));
       case_free(&g);
@@ -296,22 +304,40 @@ int main(void) {
   smelt_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CHECK_OK(pool_create(t + 1, &pools[t]));
   isa_level top = isa_detect();
+  /* Tiny blocks: several K blocks, K passes, N chunks and M blocks on small
+   * matrices, so every branch of the packed driver runs; and every thread
+   * woken however small the problem (thread_flops 1). */
+  static const gemm_blocking tiny = {24, 16, 4096, 2, 1}, eager = {0, 0, 0, 0, 1};
+  const route routes[] = {{"auto", GEMM_PATH_AUTO, NULL},
+                          {"packed", GEMM_PATH_PACKED, &eager},
+                          {"packed-tiny", GEMM_PATH_PACKED, &tiny},
+                          {"direct", GEMM_PATH_DIRECT, &eager},
+                          {"small-m", GEMM_PATH_SMALL_M, NULL}};
   for (int isa = ISA_SCALAR; isa <= (int)top; isa++) {
-    int before = check_failures;
-    n_cases = 0;
-    for (int t = 0; t < 3; t++) {
-      smelt_pool *pool = pools[t];
-      /* The scalar path is the slow reference: fewer cases. */
-      int cases = isa == ISA_SCALAR ? 40 : 120;
-      sweep(pool, (isa_level)isa, cases, isa == ISA_SCALAR ? 1 << 19 : 1 << 21);
-      degenerate(pool, (isa_level)isa);
-      nan_passes(pool, (isa_level)isa);
-      if (isa != ISA_SCALAR) small_m(pool, (isa_level)isa);
-      if (isa != ISA_SCALAR && t > 0) big(pool, (isa_level)isa);
+    for (int r = 0; r < 5; r++) {
+      if (isa == ISA_SCALAR && r > 0) break; /* one algorithm there */
+      cur = routes[r];
+      int before = check_failures;
+      n_cases = 0;
+      for (int t = 0; t < 3; t++) {
+        smelt_pool *pool = pools[t];
+        if (cur.path == GEMM_PATH_SMALL_M) {
+          small_m(pool, (isa_level)isa);
+          continue;
+        }
+        /* The scalar path is the slow reference: fewer cases. */
+        int cases = isa == ISA_SCALAR ? 40 : r == 0 ? 120 : 50;
+        sweep(pool, (isa_level)isa, cases, isa == ISA_SCALAR ? 1 << 19 : 1 << 21);
+        degenerate(pool, (isa_level)isa);
+        nan_passes(pool, (isa_level)isa);
+        if (isa != ISA_SCALAR && t > 0 && r < 3) big(pool, (isa_level)isa);
+        if (isa != ISA_SCALAR && r == 0) small_m(pool, (isa_level)isa);
+      }
+      printf("%s/%s: %d cases, %s\n", isa_name((isa_level)isa), cur.name, n_cases,
+             check_failures == before ? "ok" : "FAILED");
     }
-    printf("%s: %d cases, %s\n", isa_name((isa_level)isa), n_cases,
-           check_failures == before ? "ok" : "FAILED");
   }
+  cur = routes[0];
   public_entry(pools[1]);
   for (int t = 0; t < 3; t++) pool_free(pools[t]);
   return test_report("gemm");
