@@ -2,7 +2,8 @@
  * the packing layout, storage sizes, every code of every 4- and 8-bit format
  * through decode → encode, encoders against independent brute-force oracles,
  * TensorProto decode (raw_data and int32_data), tensor_compare, and the ops
- * that take them (Cast's tiles and round_mode, BitCast, Reshape, errors). */
+ * that take them (Cast's tiles and round_mode, BitCast, Reshape, Quantize/
+ * DequantizeLinear, errors). */
 #include <math.h>
 
 #include "ew_util.h"
@@ -534,6 +535,48 @@ static void test_shape_ops(void) {
   tensor_release(&x);
 }
 
+/* QuantizeLinear/DequantizeLinear rows that start inside a byte (inner 3). */
+static void test_quantize(void) {
+  tensor x = ew_mk(SMELT_F32, 2, D(3, 3), (double[]){0, 2.5, -20, 3, -3, 7, 9, -9, 0.6});
+  tensor s = ew_mk(SMELT_F32, 1, D(3), (double[]){1, 2, 4});
+  tensor zp = ew_mk(SMELT_I4, 1, D(3), (double[]){1, -1, 0});
+  ir_attr axis0[] = {ew_attr_int("axis", 0)};
+  tensor *in[] = {&x, &s, &zp};
+  tensor q, y;
+  CHECK_OK(ew_run("QuantizeLinear", 25, axis0, 1, in, 3, &q));
+  CHECK(q.dtype == SMELT_I4 && q.nbytes == 5);
+  CHECK(ew_expect_i64(&q, (int64_t[]){1, 3, -8, 1, -3, 3, 2, -2, 0}, 9, "quantize int4"));
+  tensor *din[] = {&q, &s, &zp};
+  CHECK_OK(ew_run("DequantizeLinear", 25, axis0, 1, din, 3, &y));
+  CHECK(ew_expect(&y, SMELT_F32, 2, D(3, 3), (double[]){0, 2, -9, 4, -4, 8, 8, -8, 0}, 0,
+                  "dequantize int4"));
+  tensor_release(&y);
+  tensor_release(&q);
+  tensor_release(&zp);
+  /* uint2, per tensor */
+  tensor x2 = ew_mk(SMELT_F32, 1, D(7), (double[]){0, 1, 2, 3, 4, -1, 5});
+  tensor s1 = ew_mk(SMELT_F32, 0, NULL, (double[]){1});
+  tensor z2 = ew_mk(SMELT_U2, 0, NULL, (double[]){1});
+  tensor *in2[] = {&x2, &s1, &z2};
+  CHECK_OK(ew_run("QuantizeLinear", 25, NULL, 0, in2, 3, &q));
+  CHECK(q.dtype == SMELT_U2 && q.nbytes == 2);
+  CHECK(ew_expect_i64(&q, (int64_t[]){1, 2, 3, 3, 3, 0, 3}, 7, "quantize uint2"));
+  tensor_release(&q);
+  /* float4e2m1: round to nearest even, saturate */
+  tensor z4;
+  CHECK_OK(tensor_alloc(&z4, SMELT_F4E2M1, 0, NULL));
+  tensor *in4[] = {&x2, &s1, &z4};
+  CHECK_OK(ew_run("QuantizeLinear", 25, NULL, 0, in4, 3, &q));
+  CHECK(ew_expect(&q, SMELT_F4E2M1, 1, D(7), (double[]){0, 1, 2, 3, 4, -1, 4}, 0, "quantize f4"));
+  tensor_release(&q);
+  tensor_release(&z4);
+  tensor_release(&z2);
+  tensor_release(&s1);
+  tensor_release(&x2);
+  tensor_release(&s);
+  tensor_release(&x);
+}
+
 int main(void) {
   test_dtypes();
   test_packing();
@@ -545,5 +588,6 @@ int main(void) {
   test_compare();
   test_cast_op();
   test_shape_ops();
+  test_quantize();
   return test_report("subbyte");
 }
