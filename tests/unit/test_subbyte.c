@@ -231,7 +231,7 @@ static void test_packed_ints(void) {
     int bits = dtype_bits(t);
     unsigned ncodes = 1u << bits;
     /* every code, at every position, through i64 and f64 and back */
-    uint8_t src[4] = {0}, dst[4] = {0};
+    uint8_t src[9] = {0}, dst[9] = {0}; /* 16 codes from element 1 */
     for (unsigned c = 0; c < ncodes; c++) sb_set(src, bits, (int64_t)c + 1, c);
     int64_t iv[16];
     double fv[16];
