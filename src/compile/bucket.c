@@ -129,6 +129,9 @@ smelt_status bucket_pad(const bucket_spec *b, int n, const ir_graph *g, tensor *
       for (int k = 0; k < ni; k++) (*pp)[k] = inputs[k];
     }
     const tensor *src = (*pp)[b[i].input];
+    if (dtype_is_subbyte(src->dtype)) /* copy_block moves whole bytes */
+      return err_set(SMELT_ERR_UNSUPPORTED, "bucketing: input %d is %s; packed sub-byte inputs "
+                     "cannot be padded", b[i].input, dtype_name(src->dtype));
     int64_t dims[SMELT_MAX_RANK];
     memcpy(dims, src->dims, sizeof dims);
     dims[b[i].axis] = target;
@@ -241,6 +244,11 @@ smelt_status bucket_trim(smelt_session *s, tensor *const *real_inputs, tensor *o
       if (want[k].dims[d] > o->dims[d])
         st = err_set(SMELT_ERR_INTERNAL, "bucketing: output %d is smaller than its unpadded shape", k);
     if (same || st) continue;
+    if (dtype_is_subbyte(o->dtype)) { /* copy_block moves whole bytes */
+      st = err_set(SMELT_ERR_UNSUPPORTED, "bucketing: output %d is %s; packed sub-byte outputs "
+                   "cannot be trimmed", k, dtype_name(o->dtype));
+      break;
+    }
     tensor nt;
     st = tensor_alloc(&nt, o->dtype, want[k].rank, want[k].dims);
     if (st) break;

@@ -74,13 +74,15 @@ static size_t eager_estimate(const cgraph *cg) {
     for (int o = 0; o < nd->n_outputs; o++) {
       const ir_value *v = nd->outputs[o] >= 0 ? &g->values[nd->outputs[o]] : NULL;
       int64_t n = v ? shape_numel(v->rank, v->dims) : -1;
-      if (n > 0) live += (size_t)n * dtype_size(v->dtype);
+      size_t nb;
+      if (n > 0 && dtype_nbytes(v->dtype, n, &nb)) live += nb;
     }
     if (live > peak) peak = live;
     for (int i = 0; i < g->n_values; i++) /* O(n^2) is fine at compile time for this estimate */
       if (last[i] == s && !(g->values[i].flags & (IR_VALUE_INPUT | IR_VALUE_INITIALIZER)) && !g->values[i].constant) {
         int64_t n = shape_numel(g->values[i].rank, g->values[i].dims);
-        if (n > 0 && live >= (size_t)n * dtype_size(g->values[i].dtype)) live -= (size_t)n * dtype_size(g->values[i].dtype);
+        size_t nb;
+        if (n > 0 && dtype_nbytes(g->values[i].dtype, n, &nb) && live >= nb) live -= nb;
       }
   }
   free(last);

@@ -43,7 +43,8 @@ void fusion_log(fusion *f, const char *fmt, ...) {
 
 static size_t value_bytes(const ir_value *v) {
   int64_t n = shape_numel(v->rank, v->dims);
-  return n > 0 ? (size_t)n * dtype_size(v->dtype) : 0;
+  size_t nb; /* packed sub-byte types: ceil(n * bits / 8) */
+  return n > 0 && dtype_nbytes(v->dtype, n, &nb) ? nb : 0;
 }
 
 static bool fusable(const cgraph *cg, int n) {

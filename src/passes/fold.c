@@ -30,9 +30,8 @@ static bool is_random(const char *op) {
 
 static size_t value_bytes(const ir_value *v) {
   int64_t n = shape_numel(v->rank, v->dims);
-  size_t es = dtype_size(v->dtype);
-  if (n < 0 || !es) return SIZE_MAX;
-  return (uint64_t)n > SIZE_MAX / es ? SIZE_MAX : (size_t)n * es;
+  size_t nb; /* packed sub-byte types: ceil(n * bits / 8) */
+  return n >= 0 && dtype_nbytes(v->dtype, n, &nb) ? nb : SIZE_MAX;
 }
 
 /* Shape/Size read only dims: foldable when the dims they report are concrete. */

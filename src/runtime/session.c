@@ -96,10 +96,12 @@ smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int6
     }
   }
   int64_t n = tensor_numel(t);
-  size_t es = dtype_size(t->dtype);
-  if (n < 0 || (es && (uint64_t)n > SIZE_MAX / es) || (es && t->nbytes < (size_t)n * es) || (n > 0 && !t->data))
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: the buffer holds %zu bytes, shape %s needs %lld",
-                   want, t->nbytes, got, (long long)(n * (int64_t)es));
+  size_t need = 0; /* packed types: ceil(n * bits / 8) */
+  bool sized = n >= 0 && dtype_nbytes(t->dtype, n, &need);
+  if (n < 0 || (dtype_bits(t->dtype) && !sized) || (sized && t->nbytes < need) ||
+      (n > 0 && !t->data))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: the buffer holds %zu bytes, shape %s needs %zu",
+                   want, t->nbytes, got, need);
   return SMELT_OK;
 }
 
