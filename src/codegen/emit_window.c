@@ -136,6 +136,7 @@ static void interior_vec(strbuf *b, const win_geom *w, int64_t lo, int64_t nblk,
 static void interior_columns(strbuf *b, const win_geom *w, int64_t lo, int64_t hi, int lanes, int unroll) {
   if (lo >= hi) return;
   int L = lanes == 8 || lanes == 32 ? lanes : 16;
+  while (L > 8 && hi - lo < L) L /= 2; /* narrow rows (14, 28 columns) still get vectors */
   int64_t nvec = 0;
   if ((w->SW == 1 || w->SW == 2) && w->KW <= 16) {
     /* whole vectors: every element loaded lies inside the input row */

@@ -137,7 +137,8 @@ static void debug_plan(const compile_options *o, const compiled_plan *p) {
     const pstep *st = &p->steps[i];
     const char *k = st->kind == PS_KERNEL ? "kernel" : st->kind == PS_LIBRARY ? "library" : "break";
     sb_printf(&b, "%3d %-7s %s", i, k, nname(p->g, st->node, lb, sizeof lb));
-    if (st->kind == PS_KERNEL) sb_printf(&b, " fn %d", st->fn);
+    if (st->kind == PS_KERNEL) sb_printf(&b, st->use_lib ? " library op (tuned)" : " fn %d", st->fn);
+    if (st->seconds > 0) sb_printf(&b, " %.3f ms", st->seconds * 1e3);
     if (st->kind != PS_KERNEL) sb_printf(&b, " variant %d", st->variant);
     sb_printf(&b, "\n");
   }
@@ -243,8 +244,10 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
     s = build_steps(p, &cg, o, r);
   }
   cgraph_free(&cg);
-  if (!s) debug_plan(o, p);
+  double tt = now_s();
   if (!s && o->mode == SMELT_MODE_MAX_AUTOTUNE && !p->whole_eager) s = autotune_plan(p, inputs, o, r);
+  r->t_tune += now_s() - tt;
+  if (!s) debug_plan(o, p);
   r->seconds += now_s() - t0;
   if (!rep) compile_report_free(&local);
   if (s) {
