@@ -32,7 +32,7 @@ static bool node_has_subgraph(const ir_node *nd) {
 }
 
 static bool op_is_random(const char *op) {
-  return !strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli");
+  return !strncmp(op, "Random", 6) || !strcmp(op, "Bernoulli") || !strcmp(op, "Multinomial");
 }
 
 /* Evaluates a node whose inputs are all small known constants; stores results

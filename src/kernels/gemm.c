@@ -1,10 +1,14 @@
-/* GEMM driver: argument checks, ISA choice, the small-M path and the packed,
- * cache-blocked path (GotoBLAS/BLIS structure).
+/* GEMM driver: argument checks, ISA choice and three algorithms:
+ *   small-M (M <= 16): no packing, B streamed, threads split N;
+ *   direct (operands in L2, K <= 256): micro-kernel tiles straight from A
+ *     and B, threads split N;
+ *   packed, cache-blocked (GotoBLAS/BLIS structure), everything else.
  *
  * Packed path, for one N chunk (columns [j0, j1)) and one K super-block:
  *   - B is packed into kc x NR micro-panels for every K block pc and every
  *     NR-wide column group jp; the thread that first needs a panel packs it
- *     (an atomic state per panel), so packing is shared and needs no barrier.
+ *     and its neighbours (an atomic state per group of panels), so packing
+ *     is shared and needs no barrier.
  *   - Work items are (ic, jt): an MC-row block of C times a range of column
  *     panels.  Each thread claims items from an atomic counter; for every K
  *     block it packs its A block (mc x kc, MR-row micro-panels) into its own
@@ -12,6 +16,7 @@
  *   - The first K block applies beta, the last one the epilogue.
  * The chunk width keeps the packed B of one chunk within a cache-sized
  * budget; one pool_parallel_for per chunk. */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,29 +91,42 @@ static void gemm_scale(const gemm_params *p) {
 /* ---- per-ISA configuration ---- */
 
 typedef struct gemm_arch {
-  int mr, nr;
+  int mr, nr; /* packed micro-kernel tile */
   gemm_ukernel_fn ukr;
+  gemm_pack_a_fn pack_a;
+  gemm_pack_b_fn pack_b;
   gemm_smallm_fn smallm;
-  int64_t kc, mc;      /* K block (B micro-panel in L1), M block (A block in L2) */
-  int64_t bbuf_floats; /* packed-B budget per chunk (L3-sized) */
+  gemm_direct_fn direct;
+  int dmr, dnr; /* direct kernel tile */
+  gemm_blocking blk;
 } gemm_arch;
 
-static bool gemm_arch_for(isa_level isa, gemm_arch *a) {
+/* Block sizes (tuned on Zen 5: 48 KiB L1d, 1 MiB L2, 32 MiB L3):
+ *   kc 256: a 32-wide B micro-panel is 32 KiB, in L1 across the row tiles;
+ *   mc: the A block mc x kc (~200 KiB) in L2;
+ *   8 Mi of packed B per N chunk, a share of L3;
+ *   16 K blocks per pass before packed B is rebuilt;
+ *   a thread per 8 MFLOP (~30 us): a pool call waits for every woken worker,
+ *   and on a busy machine a worker can take long to get a core. */
+static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a) {
+  memset(a, 0, sizeof *a);
 #ifdef SMELT_X86
   if (isa == ISA_AVX512) {
-    *a = (gemm_arch){14, 32, f32_gemm_14x32_avx512, f32_gemm_smallm_avx512, 256, 14 * 12,
-                     (int64_t)2 << 20};
-    return true;
-  }
-  if (isa == ISA_AVX2) {
-    *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, f32_gemm_smallm_avx2, 256, 6 * 24,
-                     (int64_t)2 << 20};
-    return true;
+    *a = (gemm_arch){8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
+                     f32_gemm_smallm_avx512, f32_gemm_direct_8x32_avx512, 8, 32,
+                     {256, 8 * 24, (int64_t)2 << 20, 16, 8000000}};
+  } else if (isa == ISA_AVX2) {
+    *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
+                     f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 8000000}};
   }
 #endif
-  (void)isa;
-  (void)a;
-  return false;
+  if (!a->ukr) return false;
+  if (over && over->kc > 0) a->blk.kc = over->kc;
+  if (over && over->mc > 0) a->blk.mc = over->mc;
+  if (over && over->bbuf_floats > 0) a->blk.bbuf_floats = over->bbuf_floats;
+  if (over && over->k_super > 0) a->blk.k_super = over->k_super;
+  if (over && over->thread_flops > 0) a->blk.thread_flops = over->thread_flops;
+  return true;
 }
 
 /* ---- small-M path ---- */
@@ -129,73 +147,73 @@ static void gemm_small_m(smelt_pool *pool, const gemm_params *p, const gemm_arch
   smallm_ctx x = {p, a->smallm, 64};
   int64_t units = (p->N + x.step - 1) / x.step;
   int64_t flops_per_unit = 2 * p->M * p->K * x.step;
-  int64_t grain = (int64_t)(1 << 18) / (flops_per_unit > 0 ? flops_per_unit : 1) + 1;
+  /* Memory-bound (B streamed once): a second core adds bandwidth, so
+   * chunks are smaller here than on the compute-bound paths. */
+  int64_t grain = (int64_t)1000000 / (flops_per_unit > 0 ? flops_per_unit : 1) + 1;
   pool_parallel_for(pool, units, grain, smallm_range, &x);
 }
 
-/* ---- packing ---- */
+/* ---- direct path: small problems, nothing packed ---- */
 
-/* mc rows of op(A) from row i0, K range [p0, p0+kc), into MR-row micro-panels:
- * panel r holds kc groups of MR floats, rows past mc zero. */
-static void pack_a(const gemm_params *p, int mr_, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                   float *restrict dst) {
-  const int64_t MR = mr_;
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
-    int64_t rows = mc - ir < MR ? mc - ir : MR;
-    if (!p->trans_a) {
-      for (int64_t i = 0; i < rows; i++) {
-        const float *src = p->A + (i0 + ir + i) * p->lda + p0;
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = src[k];
-      }
-      for (int64_t i = rows; i < MR; i++)
-        for (int64_t k = 0; k < kc; k++) dst[k * MR + i] = 0.f;
-    } else {
-      for (int64_t k = 0; k < kc; k++) {
-        const float *src = p->A + (p0 + k) * p->lda + i0 + ir;
-        for (int64_t i = 0; i < rows; i++) dst[k * MR + i] = src[i];
-        for (int64_t i = rows; i < MR; i++) dst[k * MR + i] = 0.f;
-      }
+/* Operands that fit in L2 (half of it when A is transposed: its rows are
+ * then read across pages) and a K short enough that a strip of B (K x dnr)
+ * stays in L1 across the row tiles; B transposed would need packing.
+ * Measured on Zen 5: as fast as packing up to 256^3, faster below. */
+static bool direct_fits(const gemm_params *p) {
+  int64_t limit = p->trans_a ? 48 * 1024 : 128 * 1024;
+  return !p->trans_b && p->K <= 256 && (p->M + p->N) * p->K <= limit;
+}
+
+typedef struct direct_ctx {
+  const gemm_params *p;
+  const gemm_arch *ar;
+} direct_ctx;
+
+static void direct_strips(void *vctx, int64_t s0, int64_t s1) {
+  const direct_ctx *x = vctx;
+  const gemm_params *p = x->p;
+  const gemm_epilogue *ep = &p->epilogue;
+  const int64_t rsa = p->trans_a ? 1 : p->lda, csa = p->trans_a ? p->lda : 1;
+  gemm_store st = {p->alpha, p->beta, ep->bias_kind, NULL, ep->act, ep->clip_lo, ep->clip_hi};
+  for (int64_t s = s0; s < s1; s++) {
+    int64_t j = s * x->ar->dnr;
+    int nr = (int)(p->N - j < x->ar->dnr ? p->N - j : x->ar->dnr);
+    for (int64_t i = 0; i < p->M; i += x->ar->dmr) {
+      int mr = (int)(p->M - i < x->ar->dmr ? p->M - i : x->ar->dmr);
+      if (ep->bias_kind == GEMM_BIAS_COL) st.bias = ep->bias + j;
+      else if (ep->bias_kind == GEMM_BIAS_ROW) st.bias = ep->bias + i;
+      x->ar->direct(p->K, p->A + i * rsa, rsa, csa, p->B + j, p->ldb, p->C + i * p->ldc + j,
+                    p->ldc, mr, nr, &st);
     }
   }
 }
 
-/* cols (<= NR) columns of op(B) from column j0, K range [p0, p0+kc): kc groups
- * of NR floats, columns past cols zero. */
-static void pack_b(const gemm_params *p, int nr_, int64_t j0, int64_t cols, int64_t p0,
-                   int64_t kc, float *restrict dst) {
-  const int64_t NR = nr_;
-  if (!p->trans_b) {
-    for (int64_t k = 0; k < kc; k++) {
-      const float *src = p->B + (p0 + k) * p->ldb + j0;
-      memcpy(dst + k * NR, src, sizeof(float) * (size_t)cols);
-      if (cols < NR) memset(dst + k * NR + cols, 0, sizeof(float) * (size_t)(NR - cols));
-    }
-  } else {
-    for (int64_t j = 0; j < cols; j++) {
-      const float *src = p->B + (j0 + j) * p->ldb + p0;
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = src[k];
-    }
-    for (int64_t j = cols; j < NR; j++)
-      for (int64_t k = 0; k < kc; k++) dst[k * NR + j] = 0.f;
-  }
+static void gemm_direct(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
+  direct_ctx x = {p, ar};
+  int64_t strips = (p->N + ar->dnr - 1) / ar->dnr;
+  int64_t strip_flops = 2 * p->M * p->K * ar->dnr;
+  pool_parallel_for(pool, strips, ar->blk.thread_flops / strip_flops + 1, direct_strips, &x);
 }
 
 /* ---- packed path ---- */
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 enum { PANEL_EMPTY = 0, PANEL_PACKING = 1, PANEL_READY = 2 };
 
 typedef struct packed_ctx {
   const gemm_params *p;
   const gemm_arch *ar;
-  int64_t kc, mc;             /* block sizes for this call */
+  int64_t kc, mc;             /* K block; the largest row block */
   int64_t q0, qk;             /* K super-block [q0, q0+qk) */
   bool first_q, last_q;       /* it applies beta / the epilogue */
   int64_t n_pc;               /* K blocks in the super-block */
   int64_t j0, j1;             /* N chunk */
   int64_t n_jr;               /* NR panels in the chunk */
+  int64_t n_groups;           /* ...in groups of GEMM_B_GROUP */
   int64_t n_ic, n_jt, jt_len; /* items: n_ic x n_jt, jt_len panels each */
   float *bbuf;                /* n_pc * n_jr panels of kc*NR floats */
-  atomic_uchar *bstate;       /* per panel: PANEL_* */
+  atomic_uchar *bstate;       /* per K block and panel group: PANEL_* */
   float *abuf;                /* per slot: mc_max*kc floats */
   int64_t abuf_len;
   atomic_int_fast64_t next;   /* next unclaimed item */
@@ -207,25 +225,52 @@ static void spin_pause(void) {
 #endif
 }
 
-/* The packed panel (pc, jp), packing it if no thread has. */
+/* Panels are packed GEMM_B_GROUP at a time (one claim, one pass over the
+ * rows of B), so the packer reads runs of GEMM_B_GROUP*NR floats per row. */
+#define GEMM_B_GROUP 4
+
+static float *panel_at(const packed_ctx *x, int64_t pc, int64_t jp) {
+  return x->bbuf + (pc * x->n_jr + jp) * x->kc * x->ar->nr;
+}
+
+/* The packed panel (pc, jp), packing its group if no thread has. */
 static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
-  int64_t idx = pc * x->n_jr + jp;
-  float *dst = x->bbuf + idx * x->kc * x->ar->nr;
-  atomic_uchar *st = &x->bstate[idx];
+  int64_t g = jp / GEMM_B_GROUP;
+  atomic_uchar *st = &x->bstate[pc * x->n_groups + g];
   unsigned char s = atomic_load_explicit(st, memory_order_acquire);
-  if (s == PANEL_READY) return dst;
+  if (s == PANEL_READY) return panel_at(x, pc, jp);
   unsigned char expect = PANEL_EMPTY;
   if (s == PANEL_EMPTY && atomic_compare_exchange_strong(st, &expect, PANEL_PACKING)) {
-    int64_t j = x->j0 + jp * x->ar->nr, p0 = x->q0 + pc * x->kc;
-    int64_t cols = x->j1 - j < x->ar->nr ? x->j1 - j : x->ar->nr;
+    int64_t j = x->j0 + g * GEMM_B_GROUP * x->ar->nr, p0 = x->q0 + pc * x->kc;
+    int64_t j_end = j + GEMM_B_GROUP * x->ar->nr < x->j1 ? j + GEMM_B_GROUP * x->ar->nr : x->j1;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-    pack_b(x->p, x->ar->nr, j, cols, p0, kc, dst);
+    x->ar->pack_b(x->p, j, j_end - j, p0, kc, panel_at(x, pc, g * GEMM_B_GROUP),
+                  x->kc * x->ar->nr);
     atomic_store_explicit(st, PANEL_READY, memory_order_release);
-    return dst;
+    return panel_at(x, pc, jp);
   }
-  /* Another thread is packing it: a few microseconds at most. */
-  while (atomic_load_explicit(st, memory_order_acquire) != PANEL_READY) spin_pause();
-  return dst;
+  /* Another thread is packing it: microseconds, unless the packer lost its
+   * core to another process -- then give ours up too. */
+  for (int spins = 0; atomic_load_explicit(st, memory_order_acquire) != PANEL_READY; spins++) {
+    if (spins < 2000) spin_pause();
+    else sched_yield();
+  }
+  return panel_at(x, pc, jp);
+}
+
+/* The packed panel (pc, jp) if some thread has finished packing it. */
+static const float *b_panel_if_ready(packed_ctx *x, int64_t pc, int64_t jp) {
+  atomic_uchar *st = &x->bstate[pc * x->n_groups + jp / GEMM_B_GROUP];
+  if (atomic_load_explicit(st, memory_order_acquire) != PANEL_READY) return NULL;
+  return panel_at(x, pc, jp);
+}
+
+/* Row blocks: n_ic of them, starts spread evenly on MR boundaries so the
+ * threads get equal shares (sizes differ by at most MR). */
+static int64_t row_block_start(const packed_ctx *x, int64_t ic) {
+  int64_t units = ceil_div(x->p->M, x->ar->mr);
+  int64_t start = ic * units / x->n_ic * x->ar->mr;
+  return start < x->p->M ? start : x->p->M;
 }
 
 static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packed_ic) {
@@ -233,13 +278,13 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
   const gemm_arch *ar = x->ar;
   const gemm_epilogue *ep = &p->epilogue;
   int64_t ic = item / x->n_jt, jt = item % x->n_jt;
-  int64_t i0 = ic * x->mc, mc = p->M - i0 < x->mc ? p->M - i0 : x->mc;
+  int64_t i0 = row_block_start(x, ic), mc = row_block_start(x, ic + 1) - i0;
   int64_t jp0 = jt * x->jt_len, jp1 = jp0 + x->jt_len < x->n_jr ? jp0 + x->jt_len : x->n_jr;
   for (int64_t pc = 0; pc < x->n_pc; pc++) {
     int64_t p0 = x->q0 + pc * x->kc;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
     /* With one K block the A block survives to the next item of the same ic. */
-    if (x->n_pc > 1 || *packed_ic != ic) pack_a(p, ar->mr, i0, mc, p0, kc, abuf);
+    if (x->n_pc > 1 || *packed_ic != ic) ar->pack_a(p, i0, mc, p0, kc, abuf);
     *packed_ic = x->n_pc > 1 ? -1 : ic;
     bool last = x->last_q && pc == x->n_pc - 1;
     gemm_store st = {p->alpha, (x->first_q && pc == 0) ? p->beta : 1.f, GEMM_BIAS_NONE, NULL,
@@ -248,12 +293,20 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
       st.bias_kind = ep->bias_kind;
       st.act = ep->act;
     }
+    /* While the row tiles run over one B micro-panel (in L1), the next
+     * panel, if already packed, is pulled from L3 into L2 a slice per tile. */
+    int64_t lines = kc * ar->nr / 16, n_ir = ceil_div(mc, ar->mr);
+    int64_t per_tile = ceil_div(lines, n_ir);
     for (int64_t jp = jp0; jp < jp1; jp++) {
       const float *bp = b_panel(x, pc, jp);
+      const float *next = jp + 1 < jp1 ? b_panel_if_ready(x, pc, jp + 1) : NULL;
       int64_t j = x->j0 + jp * ar->nr;
       int nr = (int)(x->j1 - j < ar->nr ? x->j1 - j : ar->nr);
-      for (int64_t ir = 0; ir < mc; ir += ar->mr) {
+      for (int64_t ir = 0, t = 0; ir < mc; ir += ar->mr, t++) {
         int mr = (int)(mc - ir < ar->mr ? mc - ir : ar->mr);
+        if (next)
+          for (int64_t l = t * per_tile; l < (t + 1) * per_tile && l < lines; l++)
+            __builtin_prefetch(next + 16 * l, 0, 2);
         if (st.bias_kind == GEMM_BIAS_COL) st.bias = ep->bias + j;
         else if (st.bias_kind == GEMM_BIAS_ROW) st.bias = ep->bias + i0 + ir;
         ar->ukr(kc, abuf + ir * kc, bp, p->C + (i0 + ir) * p->ldc + j, p->ldc, mr, nr, &st);
@@ -275,50 +328,65 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
   }
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 /* Block sizes spread evenly: ceil(n/max) blocks of equal size (multiple of
- * `unit`), so no K or M block is a sliver. */
+ * `unit`), so no K block is a sliver. */
 static int64_t even_block(int64_t n, int64_t max, int64_t unit) {
   return round_up(ceil_div(n, ceil_div(n, max)), unit);
+}
+
+/* Threads worth waking for `flops` of work (see gemm_arch_for). */
+static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops) {
+  int threads = pool_threads(pool);
+  double want = flops / (double)ar->blk.thread_flops + 1;
+  return want < threads ? (int)want : threads;
+}
+
+/* Splits one N chunk into items: row blocks x column ranges, at least two
+ * per thread when the rows alone do not divide evenly among the threads. */
+static void plan_items(packed_ctx *x, int threads) {
+  int64_t jt = 1;
+  if (threads > 1 && x->n_ic % threads != 0) jt = ceil_div(2 * threads, x->n_ic);
+  x->jt_len = ceil_div(x->n_jr, jt);
+  x->n_jt = ceil_div(x->n_jr, x->jt_len);
 }
 
 /* Returns false (nothing written) if scratch memory cannot be allocated. */
 static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
   const int64_t MR = ar->mr, NR = ar->nr;
+  const gemm_blocking *blk = &ar->blk;
   packed_ctx x;
   memset(&x, 0, sizeof x);
   x.p = p;
   x.ar = ar;
-  int64_t qmax = 16 * ar->kc; /* K super-block: bounds packed B when K is huge */
-  int64_t qk_max = even_block(p->K, qmax, 1);
-  x.kc = even_block(qk_max, ar->kc, 8);
+  int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K);
+
+  int64_t qk_max = even_block(p->K, blk->k_super * blk->kc, 1); /* K per pass */
+  x.kc = even_block(qk_max, blk->kc, 8);
   if (x.kc > qk_max) x.kc = qk_max;
-  x.mc = even_block(p->M, ar->mc, MR);
   int64_t n_pc_max = ceil_div(qk_max, x.kc);
-  int64_t chunk_max = ar->bbuf_floats / (n_pc_max * x.kc);
+  x.n_ic = ceil_div(p->M, blk->mc);
+  if (threads > 1 && x.n_ic >= threads) x.n_ic = round_up(x.n_ic, threads);
+  if (x.n_ic > ceil_div(p->M, MR)) x.n_ic = ceil_div(p->M, MR);
+  x.mc = round_up(ceil_div(p->M, x.n_ic) + MR - 1, MR); /* the largest row block */
+  int64_t chunk_max = blk->bbuf_floats / (n_pc_max * x.kc);
   chunk_max = chunk_max < NR ? NR : chunk_max / NR * NR;
   int64_t chunk = even_block(p->N, chunk_max, NR);
   int64_t n_jr_max = chunk / NR;
 
-  double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
-  int threads = pool_threads(pool);
-  int64_t want = (int64_t)(flops / 4e6) + 1; /* a thread needs a few microseconds of work */
-  if (want < threads) threads = (int)want;
-
   size_t panels = (size_t)(n_pc_max * n_jr_max);
   size_t bbuf_bytes = panels * (size_t)(x.kc * NR) * sizeof(float);
+  size_t groups = (size_t)(n_pc_max * ceil_div(n_jr_max, GEMM_B_GROUP));
   x.abuf_len = round_up(x.mc * x.kc, 16);
   size_t abuf_bytes = (size_t)threads * (size_t)x.abuf_len * sizeof(float);
-  size_t state_bytes = (size_t)round_up((int64_t)panels, 64);
+  size_t state_bytes = (size_t)round_up((int64_t)groups, 64);
   char *mem = aligned_alloc(64, bbuf_bytes + abuf_bytes + state_bytes);
   if (!mem) return false;
   x.bbuf = (float *)mem;
   x.abuf = (float *)(mem + bbuf_bytes);
   x.bstate = (atomic_uchar *)(mem + bbuf_bytes + abuf_bytes);
 
-  x.n_ic = ceil_div(p->M, x.mc);
   for (x.q0 = 0; x.q0 < p->K; x.q0 += x.qk) {
     x.qk = p->K - x.q0 < qk_max ? p->K - x.q0 : qk_max;
     x.first_q = x.q0 == 0;
@@ -327,11 +395,9 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
     for (x.j0 = 0; x.j0 < p->N; x.j0 = x.j1) {
       x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
       x.n_jr = ceil_div(x.j1 - x.j0, NR);
-      /* Enough items that a slow thread (a shared machine) can be helped. */
-      int64_t jt = threads > 1 ? ceil_div(2 * threads, x.n_ic) : 1;
-      x.jt_len = ceil_div(x.n_jr, jt);
-      x.n_jt = ceil_div(x.n_jr, x.jt_len);
-      for (int64_t i = 0; i < x.n_pc * x.n_jr; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
+      x.n_groups = ceil_div(x.n_jr, GEMM_B_GROUP);
+      plan_items(&x, threads);
+      for (int64_t i = 0; i < x.n_pc * x.n_groups; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
       atomic_init(&x.next, 0);
       if (threads > 1) pool_parallel_for(pool, threads, 1, packed_slots, &x);
       else packed_slots(&x, 0, 1);
@@ -343,7 +409,8 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
 
 /* ---- entry points ---- */
 
-smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa) {
+smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa, gemm_path path,
+                          const gemm_blocking *blk) {
   TRY(gemm_check(p));
   if (p->M == 0 || p->N == 0) return SMELT_OK;
   if (p->K == 0 || p->alpha == 0.f) {
@@ -351,18 +418,30 @@ smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa)
     return SMELT_OK;
   }
   gemm_arch ar;
-  if (!gemm_arch_for(isa_clamp(isa), &ar)) {
+  if (!gemm_arch_for(isa_clamp(isa), blk, &ar)) {
     gemm_f32_scalar(pool, p);
     return SMELT_OK;
   }
-  /* The small-M kernels read A in place; with both operands transposed A's
-   * rows are strided, so that case takes the packed path. */
-  if (p->M <= GEMM_SMALL_M && !(p->trans_a && p->trans_b)) {
-    gemm_small_m(pool, p, &ar);
-    return SMELT_OK;
+  bool small_ok = p->M <= GEMM_SMALL_M &&
+                  (!p->trans_b || (!p->trans_a && p->M <= GEMM_SMALL_M_NT));
+  if (path == GEMM_PATH_SMALL_M || (path == GEMM_PATH_AUTO && small_ok)) {
+    if (small_ok) {
+      gemm_small_m(pool, p, &ar);
+      return SMELT_OK;
+    }
+  }
+  if (path == GEMM_PATH_DIRECT || (path == GEMM_PATH_AUTO && direct_fits(p))) {
+    if (!p->trans_b) {
+      gemm_direct(pool, p, &ar);
+      return SMELT_OK;
+    }
   }
   if (!gemm_packed(pool, p, &ar)) gemm_f32_scalar(pool, p); /* no scratch memory */
   return SMELT_OK;
+}
+
+smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa) {
+  return gemm_f32_run(pool, p, isa, GEMM_PATH_AUTO, NULL);
 }
 
 smelt_status gemm_f32_ex(smelt_pool *pool, const gemm_params *p) {

@@ -21,10 +21,27 @@ typedef struct gemm_store {
 typedef void (*gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c,
                                 int64_t ldc, int mr, int nr, const gemm_store *st);
 
+/* Direct (unpacked) kernel for small problems: a C tile from op(A)[i][k] =
+ * a[i*rsa + k*csa] and B not transposed (row k at b + k*ldb), full K. */
+typedef void (*gemm_direct_fn)(int64_t K, const float *a, int64_t rsa, int64_t csa,
+                               const float *b, int64_t ldb, float *c, int64_t ldc, int mr,
+                               int nr, const gemm_store *st);
+
+/* Packing into those layouts, K range [p0, p0+kc): mc rows of op(A) from
+ * row i0 (MR-row micro-panels one after another, rows past mc zero); cols
+ * columns of op(B) from column j0 into ceil(cols/NR) micro-panels, panel i
+ * at dst + i*stride (columns past cols zero). */
+typedef void (*gemm_pack_a_fn)(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0,
+                               int64_t kc, float *dst);
+typedef void (*gemm_pack_b_fn)(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0,
+                               int64_t kc, float *dst, int64_t stride);
+
 /* Small-M path: columns [n0, n1) of C for all M rows, A and B read in place,
- * epilogue included.  M <= GEMM_SMALL_M. */
+ * epilogue included.  M <= GEMM_SMALL_M with B not transposed; with B
+ * transposed (dot products) M <= GEMM_SMALL_M_NT and A not transposed. */
 typedef void (*gemm_smallm_fn)(const gemm_params *p, int64_t n0, int64_t n1);
 #define GEMM_SMALL_M 16
+#define GEMM_SMALL_M_NT 4
 
 #if defined(__x86_64__) || defined(__i386__)
 #define SMELT_X86 1
@@ -33,8 +50,22 @@ typedef void (*gemm_smallm_fn)(const gemm_params *p, int64_t n0, int64_t n1);
 
 void f32_gemm_6x16_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                         int mr, int nr, const gemm_store *st);
-void f32_gemm_14x32_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
-                           int mr, int nr, const gemm_store *st);
+void f32_gemm_8x32_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                          int mr, int nr, const gemm_store *st);
+void f32_gemm_direct_8x32_avx512(int64_t K, const float *a, int64_t rsa, int64_t csa,
+                                 const float *b, int64_t ldb, float *c, int64_t ldc, int mr,
+                                 int nr, const gemm_store *st);
+void f32_gemm_direct_6x16_avx2(int64_t K, const float *a, int64_t rsa, int64_t csa,
+                               const float *b, int64_t ldb, float *c, int64_t ldc, int mr, int nr,
+                               const gemm_store *st);
+void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                         float *dst);
+void f32_pack_b_32_avx512(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
+                          float *dst, int64_t stride);
+void f32_pack_a_6_avx2(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                       float *dst);
+void f32_pack_b_16_avx2(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
+                        float *dst, int64_t stride);
 void f32_gemm_smallm_avx2(const gemm_params *p, int64_t n0, int64_t n1);
 void f32_gemm_smallm_avx512(const gemm_params *p, int64_t n0, int64_t n1);
 #endif
@@ -46,6 +77,30 @@ void gemm_f32_scalar(smelt_pool *pool, const gemm_params *p);
 /* gemm_f32_ex on a given ISA level (clamped to what the machine has): lets
  * tests and benchmarks run every path in one process without SMELT_ISA. */
 smelt_status gemm_f32_isa(smelt_pool *pool, const gemm_params *p, isa_level isa);
+
+/* Which algorithm: AUTO picks by shape.  A forced path that does not apply
+ * (SMALL_M: see gemm_smallm_fn; DIRECT needs B not transposed) falls back to
+ * PACKED. */
+typedef enum gemm_path {
+  GEMM_PATH_AUTO = 0,
+  GEMM_PATH_SMALL_M,
+  GEMM_PATH_DIRECT,
+  GEMM_PATH_PACKED
+} gemm_path;
+
+/* Packed-path block sizes and threading; 0 keeps the ISA's default.  Tests shrink them to
+ * reach every blocking branch with small matrices; benchmarks tune them. */
+typedef struct gemm_blocking {
+  int64_t kc;          /* K block: a B micro-panel (kc x NR) should sit in L1 */
+  int64_t mc;          /* M block: an A block (mc x kc) should sit in L2 */
+  int64_t bbuf_floats; /* packed B per N chunk (all K blocks): ~L3 */
+  int64_t k_super;     /* K blocks per pass (bounds packed B for huge K) */
+  int64_t thread_flops; /* work that earns one more thread (packed/direct) */
+} gemm_blocking;
+
+/* Everything explicit.  blk may be NULL. */
+smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa, gemm_path path,
+                          const gemm_blocking *blk);
 
 /* The epilogue on one value (shared by the scalar paths and edge code). */
 static inline float gemm_act_apply(float x, gemm_act act, float lo, float hi) {

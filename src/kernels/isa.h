@@ -30,7 +30,8 @@ typedef struct isa_choice {
 const char *isa_name(isa_level l);
 /* Parses a level name (case-insensitive); false if unknown. */
 bool isa_parse(const char *s, isa_level *out);
-/* CPUID + XGETBV, computed on every call (cheap; no cached global). */
+/* CPUID + XGETBV, computed once per process and cached (CPUID is slow
+ * under a hypervisor). */
 isa_level isa_detect(void);
 /* Reads SMELT_ISA on every call. */
 isa_choice isa_choose(void);

@@ -38,6 +38,19 @@ void onnx_model_free(onnx_model *m);
 /* Decodes a serialized TensorProto (a .pb test file) into an owning tensor.
  * *name_out (may be NULL) receives a malloc'd copy of the tensor's name. */
 smelt_status onnx_tensor_decode(const void *buf, size_t len, tensor *out, char **name_out);
+/* What a serialized value (.pb test file) holds: the model's declared type of
+ * the value it belongs to, or ANY to guess (see src/onnx/import_value.c). */
+typedef enum onnx_value_hint {
+  ONNX_VALUE_ANY = 0,
+  ONNX_VALUE_TENSOR,   /* TensorProto */
+  ONNX_VALUE_SEQUENCE, /* SequenceProto: a TENSOR_KIND_SEQUENCE tensor */
+  ONNX_VALUE_OPTIONAL  /* OptionalProto: the held value, or TENSOR_KIND_OPTIONAL_NONE */
+} onnx_value_hint;
+/* Decodes a TensorProto, SequenceProto or OptionalProto into an owning tensor
+ * (sequences own their elements).  *name_out as for onnx_tensor_decode. */
+smelt_status onnx_value_decode_as(const void *buf, size_t len, onnx_value_hint hint, tensor *out,
+                                  char **name_out);
+smelt_status onnx_value_decode(const void *buf, size_t len, tensor *out, char **name_out);
 /* Encodes a tensor as a TensorProto with raw_data; *buf is malloc'd. */
 smelt_status onnx_tensor_encode(const tensor *t, const char *name, uint8_t **buf, size_t *len);
 

@@ -9,14 +9,23 @@
  * im2col (X is already the column matrix); a 2-D depthwise conv (group ==
  * C == M) runs a direct loop.  Tiles bound the scratch; when there are many
  * tasks each runs whole on one thread, otherwise im2col and GEMM use the pool.
- * f16/bf16 compute via f32 copies, f64 on a direct reference loop. */
+ * f16/bf16 compute via f32 copies, f64 on a direct reference loop.
+ *
+ * 1-D and 2-D f32 convolutions first try the fast kernels (kernels/conv.h:
+ * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
+ * shape; their packed weights are kept in the session's per-node cache when
+ * W is a constant.  The im2col path here stays the general fallback.  The
+ * fast kernels have no epilogue: for smelt.Conv the residual and activation
+ * then run in one pass over Y after them. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "ops/conv_core.h"
 #include "ops/nn_util.h"
+#include "runtime/op_cache.h"
 #include "util/err.h"
 
 typedef struct conv_geom {
@@ -287,8 +296,85 @@ static void depthwise_planes(void *vctx, int64_t q0, int64_t q1) {
   }
 }
 
+/* ---- fast kernels ---- */
+
+typedef struct epi_after_job {
+  const conv_epilogue *ep;
+  float *y;
+} epi_after_job;
+
+static void epi_after_chunk(void *ctx, int64_t b, int64_t e) {
+  const epi_after_job *j = ctx;
+  float *y = j->y + b;
+  if (j->ep->residual) {
+    const float *r = j->ep->residual + b;
+    for (int64_t i = 0; i < e - b; i++) y[i] += r[i];
+  }
+  fused_act_apply(&j->ep->act, y, e - b);
+}
+
+/* Y = act(Y + residual) over n elements, in cache-sized chunks on the pool. */
+static void conv_epilogue_after(smelt_pool *pool, const conv_epilogue *ep, float *y, int64_t n) {
+  if (!ep->residual && ep->act.kind == FUSED_ACT_NONE) return;
+  epi_after_job j = {ep, y};
+  pool_parallel_for(pool, n, 16384, epi_after_chunk, &j);
+}
+
+/* What cached prepared weights were made from (compared bytewise). */
+typedef struct conv_cache_key {
+  const void *w;
+  int32_t algo, isa, dtype, pad_;
+  int64_t C, M, G, KH, KW;
+} conv_cache_key;
+
+static void conv_desc_of(const conv_geom *g, conv2d_desc *d) {
+  const nn_window *w = &g->w;
+  int two = w->nsp == 2; /* 1-D runs as H = 1 */
+  *d = (conv2d_desc){.N = g->N, .C = g->C, .H = two ? w->in[0] : 1, .W = w->in[two],
+                     .M = g->M, .G = g->G, .KH = two ? w->kernel[0] : 1, .KW = w->kernel[two],
+                     .OH = two ? w->out[0] : 1, .OW = w->out[two], .sh = two ? w->stride[0] : 1,
+                     .sw = w->stride[two], .dh = two ? w->dil[0] : 1, .dw = w->dil[two],
+                     .pt = two ? w->pad_lo[0] : 0, .pl = w->pad_lo[two]};
+}
+
+/* Runs the convolution on a fast kernel when one is chosen for the shape
+ * (*done); otherwise leaves it to the im2col path. */
+static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, const float *W,
+                              const float *B, float *Y, bool *done) {
+  *done = false;
+  if (g->w.nsp > 2 || g->Kdim <= 0) return SMELT_OK;
+  conv2d_desc d;
+  conv_desc_of(g, &d);
+  isa_level isa = isa_active();
+  conv_algo algo = conv2d_select(&d, isa, pool_threads(c->pool), conv_algo_from_env());
+  if (algo == CONV_ALGO_IM2COL) return SMELT_OK;
+  conv_cache_key key;
+  memset(&key, 0, sizeof key);
+  key = (conv_cache_key){.w = c->in[1]->data, .algo = algo, .isa = isa,
+                         .dtype = c->in[1]->dtype, .C = d.C, .M = d.M, .G = d.G, .KH = d.KH,
+                         .KW = d.KW};
+  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  conv2d_weights *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
+  bool own = pw == NULL;
+  if (!pw) {
+    TRY(conv2d_prepare(&d, algo, isa, W, &pw));
+    void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, pw, conv2d_weights_free_v) : NULL;
+    if (kept) pw = kept, own = false;
+  }
+  smelt_status st = conv2d_run(c->pool, &d, pw, X, B, Y);
+  if (own) conv2d_weights_free(pw);
+  *done = true;
+  return st;
+}
+
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
+  bool done;
+  TRY(conv_fast(c, g, X, W, B, Y, &done));
+  if (done) { /* the fast kernels have no epilogue: apply it after, plane by plane */
+    conv_epilogue_after(c->pool, ep, Y, g->N * g->M * g->S_out);
+    return SMELT_OK;
+  }
   conv_job j = {.g = g, .X = X, .W = W, .B = B, .Y = Y, .ep = ep};
   if (g->w.nsp == 2 && g->G == g->C && g->G == g->M) {
     pool_parallel_for(c->pool, g->N * g->C, 1, depthwise_planes, &j);

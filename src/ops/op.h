@@ -25,6 +25,8 @@
 #include "runtime/pool.h"
 
 typedef struct op_ctx op_ctx;
+/* Per-node prepared data (packed weights) owned by the session: runtime/op_cache.h. */
+typedef struct op_cache op_cache;
 
 typedef struct op_def {
   const char *name;
@@ -53,6 +55,7 @@ struct op_ctx {
   smelt_pool *pool;        /* NULL during static inference */
   op_subgraph_fn run_subgraph; /* NULL during static inference */
   void *exec;
+  op_cache *cache;         /* this node's cache in the session; NULL outside one */
 };
 
 /* Finds the op for (domain, op_type); NULL if smelt has none. */

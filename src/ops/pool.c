@@ -3,12 +3,17 @@
  * and ceil_mode (nn_window).  Each (batch, channel) plane is loaded into a
  * double buffer, pooled, and stored back in the element type, so one kernel
  * serves f16/bf16/f32/f64 and MaxPool's int8/uint8 exactly.  Planes run in
- * parallel on the pool. */
+ * parallel on the pool.
+ *
+ * f32 MaxPool (without Indices), AveragePool and GlobalAveragePool over 1 or
+ * 2 spatial dims take the vectorized kernels in kernels/pool2d.h, which keep
+ * these semantics (max in f32 is exact; averages sum in f32 per window). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/pool2d.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
 
@@ -239,9 +244,31 @@ static void pool_planes(void *vctx, int64_t q0, int64_t q1) {
   free(yout);
 }
 
+/* The vectorized kernel when it covers the op (*done); else the reference. */
+static smelt_status pool_fast(op_ctx *c, const pool_geom *g, bool *done) {
+  const tensor *x = c->in[0];
+  const nn_window *w = &g->w;
+  *done = false;
+  if (g->kind == POOL_LP || x->dtype != SMELT_F32 || w->nsp > 2) return SMELT_OK;
+  if (c->n_out > 1 && c->node->outputs[1] >= 0) return SMELT_OK; /* Indices wanted */
+  int two = w->nsp == 2; /* 1-D runs as H = 1 */
+  pool2d_desc d = {.N = g->N, .C = g->C, .H = two ? w->in[0] : 1, .W = w->in[two],
+                   .KH = two ? w->kernel[0] : 1, .KW = w->kernel[two], .OH = two ? w->out[0] : 1,
+                   .OW = w->out[two], .sh = two ? w->stride[0] : 1, .sw = w->stride[two],
+                   .dh = two ? w->dil[0] : 1, .dw = w->dil[two], .pt = two ? w->pad_lo[0] : 0,
+                   .pl = w->pad_lo[two], .pb = two ? w->pad_hi[0] : 0, .pr = w->pad_hi[two],
+                   .is_max = g->kind == POOL_MAX, .count_pad = g->count_pad};
+  *done = true;
+  return pool2d_f32(c->pool, &d, isa_active(), x->data, c->out[0]->data);
+}
+
 static smelt_status pool_run_kind(op_ctx *c, pool_kind kind) {
   pool_geom g;
   TRY(pool_plan(c, kind, &g));
+  if (tensor_numel(c->out[0]) == 0) return SMELT_OK;
+  bool done;
+  smelt_status fast = pool_fast(c, &g, &done);
+  if (done) return fast;
   pool_tabs tb = {0};
   pool_job j = {.g = &g, .tb = &tb, .x = c->in[0], .y = c->out[0], .ind = c->n_out > 1 ? c->out[1] : NULL};
   if (tensor_numel(j.y) == 0) return SMELT_OK;
@@ -307,6 +334,11 @@ static void global_planes(void *vctx, int64_t q0, int64_t q1) {
 
 static smelt_status global_run_kind(op_ctx *c, pool_kind kind) {
   const tensor *x = c->in[0];
+  if (kind == POOL_AVG && x->dtype == SMELT_F32) {
+    global_avg_f32(c->pool, isa_active(), x->dims[0] * x->dims[1], nn_prod(x->dims, 2, x->rank),
+                   x->data, c->out[0]->data);
+    return SMELT_OK;
+  }
   global_job j = {.x = x, .y = c->out[0], .S = nn_prod(x->dims, 2, x->rank), .kind = kind,
                   .p = (double)op_attr_int(c, "p", 2)};
   if (kind == POOL_LP && j.p <= 0) return err_set(SMELT_ERR_INVALID_MODEL, "p %g must be positive", j.p);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/node_run.h"
+#include "runtime/op_cache.h"
 #include "util/err.h"
 
 typedef struct eager_frame {
@@ -60,10 +61,17 @@ smelt_status eager_plan_build(const ir_graph *g, eager_plan *p) {
     if (k >= 0 && k < g->n_nodes) p->free_list[p->free_start[k] + fill[k]++] = v;
   }
   free(fill);
+  p->caches = calloc((size_t)g->n_nodes + 1, sizeof(op_cache));
+  if (!p->caches) {
+    eager_plan_free(p);
+    return err_nomem("eager plan", sizeof(op_cache) * (size_t)g->n_nodes);
+  }
   return SMELT_OK;
 }
 
 void eager_plan_free(eager_plan *p) {
+  if (p->caches) op_cache_free_all(p->caches, p->graph->n_nodes);
+  free(p->caches);
   free(p->order);
   free(p->last_use);
   free(p->free_start);
@@ -153,7 +161,10 @@ static smelt_status run_step(eager_frame *f, int step) {
     memset(&scratch[o], 0, sizeof scratch[o]);
     out[o] = nd->outputs[o] >= 0 ? &f->vals[nd->outputs[o]] : &scratch[o];
   }
-  smelt_status s = node_run(g, id, in, out, f->pool, run_subgraph, f);
+  const run_hook *hook = f->stats ? f->stats->hook : NULL;
+  if (hook) hook->begin(hook->ctx, nd->op_type, nd->name);
+  smelt_status s = node_run_cached(g, id, in, out, f->pool, run_subgraph, f, &p->caches[id]);
+  if (hook) hook->end(hook->ctx);
   for (int o = 0; o < nd->n_outputs; o++) {
     if (nd->outputs[o] < 0) tensor_release(&scratch[o]);
     else if (f->stats) f->stats->live_bytes += owned_bytes(out[o]);

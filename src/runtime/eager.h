@@ -4,6 +4,7 @@
 #define SMELT_RUNTIME_EAGER_H
 
 #include "ops/op.h"
+#include "runtime/run_hook.h"
 
 typedef struct eager_plan {
   const ir_graph *graph;
@@ -11,11 +12,13 @@ typedef struct eager_plan {
   int *last_use;  /* per value: step after which it can be freed; INT32_MAX = keep */
   int *free_start; /* values to free after step k: free_list[free_start[k]..free_start[k+1]) */
   int *free_list;
+  op_cache *caches; /* one per node: prepared weights, kept for the plan's lifetime */
 } eager_plan;
 
 typedef struct eager_stats {
   size_t live_bytes, peak_bytes; /* bytes of intermediate tensors owned by the run */
   int64_t nodes_run;
+  const run_hook *hook; /* optional (profiling): told of each node, subgraphs included */
 } eager_stats;
 
 smelt_status eager_plan_build(const ir_graph *g, eager_plan *p);

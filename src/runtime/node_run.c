@@ -28,12 +28,18 @@ smelt_status node_check_arity(const ir_graph *g, int node_id) {
 
 smelt_status node_run(const ir_graph *g, int node_id, tensor **in, tensor **out, smelt_pool *pool,
                       op_subgraph_fn run_subgraph, void *exec) {
+  return node_run_cached(g, node_id, in, out, pool, run_subgraph, exec, NULL);
+}
+
+smelt_status node_run_cached(const ir_graph *g, int node_id, tensor **in, tensor **out,
+                             smelt_pool *pool, op_subgraph_fn run_subgraph, void *exec,
+                             op_cache *cache) {
   const ir_node *n = &g->nodes[node_id];
   char lb[256];
   TRY(node_check_arity(g, node_id));
   op_ctx c = {.graph = g, .node = n, .opset = n->opset, .n_in = n->n_inputs,
               .n_out = n->n_outputs, .in = in, .out = out, .pool = pool,
-              .run_subgraph = run_subgraph, .exec = exec};
+              .run_subgraph = run_subgraph, .exec = exec, .cache = cache};
   smelt_status s = SMELT_OK;
   if (!n->op->alloc_outputs_in_run) {
     for (int i = 0; i < n->n_outputs; i++) {

@@ -14,14 +14,20 @@ static bool has_ext(const char *path, const char *ext) {
   return n > e && !strcasecmp(path + n - e, ext);
 }
 
-smelt_status tensor_decode_bytes(const void *buf, size_t len, tensor *out, char **name_out) {
+static smelt_status decode_hinted(const void *buf, size_t len, onnx_value_hint hint, tensor *out,
+                                  char **name_out) {
   memset(out, 0, sizeof *out);
   if (name_out) *name_out = NULL;
   if (len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN)) return npy_decode(buf, len, out);
-  return onnx_tensor_decode(buf, len, out, name_out);
+  return onnx_value_decode_as(buf, len, hint, out, name_out);
 }
 
-smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_out) {
+smelt_status tensor_decode_bytes(const void *buf, size_t len, tensor *out, char **name_out) {
+  return decode_hinted(buf, len, ONNX_VALUE_ANY, out, name_out);
+}
+
+static smelt_status load_hinted(const char *path, onnx_value_hint hint, tensor *out,
+                                char **name_out) {
   memset(out, 0, sizeof *out);
   if (name_out) *name_out = NULL;
   if (!path) return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor_file_load: NULL path");
@@ -29,12 +35,24 @@ smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_o
   size_t len;
   TRY(file_read_all(path, &buf, &len, 0));
   bool is_npy = len >= NPY_MAGIC_LEN && !memcmp(buf, NPY_MAGIC, NPY_MAGIC_LEN);
-  smelt_status s = tensor_decode_bytes(buf, len, out, name_out);
+  smelt_status s = decode_hinted(buf, len, hint, out, name_out);
   free(buf);
   if (s && !is_npy && !has_ext(path, ".pb")) /* say why a .npy-named file was parsed as protobuf */
     return err_prefix(s, "%s: no .npy magic, so read as an ONNX TensorProto: ", path);
   if (s) return err_prefix(s, "%s: ", path);
   return SMELT_OK;
+}
+
+smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_out) {
+  return load_hinted(path, ONNX_VALUE_ANY, out, name_out);
+}
+
+smelt_status tensor_file_load_typed(const char *path, tensor_kind kind, bool optional,
+                                    tensor *out) {
+  onnx_value_hint h = optional                        ? ONNX_VALUE_OPTIONAL
+                      : kind == TENSOR_KIND_SEQUENCE  ? ONNX_VALUE_SEQUENCE
+                                                      : ONNX_VALUE_TENSOR;
+  return load_hinted(path, h, out, NULL);
 }
 
 smelt_status tensor_file_load(const char *path, tensor *out) {

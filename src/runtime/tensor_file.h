@@ -9,7 +9,8 @@
 #include "ir/tensor.h"
 
 /* Decodes a tensor file held in memory: .npy if it starts with the \x93NUMPY
- * magic, else a serialized TensorProto.  *out is owning (tensor_release).
+ * magic, else a serialized TensorProto, or failing that a SequenceProto or
+ * OptionalProto (guessed: see tensor_file_load_typed).  *out is owning (tensor_release).
  * name_out (may be NULL) receives a malloc'd copy of the TensorProto's name, or
  * NULL (always NULL for .npy, which has no name). */
 smelt_status tensor_decode_bytes(const void *buf, size_t len, tensor *out, char **name_out);
@@ -18,6 +19,12 @@ smelt_status tensor_decode_bytes(const void *buf, size_t len, tensor *out, char 
  * the path. */
 smelt_status tensor_file_load(const char *path, tensor *out);
 smelt_status tensor_file_load_named(const char *path, tensor *out, char **name_out);
+/* Reads a value file whose type is known (a model input or output): a .pb is
+ * read as an OptionalProto when optional, else a SequenceProto for
+ * TENSOR_KIND_SEQUENCE, else a TensorProto.  The ONNX test data needs this:
+ * a sequence of one tensor and an optional holding it are the same bytes. */
+smelt_status tensor_file_load_typed(const char *path, tensor_kind kind, bool optional,
+                                    tensor *out);
 
 /* Writes t to path atomically (file_write_atomic), as .npy or TensorProto by
  * the extension (.npy / .pb, any case); another extension is an error.  name

@@ -172,6 +172,14 @@ static inline double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* CPU seconds of the whole process (all threads): the work done, which a
+ * busy machine disturbs far less than the wall clock. */
+static inline double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Runs g's eager plan on inputs; outputs[] (g->n_outputs zeroed tensors) receive owning results.
  * runs > 1: repeats and stores the median time of one run in *median_s. */
 static inline smelt_status run_eager(const ir_graph *g, smelt_pool *pool, tensor *const *inputs,
@@ -206,7 +214,8 @@ typedef struct passes_equiv {
   double max_abs;       /* largest |rewritten - original| over all outputs */
   int nodes_before, nodes_after;
   int changes;          /* a single pass: what it reported */
-  double t_before, t_after; /* median seconds per run (when timed) */
+  double t_before, t_after; /* median wall seconds per run (when timed) */
+  double cpu_before, cpu_after; /* median process CPU seconds per run (when timed) */
   pass_report report;   /* freed by passes_equiv_free */
   ir_graph *rewritten;  /* the clone after the passes, for inspection */
 } passes_equiv;
@@ -250,7 +259,8 @@ static inline void sort_doubles(double *v, int n) {
 /* Runs both plans `runs` times, alternating, so that the machine's noise hits
  * both alike; medians in *ta / *tb. */
 static inline smelt_status time_pair(const ir_graph *ga, const ir_graph *gb, smelt_pool *pool,
-                                     tensor *const *in, int runs, double *ta, double *tb) {
+                                     tensor *const *in, int runs, double *ta, double *tb,
+                                     double *ca, double *cb) {
   eager_plan pa, pb;
   TRY(eager_plan_build(ga, &pa));
   smelt_status s = eager_plan_build(gb, &pb);
@@ -258,16 +268,17 @@ static inline smelt_status time_pair(const ir_graph *ga, const ir_graph *gb, sme
     eager_plan_free(&pa);
     return s;
   }
-  double a[64], b[64];
+  double a[64], b[64], cpa[64], cpb[64];
   if (runs > 64) runs = 64;
   tensor out[64];
   for (int r = 0; !s && r < runs; r++) {
     for (int side = 0; !s && side < 2; side++) {
       const ir_graph *g = side ? gb : ga;
       memset(out, 0, sizeof out);
-      double t0 = now_s();
+      double t0 = now_s(), c0 = cpu_s();
       s = eager_run(side ? &pb : &pa, pool, NULL, in, out, NULL);
       (side ? b : a)[r] = now_s() - t0;
+      (side ? cpb : cpa)[r] = cpu_s() - c0;
       for (int k = 0; k < g->n_outputs && k < 64; k++) tensor_release(&out[k]);
     }
   }
@@ -276,8 +287,12 @@ static inline smelt_status time_pair(const ir_graph *ga, const ir_graph *gb, sme
   if (s) return s;
   sort_doubles(a, runs);
   sort_doubles(b, runs);
+  sort_doubles(cpa, runs);
+  sort_doubles(cpb, runs);
   *ta = a[runs / 2];
   *tb = b[runs / 2];
+  *ca = cpa[runs / 2];
+  *cb = cpb[runs / 2];
   return SMELT_OK;
 }
 
@@ -320,7 +335,8 @@ static inline smelt_status check_rewrite(const ir_graph *g, tensor *const *input
   memset(b, 0, sizeof b);
   if (!s) s = run_eager(g, pool, in, a, 1, NULL);
   if (!s) s = run_eager(e->rewritten, pool, in, b, 1, NULL);
-  if (!s && co.timing_runs > 0) s = time_pair(g, e->rewritten, pool, in, co.timing_runs, &e->t_before, &e->t_after);
+  if (!s && co.timing_runs > 0) s = time_pair(g, e->rewritten, pool, in, co.timing_runs, &e->t_before, &e->t_after,
+                                              &e->cpu_before, &e->cpu_after);
   e->ok = !s;
   for (int k = 0; !s && k < no; k++) {
     compare_result cr;

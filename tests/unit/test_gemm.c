@@ -2,11 +2,18 @@
  * loop, on shapes that break the tilings (1, primes, block +- 1), all four
  * transpose combinations, alpha/beta variants (beta = 0 over NaN-filled C),
  * strided views, 1-3 threads and epilogues.  Also: the degenerate cases,
- * argument checks and the ISA config module. */
+ * argument checks, the scalar fallback when scratch memory runs out, and
+ * the ISA config module. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include "check.h"
 #include "kernels/gemm.h"
@@ -111,6 +118,14 @@ static double case_error(const gcase *g) {
 
 static int n_cases;
 
+/* The path and blocking the cases run with (see gemm_f32_run). */
+typedef struct route {
+  const char *name;
+  gemm_path path;
+  const gemm_blocking *blk;
+} route;
+static route cur = {"auto", GEMM_PATH_AUTO, NULL};
+
 static void run_case(smelt_pool *pool, isa_level isa, bool ta, bool tb, int64_t M, int64_t N,
                      int64_t K, int64_t pad, float alpha, float beta, gemm_bias bias,
                      gemm_act act) {
@@ -121,13 +136,13 @@ static void run_case(smelt_pool *pool, isa_level isa, bool ta, bool tb, int64_t 
     case_free(&g);
     return;
   }
-  CHECK_OK(gemm_f32_isa(pool, &g.p, isa));
+  CHECK_OK(gemm_f32_run(pool, &g.p, isa, cur.path, cur.blk));
   double err = case_error(&g);
   if (!(err <= 1.0)) {
     fprintf(stderr,
-            "  %s threads=%d ta=%d tb=%d M=%lld N=%lld K=%lld pad=%lld alpha=%g beta=%g "
+            "  %s/%s threads=%d ta=%d tb=%d M=%lld N=%lld K=%lld pad=%lld alpha=%g beta=%g "
             "bias=%d act=%d: error %g x tolerance\n",
-            isa_name(isa), pool_threads(pool), ta, tb, (long long)M, (long long)N, (long long)K,
+            isa_name(isa), cur.name, pool_threads(pool), ta, tb, (long long)M, (long long)N, (long long)K,
             (long long)pad, alpha, beta, bias, act, err);
   }
   CHECK(err <= 1.0);
@@ -187,7 +202,7 @@ static void degenerate(smelt_pool *pool, isa_level isa) {
     p.A = pass == 0 ? NULL : nan_ab, p.B = pass == 0 ? NULL : nan_ab;
     p.lda = 5, p.ldb = 4, p.C = c, p.ldc = 4;
     p.epilogue.bias_kind = GEMM_BIAS_COL, p.epilogue.bias = bias, p.epilogue.act = GEMM_ACT_RELU;
-    CHECK_OK(gemm_f32_isa(pool, &p, isa));
+    CHECK_OK(gemm_f32_run(pool, &p, isa, cur.path, cur.blk));
     bool ok = true;
     for (int i = 0; i < 12; i++) {
       float want = 0.5f * c0[i] + bias[i % 4];
@@ -198,7 +213,7 @@ static void degenerate(smelt_pool *pool, isa_level isa) {
   /* Empty output: nothing touched, NULL C fine. */
   gemm_params p = gemm_params_default();
   p.M = 0, p.N = 7, p.K = 3, p.lda = 3, p.ldb = 7, p.ldc = 7;
-  CHECK_OK(gemm_f32_isa(pool, &p, isa));
+  CHECK_OK(gemm_f32_run(pool, &p, isa, cur.path, cur.blk));
 }
 
 /* NaN from beta*C passes through relu and clip on every path, including the
@@ -214,7 +229,7 @@ static void nan_passes(smelt_pool *pool, isa_level isa) {
       }
       g.c[1 * g.p.ldc + 36] = NAN;
       g.c[2 * g.p.ldc + 0] = NAN;
-      CHECK_OK(gemm_f32_isa(pool, &g.p, isa));
+      CHECK_OK(gemm_f32_run(pool, &g.p, isa, cur.path, cur.blk));
       CHECK(isnan(g.c[1 * g.p.ldc + 36]) && isnan(g.c[2 * g.p.ldc + 0]));
       CHECK(!isnan(g.c[1 * g.p.ldc + 35]));
       case_free(&g);
@@ -264,6 +279,62 @@ static void public_entry(smelt_pool *pool) {
   case_free(&g);
 }
 
+/* Sanitizer runtimes need address space of their own and die when it is
+ * capped, so the allocation-failure test runs only without them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+/* With the address space capped, the packed path cannot get its scratch
+ * buffers and must fall back to the scalar path: same result, no crash.
+ * Runs in a child forked before the pools exist, so the heap holds no freed
+ * memory the buffers could come from; the child's exit code is the verdict
+ * (0 pass, 1 fail, 2 could not cap the address space). */
+static void alloc_failure(isa_level isa) {
+#if defined(__linux__) && !defined(SANITIZED)
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    CHECK(!"fork failed");
+    return;
+  }
+  if (pid == 0) {
+    gcase g;
+    if (!case_make(&g, false, false, 17, 2048, 2048, 0, 1.f, 0.f, GEMM_BIAS_COL, GEMM_ACT_RELU))
+      _exit(1);
+    long pages = 0, page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld", &pages) != 1) _exit(2);
+    fclose(f);
+    struct rlimit tight;
+    if (getrlimit(RLIMIT_AS, &tight) != 0) _exit(2);
+    tight.rlim_cur = (rlim_t)pages * (rlim_t)page + (1 << 20); /* 1 MiB of headroom */
+    if (setrlimit(RLIMIT_AS, &tight) != 0) _exit(2);
+    /* What the packed path needs here; volatile, or the compiler may drop
+     * the call and assume it succeeded. */
+    void *volatile probe = malloc(8 << 20);
+    if (probe) _exit(2);
+    smelt_status s = gemm_f32_run(NULL, &g.p, isa, GEMM_PATH_PACKED, NULL);
+    _exit(s == SMELT_OK && case_error(&g) <= 1.0 ? 0 : 1);
+  }
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+    printf("allocation-failure test skipped: could not cap the address space\n");
+  else
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+#else
+  printf("allocation-failure test skipped (not Linux, or a sanitizer build)\n");
+  (void)isa;
+#endif
+}
+
 static void isa_module(void) {
   isa_level d = isa_detect();
   printf("isa: detected %s\n", isa_name(d));
@@ -293,25 +364,44 @@ static void isa_module(void) {
 int main(void) {
   isa_module();
   bad_args();
+  alloc_failure(isa_detect());
   smelt_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CHECK_OK(pool_create(t + 1, &pools[t]));
   isa_level top = isa_detect();
+  /* Tiny blocks: several K blocks, K passes, N chunks and M blocks on small
+   * matrices, so every branch of the packed driver runs; and every thread
+   * woken however small the problem (thread_flops 1). */
+  static const gemm_blocking tiny = {24, 16, 4096, 2, 1}, eager = {0, 0, 0, 0, 1};
+  const route routes[] = {{"auto", GEMM_PATH_AUTO, NULL},
+                          {"packed", GEMM_PATH_PACKED, &eager},
+                          {"packed-tiny", GEMM_PATH_PACKED, &tiny},
+                          {"direct", GEMM_PATH_DIRECT, &eager},
+                          {"small-m", GEMM_PATH_SMALL_M, NULL}};
   for (int isa = ISA_SCALAR; isa <= (int)top; isa++) {
-    int before = check_failures;
-    n_cases = 0;
-    for (int t = 0; t < 3; t++) {
-      smelt_pool *pool = pools[t];
-      /* The scalar path is the slow reference: fewer cases. */
-      int cases = isa == ISA_SCALAR ? 40 : 120;
-      sweep(pool, (isa_level)isa, cases, isa == ISA_SCALAR ? 1 << 19 : 1 << 21);
-      degenerate(pool, (isa_level)isa);
-      nan_passes(pool, (isa_level)isa);
-      if (isa != ISA_SCALAR) small_m(pool, (isa_level)isa);
-      if (isa != ISA_SCALAR && t > 0) big(pool, (isa_level)isa);
+    for (int r = 0; r < 5; r++) {
+      if (isa == ISA_SCALAR && r > 0) break; /* one algorithm there */
+      cur = routes[r];
+      int before = check_failures;
+      n_cases = 0;
+      for (int t = 0; t < 3; t++) {
+        smelt_pool *pool = pools[t];
+        if (cur.path == GEMM_PATH_SMALL_M) {
+          small_m(pool, (isa_level)isa);
+          continue;
+        }
+        /* The scalar path is the slow reference: fewer cases. */
+        int cases = isa == ISA_SCALAR ? 40 : r == 0 ? 120 : 50;
+        sweep(pool, (isa_level)isa, cases, isa == ISA_SCALAR ? 1 << 19 : 1 << 21);
+        degenerate(pool, (isa_level)isa);
+        nan_passes(pool, (isa_level)isa);
+        if (isa != ISA_SCALAR && t > 0 && r < 3) big(pool, (isa_level)isa);
+        if (isa != ISA_SCALAR && r == 0) small_m(pool, (isa_level)isa);
+      }
+      printf("%s/%s: %d cases, %s\n", isa_name((isa_level)isa), cur.name, n_cases,
+             check_failures == before ? "ok" : "FAILED");
     }
-    printf("%s: %d cases, %s\n", isa_name((isa_level)isa), n_cases,
-           check_failures == before ? "ok" : "FAILED");
   }
+  cur = routes[0];
   public_entry(pools[1]);
   for (int t = 0; t < 3; t++) pool_free(pools[t]);
   return test_report("gemm");

@@ -84,7 +84,9 @@ static void check_model(const char *dir, const char *name, int bench_runs) {
            count_in_report(&e.report, "fuse_attention"), count_in_report(&e.report, "fuse_norm"),
            count_in_report(&e.report, "conv_bn"));
   if (bench_runs > 0 && !s)
-    printf("  eager %.3f ms -> %.3f ms (x%.2f)", e.t_before * 1e3, e.t_after * 1e3, e.t_before / e.t_after);
+    printf("  eager %.3f ms -> %.3f ms (x%.2f), cpu %.3f ms -> %.3f ms (x%.2f)", e.t_before * 1e3,
+           e.t_after * 1e3, e.t_before / e.t_after, e.cpu_before * 1e3, e.cpu_after * 1e3,
+           e.cpu_before / e.cpu_after);
   printf("\n");
   for (size_t i = 0; r && i < sizeof expectations / sizeof *expectations; i++) {
     if (strcmp(expectations[i].model, name)) continue;

@@ -24,6 +24,9 @@ void cli_mode_init(cli_mode_opts *m);
 /* True if argv[*i] is one of those flags (consumed); *bad on a bad value. */
 bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad);
 const char *cli_mode_help(void);
+int cmd_bench(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_bench_kernels(int argc, char **argv);
 
 /* Prints "smelt: <msg>" with the library's last error to stderr; returns 1. */
 int cli_fail(const char *what);

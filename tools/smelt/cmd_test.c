@@ -71,6 +71,12 @@ static int list_data_sets(const char *dir, char ***out) {
   return n;
 }
 
+/* Loads value file p for graph value v: sequence and optional values have
+ * their own protobuf messages, read as the model declares them. */
+static int load_value(const char *p, const ir_value *v, tensor *out) {
+  return tensor_file_load_typed(p, v->kind, (v->flags & IR_VALUE_OPTIONAL) != 0, out);
+}
+
 /* Runs one data set; on failure writes the reason to why. */
 static test_result run_data_set(smelt_session *s, const char *ds, const test_opts *o, char *why,
                                 size_t nwhy, double *worst_abs, double *worst_rel) {
@@ -90,7 +96,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
   }
   for (int k = 0; k < ni; k++) {
     cli_path(p, sizeof p, "%s/input_%d.pb", ds, k);
-    if (tensor_file_load(p, &in[k])) {
+    if (load_value(p, &g->values[g->inputs[k]], &in[k])) {
       snprintf(why, nwhy, "%s", smelt_last_error());
       goto done;
     }
@@ -103,7 +109,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
   r = T_PASS;
   for (int k = 0; k < no && r == T_PASS; k++) {
     cli_path(p, sizeof p, "%s/output_%d.pb", ds, k);
-    if (tensor_file_load(p, &expect)) {
+    if (load_value(p, &g->values[g->outputs[k]], &expect)) {
       snprintf(why, nwhy, "%s", smelt_last_error());
       r = T_FAIL;
       break;

@@ -21,7 +21,10 @@ AVX2_INLINE void store_tile(__m256 acc[MR][2], float *c, int64_t ldc, const gemm
 
 SMELT_TARGET_AVX2
 void f32_gemm_6x16_avx2(int64_t kc, const float *restrict a, const float *restrict b,
-                        float *restrict c, int64_t ldc, int mr, int nr, const gemm_store *st) {
+                        float *restrict c, int64_t ldc, int mr, int nr, const gemm_store *st_arg) {
+  /* A local copy: stores to C cannot alias it, so its fields stay in
+   * registers through the tile store. */
+  const gemm_store st_copy = *st_arg, *st = &st_copy;
   __m256 acc[MR][2];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();

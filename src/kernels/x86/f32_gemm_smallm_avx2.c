@@ -1,6 +1,7 @@
-/* AVX2 small-M GEMM (M <= 16), the same scheme as the AVX-512 one with 16
- * ymm registers: B streamed once per row group, A read in place, no packing.
- * B not transposed: vectors along N.  B transposed: dot products along K. */
+/* AVX2 small-M GEMM, the same scheme as the AVX-512 one with 16 ymm
+ * registers: B streamed once per row group, A read in place, no packing.
+ * B not transposed (M <= 16): vectors along N, groups of up to 6 rows.
+ * B transposed (M <= 4): dot products along K, groups of up to 2 rows. */
 #include "kernels/gemm_kernels.h"
 
 #ifdef SMELT_X86
@@ -21,48 +22,58 @@ AVX2_INLINE void store_part(__m256 acc, float *c, int64_t n, const gemm_store *s
   memcpy(c, tc, sizeof(float) * (size_t)n);
 }
 
-AVX2_INLINE void rows_nn(const int R, const int W, const gemm_params *p, const gemm_store *st,
-                         int64_t m0, int64_t n0, int64_t n1) {
+/* Rows [m0, m0+R) x columns [n, n + 8*W) of C, B not transposed.  Masked
+ * blocks (the N tail) have W == 1 and `cols` < 8 live lanes; full blocks
+ * use plain loads, so no mask holds a register across the K loop. */
+AVX2_INLINE void block_nn(const int R, const int W, const bool masked, const gemm_params *p,
+                          const gemm_store *st, int64_t m0, int64_t n, int64_t cols) {
   const int64_t sam = p->trans_a ? 1 : p->lda, sak = p->trans_a ? p->lda : 1;
-  const float *a0 = p->A + m0 * sam;
-  for (int64_t n = n0; n < n1; n += 8 * W) {
-    bool full = n1 - n >= 8 * W;
-    __m256i m[8];
+  __m256 acc[6][8];
 #pragma GCC unroll 8
-    for (int w = 0; w < W; w++) m[w] = avx2_mask(n1 - n - 8 * w);
-    __m256 acc[6][8];
+  for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
-    for (int r = 0; r < R; r++)
+    for (int w = 0; w < W; w++) acc[r][w] = _mm256_setzero_ps();
+  const float *b = p->B + n, *a = p->A + m0 * sam;
+  for (int64_t k = 0; k < p->K; k++, b += p->ldb, a += sak) {
+    __m256 bv[8];
 #pragma GCC unroll 8
-      for (int w = 0; w < W; w++) acc[r][w] = _mm256_setzero_ps();
-    const float *b = p->B + n;
-    const float *a = a0;
-    for (int64_t k = 0; k < p->K; k++, b += p->ldb, a += sak) {
-      __m256 bv[8];
-      if (full) {
-#pragma GCC unroll 8
-        for (int w = 0; w < W; w++) bv[w] = _mm256_loadu_ps(b + 8 * w);
-      } else {
-#pragma GCC unroll 8
-        for (int w = 0; w < W; w++) bv[w] = _mm256_maskload_ps(b + 8 * w, m[w]);
-      }
-#pragma GCC unroll 8
-      for (int r = 0; r < R; r++) {
-        __m256 ar = _mm256_broadcast_ss(a + r * sam);
-#pragma GCC unroll 8
-        for (int w = 0; w < W; w++) acc[r][w] = _mm256_fmadd_ps(ar, bv[w], acc[r][w]);
-      }
-    }
-    const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL;
+    for (int w = 0; w < W; w++)
+      bv[w] = masked ? _mm256_maskload_ps(b, avx2_mask(cols)) : _mm256_loadu_ps(b + 8 * w);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++) {
-      float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
+      __m256 ar = _mm256_broadcast_ss(a + r * sam);
 #pragma GCC unroll 8
-      for (int w = 0; w < W; w++)
-        store_part(acc[r][w], p->C + (m0 + r) * p->ldc + n + 8 * w, n1 - n - 8 * w, st,
-                   cb ? cb + 8 * w : NULL, rb);
+      for (int w = 0; w < W; w++) acc[r][w] = _mm256_fmadd_ps(ar, bv[w], acc[r][w]);
     }
   }
+  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++) {
+    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
+#pragma GCC unroll 8
+    for (int w = 0; w < W; w++)
+      store_part(acc[r][w], p->C + (m0 + r) * p->ldc + n + 8 * w, cols - 8 * w, st,
+                 cb ? cb + 8 * w : NULL, rb);
+  }
+}
+
+AVX2_INLINE void rows_nn(const int R, const int W, const gemm_params *p, const gemm_store *st,
+                         int64_t m0, int64_t n0, int64_t n1) {
+  int64_t n = n0;
+  for (; n + 8 * W <= n1; n += 8 * W) block_nn(R, W, false, p, st, m0, n, 8 * W);
+  for (; n + 8 <= n1; n += 8) block_nn(R, 1, false, p, st, m0, n, 8);
+  if (n < n1) block_nn(R, 1, true, p, st, m0, n, n1 - n);
+}
+
+/* Lanes 0..CN-1 (CN = 4 or 8) of the result: the sums of x[0..CN-1], by an
+ * add tree that shares its shuffles across the vectors. */
+AVX2_INLINE __m256 sums_of(const int CN, const __m256 x[8]) {
+  __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(x[0], x[1]), _mm256_hadd_ps(x[2], x[3]));
+  if (CN == 4)
+    return _mm256_castps128_ps256(
+        _mm_add_ps(_mm256_castps256_ps128(q0), _mm256_extractf128_ps(q0, 1)));
+  __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(x[4], x[5]), _mm256_hadd_ps(x[6], x[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20), _mm256_permute2f128_ps(q0, q1, 0x31));
 }
 
 AVX2_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, const gemm_store *st,
@@ -104,24 +115,22 @@ AVX2_INLINE void rows_nt(const int R, const int CN, const gemm_params *p, const 
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-      float sums[8] = {0};
-#pragma GCC unroll 8
-      for (int j = 0; j < CN; j++) sums[j] = avx2_hsum(acc[r][j]);
       float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[m0 + r] : 0.f;
-      store_part(_mm256_loadu_ps(sums), p->C + (m0 + r) * p->ldc + n, cols, st,
+      store_part(sums_of(CN, acc[r]), p->C + (m0 + r) * p->ldc + n, cols, st,
                  st->bias_kind == GEMM_BIAS_COL ? st->bias + n : NULL, rb);
     }
   }
 }
 
-/* Register budget (16 ymm): R*W accumulators + W B vectors + 1 broadcast. */
+/* Register budget (16 ymm): R*W accumulators + W B vectors + 1 broadcast
+ * (dot form: R*CN accumulators + R A vectors + 1 B vector). */
 SMELT_TARGET_AVX2 static void group_nn(int R, const gemm_params *p, const gemm_store *st,
                                        int64_t m0, int64_t n0, int64_t n1) {
   switch (R) {
-    case 1: rows_nn(1, 8, p, st, m0, n0, n1); break;
+    case 1: rows_nn(1, 6, p, st, m0, n0, n1); break;
     case 2: rows_nn(2, 4, p, st, m0, n0, n1); break;
     case 3: rows_nn(3, 3, p, st, m0, n0, n1); break;
-    case 4: rows_nn(4, 3, p, st, m0, n0, n1); break;
+    case 4: rows_nn(4, 2, p, st, m0, n0, n1); break;
     case 5: rows_nn(5, 2, p, st, m0, n0, n1); break;
     case 6: rows_nn(6, 2, p, st, m0, n0, n1); break;
     default: break;
@@ -133,7 +142,6 @@ SMELT_TARGET_AVX2 static void group_nt(int R, const gemm_params *p, const gemm_s
   switch (R) {
     case 1: rows_nt(1, 8, p, st, m0, n0, n1); break;
     case 2: rows_nt(2, 4, p, st, m0, n0, n1); break;
-    case 3: rows_nt(3, 4, p, st, m0, n0, n1); break;
     default: break;
   }
 }
@@ -142,7 +150,7 @@ SMELT_TARGET_AVX2
 void f32_gemm_smallm_avx2(const gemm_params *p, int64_t n0, int64_t n1) {
   const gemm_epilogue *ep = &p->epilogue;
   gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi};
-  int group = p->trans_b ? 3 : 6;
+  int group = p->trans_b ? 2 : 6;
   for (int64_t m0 = 0; m0 < p->M; m0 += group) {
     int R = (int)(p->M - m0 < group ? p->M - m0 : group);
     if (p->trans_b) group_nt(R, p, &st, m0, n0, n1);

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""bench/ort_compare.py: eager smelt against ONNX Runtime, side by side in one run.
+
+usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
+                            [--lib build/libsmelt.so] [--env K=V]... [--json FILE]
+
+MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout).
+Both runtimes live in this one process and get the same inputs (read by
+smelt_tensor_load) and the same thread count (ORT: intra_op threads N,
+inter_op 1, sequential execution, ORT_ENABLE_ALL graph optimizations).  Runs
+alternate smelt / ORT, so load from other processes on a shared machine
+falls on both alike; the ratio of the medians is what to read.  Each
+smelt output is checked against ORT's (max abs difference).
+
+--env K=V sets an environment variable before smelt is loaded (e.g.
+SMELT_CONV=im2col to time a kernel path); the variable reaches ORT too.
+"""
+import argparse
+import ctypes
+import glob
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAX_RANK = 12
+NP_OF_DTYPE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
+               9: "bool", 10: "float16", 11: "float64"}
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+                ("dims", ctypes.c_int64 * MAX_RANK), ("data", ctypes.c_void_p),
+                ("nbytes", ctypes.c_size_t)]
+
+
+class Options(ctypes.Structure):
+    _fields_ = [("threads", ctypes.c_int), ("mode", ctypes.c_int), ("fullgraph", ctypes.c_int),
+                ("dynamic", ctypes.c_int), ("recompile_limit", ctypes.c_int),
+                ("buckets", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p)]
+
+
+class Smelt:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        L = self.lib
+        L.smelt_last_error.restype = ctypes.c_char_p
+        L.smelt_session_options_default.restype = Options
+        L.smelt_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        L.smelt_session_create.argtypes = [ctypes.c_void_p, ctypes.POINTER(Options),
+                                           ctypes.POINTER(ctypes.c_void_p)]
+        L.smelt_session_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensor), ctypes.c_size_t,
+                                        ctypes.POINTER(Tensor), ctypes.c_size_t]
+        L.smelt_model_num_outputs.argtypes = [ctypes.c_void_p]
+        L.smelt_tensor_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(Tensor)]
+        L.smelt_tensor_release.argtypes = [ctypes.POINTER(Tensor)]
+        L.smelt_session_free.argtypes = [ctypes.c_void_p]
+        L.smelt_model_free.argtypes = [ctypes.c_void_p]
+
+    def check(self, status, what):
+        if status != 0:
+            raise RuntimeError(f"smelt {what}: {self.lib.smelt_last_error().decode()}")
+
+
+def tensor_to_numpy(np, t):
+    n = 1
+    for i in range(t.rank):
+        n *= t.dims[i]
+    buf = (ctypes.c_char * t.nbytes).from_address(t.data) if t.nbytes else b""
+    a = np.frombuffer(bytes(buf), dtype=NP_OF_DTYPE[t.dtype], count=n)
+    return a.reshape([t.dims[i] for i in range(t.rank)])
+
+
+def bench_model(np, ort, sm, model_dir, args):
+    path = os.path.join(model_dir, "model.onnx")
+    inputs = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
+                    key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0]))
+    loaded = (Tensor * len(inputs))()
+    for k, p in enumerate(inputs):
+        sm.check(sm.lib.smelt_tensor_load(p.encode(), ctypes.byref(loaded[k])), f"load {p}")
+    arrays = [tensor_to_numpy(np, loaded[k]) for k in range(len(inputs))]
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = args.threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    feed = {i.name: arrays[k] for k, i in enumerate(sess.get_inputs())}
+
+    model = ctypes.c_void_p()
+    sm.check(sm.lib.smelt_model_load(path.encode(), ctypes.byref(model)), "load model")
+    opts = sm.lib.smelt_session_options_default()
+    opts.threads = args.threads
+    session = ctypes.c_void_p()
+    sm.check(sm.lib.smelt_session_create(model, ctypes.byref(opts), ctypes.byref(session)),
+             "create session")
+    n_out = sm.lib.smelt_model_num_outputs(model)
+
+    def run_smelt(keep=False):
+        outs = (Tensor * n_out)()
+        t0 = time.perf_counter()
+        sm.check(sm.lib.smelt_session_run(session, loaded, len(inputs), outs, n_out), "run")
+        dt = time.perf_counter() - t0
+        res = [tensor_to_numpy(np, outs[k]) for k in range(n_out)] if keep else None
+        for k in range(n_out):
+            sm.lib.smelt_tensor_release(ctypes.byref(outs[k]))
+        return dt, res
+
+    def run_ort():
+        t0 = time.perf_counter()
+        res = sess.run(None, feed)
+        return time.perf_counter() - t0, res
+
+    _, ours = run_smelt(keep=True)
+    _, theirs = run_ort()
+    maxdiff = max(float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
+                  if a.size else 0.0 for a, b in zip(ours, theirs))
+    for _ in range(args.warmup):
+        run_smelt()
+        run_ort()
+    ts, to = [], []
+    for _ in range(args.runs):
+        ts.append(run_smelt()[0])
+        to.append(run_ort()[0])
+
+    sm.lib.smelt_session_free(session)
+    sm.lib.smelt_model_free(model)
+    for k in range(len(inputs)):
+        sm.lib.smelt_tensor_release(ctypes.byref(loaded[k]))
+    ms, mo = statistics.median(ts) * 1e3, statistics.median(to) * 1e3
+    return {"model": os.path.basename(os.path.normpath(model_dir)), "threads": args.threads,
+            "smelt_ms": ms, "ort_ms": mo, "ratio": ms / mo,
+            "smelt_min_ms": min(ts) * 1e3, "ort_min_ms": min(to) * 1e3,
+            "runs": args.runs, "max_abs_diff": maxdiff}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
+    ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    for kv in args.env:
+        k, _, v = kv.partition("=")
+        os.environ[k] = v
+    try:
+        import numpy as np
+        import onnxruntime as ort
+    except ImportError as e:
+        print(f"ort_compare: {e} (pip install onnxruntime numpy)", file=sys.stderr)
+        return 77
+    sm = Smelt(args.lib)
+    rows = [bench_model(np, ort, sm, d, args) for d in args.models]
+    print(f"{'model':<14} {'thr':>3} {'smelt ms':>10} {'ORT ms':>10} {'smelt/ORT':>10} "
+          f"{'min smelt':>10} {'min ORT':>10} {'max|diff|':>10}")
+    for r in rows:
+        print(f"{r['model']:<14} {r['threads']:>3} {r['smelt_ms']:>10.3f} {r['ort_ms']:>10.3f} "
+              f"{r['ratio']:>10.3f} {r['smelt_min_ms']:>10.3f} {r['ort_min_ms']:>10.3f} "
+              f"{r['max_abs_diff']:>10.2e}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": rows, "env": args.env}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

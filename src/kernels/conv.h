@@ -1,0 +1,78 @@
+/* Fast f32 2-D convolution (1-D runs as H = 1), NCHW in and out.
+ *
+ * Algorithms, chosen per shape by conv2d_select (SMELT_CONV=auto|im2col|
+ * direct|winograd|winograd2|winograd4 forces one where it applies):
+ *  - direct:   im2col-free implicit GEMM.  The input is copied once into a
+ *              zero-padded, stride-phase-split buffer, in which every tap of
+ *              every output position is one flat offset, so a GEMM micro-
+ *              kernel reads its B operand straight from that buffer through a
+ *              per-K offset table.  Any stride, dilation, padding and group.
+ *  - winograd: F(2x2,3x3) and F(4x4,3x3) for 3x3, stride 1, dilation 1.
+ *              Fewer multiplies, less accuracy: see conv_winograd.c for the
+ *              measured error and the test tolerance.
+ *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop.
+ *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
+ *              the fallback for everything else, and for 1x1 convolutions,
+ *              which are plain GEMMs.
+ * Weights are packed/transformed by conv2d_prepare once; the op caches the
+ * result per session node (runtime/op_cache.h). */
+#ifndef SMELT_KERNELS_CONV_H
+#define SMELT_KERNELS_CONV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/isa.h"
+#include "runtime/pool.h"
+
+typedef enum conv_algo {
+  CONV_ALGO_AUTO = 0,
+  CONV_ALGO_IM2COL,
+  CONV_ALGO_DIRECT,
+  CONV_ALGO_DEPTHWISE,
+  CONV_ALGO_WINO2, /* F(2x2, 3x3) */
+  CONV_ALGO_WINO4, /* F(4x4, 3x3) */
+  CONV_ALGO_WINOGRAD, /* request only: F(4,3) or F(2,3), whichever the cost model prefers */
+  CONV_ALGO_COUNT
+} conv_algo;
+
+/* Geometry of one 2-D convolution.  Output sizes and begin pads are final
+ * (auto_pad already resolved); end pads are implied by OH/OW. */
+typedef struct conv2d_desc {
+  int64_t N, C, H, W;   /* input */
+  int64_t M, G;         /* output channels, groups */
+  int64_t KH, KW, OH, OW;
+  int64_t sh, sw, dh, dw; /* strides, dilations */
+  int64_t pt, pl;         /* begin pads (top, left) */
+} conv2d_desc;
+
+const char *conv_algo_name(conv_algo a);
+/* Parses SMELT_CONV values; false if unknown. */
+bool conv_algo_parse(const char *s, conv_algo *out);
+
+/* Whether algo can run desc (WINOGRAD means either Winograd variant). */
+bool conv2d_supports(const conv2d_desc *d, conv_algo algo);
+/* The algorithm for desc on isa with `threads` threads: `requested` when it
+ * applies, otherwise (and for AUTO) the cost model's choice.  Never returns
+ * AUTO or WINOGRAD. */
+conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested);
+/* SMELT_CONV's value (AUTO when unset or not understood). */
+conv_algo conv_algo_from_env(void);
+
+/* Weights prepared for one algorithm and ISA (opaque). */
+typedef struct conv2d_weights conv2d_weights;
+
+/* Packs/transforms W ([M, C/G, KH, KW]) for algo (not IM2COL) on isa.
+ * On success *out is owned by the caller: free with conv2d_weights_free. */
+smelt_status conv2d_prepare(const conv2d_desc *d, conv_algo algo, isa_level isa, const float *W,
+                            conv2d_weights **out);
+void conv2d_weights_free(conv2d_weights *w);
+/* The value for op_cache_add's free_fn. */
+void conv2d_weights_free_v(void *w);
+
+/* Y = conv(X, W) + B with prepared weights (B may be NULL).  X: [N, C, H, W],
+ * Y: [N, M, OH, OW], both dense.  Scratch is allocated per call. */
+smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
+                        const float *X, const float *B, float *Y);
+
+#endif

@@ -1,0 +1,195 @@
+/* Direct convolution as an im2col-free implicit GEMM.
+ *
+ * Per (batch, group), output channel m and "wide" output position
+ * q = oh * Wq + ow (ow < Wq, where Wq = OW + (KW-1)*dw/sw; the columns
+ * ow >= OW are computed and dropped):
+ *   y[m][q] = sum_{c, kh, kw} w[m][c][kh][kw] * buf[boff[c,kh,kw] + q]
+ * where buf holds the zero-padded input split into sh*sw stride phases
+ * (phase (ph, pw) row i col j = padded input row i*sh+ph, col j*sw+pw).  A
+ * tap then reads one flat offset from every position, whatever the stride
+ * and dilation, so the GEMM micro-kernel's B operand is buf itself, reached
+ * through the offset table boff: no im2col matrix.
+ *
+ * Work items are (batch, group, range of position tiles, range of weight
+ * panels); each fills the rows of buf its positions read (all channels of
+ * the group) into its own scratch, then runs every panel over its tiles
+ * (the panel's packed weights stay in cache across the tiles).  One
+ * pool_parallel_for per convolution. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/tensor.h"
+#include "kernels/conv_internal.h"
+#include "util/err.h"
+
+/* Packed weights: [G][panel][K][dmr], K = Cg*KH*KW in W's own order, rows
+ * past Mg zero. */
+smelt_status conv_direct_prepare(conv2d_weights *w, const float *W) {
+  const conv2d_desc *d = &w->d;
+  int dmr = w->k->dmr;
+  int64_t Mg = d->M / d->G, K = d->C / d->G * d->KH * d->KW, np = conv_cdiv(Mg, dmr);
+  float *dst = w->data;
+  for (int64_t g = 0; g < d->G; g++)
+    for (int64_t p = 0; p < np; p++)
+      for (int64_t k = 0; k < K; k++)
+        for (int i = 0; i < dmr; i++) {
+          int64_t m = p * dmr + i;
+          *dst++ = m < Mg ? W[(g * Mg + m) * K + k] : 0.f;
+        }
+  return SMELT_OK;
+}
+
+typedef struct direct_job {
+  const conv2d_desc *d;
+  const conv2d_weights *w;
+  const float *X, *B;
+  float *Y;
+  int64_t Cg, Mg, K, P, Wq, Hl, Q, NR, nv, tiles;
+  int64_t ntc, n_qc, ppc, n_mc, np; /* tiles per chunk, chunks; panels per chunk, chunks */
+  int64_t buf_len;                   /* floats of one item's scratch, slack included */
+  const int64_t *boff;
+  atomic_bool failed;
+} direct_job;
+
+/* Rows [r0, r0 + Hl) of every phase plane of the group's channels, and
+ * zeros in the slack after them. */
+static void direct_fill(const direct_job *j, const float *x, int64_t r0, float *buf) {
+  const conv2d_desc *d = j->d;
+  conv_phases ph = {d->H, d->W, d->sh, d->sw, d->pt, d->pl, j->Hl, j->Wq};
+  conv_fill_phases(&ph, x, j->Cg, r0, 0.f, buf);
+  int64_t used = j->Cg * j->P * j->Hl * j->Wq;
+  memset(buf + used, 0, sizeof(float) * (size_t)(j->buf_len - used));
+}
+
+/* Tile rows [0, mr) x positions [q, q + NR) of the wide output into Y. */
+static void direct_scatter(const direct_job *j, const float *tile, float *y, const float *bias,
+                           int mr, int64_t q) {
+  const conv2d_desc *d = j->d;
+  int64_t OHW = d->OH * d->OW, qend = q + j->NR < j->Q ? q + j->NR : j->Q;
+  for (int i = 0; i < mr; i++) {
+    const float *t = tile + i * j->NR;
+    float *ym = y + i * OHW, b = bias ? bias[i] : 0.f;
+    int64_t oh = q / j->Wq, ow = q - oh * j->Wq;
+    for (int64_t p = q; p < qend; oh++, ow = 0) {
+      int64_t seg = j->Wq - ow < qend - p ? j->Wq - ow : qend - p;
+      int64_t valid = ow < d->OW ? (d->OW - ow < seg ? d->OW - ow : seg) : 0;
+      const float *src = t + (p - q);
+      float *dst = ym + oh * d->OW + ow;
+      for (int64_t e = 0; e < valid; e++) dst[e] = src[e] + b;
+      p += seg;
+    }
+  }
+}
+
+static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *filled) {
+  const conv2d_desc *d = j->d;
+  const conv_kernels *k = j->w->k;
+  int64_t mc = it % j->n_mc, rest = it / j->n_mc, qc = rest % j->n_qc, ng = rest / j->n_qc;
+  int64_t n = ng / d->G, g = ng % d->G;
+  int64_t t0 = qc * j->ntc, t1 = t0 + j->ntc < j->tiles ? t0 + j->ntc : j->tiles;
+  int64_t r0 = t0 * j->NR / j->Wq; /* first phase row the chunk reads */
+  if (*filled != rest) {           /* consecutive items of one chunk share the fill */
+    direct_fill(j, j->X + (n * d->C + g * j->Cg) * d->H * d->W, r0, buf);
+    *filled = rest;
+  }
+  float tile[8 * 64];
+  int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np;
+  for (int64_t p = p0; p < p1; p++) {
+    const float *a = j->w->data + ((g * j->np + p) * j->K) * k->dmr;
+    int64_t m0 = p * k->dmr;
+    int mr = (int)(j->Mg - m0 < k->dmr ? j->Mg - m0 : k->dmr);
+    float *y = j->Y + (n * d->M + g * j->Mg + m0) * d->OH * d->OW;
+    const float *bias = j->B ? j->B + g * j->Mg + m0 : NULL;
+    for (int64_t t = t0; t < t1; t++) {
+      int64_t q = t * j->NR;
+      k->direct[j->nv](j->K, a, buf + (q - r0 * j->Wq), j->boff, tile);
+      direct_scatter(j, tile, y, bias, mr, q);
+    }
+  }
+}
+
+static void direct_items(void *vctx, int64_t i0, int64_t i1) {
+  direct_job *j = vctx;
+  float *buf = tensor_data_alloc(sizeof(float) * (size_t)j->buf_len);
+  if (!buf) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  int64_t filled = -1;
+  for (int64_t it = i0; it < i1; it++) direct_item(j, it, buf, &filled);
+  tensor_data_free(buf);
+}
+
+/* The vector count per tile: fewest wasted lanes at the end of the rows,
+ * weighed by how much slower the narrower tiles run. */
+static int64_t direct_pick_nv(const conv_kernels *k, int64_t Q) {
+  static const double speed[CONV_DIRECT_MAX_NV + 1] = {0, 0.6, 0.88, 1.0, 1.0};
+  int64_t best = k->dmax_nv;
+  double best_cost = 0;
+  for (int64_t nv = k->dmax_nv; nv >= 1; nv--) {
+    int64_t nr = nv * k->vl;
+    double cost = (double)(conv_cdiv(Q, nr) * nr) / speed[nv];
+    if (nv == k->dmax_nv || cost < best_cost) best = nv, best_cost = cost;
+  }
+  return best;
+}
+
+/* Chunks of position tiles (each chunk's copy of the input within ~L2) and
+ * of weight panels: conv_split weighs re-reading the weights per position
+ * chunk against refilling the input per panel chunk. */
+static void direct_plan(direct_job *j, int threads) {
+  const conv2d_desc *d = j->d;
+  int64_t amax = (d->KH - 1) * d->dh / d->sh;
+  int64_t row_bytes = j->Cg * j->P * j->Wq * 4;
+  int64_t fit_rows = ((int64_t)512 << 10) / (row_bytes > 0 ? row_bytes : 1) - amax - 2;
+  int64_t fit_tiles = fit_rows * j->Wq / j->NR;
+  if (fit_tiles < 1) fit_tiles = 1;
+  double w_bytes = 4.0 * j->Mg * j->K, in_bytes = (double)row_bytes * (d->OH + amax);
+  int64_t per = d->N * d->G; /* items multiply across batch and groups */
+  int64_t n_qc, n_mc;
+  conv_split(threads > per ? (int)conv_cdiv(threads, per) : 1, conv_cdiv(j->tiles, fit_tiles),
+             j->tiles, j->np, w_bytes, in_bytes, &n_qc, &n_mc);
+  j->ntc = conv_cdiv(j->tiles, n_qc);
+  j->n_qc = conv_cdiv(j->tiles, j->ntc);
+  j->ppc = conv_cdiv(j->np, n_mc);
+  j->n_mc = conv_cdiv(j->np, j->ppc);
+  /* plane rows one chunk reads: its positions' rows (a chunk need not start
+   * at a row start, hence one more) plus the taps' reach */
+  j->Hl = conv_cdiv(j->ntc * j->NR, j->Wq) + 2 + amax;
+}
+
+smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
+                             const float *B, float *Y) {
+  const conv2d_desc *d = &w->d;
+  const conv_kernels *k = w->k;
+  direct_job j = {.d = d, .w = w, .X = X, .B = B, .Y = Y};
+  j.Cg = d->C / d->G;
+  j.Mg = d->M / d->G;
+  j.K = j.Cg * d->KH * d->KW;
+  j.P = d->sh * d->sw;
+  j.Wq = d->OW + (d->KW - 1) * d->dw / d->sw;
+  j.Q = d->OH * j.Wq;
+  j.nv = direct_pick_nv(k, j.Q);
+  j.NR = j.nv * k->vl;
+  j.tiles = conv_cdiv(j.Q, j.NR);
+  j.np = conv_cdiv(j.Mg, k->dmr);
+  direct_plan(&j, pool_threads(pool));
+  int64_t bmax = (d->KW - 1) * d->dw / d->sw;
+  /* slack: the dropped columns of the last row read up to bmax + Wq past it */
+  j.buf_len = j.Cg * j.P * j.Hl * j.Wq + bmax + j.Wq + j.NR + k->vl;
+  int64_t *boff = malloc(sizeof(int64_t) * (size_t)(j.K > 0 ? j.K : 1));
+  if (!boff) return err_nomem("conv offsets", sizeof(int64_t) * (size_t)j.K);
+  for (int64_t c = 0, kk = 0; c < j.Cg; c++)
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
+        int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
+        boff[kk] = ((c * j.P + ph * d->sw + pw) * j.Hl + kh * d->dh / d->sh) * j.Wq +
+                   kw * d->dw / d->sw;
+      }
+  j.boff = boff;
+  pool_parallel_for(pool, d->N * d->G * j.n_qc * j.n_mc, 1, direct_items, &j);
+  free(boff);
+  if (atomic_load(&j.failed)) return err_nomem("conv scratch", sizeof(float) * (size_t)j.buf_len);
+  return SMELT_OK;
+}

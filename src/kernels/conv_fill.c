@@ -1,0 +1,63 @@
+/* The stride-phase-split padded copy of an input (kernels/conv_internal.h). */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/conv_internal.h"
+
+static void fill_value(float *p, int64_t n, float v) {
+  if (v == 0.f && !signbit(v)) {
+    memset(p, 0, sizeof(float) * (size_t)n);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) p[i] = v;
+}
+
+void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                      float pad, float *buf) {
+  int64_t Wq = p->Wq, Hl = p->Hl;
+  for (int64_t c = 0; c < channels; c++) {
+    const float *xc = x + c * p->H * p->W;
+    for (int64_t ph = 0; ph < p->sh; ph++)
+      for (int64_t pw = 0; pw < p->sw; pw++) {
+        float *plane = buf + ((c * p->sh + ph) * p->sw + pw) * Hl * Wq;
+        /* columns j with 0 <= j*sw + pw - pl < W: [jlo, jhi) */
+        int64_t jlo = conv_cdiv(p->pl - pw > 0 ? p->pl - pw : 0, p->sw);
+        int64_t jhi = p->W + p->pl - pw > 0 ? conv_cdiv(p->W + p->pl - pw, p->sw) : 0;
+        if (jhi > Wq) jhi = Wq;
+        if (jlo > jhi) jlo = jhi;
+        for (int64_t i = 0; i < Hl; i++) {
+          float *row = plane + i * Wq;
+          int64_t r = (r0 + i) * p->sh + ph - p->pt;
+          if (r < 0 || r >= p->H || jlo == jhi) {
+            fill_value(row, Wq, pad);
+            continue;
+          }
+          const float *xr = xc + r * p->W; /* column j reads xr[j*sw + pw - pl] */
+          fill_value(row, jlo, pad);
+          if (p->sw == 1)
+            memcpy(row + jlo, xr + jlo + pw - p->pl, sizeof(float) * (size_t)(jhi - jlo));
+          else
+            for (int64_t j = jlo; j < jhi; j++) row[j] = xr[j * p->sw + pw - p->pl];
+          fill_value(row + jhi, Wq - jhi, pad);
+        }
+      }
+  }
+}
+
+void conv_split(int threads, int64_t min_r, int64_t max_r, int64_t np, double w_bytes,
+                double in_bytes, int64_t *n_r, int64_t *n_p) {
+  if (min_r < 1) min_r = 1;
+  if (max_r < min_r) max_r = min_r;
+  if (np < 1) np = 1;
+  int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
+  if (want > max_r * np) want = max_r * np;
+  *n_r = min_r, *n_p = 1;
+  double best = -1;
+  for (int64_t r = min_r; r <= max_r && r <= min_r + 256; r++) {
+    int64_t p = conv_cdiv(want, r);
+    if (p > np) p = np;
+    if (r * p < want) continue;
+    double cost = (double)r * w_bytes + (double)p * in_bytes;
+    if (best < 0 || cost < best) best = cost, *n_r = r, *n_p = p;
+  }
+}

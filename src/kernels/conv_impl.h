@@ -1,0 +1,283 @@
+/* Conv and pool micro-kernels, written once against kernels/simd.h and
+ * compiled per ISA (see kernels/conv_kernels.h for what each computes).
+ * Include after defining SIMD_LEVEL and including kernels/simd.h. */
+#include "kernels/conv_kernels.h"
+
+#if SIMD_LEVEL == 2
+#define DMR 8 /* direct: 8 channels x up to 3 vectors = 24 zmm accumulators */
+#define DNV 3
+#define WMR 6 /* winograd: 6 tiles x 4 vectors (64 channels) = 24 accumulators */
+#define WNV 4
+#elif SIMD_LEVEL == 1
+#define DMR 4 /* 4 x 3 ymm = 12 accumulators + 3 loads + 1 broadcast */
+#define DNV 3
+#define WMR 6 /* 6 x 2 ymm = 12 accumulators */
+#define WNV 2
+#else
+#define DMR 4
+#define DNV 4
+#define WMR 4
+#define WNV 4
+#endif
+
+#define INLINE_ALWAYS __attribute__((always_inline)) inline
+
+/* ---- direct conv tile ---- */
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(direct_body)(int64_t K, const float *restrict a,
+                                                             const float *restrict b,
+                                                             const int64_t *restrict boff,
+                                                             float *restrict c, const int nv) {
+  vf acc[DMR][DNV];
+#pragma GCC unroll 8
+  for (int i = 0; i < DMR; i++)
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
+  for (int64_t k = 0; k < K; k++) {
+    const float *bk = b + boff[k];
+    vf bv[DNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) bv[v] = v_load(bk + v * VL);
+#pragma GCC unroll 8
+    for (int i = 0; i < DMR; i++) {
+      vf ai = v_set1(a[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < nv; v++) acc[i][v] = v_fma(ai, bv[v], acc[i][v]);
+    }
+    a += DMR;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < DMR; i++)
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) v_store(c + (i * nv + v) * VL, acc[i][v]);
+}
+
+#define DIRECT_NV(NV)                                                                        \
+  static SIMD_TARGET void SIMD_NAME(direct_nv##NV)(int64_t K, const float *a, const float *b, \
+                                                   const int64_t *boff, float *c) {         \
+    SIMD_NAME(direct_body)(K, a, b, boff, c, NV);                                            \
+  }
+DIRECT_NV(1)
+DIRECT_NV(2)
+DIRECT_NV(3)
+#if DNV >= 4
+DIRECT_NV(4)
+#endif
+
+/* ---- Winograd tuple GEMM ---- */
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(wgemm_body)(int64_t K, const float *restrict a,
+                                                            int64_t lda, const float *restrict b,
+                                                            float *restrict c, int64_t ldc,
+                                                            const int mr) {
+  vf acc[WMR][WNV];
+#pragma GCC unroll 8
+  for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+    for (int v = 0; v < WNV; v++) acc[i][v] = v_zero();
+  for (int64_t k = 0; k < K; k++) {
+    vf bv[WNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < WNV; v++) bv[v] = v_load(b + v * VL);
+#pragma GCC unroll 8
+    for (int i = 0; i < mr; i++) {
+      vf ai = v_set1(a[i * lda + k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < WNV; v++) acc[i][v] = v_fma(ai, bv[v], acc[i][v]);
+    }
+    b += WNV * VL;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+    for (int v = 0; v < WNV; v++) v_store(c + i * ldc + v * VL, acc[i][v]);
+}
+
+static SIMD_TARGET void SIMD_NAME(wgemm)(int64_t K, const float *a, int64_t lda, const float *b,
+                                         float *c, int64_t ldc, int mr) {
+  switch (mr) {
+#define WCASE(R)                                       \
+  case R:                                              \
+    SIMD_NAME(wgemm_body)(K, a, lda, b, c, ldc, R);    \
+    break;
+    WCASE(1)
+    WCASE(2)
+    WCASE(3)
+    WCASE(4)
+#if WMR >= 6
+    WCASE(5)
+    WCASE(6)
+#endif
+#undef WCASE
+    default: break;
+  }
+}
+
+/* ---- Winograd transforms (Lavin & Gray), vl channels per vector ----
+ * F(2,3): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], A^T = [1 1 1 0; 0 1 -1 -1]
+ * F(4,3): B^T rows  4 0 -5 0 1 0 / 0 -4 -4 1 1 0 / 0 4 -4 -1 1 0 /
+ *                   0 -2 -1 2 1 0 / 0 2 -1 -2 1 0 / 0 4 0 -5 0 1
+ *         A^T rows  1 1 1 1 1 0 / 0 1 -1 2 -2 0 / 0 1 1 4 4 0 / 0 1 -1 8 -8 1 */
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(bt4)(const vf *d, vf *r) {
+  r[0] = v_sub(d[0], d[2]);
+  r[1] = v_add(d[1], d[2]);
+  r[2] = v_sub(d[2], d[1]);
+  r[3] = v_sub(d[1], d[3]);
+}
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(bt6)(const vf *d, vf *r) {
+  const vf c4 = v_set1(4.f), c5 = v_set1(5.f), c2 = v_set1(2.f);
+  vf t0 = v_fnma(c4, d[2], d[4]); /* d4 - 4 d2 */
+  vf t1 = v_fnma(c4, d[1], d[3]); /* d3 - 4 d1 */
+  vf t2 = v_sub(d[4], d[2]);
+  vf t3 = v_mul(c2, v_sub(d[3], d[1]));
+  r[0] = v_fma(c4, d[0], v_fnma(c5, d[2], d[4]));
+  r[1] = v_add(t0, t1);
+  r[2] = v_sub(t0, t1);
+  r[3] = v_add(t2, t3);
+  r[4] = v_sub(t2, t3);
+  r[5] = v_fma(c4, d[1], v_fnma(c5, d[3], d[5]));
+}
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(at4)(const vf *o, vf *y) {
+  y[0] = v_add(v_add(o[0], o[1]), o[2]);
+  y[1] = v_sub(v_sub(o[1], o[2]), o[3]);
+}
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(at6)(const vf *o, vf *y) {
+  const vf c2 = v_set1(2.f), c4 = v_set1(4.f), c8 = v_set1(8.f);
+  vf s12 = v_add(o[1], o[2]), d12 = v_sub(o[1], o[2]);
+  vf s34 = v_add(o[3], o[4]), d34 = v_sub(o[3], o[4]);
+  y[0] = v_add(v_add(o[0], s12), s34);
+  y[1] = v_fma(c2, d34, d12);
+  y[2] = v_fma(c4, s34, s12);
+  y[3] = v_add(v_fma(c8, d34, d12), o[5]);
+}
+
+#define WINO_IN(NAME, A, BT)                                                                \
+  static SIMD_TARGET void SIMD_NAME(NAME)(const float *x, int64_t xrs, float *v, int64_t vs) { \
+    vf t[A][A];                                                                             \
+    _Pragma("GCC unroll 8") for (int j = 0; j < A; j++) { /* columns: B^T d */              \
+      vf d[A], r[A];                                                                        \
+      _Pragma("GCC unroll 8") for (int i = 0; i < A; i++) d[i] = v_load(x + i * xrs + j * VL); \
+      SIMD_NAME(BT)(d, r);                                                                  \
+      _Pragma("GCC unroll 8") for (int i = 0; i < A; i++) t[i][j] = r[i];                   \
+    }                                                                                       \
+    _Pragma("GCC unroll 8") for (int i = 0; i < A; i++) { /* rows: (B^T d) B */             \
+      vf r[A];                                                                              \
+      SIMD_NAME(BT)(t[i], r);                                                               \
+      _Pragma("GCC unroll 8") for (int j = 0; j < A; j++) v_store(v + (i * A + j) * vs, r[j]); \
+    }                                                                                       \
+  }
+WINO_IN(wino_in2, 4, bt4)
+WINO_IN(wino_in4, 6, bt6)
+
+#define WINO_OUT(NAME, A, M, AT)                                                            \
+  static SIMD_TARGET void SIMD_NAME(NAME)(const float *o, int64_t os, float *y, int64_t yrs) { \
+    vf t[M][A];                                                                             \
+    _Pragma("GCC unroll 8") for (int j = 0; j < A; j++) {                                   \
+      vf d[A], r[M];                                                                        \
+      _Pragma("GCC unroll 8") for (int i = 0; i < A; i++) d[i] = v_load(o + (i * A + j) * os); \
+      SIMD_NAME(AT)(d, r);                                                                  \
+      _Pragma("GCC unroll 8") for (int i = 0; i < M; i++) t[i][j] = r[i];                   \
+    }                                                                                       \
+    _Pragma("GCC unroll 8") for (int i = 0; i < M; i++) {                                   \
+      vf r[M];                                                                              \
+      SIMD_NAME(AT)(t[i], r);                                                               \
+      _Pragma("GCC unroll 8") for (int j = 0; j < M; j++) v_store(y + i * yrs + j * VL, r[j]); \
+    }                                                                                       \
+  }
+WINO_OUT(wino_out2, 4, 2, at4)
+WINO_OUT(wino_out4, 6, 4, at6)
+
+/* ---- depthwise and pooling rows ---- */
+
+static SIMD_TARGET void SIMD_NAME(dw_row)(const float *p, const int64_t *off, const float *w,
+                                          int taps, float bias, float *y, int64_t n) {
+  int64_t j = 0;
+  for (; j + 2 * VL <= n; j += 2 * VL) {
+    vf a0 = v_set1(bias), a1 = a0;
+    for (int t = 0; t < taps; t++) {
+      vf wt = v_set1(w[t]);
+      const float *q = p + off[t] + j;
+      a0 = v_fma(wt, v_load(q), a0);
+      a1 = v_fma(wt, v_load(q + VL), a1);
+    }
+    v_store(y + j, a0);
+    v_store(y + j + VL, a1);
+  }
+  for (; j < n; j += VL) {
+    int r = n - j < VL ? (int)(n - j) : VL;
+    vf a0 = v_set1(bias);
+    for (int t = 0; t < taps; t++) a0 = v_fma(v_set1(w[t]), v_loadn(p + off[t] + j, r), a0);
+    v_storen(y + j, a0, r);
+  }
+}
+
+/* max(x, acc) keeps acc when x is NaN: the reference's "x > acc ? x : acc" */
+static SIMD_TARGET void SIMD_NAME(pool_max_row)(const float *p, const int64_t *off, int taps,
+                                                float *y, int64_t n) {
+  for (int64_t j = 0; j < n; j += VL) {
+    int r = n - j < VL ? (int)(n - j) : VL;
+    vf a = v_set1(-INFINITY);
+    if (r == VL)
+      for (int t = 0; t < taps; t++) a = v_max(v_load(p + off[t] + j), a);
+    else
+      for (int t = 0; t < taps; t++) a = v_max(v_loadn(p + off[t] + j, r), a);
+    v_storen(y + j, a, r);
+  }
+}
+
+static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,
+                                                const float *scale, float s, float *y, int64_t n) {
+  for (int64_t j = 0; j < n; j += VL) {
+    int r = n - j < VL ? (int)(n - j) : VL;
+    vf a = v_zero();
+    for (int t = 0; t < taps; t++) a = v_add(a, v_loadn(p + off[t] + j, r));
+    a = v_mul(a, scale ? v_loadn(scale + j, r) : v_set1(s));
+    v_storen(y + j, a, r);
+  }
+}
+
+static SIMD_TARGET double SIMD_NAME(row_sum)(const float *x, int64_t n) {
+  double total = 0;
+  for (int64_t b = 0; b < n; b += 256) { /* f32 partials over at most 256 values */
+    int64_t e = b + 256 < n ? b + 256 : n, j = b;
+    vf a0 = v_zero(), a1 = v_zero();
+    for (; j + 2 * VL <= e; j += 2 * VL) {
+      a0 = v_add(a0, v_load(x + j));
+      a1 = v_add(a1, v_load(x + j + VL));
+    }
+    for (; j < e; j += VL) a0 = v_add(a0, v_loadn(x + j, e - j < VL ? (int)(e - j) : VL));
+    total += v_hsum_d(v_add(a0, a1));
+  }
+  return total;
+}
+
+const conv_kernels SIMD_NAME(conv_kernels) = {
+#if SIMD_LEVEL == 2
+    .isa = ISA_AVX512,
+#elif SIMD_LEVEL == 1
+    .isa = ISA_AVX2,
+#else
+    .isa = ISA_SCALAR,
+#endif
+    .vl = VL,
+    .dmr = DMR,
+    .dmax_nv = DNV,
+    .direct = {NULL, SIMD_NAME(direct_nv1), SIMD_NAME(direct_nv2), SIMD_NAME(direct_nv3),
+#if DNV >= 4
+               SIMD_NAME(direct_nv4)
+#endif
+    },
+    .wmr = WMR,
+    .wnr = WNV * VL,
+    .wgemm = SIMD_NAME(wgemm),
+    .wino_in = {SIMD_NAME(wino_in2), SIMD_NAME(wino_in4)},
+    .wino_out = {SIMD_NAME(wino_out2), SIMD_NAME(wino_out4)},
+    .dw_row = SIMD_NAME(dw_row),
+    .pool_max_row = SIMD_NAME(pool_max_row),
+    .pool_avg_row = SIMD_NAME(pool_avg_row),
+    .row_sum = SIMD_NAME(row_sum),
+};

@@ -1,0 +1,58 @@
+/* Shared by the conv drivers (kernels/conv_*.c): the prepared-weights
+ * object and each algorithm's prepare/run pair. */
+#ifndef SMELT_KERNELS_CONV_INTERNAL_H
+#define SMELT_KERNELS_CONV_INTERNAL_H
+
+#include "kernels/conv.h"
+#include "kernels/conv_kernels.h"
+
+struct conv2d_weights {
+  conv_algo algo;
+  const conv_kernels *k;
+  conv2d_desc d;   /* the geometry it was prepared for */
+  float *data;     /* packed or transformed weights (64-byte aligned) */
+  int64_t n_data;  /* floats */
+  int64_t cp, mp;  /* winograd: channels padded to the vector width, outputs to the panel width */
+};
+
+/* An allocated, unfilled weights object with room for n floats. */
+smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t n,
+                              conv2d_weights **out);
+
+smelt_status conv_direct_prepare(conv2d_weights *w, const float *W);
+smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
+                             const float *B, float *Y);
+smelt_status conv_wino_prepare(conv2d_weights *w, const float *W);
+smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
+                           const float *B, float *Y);
+smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
+                         const float *B, float *Y);
+
+/* The zero-padded input split into stride phases, as the direct,
+ * depthwise and pooling kernels read it: for each channel and phase
+ * (ph, pw), Hl rows of Wq values, row i col j holding padded input row
+ * (r0 + i)*sh + ph, col j*sw + pw (pad outside the input).  buf layout:
+ * [channel][ph][pw][Hl][Wq]. */
+typedef struct conv_phases {
+  int64_t H, W, sh, sw, pt, pl; /* input plane, strides, begin pads */
+  int64_t Hl, Wq;               /* rows and columns per phase plane */
+} conv_phases;
+void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                      float pad, float *buf);
+
+/* How to cut a convolution into work items: rows of positions into n_r
+ * chunks (at least min_r, at most max_r) and weight panels (np of them)
+ * into n_p chunks.  Every position chunk reads all the weights of its
+ * panels (w_bytes in all) and every panel chunk redoes the input work of
+ * its positions (in_bytes in all); this picks the least of
+ * n_r * w_bytes + n_p * in_bytes that still gives about three items per
+ * thread (one item on one thread). */
+void conv_split(int threads, int64_t min_r, int64_t max_r, int64_t np, double w_bytes,
+                double in_bytes, int64_t *n_r, int64_t *n_p);
+
+/* The winograd output tile size m (2 or 4) of an algorithm. */
+static inline int conv_wino_m(conv_algo a) { return a == CONV_ALGO_WINO4 ? 4 : 2; }
+
+static inline int64_t conv_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#endif

@@ -1,0 +1,62 @@
+/* Internal interface between the conv/pool drivers (kernels/conv_*.c,
+ * kernels/pool.c) and their per-ISA micro-kernels, which are one template
+ * (kernels/conv_impl.h) compiled per ISA (kernels/x86/conv_avx512.c,
+ * kernels/x86/conv_avx2.c, kernels/conv_scalar.c).  Not for op code. */
+#ifndef SMELT_KERNELS_CONV_KERNELS_H
+#define SMELT_KERNELS_CONV_KERNELS_H
+
+#include <stdint.h>
+
+#include "kernels/isa.h"
+
+#define CONV_DIRECT_MAX_NV 4
+
+typedef struct conv_kernels {
+  isa_level isa;
+  int vl; /* floats per vector */
+
+  /* Direct conv tile: c[i][j] = sum_k a[k*dmr + i] * b[boff[k] + j] for
+   * i < dmr, j < nv*vl, written densely (row stride nv*vl).  a: a packed
+   * weight panel (K groups of dmr floats), b: the padded input at the
+   * tile's first position.  direct[nv] for nv in 1..dmax_nv. */
+  int dmr, dmax_nv;
+  void (*direct[CONV_DIRECT_MAX_NV + 1])(int64_t K, const float *a, const float *b,
+                                         const int64_t *boff, float *c);
+
+  /* Winograd tuple GEMM: c[i*ldc + j] = sum_k a[i*lda + k] * b[k*wnr + j]
+   * for i < mr (mr <= wmr), j < wnr (= wnv*vl). */
+  int wmr, wnr;
+  void (*wgemm)(int64_t K, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                int mr);
+
+  /* Winograd transforms on vl channels at once (blocked layout: a pixel is
+   * vl consecutive floats).  in: the alpha x alpha patch at x (row stride
+   * xrs floats) -> alpha^2 vectors at v + xi*vs.  out: alpha^2 vectors at
+   * o + xi*os -> the m x m outputs at y (row stride yrs). [0]: F(2,3), [1]: F(4,3). */
+  void (*wino_in[2])(const float *x, int64_t xrs, float *v, int64_t vs);
+  void (*wino_out[2])(const float *o, int64_t os, float *y, int64_t yrs);
+
+  /* Depthwise: one output row of one channel from the phase-split padded
+   * plane: y[j] = bias + sum_t w[t] * p[off[t] + j], j < n. */
+  void (*dw_row)(const float *p, const int64_t *off, const float *w, int taps, float bias,
+                 float *y, int64_t n);
+
+  /* Pooling over the same kind of plane: y[j] = reduce_t p[off[t] + j]
+   * (max, or sum times scale[j] when scale is given, else times s). */
+  void (*pool_max_row)(const float *p, const int64_t *off, int taps, float *y, int64_t n);
+  void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
+                       float s, float *y, int64_t n);
+  /* sum of x[0..n) in double (vector partial sums over short blocks) */
+  double (*row_sum)(const float *x, int64_t n);
+} conv_kernels;
+
+/* The table for an ISA level, clamped to what the machine has. */
+const conv_kernels *conv_kernels_get(isa_level isa);
+
+extern const conv_kernels conv_kernels_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+extern const conv_kernels conv_kernels_avx2;
+extern const conv_kernels conv_kernels_avx512;
+#endif
+
+#endif

@@ -1,0 +1,234 @@
+/* Conv algorithm choice (a cost model per shape), SMELT_CONV, and the
+ * prepare/run entry points that dispatch to the drivers. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ir/tensor.h"
+#include "kernels/conv_internal.h"
+#include "util/err.h"
+
+static const char *const algo_names[CONV_ALGO_COUNT] = {
+    [CONV_ALGO_AUTO] = "auto",           [CONV_ALGO_IM2COL] = "im2col",
+    [CONV_ALGO_DIRECT] = "direct",       [CONV_ALGO_DEPTHWISE] = "depthwise",
+    [CONV_ALGO_WINO2] = "winograd2",     [CONV_ALGO_WINO4] = "winograd4",
+    [CONV_ALGO_WINOGRAD] = "winograd"};
+
+const char *conv_algo_name(conv_algo a) {
+  return a >= 0 && a < CONV_ALGO_COUNT ? algo_names[a] : "?";
+}
+
+bool conv_algo_parse(const char *s, conv_algo *out) {
+  for (int a = 0; s && a < CONV_ALGO_COUNT; a++)
+    if (!strcasecmp(s, algo_names[a])) {
+      *out = (conv_algo)a;
+      return true;
+    }
+  return false;
+}
+
+conv_algo conv_algo_from_env(void) {
+  conv_algo a = CONV_ALGO_AUTO;
+  if (!conv_algo_parse(getenv("SMELT_CONV"), &a)) a = CONV_ALGO_AUTO;
+  return a;
+}
+
+static bool wino_shape(const conv2d_desc *d) {
+  return d->KH == 3 && d->KW == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 && d->dw == 1 &&
+         d->G == 1 && d->OH > 0 && d->OW > 0;
+}
+
+bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
+  switch (algo) {
+    case CONV_ALGO_IM2COL:
+    case CONV_ALGO_DIRECT: return true;
+    case CONV_ALGO_DEPTHWISE: return d->G > 1 && d->G == d->C && d->G == d->M;
+    case CONV_ALGO_WINO2:
+    case CONV_ALGO_WINO4:
+    case CONV_ALGO_WINOGRAD: return wino_shape(d);
+    default: return false;
+  }
+}
+
+/* ---- cost model ----
+ * Seconds, roughly: multiply-adds at a per-ISA rate per thread times an
+ * efficiency per algorithm, plus the bytes each streams (weights, the
+ * copies and transforms it makes) at a memory rate that more threads do
+ * not raise.  Fitted to single-thread timings of the ResNet-18 layers on a
+ * Zen 4/5 machine (bench-kernels); they only need to rank the algorithms. */
+#define CM_BW 25e9     /* bytes/s */
+#define CM_CALL 20e-6  /* fixed cost of a call (scratch, threads) */
+
+typedef struct cm_ctx {
+  const conv_kernels *k;
+  double rate; /* flop/s of all threads */
+} cm_ctx;
+
+static double cm_direct(const conv2d_desc *d, const cm_ctx *c) {
+  const conv_kernels *k = c->k;
+  int64_t Wq = d->OW + (d->KW - 1) * d->dw / d->sw, Q = d->OH * Wq;
+  int64_t nr = k->dmax_nv * k->vl, mg = d->M / d->G;
+  double flops = 2.0 * d->N * d->G * conv_cdiv(mg, k->dmr) * k->dmr * conv_cdiv(Q, nr) * nr *
+                 (double)(d->C / d->G) * d->KH * d->KW;
+  double bytes = 4.0 * (d->M * (d->C / d->G) * d->KH * d->KW +
+                        d->N * d->C * (d->OH * d->sh + d->KH) * Wq * d->sw);
+  return flops / (c->rate * 0.85) + bytes / CM_BW + CM_CALL;
+}
+
+static double cm_im2col(const conv2d_desc *d, const cm_ctx *c) {
+  double flops = 2.0 * d->N * d->M * d->OH * d->OW * (double)(d->C / d->G) * d->KH * d->KW;
+  bool pointwise = d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 &&
+                   d->pl == 0 && d->OH == d->H && d->OW == d->W;
+  double col = pointwise ? 0 : 8.0 * d->N * d->C * d->KH * d->KW * d->OH * d->OW;
+  double bytes = 4.0 * d->M * (d->C / d->G) * d->KH * d->KW + col;
+  return flops / (c->rate * (pointwise ? 0.85 : 0.75)) + bytes / CM_BW + CM_CALL;
+}
+
+static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
+  const conv_kernels *k = c->k;
+  int a = m + 2;
+  double T = (double)d->N * conv_cdiv(d->OH, m) * conv_cdiv(d->OW, m);
+  double cp = (double)conv_cdiv(d->C, k->vl) * k->vl, mp = (double)conv_cdiv(d->M, k->wnr) * k->wnr;
+  double flops = 2.0 * a * a * T * cp * mp;
+  double tf = T * (cp * a * a * 4.0 + mp * a * a * 3.0); /* transforms, vectorized adds */
+  double bytes = 4.0 * a * a * cp * mp + 8.0 * T * a * a * (cp + mp);
+  return flops / (c->rate * 0.8) + tf / (c->rate * 0.25) + bytes / CM_BW + CM_CALL;
+}
+
+static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
+  switch (a) {
+    case CONV_ALGO_DIRECT: return cm_direct(d, c);
+    case CONV_ALGO_IM2COL: return cm_im2col(d, c);
+    case CONV_ALGO_WINO2: return cm_wino(d, c, 2);
+    case CONV_ALGO_WINO4: return cm_wino(d, c, 4);
+    default: return 0;
+  }
+}
+
+static conv_algo pick_cheapest(const conv2d_desc *d, const cm_ctx *c, const conv_algo *cand,
+                               int n) {
+  conv_algo best = CONV_ALGO_IM2COL;
+  double best_cost = -1;
+  for (int i = 0; i < n; i++) {
+    if (!conv2d_supports(d, cand[i])) continue;
+    double cost = cm_cost(d, c, cand[i]);
+    if (best_cost < 0 || cost < best_cost) best = cand[i], best_cost = cost;
+  }
+  return best;
+}
+
+conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested) {
+  cm_ctx c = {conv_kernels_get(isa), 0};
+  isa = c.k->isa;
+  c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * (threads > 1 ? threads : 1);
+  if (requested == CONV_ALGO_WINOGRAD && wino_shape(d)) {
+    static const conv_algo w[] = {CONV_ALGO_WINO4, CONV_ALGO_WINO2};
+    return pick_cheapest(d, &c, w, 2);
+  }
+  if (requested != CONV_ALGO_AUTO && requested != CONV_ALGO_WINOGRAD &&
+      conv2d_supports(d, requested))
+    return requested;
+  if (conv2d_supports(d, CONV_ALGO_DEPTHWISE)) return CONV_ALGO_DEPTHWISE;
+  static const conv_algo all[] = {CONV_ALGO_IM2COL, CONV_ALGO_DIRECT, CONV_ALGO_WINO2,
+                                  CONV_ALGO_WINO4};
+  return pick_cheapest(d, &c, all, 4);
+}
+
+/* ---- prepare / run ---- */
+
+smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t n,
+                              conv2d_weights **out) {
+  conv2d_weights *w = calloc(1, sizeof *w);
+  if (!w) return err_nomem("conv weights", sizeof *w);
+  w->algo = algo;
+  w->k = conv_kernels_get(isa);
+  w->d = *d;
+  w->n_data = n;
+  if (n < 0 || (uint64_t)n > SIZE_MAX / 8 || !(w->data = tensor_data_alloc(sizeof(float) * (size_t)n))) {
+    free(w);
+    return err_nomem("conv weights", n > 0 ? sizeof(float) * (size_t)n : 0);
+  }
+  *out = w;
+  return SMELT_OK;
+}
+
+static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const conv_kernels *k,
+                                  int64_t *n) {
+  double kk = (double)d->KH * d->KW, cg = (double)(d->C / d->G);
+  double est;
+  switch (algo) {
+    case CONV_ALGO_DIRECT:
+      est = (double)d->G * conv_cdiv(d->M / d->G, k->dmr) * k->dmr * cg * kk;
+      break;
+    case CONV_ALGO_DEPTHWISE: est = (double)d->M * kk; break;
+    case CONV_ALGO_WINO2:
+    case CONV_ALGO_WINO4: {
+      int a = conv_wino_m(algo) + 2;
+      est = (double)a * a * conv_cdiv(d->C, k->vl) * k->vl * conv_cdiv(d->M, k->wnr) * k->wnr;
+      break;
+    }
+    default: return err_set(SMELT_ERR_INTERNAL, "conv: no prepared form for %s", conv_algo_name(algo));
+  }
+  if (est > 4e9) return err_set(SMELT_ERR_NOMEM, "conv: %.3g prepared weights is implausible", est);
+  *n = (int64_t)est;
+  return SMELT_OK;
+}
+
+static smelt_status check_desc(const conv2d_desc *d) {
+  if (d->N < 0 || d->C < 0 || d->H < 0 || d->W < 0 || d->M < 0 || d->G < 1 || d->KH < 1 ||
+      d->KW < 1 || d->OH < 0 || d->OW < 0 || d->sh < 1 || d->sw < 1 || d->dh < 1 || d->dw < 1 ||
+      d->pt < 0 || d->pl < 0 || d->C % d->G || d->M % d->G)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: bad geometry");
+  return SMELT_OK;
+}
+
+smelt_status conv2d_prepare(const conv2d_desc *d, conv_algo algo, isa_level isa, const float *W,
+                            conv2d_weights **out) {
+  TRY(check_desc(d));
+  if (!conv2d_supports(d, algo) || algo == CONV_ALGO_IM2COL || algo == CONV_ALGO_WINOGRAD)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: %s cannot be prepared for this shape",
+                   conv_algo_name(algo));
+  int64_t n = 0;
+  TRY(prepared_size(d, algo, conv_kernels_get(isa), &n));
+  conv2d_weights *w = NULL;
+  TRY(conv_weights_new(d, algo, isa, n, &w));
+  smelt_status st = SMELT_OK;
+  if (algo == CONV_ALGO_DIRECT) st = conv_direct_prepare(w, W);
+  else if (algo == CONV_ALGO_DEPTHWISE) memcpy(w->data, W, sizeof(float) * (size_t)n);
+  else st = conv_wino_prepare(w, W);
+  if (st) {
+    conv2d_weights_free(w);
+    return st;
+  }
+  *out = w;
+  return SMELT_OK;
+}
+
+void conv2d_weights_free(conv2d_weights *w) {
+  if (!w) return;
+  tensor_data_free(w->data);
+  free(w);
+}
+
+void conv2d_weights_free_v(void *w) { conv2d_weights_free(w); }
+
+smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
+                        const float *X, const float *B, float *Y) {
+  TRY(check_desc(d));
+  const conv2d_desc *p = &w->d;
+  if (d->C != p->C || d->M != p->M || d->G != p->G || d->KH != p->KH || d->KW != p->KW)
+    return err_set(SMELT_ERR_INTERNAL, "conv: weights prepared for another shape");
+  if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
+  conv2d_weights run = *w;
+  run.d = *d; /* the spatial geometry may change between runs; the weights do not */
+  switch (w->algo) {
+    case CONV_ALGO_DIRECT: return conv_direct_run(pool, &run, X, B, Y);
+    case CONV_ALGO_DEPTHWISE: return conv_dw_run(pool, &run, X, B, Y);
+    case CONV_ALGO_WINO2:
+    case CONV_ALGO_WINO4:
+      if (!wino_shape(d)) break;
+      return conv_wino_run(pool, &run, X, B, Y);
+    default: break;
+  }
+  return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));
+}

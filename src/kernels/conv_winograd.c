@@ -1,0 +1,201 @@
+/* Winograd convolution F(m x m, 3 x 3), m = 2 or 4 (alpha = m + 2), for
+ * 3x3 stride-1 undilated ungrouped convolutions (Lavin & Gray, 2016).
+ *
+ *   U = G g G^T per (output, input) channel pair: prepared once, laid out
+ *       [alpha^2][panel of wnr outputs][Cp inputs][wnr] for the tuple GEMM;
+ *   V = B^T d B per input tile (alpha x alpha patch, stride m) and channel;
+ *   O[xi] = V[xi] U[xi] for each of the alpha^2 points xi (a GEMM over the
+ *       input channels);
+ *   Y = A^T O A per output tile, plus the bias.
+ * Transforms run on vl channels at once on a blocked copy of the input
+ * ([channel block][row][col][vl]).  Work items are (batch, chunk of tile
+ * rows, chunk of output panels); each transforms its tiles' inputs into
+ * its own scratch, so one pool_parallel_for runs the whole convolution.
+ *
+ * Accuracy: the transforms multiply rounding errors by the size of their
+ * coefficients.  Against a double-precision direct convolution on uniform
+ * [-1, 1) data (tests/unit/test_conv_kernels.c), the worst error relative
+ * to sum |x w| over the window is 3.2e-7 for F(2,3) (direct: 2.4e-7) and
+ * 2.6e-6 for F(4,3): F(4,3) gives up about one decimal digit, more where
+ * the output cancels (relative to |y| it can lose 2-3 digits).  The tests
+ * allow 2e-5 and 1e-4.
+ * SMELT_CONV=direct (or im2col) turns Winograd off. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/tensor.h"
+#include "kernels/conv_internal.h"
+#include "util/err.h"
+
+static const double G2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+static const double G4[6][3] = {{1.0 / 4, 0, 0},
+                                {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                {0, 0, 1}};
+
+/* u = G g G^T in double for one 3x3 kernel g. */
+static void wino_kernel_transform(int a, const double (*G)[3], const float *g, double *u) {
+  double t[6][3];
+  for (int i = 0; i < a; i++)
+    for (int j = 0; j < 3; j++)
+      t[i][j] = G[i][0] * g[0 * 3 + j] + G[i][1] * g[1 * 3 + j] + G[i][2] * g[2 * 3 + j];
+  for (int i = 0; i < a; i++)
+    for (int j = 0; j < a; j++) u[i * a + j] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+}
+
+smelt_status conv_wino_prepare(conv2d_weights *w, const float *W) {
+  const conv2d_desc *d = &w->d;
+  const conv_kernels *k = w->k;
+  int m = conv_wino_m(w->algo), a = m + 2, wnr = k->wnr;
+  w->cp = conv_cdiv(d->C, k->vl) * k->vl;
+  w->mp = conv_cdiv(d->M, wnr) * wnr;
+  int64_t cp = w->cp, np = w->mp / wnr;
+  memset(w->data, 0, sizeof(float) * (size_t)w->n_data);
+  double u[36];
+  for (int64_t mo = 0; mo < d->M; mo++)
+    for (int64_t c = 0; c < d->C; c++) {
+      wino_kernel_transform(a, m == 4 ? G4 : G2, W + (mo * d->C + c) * 9, u);
+      for (int xi = 0; xi < a * a; xi++)
+        w->data[((xi * np + mo / wnr) * cp + c) * wnr + mo % wnr] = (float)u[xi];
+    }
+  return SMELT_OK;
+}
+
+typedef struct wino_job {
+  const conv2d_weights *w;
+  const float *X, *B;
+  float *Y;
+  int m, a;
+  int64_t TH, TW, trc, n_tc, ppc, n_mc, np;
+  int64_t rows_l, Wl; /* blocked input rows/cols of one chunk */
+  int64_t scratch;    /* floats per item */
+  atomic_bool failed;
+} wino_job;
+
+/* Blocked, zero-padded copy of the input rows tile rows [tr0, ...) read. */
+static void wino_fill(const wino_job *j, const float *x, int64_t tr0, float *xt) {
+  const conv2d_desc *d = &j->w->d;
+  int vl = j->w->k->vl;
+  int64_t cb_n = j->w->cp / vl, Wl = j->Wl;
+  for (int64_t cb = 0; cb < cb_n; cb++)
+    for (int64_t R = 0; R < j->rows_l; R++) {
+      float *dst = xt + ((cb * j->rows_l + R) * Wl) * vl;
+      int64_t r = tr0 * j->m + R - d->pt;
+      if (r < 0 || r >= d->H) {
+        memset(dst, 0, sizeof(float) * (size_t)(Wl * vl));
+        continue;
+      }
+      for (int l = 0; l < vl; l++) {
+        int64_t c = cb * vl + l;
+        if (c >= d->C) {
+          for (int64_t col = 0; col < Wl; col++) dst[col * vl + l] = 0.f;
+          continue;
+        }
+        const float *xr = x + (c * d->H + r) * d->W;
+        for (int64_t col = 0; col < Wl; col++) {
+          int64_t ic = col - d->pl;
+          dst[col * vl + l] = ic >= 0 && ic < d->W ? xr[ic] : 0.f;
+        }
+      }
+    }
+}
+
+/* Output tile (vl channels from m0, m x m pixels at ytile) into Y. */
+static void wino_scatter(const wino_job *j, const float *ytile, float *y, int64_t m0, int64_t oh0,
+                         int64_t ow0) {
+  const conv2d_desc *d = &j->w->d;
+  int vl = j->w->k->vl, m = j->m;
+  int64_t OHW = d->OH * d->OW;
+  int ni = (int)(d->OH - oh0 < m ? d->OH - oh0 : m), nj = (int)(d->OW - ow0 < m ? d->OW - ow0 : m);
+  for (int l = 0; l < vl && m0 + l < d->M; l++) {
+    float b = j->B ? j->B[m0 + l] : 0.f, *ym = y + (m0 + l) * OHW + oh0 * d->OW + ow0;
+    for (int i = 0; i < ni; i++)
+      for (int jj = 0; jj < nj; jj++) ym[i * d->OW + jj] = ytile[(i * m + jj) * vl + l] + b;
+  }
+}
+
+static void wino_item(const wino_job *j, int64_t it, float *scratch) {
+  const conv2d_weights *w = j->w;
+  const conv2d_desc *d = &w->d;
+  const conv_kernels *k = w->k;
+  int vl = k->vl, m = j->m, a = j->a, A2 = a * a, fi = m == 4;
+  int64_t mc = it % j->n_mc, rest = it / j->n_mc, tc = rest % j->n_tc, n = rest / j->n_tc;
+  int64_t tr0 = tc * j->trc, ntr = j->TH - tr0 < j->trc ? j->TH - tr0 : j->trc;
+  int64_t T = ntr * j->TW, cp = w->cp, wnr = k->wnr;
+  int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np, mcw = (p1 - p0) * wnr;
+  float *xt = scratch, *V = xt + cp * j->rows_l * j->Wl, *O = V + A2 * j->trc * j->TW * cp;
+  float ytile[16 * 16];
+  wino_fill(j, j->X + n * d->C * d->H * d->W, tr0, xt);
+  for (int64_t cb = 0; cb < cp / vl; cb++)
+    for (int64_t t = 0; t < T; t++) {
+      int64_t tri = t / j->TW, tw = t % j->TW;
+      const float *x = xt + ((cb * j->rows_l + tri * m) * j->Wl + tw * m) * vl;
+      k->wino_in[fi](x, j->Wl * vl, V + t * cp + cb * vl, T * cp);
+    }
+  for (int xi = 0; xi < A2; xi++)
+    for (int64_t p = p0; p < p1; p++) {
+      const float *U = w->data + ((xi * j->np + p) * cp) * wnr;
+      float *o = O + (int64_t)xi * T * mcw + (p - p0) * wnr;
+      for (int64_t t0 = 0; t0 < T; t0 += k->wmr) {
+        int mr = (int)(T - t0 < k->wmr ? T - t0 : k->wmr);
+        k->wgemm(cp, V + xi * T * cp + t0 * cp, cp, U, o + t0 * mcw, mcw, mr);
+      }
+    }
+  float *y = j->Y + n * d->M * d->OH * d->OW;
+  for (int64_t t = 0; t < T; t++) {
+    int64_t oh0 = (tr0 + t / j->TW) * m, ow0 = (t % j->TW) * m;
+    for (int64_t mb = 0; mb < mcw / vl; mb++) {
+      int64_t m0 = p0 * wnr + mb * vl;
+      if (m0 >= d->M) break;
+      k->wino_out[fi](O + t * mcw + mb * vl, T * mcw, ytile, m * vl);
+      wino_scatter(j, ytile, y, m0, oh0, ow0);
+    }
+  }
+}
+
+static void wino_items(void *vctx, int64_t i0, int64_t i1) {
+  wino_job *j = vctx;
+  float *scratch = tensor_data_alloc(sizeof(float) * (size_t)j->scratch);
+  if (!scratch) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (int64_t it = i0; it < i1; it++) wino_item(j, it, scratch);
+  tensor_data_free(scratch);
+}
+
+smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
+                           const float *B, float *Y) {
+  const conv2d_desc *d = &w->d;
+  const conv_kernels *k = w->k;
+  wino_job j = {.w = w, .X = X, .B = B, .Y = Y, .m = conv_wino_m(w->algo)};
+  j.a = j.m + 2;
+  j.TH = conv_cdiv(d->OH, j.m);
+  j.TW = conv_cdiv(d->OW, j.m);
+  j.Wl = j.TW * j.m + 2;
+  j.np = w->mp / k->wnr;
+  int threads = pool_threads(pool);
+  /* tile rows per item: scratch within ~768 KiB; conv_split weighs
+   * re-reading U per tile-row chunk against redoing the input transform per
+   * panel chunk */
+  int64_t A2 = j.a * j.a, row_bytes = 4 * (A2 * j.TW * (w->cp + w->mp) + w->cp * j.m * j.Wl);
+  int64_t fit = ((int64_t)768 << 10) / row_bytes;
+  if (fit < 1) fit = 1;
+  double u_bytes = 4.0 * A2 * w->cp * w->mp, in_bytes = 4.0 * A2 * j.TH * j.TW * w->cp;
+  int64_t n_tc, n_mc;
+  conv_split(threads > d->N ? (int)conv_cdiv(threads, d->N) : 1, conv_cdiv(j.TH, fit), j.TH, j.np,
+             u_bytes, in_bytes, &n_tc, &n_mc);
+  j.trc = conv_cdiv(j.TH, n_tc);
+  j.n_tc = conv_cdiv(j.TH, j.trc);
+  j.ppc = conv_cdiv(j.np, n_mc);
+  j.n_mc = conv_cdiv(j.np, j.ppc);
+  j.rows_l = j.trc * j.m + 2;
+  int64_t T = j.trc * j.TW;
+  j.scratch = w->cp * j.rows_l * j.Wl + A2 * T * (w->cp + j.ppc * k->wnr);
+  pool_parallel_for(pool, d->N * j.n_tc * j.n_mc, 1, wino_items, &j);
+  if (atomic_load(&j.failed)) return err_nomem("winograd scratch", sizeof(float) * (size_t)j.scratch);
+  return SMELT_OK;
+}

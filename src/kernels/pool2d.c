@@ -1,0 +1,125 @@
+/* Vectorized 2-D pooling: per plane, the stride-phase padded copy
+ * (kernels/conv_fill.c, padded with -inf for max and 0 for average), then
+ * every output row is a reduction over the taps of contiguous runs of it.
+ * Planes run in parallel. */
+#include "kernels/pool2d.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "ir/tensor.h"
+#include "kernels/conv_internal.h"
+#include "util/err.h"
+
+typedef struct pool_job {
+  const pool2d_desc *d;
+  const conv_kernels *k;
+  const float *X;
+  float *Y;
+  conv_phases ph;
+  int64_t plane_len, taps;
+  int64_t *off;
+  float *scale; /* average: per output position, 1/count (NaN: no tap inside) */
+  atomic_bool failed;
+} pool_job;
+
+static void pool_planes(void *vctx, int64_t q0, int64_t q1) {
+  pool_job *j = vctx;
+  const pool2d_desc *d = j->d;
+  float *buf = tensor_data_alloc(sizeof(float) * (size_t)j->plane_len);
+  if (!buf) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (int64_t q = q0; q < q1; q++) {
+    conv_fill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, d->is_max ? -INFINITY : 0.f, buf);
+    float *y = j->Y + q * d->OH * d->OW;
+    for (int64_t oh = 0; oh < d->OH; oh++) {
+      const float *row = buf + oh * j->ph.Wq;
+      if (d->is_max) j->k->pool_max_row(row, j->off, (int)j->taps, y + oh * d->OW, d->OW);
+      else
+        j->k->pool_avg_row(row, j->off, (int)j->taps, j->scale + oh * d->OW, 0.f, y + oh * d->OW,
+                           d->OW);
+    }
+  }
+  tensor_data_free(buf);
+}
+
+/* Taps of output o along one dim inside the input (valid) and inside the
+ * padded extent (padded), as the reference counts them. */
+static void pool_counts(int64_t o, int64_t s, int64_t pad_lo, int64_t pad_hi, int64_t k,
+                        int64_t d, int64_t in, int64_t *valid, int64_t *padded) {
+  int64_t st = o * s - pad_lo;
+  int64_t lo = st >= 0 ? 0 : conv_cdiv(-st, d);
+  int64_t hi = in - st > 0 ? conv_cdiv(in - st, d) : 0;
+  int64_t hp = in + pad_hi - st > 0 ? conv_cdiv(in + pad_hi - st, d) : 0;
+  if (hi > k) hi = k;
+  *valid = hi > lo ? hi - lo : 0;
+  *padded = hp > k ? k : hp;
+}
+
+static smelt_status pool_scale(const pool2d_desc *d, float **out) {
+  float *sc = malloc(sizeof(float) * (size_t)(d->OH * d->OW));
+  if (!sc) return err_nomem("pool scale", sizeof(float) * (size_t)(d->OH * d->OW));
+  for (int64_t oh = 0; oh < d->OH; oh++) {
+    int64_t vh, ph;
+    pool_counts(oh, d->sh, d->pt, d->pb, d->KH, d->dh, d->H, &vh, &ph);
+    for (int64_t ow = 0; ow < d->OW; ow++) {
+      int64_t vw, pw;
+      pool_counts(ow, d->sw, d->pl, d->pr, d->KW, d->dw, d->W, &vw, &pw);
+      double n = d->count_pad ? (double)ph * (double)pw : (double)vh * (double)vw;
+      sc[oh * d->OW + ow] = vh && vw && n > 0 ? (float)(1.0 / n) : NAN;
+    }
+  }
+  *out = sc;
+  return SMELT_OK;
+}
+
+smelt_status pool2d_f32(smelt_pool *pool, const pool2d_desc *d, isa_level isa, const float *X,
+                        float *Y) {
+  if (d->N < 0 || d->C < 0 || d->KH < 1 || d->KW < 1 || d->sh < 1 || d->sw < 1 || d->dh < 1 ||
+      d->dw < 1 || d->pt < 0 || d->pl < 0 || d->OH < 0 || d->OW < 0 || d->KH * d->KW > (1 << 20))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "pool: bad geometry");
+  if (d->N * d->C * d->OH * d->OW == 0) return SMELT_OK;
+  pool_job j = {.d = d, .k = conv_kernels_get(isa), .X = X, .Y = Y};
+  int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw;
+  j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax};
+  j.plane_len = d->sh * d->sw * j.ph.Hl * j.ph.Wq;
+  j.taps = d->KH * d->KW;
+  j.off = malloc(sizeof(int64_t) * (size_t)j.taps);
+  if (!j.off) return err_nomem("pool offsets", sizeof(int64_t) * (size_t)j.taps);
+  for (int64_t kh = 0, t = 0; kh < d->KH; kh++)
+    for (int64_t kw = 0; kw < d->KW; kw++, t++) {
+      int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
+      j.off[t] = ((ph * d->sw + pw) * j.ph.Hl + kh * d->dh / d->sh) * j.ph.Wq + kw * d->dw / d->sw;
+    }
+  smelt_status st = d->is_max ? SMELT_OK : pool_scale(d, &j.scale);
+  if (!st) {
+    int64_t grain = 1 + 32768 / (d->OH * d->OW * j.taps + 1);
+    pool_parallel_for(pool, d->N * d->C, grain, pool_planes, &j);
+    if (atomic_load(&j.failed)) st = err_nomem("pool plane", sizeof(float) * (size_t)j.plane_len);
+  }
+  free(j.off);
+  free(j.scale);
+  return st;
+}
+
+typedef struct gap_job {
+  const conv_kernels *k;
+  const float *X;
+  float *Y;
+  int64_t S;
+} gap_job;
+
+static void gap_planes(void *vctx, int64_t q0, int64_t q1) {
+  const gap_job *j = vctx;
+  for (int64_t q = q0; q < q1; q++)
+    j->Y[q] = j->S ? (float)(j->k->row_sum(j->X + q * j->S, j->S) / (double)j->S) : NAN;
+}
+
+void global_avg_f32(smelt_pool *pool, isa_level isa, int64_t planes, int64_t S, const float *X,
+                    float *Y) {
+  gap_job j = {conv_kernels_get(isa), X, Y, S};
+  pool_parallel_for(pool, planes, 1 + 65536 / (S + 1), gap_planes, &j);
+}

@@ -1,0 +1,6 @@
+/* Conv and pool micro-kernels for AVX-512 (F, BW, VL, DQ): kernels/conv_impl.h at 16 lanes. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SIMD_LEVEL 2
+#include "kernels/simd.h"
+#include "kernels/conv_impl.h"
+#endif

@@ -1,0 +1,443 @@
+/* Integer matmul and conv: MatMulInteger, ConvInteger (int32 results) and
+ * their requantizing forms QLinearMatMul, QLinearConv.
+ *
+ * Operands are widened to int32 with their zero points subtracted, products
+ * accumulate exactly in int64 (an int32 result wraps like the reference's
+ * astype), and requantization multiplies by scale_a*scale_b/scale_y (computed
+ * in the scales' type, one rounding per operation, as ONNX's reference does),
+ * adds the output zero point and rounds half to even with saturation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/convert.h"
+#include "ops/nn_util.h"
+#include "ops/quant_util.h"
+#include "util/err.h"
+
+static bool is_q8(smelt_dtype t) { return t == SMELT_U8 || t == SMELT_I8; }
+
+static smelt_status check_q8(op_ctx *c, int i, const char *name) {
+  const tensor *t = op_in(c, i);
+  if (t && t->dtype != SMELT_UNDEFINED && !is_q8(t->dtype))
+    return err_set(SMELT_ERR_UNSUPPORTED, "input %d (%s) is %s, expected uint8 or int8", i, name,
+                   dtype_name(t->dtype));
+  return SMELT_OK;
+}
+
+/* A zero point or scale: one value, or one per row/column/channel (n). */
+static smelt_status per_vec(const tensor *p, int64_t n, const char *what, double *vals_out,
+                            bool *per) {
+  int64_t cnt = p ? tensor_numel(p) : 1;
+  *per = false;
+  if (!p) {
+    vals_out[0] = 0;
+    return SMELT_OK;
+  }
+  if (cnt != 1 && cnt != n)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "%s has %lld values, expected 1 or %lld", what,
+                   (long long)cnt, (long long)n);
+  cvt_load_f64(p->dtype, p->data, 1, cnt, vals_out);
+  *per = cnt != 1;
+  return SMELT_OK;
+}
+
+/* ---- batched integer matmul ---- */
+
+typedef struct imm_shape {
+  int rank;                      /* output rank */
+  int64_t dims[SMELT_MAX_RANK];  /* output dims */
+  int64_t M, K, N, batch;
+  int64_t a_off_mult[SMELT_MAX_RANK], b_off_mult[SMELT_MAX_RANK]; /* batch strides (0: broadcast) */
+  int nb;                        /* batch dims */
+  int64_t bdims[SMELT_MAX_RANK];
+} imm_shape;
+
+static smelt_status imm_plan(const tensor *a, const tensor *b, imm_shape *s) {
+  if (a->rank < 1 || b->rank < 1)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "matmul operands must have rank >= 1");
+  int ra = a->rank, rb = b->rank;
+  s->M = ra >= 2 ? a->dims[ra - 2] : 1;
+  s->K = a->dims[ra - 1];
+  int64_t kb = rb >= 2 ? b->dims[rb - 2] : b->dims[0];
+  s->N = rb >= 2 ? b->dims[rb - 1] : 1;
+  if (kb != s->K)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "inner dims differ: A has %lld, B has %lld",
+                   (long long)s->K, (long long)kb);
+  int na = ra > 2 ? ra - 2 : 0, nbb = rb > 2 ? rb - 2 : 0;
+  s->nb = na > nbb ? na : nbb;
+  int64_t sa = s->M * s->K, sb = s->K * s->N;
+  s->batch = 1;
+  for (int i = s->nb - 1; i >= 0; i--) {
+    int ia = i - (s->nb - na), ib = i - (s->nb - nbb);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "batch dims %lld and %lld cannot be broadcast",
+                     (long long)da, (long long)db);
+    s->bdims[i] = da > db ? da : db;
+    if (da == 0 || db == 0) s->bdims[i] = 0;
+    s->a_off_mult[i] = da == 1 ? 0 : sa;
+    s->b_off_mult[i] = db == 1 ? 0 : sb;
+    sa *= da;
+    sb *= db;
+    s->batch *= s->bdims[i];
+  }
+  s->rank = 0;
+  for (int i = 0; i < s->nb; i++) s->dims[s->rank++] = s->bdims[i];
+  if (ra >= 2) s->dims[s->rank++] = s->M;
+  if (rb >= 2) s->dims[s->rank++] = s->N;
+  return SMELT_OK;
+}
+
+/* Element offsets of batch entry t in A and B. */
+static void imm_offsets(const imm_shape *s, int64_t t, int64_t *oa, int64_t *ob) {
+  *oa = *ob = 0;
+  for (int i = s->nb - 1; i >= 0; i--) {
+    int64_t idx = t % s->bdims[i];
+    t /= s->bdims[i];
+    *oa += idx * s->a_off_mult[i];
+    *ob += idx * s->b_off_mult[i];
+  }
+}
+
+/* acc[batch][M][N] = sum_k (A - azp[m]) (B - bzp[n]), exact. */
+static smelt_status imm_compute(const tensor *a, const tensor *b, const double *azp, bool a_per,
+                                const double *bzp, bool b_per, const imm_shape *s, int64_t **acc) {
+  int64_t total = s->batch * s->M * s->N;
+  int64_t *rowa = NULL, *colb = NULL;
+  TRY(nn_alloc((void **)acc, total ? total : 1, sizeof(int64_t), "matmul accumulators"));
+  smelt_status st = nn_alloc((void **)&rowa, s->K ? s->K : 1, sizeof(int64_t), "row");
+  if (!st) st = nn_alloc((void **)&colb, s->K * s->N > 0 ? s->K * s->N : 1, sizeof(int64_t), "B");
+  for (int64_t t = 0; !st && t < s->batch; t++) {
+    int64_t oa, ob;
+    imm_offsets(s, t, &oa, &ob);
+    cvt_load_i64(b->dtype, (const char *)b->data + ob * (int64_t)dtype_size(b->dtype), 1, s->K * s->N, colb);
+    for (int64_t k = 0; k < s->K; k++)
+      for (int64_t n = 0; n < s->N; n++) colb[k * s->N + n] -= (int64_t)bzp[b_per ? n : 0];
+    for (int64_t m = 0; m < s->M; m++) {
+      cvt_load_i64(a->dtype, (const char *)a->data + (oa + m * s->K) * (int64_t)dtype_size(a->dtype), 1,
+                   s->K, rowa);
+      int64_t *out = *acc + (t * s->M + m) * s->N;
+      for (int64_t n = 0; n < s->N; n++) out[n] = 0;
+      for (int64_t k = 0; k < s->K; k++) {
+        int64_t av = rowa[k] - (int64_t)azp[a_per ? m : 0];
+        for (int64_t n = 0; n < s->N; n++) out[n] += av * colb[k * s->N + n];
+      }
+    }
+  }
+  free(rowa);
+  free(colb);
+  if (st) {
+    free(*acc);
+    *acc = NULL;
+  }
+  return st;
+}
+
+/* Zero points and scales of up to max(M, N) values. */
+static smelt_status vec_alloc(double **p, int64_t n) {
+  return nn_alloc((void **)p, n > 0 ? n : 1, sizeof(double), "quantization parameters");
+}
+
+/* ---- MatMulInteger ---- */
+
+static smelt_status mmi_infer(op_ctx *c) {
+  TRY(check_q8(c, 0, "A"));
+  TRY(check_q8(c, 1, "B"));
+  const tensor *a = c->in[0], *b = c->in[1];
+  if (c->static_infer && (a->rank < 0 || b->rank < 0 || tensor_numel(a) < 0 || tensor_numel(b) < 0)) {
+    nn_out_unknown(c, 0, SMELT_I32);
+    return SMELT_OK;
+  }
+  imm_shape s;
+  TRY(imm_plan(a, b, &s));
+  op_set_out(c, 0, SMELT_I32, s.rank, s.dims);
+  return SMELT_OK;
+}
+
+/* Runs the exact product with the given zero points (inputs za, zb). */
+static smelt_status imm_run_with(op_ctx *c, int ia, int ib, int za, int zb, int64_t **acc,
+                                 imm_shape *s) {
+  const tensor *a = c->in[ia], *b = c->in[ib];
+  TRY(imm_plan(a, b, s));
+  double *azp = NULL, *bzp = NULL;
+  bool ap, bp;
+  smelt_status st = vec_alloc(&azp, s->M);
+  if (!st) st = vec_alloc(&bzp, s->N);
+  if (!st) st = per_vec(op_in(c, za), s->M, "A's zero point", azp, &ap);
+  if (!st) st = per_vec(op_in(c, zb), s->N, "B's zero point", bzp, &bp);
+  if (!st) st = imm_compute(a, b, azp, ap, bzp, bp, s, acc);
+  free(azp);
+  free(bzp);
+  return st;
+}
+
+static smelt_status mmi_run(op_ctx *c) {
+  int64_t *acc = NULL;
+  imm_shape s;
+  TRY(imm_run_with(c, 0, 1, 2, 3, &acc, &s));
+  int32_t *y = c->out[0]->data;
+  for (int64_t i = 0; i < s.batch * s.M * s.N; i++) y[i] = (int32_t)(uint32_t)acc[i];
+  free(acc);
+  return SMELT_OK;
+}
+
+/* ---- QLinearMatMul ---- */
+
+static smelt_status qlmm_infer(op_ctx *c) {
+  TRY(check_q8(c, 0, "a"));
+  TRY(check_q8(c, 3, "b"));
+  TRY(check_q8(c, 7, "y_zero_point"));
+  const tensor *a = c->in[0], *b = c->in[3], *yz = op_in(c, 7);
+  smelt_dtype dt = yz ? yz->dtype : a->dtype;
+  if (c->static_infer && (a->rank < 0 || b->rank < 0 || tensor_numel(a) < 0 || tensor_numel(b) < 0)) {
+    nn_out_unknown(c, 0, dt);
+    return SMELT_OK;
+  }
+  imm_shape s;
+  TRY(imm_plan(a, b, &s));
+  op_set_out(c, 0, dt, s.rank, s.dims);
+  return SMELT_OK;
+}
+
+/* The requantization multipliers a_scale[m] * b_scale[n] / y_scale[n] in the
+ * scales' type, and the output zero points. */
+typedef struct requant {
+  double *as, *bs, *ys, *yz;
+  bool as_per, bs_per, ys_per, yz_per;
+  smelt_dtype st;
+  int64_t lo, hi;
+} requant;
+
+static double requant_value(const requant *r, int64_t acc, int64_t m, int64_t n) {
+  double mult = nn_round_to(r->st, nn_round_to(r->st, r->as[r->as_per ? m : 0] * r->bs[r->bs_per ? n : 0]) /
+                                      r->ys[r->ys_per ? n : 0]);
+  return (double)acc * mult + r->yz[r->yz_per ? n : 0];
+}
+
+static void requant_free(requant *r) {
+  free(r->as);
+  free(r->bs);
+  free(r->ys);
+  free(r->yz);
+}
+
+static smelt_status requant_setup(op_ctx *c, int ias, int ibs, int iys, int iyz, int64_t M,
+                                  int64_t N, requant *r) {
+  memset(r, 0, sizeof *r);
+  r->st = c->in[ias]->dtype;
+  for (int i = 0; i < 3; i++) {
+    const tensor *s = c->in[i == 0 ? ias : i == 1 ? ibs : iys];
+    if (!nn_is_float(s->dtype) || s->dtype != r->st)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "scales must be float tensors of one type");
+  }
+  smelt_dtype yt = op_in(c, iyz) ? c->in[iyz]->dtype : c->out[0]->dtype;
+  q_int_range(yt, &r->lo, &r->hi);
+  smelt_status st = vec_alloc(&r->as, M);
+  if (!st) st = vec_alloc(&r->bs, N);
+  if (!st) st = vec_alloc(&r->ys, N);
+  if (!st) st = vec_alloc(&r->yz, N);
+  if (!st) st = per_vec(c->in[ias], M, "a's scale", r->as, &r->as_per);
+  if (!st) st = per_vec(c->in[ibs], N, "b's scale", r->bs, &r->bs_per);
+  if (!st) st = per_vec(c->in[iys], N, "y's scale", r->ys, &r->ys_per);
+  if (!st) st = per_vec(op_in(c, iyz), N, "y's zero point", r->yz, &r->yz_per);
+  if (st) requant_free(r);
+  return st;
+}
+
+static smelt_status qlmm_run(op_ctx *c) {
+  int64_t *acc = NULL;
+  imm_shape s;
+  TRY(imm_run_with(c, 0, 3, 2, 5, &acc, &s));
+  requant r;
+  smelt_status st = requant_setup(c, 1, 4, 6, 7, s.M, s.N, &r);
+  int64_t *q = NULL;
+  if (!st) st = nn_alloc((void **)&q, s.N ? s.N : 1, sizeof(int64_t), "row");
+  size_t es = dtype_size(c->out[0]->dtype);
+  for (int64_t row = 0; !st && row < s.batch * s.M; row++) {
+    for (int64_t n = 0; n < s.N; n++)
+      q[n] = q_round_clamp(requant_value(&r, acc[row * s.N + n], row % s.M, n), r.lo, r.hi);
+    cvt_store_i64(c->out[0]->dtype, q, false, s.N, (char *)c->out[0]->data + (size_t)(row * s.N) * es, false);
+  }
+  if (!st) requant_free(&r);
+  free(q);
+  free(acc);
+  return st;
+}
+
+/* ---- integer convolution ---- */
+
+typedef struct iconv {
+  nn_window w;
+  int64_t N, C, M, G, Cg, Mg, S_in, S_out, Kk;
+} iconv;
+
+static smelt_status iconv_plan(op_ctx *c, const tensor *x, const tensor *w, iconv *g) {
+  if (x->rank < 3 || w->rank != x->rank)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "x has rank %d and w rank %d; expected equal ranks >= 3",
+                   x->rank, w->rank);
+  g->G = op_attr_int(c, "group", 1);
+  g->N = x->dims[0], g->C = x->dims[1], g->M = w->dims[0], g->Cg = w->dims[1];
+  if (g->G < 1 || g->C != g->Cg * g->G || g->M % g->G)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "channels: x has %lld, w has %lld x %lld, group %lld",
+                   (long long)g->C, (long long)g->M, (long long)g->Cg, (long long)g->G);
+  g->Mg = g->M / g->G;
+  TRY(nn_window_attrs(c, x->rank - 2, w->dims + 2, &g->w));
+  TRY(nn_window_out(&g->w, x->dims + 2, false));
+  g->S_in = nn_prod(x->dims, 2, x->rank);
+  g->S_out = nn_window_out_size(&g->w);
+  g->Kk = nn_window_kernel_size(&g->w);
+  return SMELT_OK;
+}
+
+static void iconv_out_dims(const tensor *x, const iconv *g, int64_t *d) {
+  d[0] = g->N;
+  d[1] = g->M;
+  memcpy(d + 2, g->w.out, sizeof(int64_t) * (size_t)g->w.nsp);
+  (void)x;
+}
+
+/* Flat input offset (within one channel plane) of output position p and
+ * kernel tap t, or -1 when it falls in the padding. */
+static int64_t iconv_src(const iconv *g, int64_t p, int64_t t) {
+  int64_t off = 0, stride_in = 1;
+  for (int d = g->w.nsp - 1; d >= 0; d--) {
+    int64_t o = p % g->w.out[d], k = t % g->w.kernel[d];
+    p /= g->w.out[d];
+    t /= g->w.kernel[d];
+    int64_t i = o * g->w.stride[d] - g->w.pad_lo[d] + k * g->w.dil[d];
+    if (i < 0 || i >= g->w.in[d]) return -1;
+    off += i * stride_in;
+    stride_in *= g->w.in[d];
+  }
+  return off;
+}
+
+/* acc[N][M][S_out] = bias[m] + sum (x - xzp)(w - wzp[m]), exact. */
+static smelt_status iconv_compute(const iconv *g, const tensor *x, double xzp, const tensor *w,
+                                  const double *wzp, bool w_per, const tensor *bias, int64_t *acc) {
+  int64_t *xv = NULL, *wv = NULL, *src = NULL, nx = tensor_numel(x), nw = tensor_numel(w);
+  smelt_status st = nn_alloc((void **)&xv, nx ? nx : 1, sizeof(int64_t), "x");
+  if (!st) st = nn_alloc((void **)&wv, nw ? nw : 1, sizeof(int64_t), "w");
+  if (!st) st = nn_alloc((void **)&src, g->Kk ? g->Kk : 1, sizeof(int64_t), "taps");
+  if (st) goto done;
+  cvt_load_i64(x->dtype, x->data, 1, nx, xv);
+  cvt_load_i64(w->dtype, w->data, 1, nw, wv);
+  for (int64_t i = 0; i < nx; i++) xv[i] -= (int64_t)xzp;
+  for (int64_t i = 0; i < nw; i++) wv[i] -= (int64_t)wzp[w_per ? i / (g->Cg * g->Kk) : 0];
+  for (int64_t p = 0; p < g->S_out; p++) {
+    for (int64_t t = 0; t < g->Kk; t++) src[t] = iconv_src(g, p, t);
+    for (int64_t n = 0; n < g->N; n++)
+      for (int64_t m = 0; m < g->M; m++) {
+        int64_t s = bias ? tensor_get_i64(bias, m) : 0, grp = m / g->Mg;
+        for (int64_t cg = 0; cg < g->Cg; cg++) {
+          const int64_t *xp = xv + (n * g->C + grp * g->Cg + cg) * g->S_in;
+          const int64_t *wp = wv + (m * g->Cg + cg) * g->Kk;
+          for (int64_t t = 0; t < g->Kk; t++)
+            if (src[t] >= 0) s += xp[src[t]] * wp[t];
+        }
+        acc[(n * g->M + m) * g->S_out + p] = s;
+      }
+  }
+done:
+  free(xv);
+  free(wv);
+  free(src);
+  return st;
+}
+
+static smelt_status iconv_acc(op_ctx *c, int ix, int iw, int ixz, int iwz, const tensor *bias,
+                              iconv *g, int64_t **acc) {
+  const tensor *x = c->in[ix], *w = c->in[iw];
+  TRY(iconv_plan(c, x, w, g));
+  double xzp = 0, *wzp = NULL;
+  bool xper, wper;
+  TRY(per_vec(op_in(c, ixz), 1, "x's zero point", &xzp, &xper));
+  smelt_status st = vec_alloc(&wzp, g->M);
+  if (!st) st = per_vec(op_in(c, iwz), g->M, "w's zero point", wzp, &wper);
+  if (!st && bias && (bias->dtype != SMELT_I32 || tensor_numel(bias) != g->M))
+    st = err_set(SMELT_ERR_INVALID_ARGUMENT, "the bias must be %lld int32 values", (long long)g->M);
+  int64_t total = g->N * g->M * g->S_out;
+  if (!st) st = nn_alloc((void **)acc, total ? total : 1, sizeof(int64_t), "conv accumulators");
+  if (!st) st = iconv_compute(g, x, xzp, w, wzp, wper, bias, *acc);
+  if (st) {
+    free(*acc);
+    *acc = NULL;
+  }
+  free(wzp);
+  return st;
+}
+
+/* ---- ConvInteger ---- */
+
+static smelt_status convi_infer(op_ctx *c) {
+  TRY(check_q8(c, 0, "x"));
+  TRY(check_q8(c, 1, "w"));
+  const tensor *x = c->in[0], *w = c->in[1];
+  if (c->static_infer && (x->rank < 0 || w->rank < 0 || tensor_numel(x) < 0 || tensor_numel(w) < 0)) {
+    nn_out_unknown(c, 0, SMELT_I32);
+    return SMELT_OK;
+  }
+  iconv g = {0};
+  TRY(iconv_plan(c, x, w, &g));
+  int64_t d[SMELT_MAX_RANK];
+  iconv_out_dims(x, &g, d);
+  op_set_out(c, 0, SMELT_I32, x->rank, d);
+  return SMELT_OK;
+}
+
+static smelt_status convi_run(op_ctx *c) {
+  iconv g = {0};
+  int64_t *acc = NULL;
+  TRY(iconv_acc(c, 0, 1, 2, 3, NULL, &g, &acc));
+  int32_t *y = c->out[0]->data;
+  for (int64_t i = 0; i < g.N * g.M * g.S_out; i++) y[i] = (int32_t)(uint32_t)acc[i];
+  free(acc);
+  return SMELT_OK;
+}
+
+/* ---- QLinearConv ---- */
+
+static smelt_status qlconv_infer(op_ctx *c) {
+  TRY(check_q8(c, 0, "x"));
+  TRY(check_q8(c, 3, "w"));
+  TRY(check_q8(c, 7, "y_zero_point"));
+  const tensor *x = c->in[0], *w = c->in[3], *yz = op_in(c, 7);
+  smelt_dtype dt = yz ? yz->dtype : x->dtype;
+  if (c->static_infer && (x->rank < 0 || w->rank < 0 || tensor_numel(x) < 0 || tensor_numel(w) < 0)) {
+    nn_out_unknown(c, 0, dt);
+    return SMELT_OK;
+  }
+  iconv g = {0};
+  TRY(iconv_plan(c, x, w, &g));
+  int64_t d[SMELT_MAX_RANK];
+  iconv_out_dims(x, &g, d);
+  op_set_out(c, 0, dt, x->rank, d);
+  return SMELT_OK;
+}
+
+static smelt_status qlconv_run(op_ctx *c) {
+  iconv g = {0};
+  int64_t *acc = NULL, *q = NULL;
+  TRY(iconv_acc(c, 0, 3, 2, 5, op_in(c, 8), &g, &acc));
+  requant r; /* "rows" are the input scale (one), "columns" the output channels */
+  smelt_status st = requant_setup(c, 1, 4, 6, 7, 1, g.M, &r);
+  if (!st) st = nn_alloc((void **)&q, g.S_out ? g.S_out : 1, sizeof(int64_t), "row");
+  size_t es = dtype_size(c->out[0]->dtype);
+  for (int64_t nm = 0; !st && nm < g.N * g.M; nm++) {
+    for (int64_t p = 0; p < g.S_out; p++)
+      q[p] = q_round_clamp(requant_value(&r, acc[nm * g.S_out + p], 0, nm % g.M), r.lo, r.hi);
+    cvt_store_i64(c->out[0]->dtype, q, false, g.S_out, (char *)c->out[0]->data + (size_t)(nm * g.S_out) * es,
+                  false);
+  }
+  if (!st) requant_free(&r);
+  free(q);
+  free(acc);
+  return st;
+}
+
+const op_def op_family_qlinear[] = {
+    {"MatMulInteger", "", 2, 4, 1, 1, mmi_infer, mmi_run, false},
+    {"QLinearMatMul", "", 8, 8, 1, 1, qlmm_infer, qlmm_run, false},
+    {"ConvInteger", "", 2, 4, 1, 1, convi_infer, convi_run, false},
+    {"QLinearConv", "", 8, 9, 1, 1, qlconv_infer, qlconv_run, false},
+    {0}};

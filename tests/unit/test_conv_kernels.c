@@ -1,0 +1,296 @@
+/* The fast conv and pool kernels (kernels/conv.h, kernels/pool2d.h) against
+ * double-precision reference loops written here, on every ISA path the
+ * machine has (forced through the kernels' isa argument, not SMELT_ISA) and
+ * every algorithm that applies, over shapes that break the tilings: sizes
+ * 1, primes, just off the vector and panel widths, stride 2 and 3,
+ * dilation, asymmetric pads, groups, depthwise, batch > 1; with and without
+ * a thread pool.
+ *
+ * Error measure: |got - want| / (sum over the window of |x w| + |b| + 1e-30),
+ * the bound a dot product's rounding error scales with.  Worst values seen
+ * (printed at the end): 2.4e-7 direct, 1.4e-7 depthwise, 3.2e-7 F(2,3),
+ * 2.6e-6 F(4,3); allowed: 2e-6, 2e-5 and 1e-4. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/conv.h"
+#include "kernels/pool2d.h"
+#include "runtime/op_cache.h"
+#include "util/err.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float urand(void) { /* [-1, 1) */
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (float)((double)(rng >> 11) / (double)(1ull << 52) - 1.0);
+}
+
+static void fill(float *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) p[i] = urand();
+}
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+  int64_t span = in + p0 + p1 - ((k - 1) * d + 1);
+  return span < 0 ? 0 : span / s + 1;
+}
+
+/* want[i] and scale[i] (sum |x w| + |b|) for every output. */
+static void ref_conv(const conv2d_desc *d, const float *X, const float *W, const float *B,
+                     double *want, double *scale) {
+  int64_t Cg = d->C / d->G, Mg = d->M / d->G;
+  for (int64_t n = 0; n < d->N; n++)
+    for (int64_t m = 0; m < d->M; m++)
+      for (int64_t oh = 0; oh < d->OH; oh++)
+        for (int64_t ow = 0; ow < d->OW; ow++) {
+          double acc = B ? B[m] : 0, mag = B ? fabs(B[m]) : 0;
+          for (int64_t c = 0; c < Cg; c++)
+            for (int64_t kh = 0; kh < d->KH; kh++)
+              for (int64_t kw = 0; kw < d->KW; kw++) {
+                int64_t ih = oh * d->sh - d->pt + kh * d->dh, iw = ow * d->sw - d->pl + kw * d->dw;
+                if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
+                double x = X[((n * d->C + (m / Mg) * Cg + c) * d->H + ih) * d->W + iw];
+                double w = W[((m * Cg + c) * d->KH + kh) * d->KW + kw];
+                acc += x * w;
+                mag += fabs(x * w);
+              }
+          int64_t i = ((n * d->M + m) * d->OH + oh) * d->OW + ow;
+          want[i] = acc;
+          scale[i] = mag + 1e-30;
+        }
+}
+
+static double worst[CONV_ALGO_COUNT];
+
+static double algo_tol(conv_algo a) {
+  return a == CONV_ALGO_WINO4 ? 1e-4 : a == CONV_ALGO_WINO2 ? 2e-5 : 2e-6;
+}
+
+static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
+  int64_t nx = d->N * d->C * d->H * d->W, nw = d->M * (d->C / d->G) * d->KH * d->KW;
+  int64_t ny = d->N * d->M * d->OH * d->OW;
+  float *X = malloc(sizeof(float) * (size_t)(nx + 1)), *W = malloc(sizeof(float) * (size_t)(nw + 1));
+  float *B = malloc(sizeof(float) * (size_t)(d->M + 1)), *Y = malloc(sizeof(float) * (size_t)(ny + 1));
+  double *want = malloc(sizeof(double) * (size_t)(ny + 1)), *scale = malloc(sizeof(double) * (size_t)(ny + 1));
+  fill(X, nx), fill(W, nw), fill(B, d->M);
+  bool bias = d->M % 2 == 1;
+  ref_conv(d, X, W, bias ? B : NULL, want, scale);
+  static const conv_algo algos[] = {CONV_ALGO_DIRECT, CONV_ALGO_DEPTHWISE, CONV_ALGO_WINO2,
+                                    CONV_ALGO_WINO4};
+  for (int isa = 0; isa <= (int)isa_detect(); isa++)
+    for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
+      if (!conv2d_supports(d, algos[a])) continue;
+      conv2d_weights *pw = NULL;
+      CHECK_OK(conv2d_prepare(d, algos[a], (isa_level)isa, W, &pw));
+      if (!pw) continue;
+      for (int64_t i = 0; i < ny; i++) Y[i] = NAN;
+      CHECK_OK(conv2d_run(pool, d, pw, X, bias ? B : NULL, Y));
+      double e = 0;
+      for (int64_t i = 0; i < ny; i++) {
+        double r = fabs(Y[i] - want[i]) / scale[i];
+        if (!(r <= e)) e = r; /* NaN counts as worst */
+      }
+      if (!(e <= algo_tol(algos[a]))) {
+        fprintf(stderr,
+                "%s/%s: error %.3g for N%lld C%lld %lldx%lld M%lld G%lld k%lldx%lld s%lld,%lld "
+                "d%lld,%lld p%lld,%lld out %lldx%lld\n",
+                conv_algo_name(algos[a]), isa_name((isa_level)isa), e, (long long)d->N,
+                (long long)d->C, (long long)d->H, (long long)d->W, (long long)d->M,
+                (long long)d->G, (long long)d->KH, (long long)d->KW, (long long)d->sh,
+                (long long)d->sw, (long long)d->dh, (long long)d->dw, (long long)d->pt,
+                (long long)d->pl, (long long)d->OH, (long long)d->OW);
+        CHECK(0);
+      }
+      if (e > worst[algos[a]]) worst[algos[a]] = e;
+      conv2d_weights_free(pw);
+    }
+  free(X), free(W), free(B), free(Y), free(want), free(scale);
+}
+
+static conv2d_desc mk(int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, int64_t G,
+                      int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
+                      int64_t pt, int64_t pl, int64_t pb, int64_t pr) {
+  conv2d_desc d = {N, C, H, W, M, G, KH, KW, 0, 0, sh, sw, dh, dw, pt, pl};
+  d.OH = out_size(H, KH, sh, dh, pt, pb);
+  d.OW = out_size(W, KW, sw, dw, pl, pr);
+  return d;
+}
+
+static void conv_cases(smelt_pool *pool) {
+  /* fixed awkward cases */
+  conv2d_desc cs[] = {
+      mk(0, 3, 5, 5, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* empty batch */
+      mk(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),        /* one element */
+      mk(1, 3, 13, 17, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),      /* primes, padded 3x3 */
+      mk(2, 17, 11, 7, 33, 1, 3, 3, 1, 1, 1, 1, 0, 2, 2, 0),     /* asymmetric pads */
+      mk(1, 16, 9, 9, 16, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),      /* exact vector widths */
+      mk(1, 15, 8, 31, 17, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),     /* one off */
+      mk(1, 8, 15, 15, 12, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),     /* stride 2 */
+      mk(1, 5, 14, 19, 7, 1, 3, 3, 3, 2, 1, 1, 0, 1, 2, 0),      /* stride 3x2 */
+      mk(1, 6, 12, 12, 9, 1, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2),      /* dilation 2 */
+      mk(1, 4, 11, 13, 6, 1, 3, 2, 2, 1, 2, 3, 1, 0, 0, 3),      /* dilation with stride */
+      mk(1, 3, 23, 23, 8, 1, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3),      /* resnet stem, small */
+      mk(1, 6, 10, 10, 9, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),      /* groups */
+      mk(2, 12, 9, 11, 12, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),    /* depthwise */
+      mk(1, 10, 17, 9, 10, 10, 5, 3, 2, 2, 1, 2, 2, 1, 1, 2),    /* depthwise s2, dilated */
+      mk(1, 7, 9, 9, 14, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),       /* channel multiplier 2 */
+      mk(1, 20, 6, 6, 24, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),      /* 1x1 */
+      mk(1, 20, 7, 9, 24, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0),      /* 1x1 stride 2 */
+      mk(1, 9, 1, 37, 5, 1, 1, 5, 1, 2, 1, 1, 0, 2, 0, 1),       /* 1-D */
+      mk(1, 70, 7, 7, 67, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),      /* > one panel, 7x7 */
+      mk(1, 33, 29, 30, 65, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),    /* many tiles */
+      mk(1, 4, 2, 3, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* output smaller than a tile */
+      mk(3, 5, 6, 5, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* batch 3 */
+      mk(1, 2, 5, 5, 3, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0),        /* no pad, 3x3 out */
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) check_conv(&cs[i], pool);
+  /* random small shapes */
+  for (int r = 0; r < 40; r++) {
+    int64_t G = 1 + (rng % 3 == 0) * (1 + rng % 3);
+    int64_t C = G * (1 + (int64_t)(rng >> 8) % 9), M = G * (1 + (int64_t)(rng >> 16) % 11);
+    int64_t KH = 1 + (rng >> 24) % 4, KW = 1 + (rng >> 28) % 4, sh = 1 + (rng >> 32) % 3,
+            sw = 1 + (rng >> 34) % 3, dh = 1 + (rng >> 36) % 2, dw = 1 + (rng >> 38) % 2;
+    int64_t H = (KH - 1) * dh + 1 + (int64_t)(rng >> 40) % 12, W = (KW - 1) * dw + 1 + (int64_t)(rng >> 44) % 20;
+    int64_t pt = (rng >> 48) % 3, pl = (rng >> 50) % 3, pb = (rng >> 52) % 3, pr = (rng >> 54) % 3;
+    if (r % 5 == 0) KH = KW = 3, sh = sw = dh = dw = 1, G = 1, C = 1 + (int64_t)(rng >> 20) % 40;
+    conv2d_desc d = mk(1 + r % 2, C, H, W, M, G, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr);
+    check_conv(&d, pool);
+    urand();
+  }
+}
+
+/* ---- pooling ---- */
+
+static void ref_pool(const pool2d_desc *d, const float *X, double *want) {
+  for (int64_t q = 0; q < d->N * d->C; q++)
+    for (int64_t oh = 0; oh < d->OH; oh++)
+      for (int64_t ow = 0; ow < d->OW; ow++) {
+        double acc = d->is_max ? -INFINITY : 0;
+        int64_t valid = 0, padded_h = 0, padded_w = 0;
+        for (int64_t kh = 0; kh < d->KH; kh++) {
+          int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+          if (ih < d->H + d->pb) padded_h++;
+          for (int64_t kw = 0; kw < d->KW; kw++) {
+            int64_t iw = ow * d->sw - d->pl + kw * d->dw;
+            if (kh == 0 && iw < d->W + d->pr) padded_w++;
+            if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) continue;
+            double x = X[(q * d->H + ih) * d->W + iw];
+            valid++;
+            if (d->is_max) acc = x > acc ? x : acc;
+            else acc += x;
+          }
+        }
+        if (!d->is_max)
+          acc = valid ? acc / (double)(d->count_pad ? padded_h * padded_w : valid) : NAN;
+        want[(q * d->OH + oh) * d->OW + ow] = acc;
+      }
+}
+
+static void check_pool(pool2d_desc d, smelt_pool *pool) {
+  int64_t nx = d.N * d.C * d.H * d.W, ny;
+  d.OH = out_size(d.H, d.KH, d.sh, d.dh, d.pt, d.pb);
+  d.OW = out_size(d.W, d.KW, d.sw, d.dw, d.pl, d.pr);
+  ny = d.N * d.C * d.OH * d.OW;
+  float *X = malloc(sizeof(float) * (size_t)(nx + 1)), *Y = malloc(sizeof(float) * (size_t)(ny + 1));
+  double *want = malloc(sizeof(double) * (size_t)(ny + 1));
+  fill(X, nx);
+  if (nx > 3) X[nx / 2] = NAN; /* max ignores NaN, average propagates it */
+  ref_pool(&d, X, want);
+  for (int isa = 0; isa <= (int)isa_detect(); isa++) {
+    for (int64_t i = 0; i < ny; i++) Y[i] = 12345.f;
+    CHECK_OK(pool2d_f32(pool, &d, (isa_level)isa, X, Y));
+    for (int64_t i = 0; i < ny; i++) {
+      bool ok = isnan(want[i]) ? isnan(Y[i]) : d.is_max ? Y[i] == (float)want[i]
+                                                      : fabs(Y[i] - want[i]) <= 1e-6;
+      if (!ok) {
+        fprintf(stderr, "pool %s/%s: element %lld is %.9g, expected %.9g\n",
+                d.is_max ? "max" : "avg", isa_name((isa_level)isa), (long long)i, Y[i], want[i]);
+        CHECK(0);
+        break;
+      }
+    }
+  }
+  free(X), free(Y), free(want);
+}
+
+static void pool_cases(smelt_pool *pool) {
+  for (int mx = 0; mx < 2; mx++)
+    for (int cp = 0; cp < 2; cp++) {
+      pool2d_desc base = {.N = 1, .C = 3, .H = 13, .W = 17, .KH = 3, .KW = 3, .sh = 2, .sw = 2,
+                          .dh = 1, .dw = 1, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+                          .is_max = mx, .count_pad = cp};
+      check_pool(base, pool);
+      pool2d_desc v = base;
+      v.H = 56, v.W = 56, v.C = 4; /* resnet's maxpool, smaller */
+      check_pool(v, pool);
+      v = base, v.KH = 2, v.KW = 5, v.sh = 1, v.sw = 3, v.pt = 0, v.pl = 2, v.pb = 1, v.pr = 0;
+      check_pool(v, pool);
+      v = base, v.dh = 2, v.dw = 3, v.pb = 3, v.pr = 2; /* dilation, ceil_mode-like overhang */
+      check_pool(v, pool);
+      v = base, v.H = 1, v.KH = 1, v.sh = 1, v.pt = v.pb = 0, v.W = 31; /* 1-D */
+      check_pool(v, pool);
+      v = base, v.N = 2, v.H = 7, v.W = 7, v.KH = 7, v.KW = 7, v.sh = v.sw = 1, v.pt = v.pl = 0,
+      v.pb = v.pr = 0;
+      check_pool(v, pool);
+      v = base, v.H = 4, v.W = 4, v.KH = 3, v.KW = 3, v.sh = v.sw = 3, v.pt = v.pl = 2,
+      v.pb = v.pr = 2; /* windows entirely in the padding */
+      check_pool(v, pool);
+    }
+  /* global average: planes of 1, 49, 37 and 1000 values */
+  int64_t sizes[] = {1, 49, 37, 1000, 4099};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    int64_t S = sizes[s], P = 5;
+    float *X = malloc(sizeof(float) * (size_t)(S * P)), Y[5];
+    fill(X, S * P);
+    for (int isa = 0; isa <= (int)isa_detect(); isa++) {
+      global_avg_f32(pool, (isa_level)isa, P, S, X, Y);
+      for (int64_t p = 0; p < P; p++) {
+        double want = 0;
+        for (int64_t i = 0; i < S; i++) want += X[p * S + i];
+        want /= (double)S;
+        CHECK(fabs(Y[p] - want) <= 1e-6);
+      }
+    }
+    free(X);
+  }
+}
+
+/* ---- the session cache ---- */
+
+static int freed;
+static void count_free(void *p) {
+  freed++;
+  free(p);
+}
+
+static void cache_cases(void) {
+  op_cache c = {0};
+  int k1 = 1, k2 = 2;
+  CHECK(op_cache_find(&c, &k1, sizeof k1) == NULL);
+  int *a = malloc(sizeof(int)), *b = malloc(sizeof(int)), *e = malloc(sizeof(int));
+  CHECK(op_cache_add(&c, &k1, sizeof k1, a, count_free) == a);
+  CHECK(op_cache_find(&c, &k1, sizeof k1) == a);
+  CHECK(op_cache_add(&c, &k1, sizeof k1, b, count_free) == a); /* a racer's copy is dropped */
+  CHECK(freed == 1);
+  CHECK(op_cache_add(&c, &k2, sizeof k2, e, count_free) == e);
+  CHECK(op_cache_find(&c, &k2, sizeof k2) == e && op_cache_find(&c, &k1, sizeof k1) == a);
+  CHECK(op_cache_add(NULL, &k1, sizeof k1, NULL, NULL) == NULL);
+  op_cache_free_all(&c, 1);
+  CHECK(freed == 3);
+}
+
+int main(void) {
+  smelt_pool *pool = NULL;
+  CHECK_OK(pool_create(3, &pool));
+  conv_cases(NULL);
+  conv_cases(pool);
+  pool_cases(NULL);
+  pool_cases(pool);
+  cache_cases();
+  pool_free(pool);
+  printf("worst error / sum|xw|: direct %.2g depthwise %.2g winograd2 %.2g winograd4 %.2g\n",
+         worst[CONV_ALGO_DIRECT], worst[CONV_ALGO_DEPTHWISE], worst[CONV_ALGO_WINO2],
+         worst[CONV_ALGO_WINO4]);
+  return test_report("test_conv_kernels");
+}
