@@ -54,6 +54,7 @@ typedef struct pstep {
   bool use_lib;    /* ...and max-autotune found the library op faster */
   int variant;     /* library: lib_variant */
   double seconds;  /* max-autotune: measured time of the chosen variant */
+  char kind_label[48]; /* for run hooks (the profiler): "smelt.fused_3", "Conv", ... */
 } pstep;
 
 typedef struct plan_instance plan_instance;

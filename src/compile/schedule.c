@@ -6,6 +6,7 @@
  * buffer gets a lifetime [producing step, last reading step]; an elementwise
  * kernel may write its output over an input that dies there (same bytes,
  * read and written at the same index); then memplan places the buffers. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +205,15 @@ static smelt_status make_steps(sched *s, compiled_plan *p) {
     pstep *st = &p->steps[k];
     st->node = u->node;
     st->group = u->group;
+    const ir_node *nd = &s->cg->g->nodes[u->node];
+    if (u->group >= 0) { /* named after the group's reduction or window, else its first node */
+      const fgroup *fg = &s->fu->groups[u->group];
+      const ir_node *m = &s->cg->g->nodes[fg->nodes[0]];
+      for (int i = 0; i < fg->n; i++)
+        if (s->cg->info[fg->nodes[i]].kind != CN_PW) m = &s->cg->g->nodes[fg->nodes[i]];
+      snprintf(st->kind_label, sizeof st->kind_label, "fused(%.24s%s)", m->op_type, fg->n > 1 ? "+" : "");
+    }
+    else snprintf(st->kind_label, sizeof st->kind_label, "%s%s%.32s", nd->domain, *nd->domain ? "." : "", nd->op_type);
     if (u->group >= 0) {
       const kir_group *kg = s->fu->groups[u->group].kir;
       st->kind = PS_KERNEL;

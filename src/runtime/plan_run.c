@@ -300,7 +300,7 @@ static double now_s(void) {
 }
 
 static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *inputs,
-                            tensor *outputs, double *step_seconds) {
+                            tensor *outputs, double *step_seconds, const run_hook *hook) {
   run_ctx *r = &in->rc;
   r->inputs = inputs;
   smelt_status s = SMELT_OK;
@@ -308,12 +308,14 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
     const vloc *l = &p->loc[p->g->inputs[k]];
     if (l->kind == VL_ARENA && inputs[k]->nbytes) memcpy(r->arena + l->off, inputs[k]->data, inputs[k]->nbytes);
   }
-  if (in->calls && !step_seconds) {
+  if (in->calls && !step_seconds && !hook) {
     for (int i = 0; !s && i < p->n_steps; i++) s = in->calls[i].fn(in->calls[i].arg);
   } else {
     for (int i = 0; !s && i < p->n_steps; i++) {
       double t0 = step_seconds ? now_s() : 0;
-      s = run_step(r, i);
+      if (hook) hook->begin(hook->ctx, p->steps[i].kind_label, p->g->nodes[p->steps[i].node].name);
+      s = in->calls ? in->calls[i].fn(in->calls[i].arg) : run_step(r, i);
+      if (hook) hook->end(hook->ctx);
       if (step_seconds) step_seconds[i] += now_s() - t0;
     }
   }
@@ -321,19 +323,31 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
   return s;
 }
 
-smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds) {
+static smelt_status run_once(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds,
+                             const run_hook *hook) {
   plan_instance *in;
   TRY(acquire(p, &in));
-  smelt_status s = run_all(p, in, inputs, outputs, step_seconds);
+  smelt_status s = run_all(p, in, inputs, outputs, step_seconds, hook);
   if (s && outputs)
     for (int k = 0; k < p->g->n_outputs; k++) tensor_release(&outputs[k]);
   release(p, in);
   return s;
 }
 
+smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds) {
+  return run_once(p, inputs, outputs, step_seconds, NULL);
+}
+
+smelt_status plan_run_hooked(compiled_plan *p, tensor *const *inputs, tensor *outputs, const run_hook *hook) {
+  if (p->whole_eager) {
+    eager_stats es = {.hook = hook};
+    return eager_run(&p->eplan, p->pool, NULL, inputs, outputs, &es);
+  }
+  return run_once(p, inputs, outputs, NULL, hook);
+}
+
 smelt_status plan_run(compiled_plan *p, tensor *const *inputs, tensor *outputs) {
-  if (p->whole_eager) return eager_run(&p->eplan, p->pool, NULL, inputs, outputs, NULL);
-  return plan_run_timed(p, inputs, outputs, NULL);
+  return plan_run_hooked(p, inputs, outputs, NULL);
 }
 
 void compiled_plan_instances_free(compiled_plan *p) {
