@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compile/gemm_step.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -22,6 +23,7 @@ void compiled_plan_free(compiled_plan *p) {
   for (int i = 0; i < p->n_steps; i++) {
     free(p->steps[i].args);
     free(p->steps[i].params);
+    free(p->steps[i].gemm);
   }
   free(p->steps);
   free(p->loc);
@@ -139,7 +141,8 @@ static void debug_plan(const compile_options *o, const compiled_plan *p) {
     sb_printf(&b, "%3d %-7s %s", i, k, nname(p->g, st->node, lb, sizeof lb));
     if (st->kind == PS_KERNEL) sb_printf(&b, st->use_lib ? " library op (tuned)" : " fn %d", st->fn);
     if (st->seconds > 0) sb_printf(&b, " %.3f ms", st->seconds * 1e3);
-    if (st->kind != PS_KERNEL) sb_printf(&b, " variant %d", st->variant);
+    if (st->gemm) sb_printf(&b, " gemm %s", gemm_step_variant_name(st->variant));
+    else if (st->kind != PS_KERNEL) sb_printf(&b, " variant %d", st->variant);
     sb_printf(&b, "\n");
   }
   sb_printf(&b, "values:\n");
@@ -193,6 +196,7 @@ static smelt_status build_steps(compiled_plan *p, const cgraph *cg, const compil
     for (int i = 0; i < p->n_steps; i++) {
       free(p->steps[i].args);
       free(p->steps[i].params);
+      free(p->steps[i].gemm);
     }
     free(p->steps);
     free(p->loc);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "compile/compile.h"
+#include "compile/gemm_step.h"
 #include "plan/memplan.h"
 #include "util/err.h"
 
@@ -231,6 +232,12 @@ static smelt_status make_steps(sched *s, compiled_plan *p) {
     } else {
       st->kind = PS_LIBRARY;
       st->zero_out = !writes_all(&s->cg->g->nodes[u->node]);
+      gemm_step gs;
+      if (gemm_step_make(s->cg->g, u->node, &gs)) {
+        st->gemm = malloc(sizeof gs);
+        if (!st->gemm) return err_nomem("GEMM step", sizeof gs);
+        *st->gemm = gs;
+      }
       p->n_library++;
     }
   }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compile/gemm_step.h"
 #include "runtime/node_run.h"
 #include "util/err.h"
 
@@ -64,7 +65,24 @@ static smelt_status run_kernel(run_ctx *r, const pstep *st) {
   return SMELT_OK;
 }
 
+/* A GEMM the plan runs itself: inputs A, B, bias?, residual?; output Y. */
+static smelt_status run_gemm(run_ctx *r, const pstep *st) {
+  const ir_graph *g = r->p->g;
+  const ir_node *nd = &g->nodes[st->node];
+  const float *in[4] = {NULL, NULL, NULL, NULL};
+  for (int i = 0; i < nd->n_inputs && i < 4; i++)
+    if (nd->inputs[i] >= 0) in[i] = vptr(r, nd->inputs[i]);
+  smelt_status s = gemm_step_run(st->gemm, in[0], in[1], in[2], in[3], vptr(r, nd->outputs[0]), r->p->pool,
+                                 st->variant);
+  if (s) {
+    char lb[256];
+    return err_prefix(s, "%s: ", ir_node_label(g, st->node, lb, sizeof lb));
+  }
+  return SMELT_OK;
+}
+
 static smelt_status run_library(run_ctx *r, const pstep *st) {
+  if (st->gemm) return run_gemm(r, st);
   const ir_graph *g = r->p->g;
   const ir_node *nd = &g->nodes[st->node];
   tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "compile/gemm_step.h"
 #include "graph_builder.h"
 
 static gb_env env;
@@ -385,6 +386,55 @@ static void test_windows(void) {
   }
 }
 
+/* GEMM steps: every algorithm/threading variant max-autotune may pick
+ * computes what eager does (bias, residual, relu; MatMul with a 2-D B). */
+static void test_gemm_variants(void) {
+  const int64_t M[] = {1, 5, 37};
+  for (size_t i = 0; i < sizeof M / sizeof *M; i++) {
+    gb b;
+    gb_init(&b, 17);
+    int x = gb_input(&b, "x", SMELT_F32, 3, I64(2, M[i], 33));
+    int w = gb_input(&b, "w", SMELT_F32, 2, I64(33, 19));
+    int bias = gb_input(&b, "bias", SMELT_F32, 1, I64(19));
+    int r = gb_input(&b, "r", SMELT_F32, 3, I64(2, M[i], 19));
+    int mm = gb_node(&b, "MatMul", 2, IDS(x, w), NULL, 0);
+    int y = gb_node(&b, "Relu", 1, IDS(gb_node(&b, "Add", 2, IDS(gb_node(&b, "Add", 2, IDS(mm, bias), NULL, 0), r), NULL, 0)), NULL, 0);
+    int w2 = gb_input(&b, "w2", SMELT_F32, 2, I64(19, 7));
+    gb_output(&b, gb_node(&b, "MatMul", 2, IDS(y, w2), NULL, 0));
+    CHECK_OK(gb_finish(&b));
+    tensor in[5] = {0}, *pin[5];
+    make_inputs(b.g, in, pin, 23);
+    compile_options o = gb_opts(&env, SMELT_MODE_DEFAULT);
+    compiled_plan *p = NULL;
+    compile_report rep;
+    memset(&rep, 0, sizeof rep);
+    CHECK(gb_compare(&env, b.g, pin, &o, &rep, &p) <= 1);
+    int n_gemm = 0;
+    for (int s = 0; p && s < p->n_steps; s++) n_gemm += p->steps[s].gemm != NULL;
+    CHECK(n_gemm == 2);
+    eager_plan ep;
+    tensor ref = {0};
+    CHECK_OK(eager_plan_build(b.g, &ep));
+    CHECK_OK(eager_run(&ep, env.pool, NULL, pin, &ref, NULL));
+    for (int v = 0; p && v < GEMM_STEP_VARIANTS; v++) {
+      for (int s = 0; s < p->n_steps; s++)
+        if (p->steps[s].gemm) p->steps[s].variant = v;
+      tensor got = {0};
+      CHECK_OK(plan_run(p, pin, &got));
+      double e = gb_err(&got, &ref, 1e-4, 1e-5);
+      CHECK(e <= 1);
+      if (e > 1) fprintf(stderr, "gemm variant %s, M=%lld: error %g\n", gemm_step_variant_name(v), (long long)M[i], e);
+      tensor_release(&got);
+    }
+    tensor_release(&ref);
+    eager_plan_free(&ep);
+    compiled_plan_free(p);
+    compile_report_free(&rep);
+    for (int k = 0; k < 5; k++) tensor_release(&in[k]);
+    gb_free(&b);
+  }
+}
+
 /* Empty tensors and scalars go through without kernels misbehaving. */
 static void test_degenerate(void) {
   gb b;
@@ -420,6 +470,7 @@ int main(void) {
   test_no_compiler();
   test_degenerate();
   test_windows();
+  test_gemm_variants();
   pool_free(env.pool);
   return test_report("test_compile");
 }
