@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "compile/gemm_step.h"
+#include "runtime/op_cache.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -27,6 +28,8 @@ void compiled_plan_free(compiled_plan *p) {
   }
   free(p->steps);
   free(p->loc);
+  if (p->caches) op_cache_free_all(p->caches, p->g->n_nodes);
+  free(p->caches);
   if (p->owns_lib) kernel_lib_close(&p->lib);
   eager_plan_free(&p->eplan);
   free(p->in_sig);
@@ -234,7 +237,7 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
   if (!s) s = specialize_graph(mg, inputs, o, &p->g, r);
   cgraph cg;
   memset(&cg, 0, sizeof cg);
-  if (!s) s = cgraph_build(p->g, o->dynamic, &cg);
+  if (!s) s = cgraph_build(p->g, o->dynamic, o->mode == SMELT_MODE_MAX_AUTOTUNE, &cg);
   if (!s && o->fullgraph) s = check_fullgraph(&cg);
   if (!s && cg.whole_eager) {
     char lb[256];
@@ -246,6 +249,8 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
     s = eager_plan_build(mg, &p->eplan);
   } else if (!s) {
     s = build_steps(p, &cg, o, r);
+    if (!s && !(p->caches = calloc((size_t)p->g->n_nodes + 1, sizeof(op_cache))))
+      s = err_nomem("op caches", sizeof(op_cache) * (size_t)p->g->n_nodes);
   }
   cgraph_free(&cg);
   double tt = now_s();

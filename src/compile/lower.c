@@ -167,6 +167,9 @@ static bool classify_window(const cgraph *cg, const ir_node *nd, cn_info *info) 
     if (nd->outputs[o] >= 0) return false; /* MaxPool Indices */
   const ir_value *wv = NULL;
   if (w->kind == WK_DWCONV) {
+    /* the library's depthwise kernel (prepared weights) is usually faster:
+     * generated only as a max-autotune candidate */
+    if (!cg->tune) return false;
     wv = in_val(cg, nd, 1);
     int64_t C = x->dims[1];
     if (ir_attr_int(nd, "group", 1) != C || y->dims[1] != C || !wv || wv->rank != 4 || wv->dims[0] != C ||

@@ -7,6 +7,7 @@
 
 #include "compile/gemm_step.h"
 #include "runtime/node_run.h"
+#include "runtime/op_cache.h"
 #include "util/err.h"
 
 #define MAX_ARGS 128
@@ -106,7 +107,8 @@ static smelt_status run_library(run_ctx *r, const pstep *st) {
     if (st->zero_out && outb[o].nbytes) memset(outb[o].data, 0, outb[o].nbytes);
   }
   op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .n_out = nd->n_outputs,
-              .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : r->p->pool};
+              .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : r->p->pool,
+              .cache = &r->p->caches[st->node]};
   smelt_status s = SMELT_OK;
   if (scratch) { /* outputs the graph does not want still need room */
     s = nd->op->infer(&c);
@@ -145,7 +147,8 @@ static smelt_status run_break(run_ctx *r, const pstep *st) {
     memset(&outb[o], 0, sizeof outb[o]);
     out[o] = &outb[o];
   }
-  smelt_status s = node_run(g, st->node, in, out, st->variant == LV_SERIAL ? NULL : r->p->pool, NULL, NULL);
+  smelt_status s = node_run_cached(g, st->node, in, out, st->variant == LV_SERIAL ? NULL : r->p->pool, NULL, NULL,
+                                  &r->p->caches[st->node]);
   for (int o = 0; o < nd->n_outputs; o++) {
     int v = nd->outputs[o];
     const vloc *l = v >= 0 ? &r->p->loc[v] : NULL;
