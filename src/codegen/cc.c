@@ -17,7 +17,8 @@
 extern char **environ;
 
 static const char base_flags[] =
-    "-std=c11 -O3 -march=native -fPIC -fno-math-errno -fno-trapping-math -fvisibility=hidden -w";
+    "-std=c11 -O3 -march=native -fPIC -ffp-contract=fast -fno-math-errno -fno-trapping-math "
+    "-fvisibility=hidden -w";
 
 static smelt_status split_cc(cc_toolchain *tc) {
   const char *env = getenv("CC");

@@ -53,7 +53,7 @@ void sb_free(strbuf *b) {
 }
 
 emit_opts emit_opts_default(void) {
-  emit_opts o = {.lanes = 16, .unroll = 0, .grain = 16384, .dynamic = false};
+  emit_opts o = {.lanes = 16, .unroll = 0, .grain = 65536, .dynamic = false};
   return o;
 }
 

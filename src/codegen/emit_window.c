@@ -3,9 +3,9 @@
  *
  * A task is one output row (n, c, oh).  The kernel rows that fall inside the
  * input are found once per task; the output columns whose whole window is
- * inside the input (the interior, known at compile time) are computed tap by
- * tap into a row accumulator — a unit-stride loop over columns the C compiler
- * vectorizes — and the few edge columns one by one with bounds checks.
+ * inside the input (the interior, known at compile time) are computed in
+ * blocks of `lanes` columns whose accumulators stay in vector registers over
+ * all the taps, and the few edge columns one by one with bounds checks.
  * Semantics follow src/ops/pool.c and conv: padding is ignored by max, counted
  * by average only with count_include_pad, and contributes 0 to convolution;
  * the convolution epilogue is act(acc + bias + residual). */
@@ -75,29 +75,79 @@ static void edge_columns(strbuf *b, const win_geom *w, int64_t lo, int64_t hi) {
   sb_printf(b, "    }\n");
 }
 
-/* Columns [lo, hi) whose windows are inside the input: tap-major. */
-static void interior_columns(strbuf *b, const win_geom *w, int64_t lo, int64_t hi, int unroll) {
-  if (lo >= hi) return;
-  int64_t n = hi - lo;
-  sb_printf(b, "    {\n      float acc[%" PRId64 "];\n      for (int64_t i = 0; i < %" PRId64 "; i++) acc[i] = %s;\n", n,
-            n, init_of(w->kind));
+/* Columns [lo, lo + nblk*V) whose windows are inside the input, V at a time:
+ * the V accumulators stay in registers over all the taps. */
+static void interior_block(strbuf *b, const win_geom *w, int64_t lo, int64_t nblk, int64_t V, int unroll) {
+  if (nblk <= 0 || V <= 0) return;
+  sb_printf(b, "    for (int64_t ob = %" PRId64 "; ob < %" PRId64 "; ob += %" PRId64 ") {\n", lo, lo + nblk * V, V);
+  sb_printf(b, "      float acc[%" PRId64 "];\n      for (int i = 0; i < %" PRId64 "; i++) acc[i] = %s;\n", V, V,
+            init_of(w->kind));
   sb_printf(b,
-            "      for (int64_t kh = kh0; kh < kh1; kh++)\n"
-            "        for (int64_t kw = 0; kw < %" PRId64 "; kw++) {\n"
-            "          const float *restrict xr = xp + (ih0 + kh * DH) * IW + kw * %" PRId64 " + %" PRId64
-            " * %" PRId64 " - %" PRId64 ";\n"
-            "          const float wv = %s;\n          (void)wv;\n",
-            w->KW, w->DW, lo, w->SW, w->PW0, w->kind == WK_DWCONV ? "wp[kh * KW + kw]" : "0.0f");
+            "      for (int64_t kh = kh0; kh < kh1; kh++) {\n"
+            "        const float *restrict xk = xp + (ih0 + kh * DH) * IW + ob * %" PRId64 " - %" PRId64 ";\n",
+            w->SW, w->PW0);
   if (unroll > 0) sb_printf(b, "#pragma GCC unroll %d\n", unroll);
-  sb_printf(b, "          for (int64_t i = 0; i < %" PRId64 "; i++) {\n            const float v = xr[i * %" PRId64 "];\n            ",
-            n, w->SW);
+  sb_printf(b, "        for (int64_t kw = 0; kw < %" PRId64 "; kw++) {\n          const float wv = %s;\n          (void)wv;\n",
+            w->KW, w->kind == WK_DWCONV ? "wp[kh * KW + kw]" : "0.0f");
+  sb_printf(b, "          for (int i = 0; i < %" PRId64 "; i++) {\n            const float v = xk[i * %" PRId64 " + kw * %" PRId64 "];\n            ",
+            V, w->SW, w->DW);
   combine(b, w->kind, "acc[i]", "v", "wv");
-  sb_printf(b, "\n          }\n        }\n");
-  sb_printf(b, "      for (int64_t i = 0; i < %" PRId64 "; i++) {\n        const int64_t ow = %" PRId64 " + i;\n        ", n, lo);
+  sb_printf(b, "\n          }\n        }\n      }\n");
+  sb_printf(b, "      for (int i = 0; i < %" PRId64 "; i++) {\n        const int64_t ow = ob + i;\n        ", V);
   char cnt[128];
   snprintf(cnt, sizeof cnt, "%s * %" PRId64, w->count_pad ? "nhp" : "(kh1 - kh0)", w->KW);
   epilogue(b, w, "ow", "acc[i]", cnt);
   sb_printf(b, "      }\n    }\n");
+}
+
+/* Blocks of L columns as explicit vectors (unit or 2-column stride): one
+ * vector load per tap, the accumulator in a register. */
+static void interior_vec(strbuf *b, const win_geom *w, int64_t lo, int64_t nblk, int L) {
+  if (nblk <= 0) return;
+  sb_printf(b, "    for (int64_t ob = %" PRId64 "; ob < %" PRId64 "; ob += %d) {\n", lo, lo + nblk * L, L);
+  sb_printf(b, "      smv%d acc = (smv%d){0}%s;\n", L, L, w->kind == WK_MAX ? " - __builtin_inff()" : "");
+  sb_printf(b,
+            "      for (int64_t kh = kh0; kh < kh1; kh++) {\n"
+            "        const float *xk = xp + (ih0 + kh * DH) * IW + ob * %" PRId64 " - %" PRId64 ";\n"
+            "        const float *wk = wp + kh * KW;\n        (void)wk;\n",
+            w->SW, w->PW0);
+  for (int64_t kw = 0; kw < w->KW; kw++) {
+    if (w->SW == 1) {
+      sb_printf(b, "        { const smv%d v = smv_ld%d(xk + %" PRId64 ");\n", L, L, kw * w->DW);
+    } else {
+      sb_printf(b, "        {\n#ifdef SM_HAVE_SHUFFLE\n          const smv%d v = smv_lds2_%d(xk + %" PRId64 ");\n#else\n",
+                L, L, kw * w->DW);
+      sb_printf(b, "          float tv[%d];\n          for (int i = 0; i < %d; i++) tv[i] = xk[%" PRId64 " + 2 * i];\n"
+                   "          smv%d v;\n          __builtin_memcpy(&v, tv, sizeof v);\n#endif\n",
+                L, L, kw * w->DW, L);
+    }
+    if (w->kind == WK_MAX) sb_printf(b, "          acc = smv_max%d(acc, v); }\n", L);
+    else if (w->kind == WK_AVG) sb_printf(b, "          acc += v; }\n");
+    else sb_printf(b, "          acc += v * wk[%" PRId64 "]; }\n", kw);
+  }
+  sb_printf(b, "      }\n      float o[%d];\n      __builtin_memcpy(o, &acc, sizeof o);\n", L);
+  sb_printf(b, "      for (int i = 0; i < %d; i++) {\n        const int64_t ow = ob + i;\n        ", L);
+  char cnt[128];
+  snprintf(cnt, sizeof cnt, "%s * %" PRId64, w->count_pad ? "nhp" : "(kh1 - kh0)", w->KW);
+  epilogue(b, w, "ow", "o[i]", cnt);
+  sb_printf(b, "      }\n    }\n");
+}
+
+static void interior_columns(strbuf *b, const win_geom *w, int64_t lo, int64_t hi, int lanes, int unroll) {
+  if (lo >= hi) return;
+  int L = lanes == 8 || lanes == 32 ? lanes : 16;
+  while (L > 8 && hi - lo < L) L /= 2; /* narrow rows (14, 28 columns) still get vectors */
+  int64_t nvec = 0;
+  if ((w->SW == 1 || w->SW == 2) && w->KW <= 16) {
+    /* whole vectors: every element loaded lies inside the input row */
+    int64_t span = w->SW == 1 ? L : 2 * L;
+    while (lo + (nvec + 1) * L <= hi && (lo + nvec * L) * w->SW - w->PW0 + (w->KW - 1) * w->DW + span - 1 < w->IW)
+      nvec++;
+  }
+  interior_vec(b, w, lo, nvec, L);
+  int64_t start = lo + nvec * L, n = hi - start, V = L;
+  interior_block(b, w, start, n / V, V, unroll);
+  interior_block(b, w, start + n / V * V, 1, n % V, unroll); /* the rest, at its exact width */
 }
 
 void emit_window(strbuf *b, const win_geom *w, const char *name, const emit_opts *o) {
@@ -132,7 +182,7 @@ void emit_window(strbuf *b, const win_geom *w, const char *name, const emit_opts
             " && ih0 + kh * DH < %" PRId64 ";\n    (void)nhp;\n",
             w->SH, w->PH0, w->KH, w->IH, w->KH, w->PH0, w->IH + w->PH1);
   edge_columns(b, w, 0, lo);
-  interior_columns(b, w, lo, hi, o->unroll);
+  interior_columns(b, w, lo, hi, o->lanes, o->unroll);
   edge_columns(b, w, hi, w->OW);
   sb_printf(b, "  }\n}\n");
   int64_t rows = w->N * w->C * w->OH, work = w->OW * w->KH * w->KW;

@@ -56,10 +56,11 @@ static void check_whole_eager(cgraph *cg) {
   }
 }
 
-smelt_status cgraph_build(ir_graph *g, bool dynamic, cgraph *cg) {
+smelt_status cgraph_build(ir_graph *g, bool dynamic, bool tune, cgraph *cg) {
   memset(cg, 0, sizeof *cg);
   cg->g = g;
   cg->dynamic = dynamic;
+  cg->tune = tune;
   size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
   TRY(ir_graph_toposort(g, &cg->order));
   cg->pos = malloc(sizeof(int) * nn);

@@ -33,12 +33,13 @@ typedef struct cgraph {
   bool *is_output;           /* value is a graph output */
   cn_info *info;             /* per node */
   bool dynamic;              /* dynamic compile: no window kernels (their geometry is literal) */
+  bool tune;                 /* max-autotune: generate candidates the library may beat */
   bool whole_eager;          /* subgraphs or sequences: the plan runs the graph eagerly */
   const char *whole_eager_why;
   int whole_eager_node;
 } cgraph;
 
-smelt_status cgraph_build(ir_graph *g, bool dynamic, cgraph *cg);
+smelt_status cgraph_build(ir_graph *g, bool dynamic, bool tune, cgraph *cg);
 void cgraph_free(cgraph *cg);
 
 /* Classification of one node (lower.c). */

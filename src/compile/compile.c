@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "compile/gemm_step.h"
+#include "runtime/op_cache.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -22,9 +24,12 @@ void compiled_plan_free(compiled_plan *p) {
   for (int i = 0; i < p->n_steps; i++) {
     free(p->steps[i].args);
     free(p->steps[i].params);
+    free(p->steps[i].gemm);
   }
   free(p->steps);
   free(p->loc);
+  if (p->caches) op_cache_free_all(p->caches, p->g->n_nodes);
+  free(p->caches);
   if (p->owns_lib) kernel_lib_close(&p->lib);
   eager_plan_free(&p->eplan);
   free(p->in_sig);
@@ -139,8 +144,10 @@ static void debug_plan(const compile_options *o, const compiled_plan *p) {
     const pstep *st = &p->steps[i];
     const char *k = st->kind == PS_KERNEL ? "kernel" : st->kind == PS_LIBRARY ? "library" : "break";
     sb_printf(&b, "%3d %-7s %s", i, k, nname(p->g, st->node, lb, sizeof lb));
-    if (st->kind == PS_KERNEL) sb_printf(&b, " fn %d", st->fn);
-    if (st->kind != PS_KERNEL) sb_printf(&b, " variant %d", st->variant);
+    if (st->kind == PS_KERNEL) sb_printf(&b, st->use_lib ? " library op (tuned)" : " fn %d", st->fn);
+    if (st->seconds > 0) sb_printf(&b, " %.3f ms", st->seconds * 1e3);
+    if (st->gemm) sb_printf(&b, " gemm %s", gemm_step_variant_name(st->variant));
+    else if (st->kind != PS_KERNEL) sb_printf(&b, " variant %d", st->variant);
     sb_printf(&b, "\n");
   }
   sb_printf(&b, "values:\n");
@@ -194,6 +201,7 @@ static smelt_status build_steps(compiled_plan *p, const cgraph *cg, const compil
     for (int i = 0; i < p->n_steps; i++) {
       free(p->steps[i].args);
       free(p->steps[i].params);
+      free(p->steps[i].gemm);
     }
     free(p->steps);
     free(p->loc);
@@ -231,7 +239,7 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
   if (!s) s = specialize_graph(mg, inputs, o, &p->g, r);
   cgraph cg;
   memset(&cg, 0, sizeof cg);
-  if (!s) s = cgraph_build(p->g, o->dynamic, &cg);
+  if (!s) s = cgraph_build(p->g, o->dynamic, o->mode == SMELT_MODE_MAX_AUTOTUNE, &cg);
   if (!s && o->fullgraph) s = check_fullgraph(&cg);
   if (!s && cg.whole_eager) {
     char lb[256];
@@ -243,10 +251,14 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
     s = eager_plan_build(mg, &p->eplan);
   } else if (!s) {
     s = build_steps(p, &cg, o, r);
+    if (!s && !(p->caches = calloc((size_t)p->g->n_nodes + 1, sizeof(op_cache))))
+      s = err_nomem("op caches", sizeof(op_cache) * (size_t)p->g->n_nodes);
   }
   cgraph_free(&cg);
-  if (!s) debug_plan(o, p);
+  double tt = now_s();
   if (!s && o->mode == SMELT_MODE_MAX_AUTOTUNE && !p->whole_eager) s = autotune_plan(p, inputs, o, r);
+  r->t_tune += now_s() - tt;
+  if (!s) debug_plan(o, p);
   r->seconds += now_s() - t0;
   if (!rep) compile_report_free(&local);
   if (s) {

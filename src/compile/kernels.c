@@ -25,12 +25,15 @@ typedef struct kvariant {
 } kvariant;
 
 /* What max-autotune tries for each generated kernel. */
+/* Grain: elements of work a task must have before the pool splits it.
+ * Waking a worker costs microseconds (far more on a loaded machine), so the
+ * default keeps small kernels on the calling thread. */
 static const kvariant variants[] = {
-    {16, 0, 16384, ""},                          /* the default */
-    {16, 0, 16384, "-mprefer-vector-width=512"}, /* full-width vectors where the CPU has them */
-    {32, 4, 16384, ""},                          /* more accumulators, unrolled loops */
-    {16, 0, 65536, ""},                          /* coarser tasks: less pool traffic */
-    {8, 0, 4096, ""},                            /* finer tasks: better balance */
+    {16, 0, 65536, ""},                          /* the default */
+    {16, 0, 65536, "-mprefer-vector-width=512"}, /* full-width vectors where the CPU has them */
+    {32, 4, 65536, ""},                          /* more accumulators, unrolled loops */
+    {16, 0, 262144, ""},                         /* coarser tasks: less pool traffic */
+    {8, 0, 8192, ""},                            /* finer tasks: better balance */
 };
 #define N_VARIANTS (int)(sizeof variants / sizeof *variants)
 

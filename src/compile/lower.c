@@ -167,6 +167,9 @@ static bool classify_window(const cgraph *cg, const ir_node *nd, cn_info *info) 
     if (nd->outputs[o] >= 0) return false; /* MaxPool Indices */
   const ir_value *wv = NULL;
   if (w->kind == WK_DWCONV) {
+    /* the library's depthwise kernel (prepared weights) is usually faster:
+     * generated only as a max-autotune candidate */
+    if (!cg->tune) return false;
     wv = in_val(cg, nd, 1);
     int64_t C = x->dims[1];
     if (ir_attr_int(nd, "group", 1) != C || y->dims[1] != C || !wv || wv->rank != 4 || wv->dims[0] != C ||
@@ -234,6 +237,10 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
     return;
   }
   rk kind = find_red(nd);
+  if (kind == RK_RLSE) { /* the reference's handling of infinities is not worth mirroring */
+    set_lib(info, "library kernel");
+    return;
+  }
   if (kind != RK_NONE) {
     const ir_value *x = in_val(cg, nd, 0);
     int k = all_dtypes(cg, nd, is_f32) || (kind >= RK_RSUM && kind <= RK_RLSE && x->dtype == SMELT_F32 &&
@@ -500,12 +507,6 @@ static bool lower_red(lower_state *ls, const ir_node *nd) {
     case RK_RSUMSQ: r = kir_reduce(kg, KR_SUM, kir_binary(kg, KF_MUL, x, x)); break;
     case RK_RL1: r = kir_reduce(kg, KR_SUM, kir_unary(kg, KF_ABS, x)); break;
     case RK_RL2: r = kir_unary(kg, KF_SQRT, kir_reduce(kg, KR_SUM, kir_binary(kg, KF_MUL, x, x))); break;
-    case RK_RLSE: {
-      int m = kir_reduce(kg, KR_MAX, x);
-      int s = kir_reduce(kg, KR_SUM, kir_unary(kg, KF_EXP, kir_binary(kg, KF_SUB, x, m)));
-      r = kir_binary(kg, KF_ADD, kir_unary(kg, KF_LOG, s), m);
-      break;
-    }
     default: return false;
   }
   if (r < 0) return false;

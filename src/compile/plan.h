@@ -50,10 +50,12 @@ typedef struct pstep {
   int64_t *params; /* kernel, dynamic mode */
   int n_params;
   bool zero_out;   /* library: clear outputs first (kernels that accumulate) */
+  struct gemm_step *gemm; /* library: a GEMM the plan runs itself (compile/gemm_step.h), else NULL */
   bool lib_alt;    /* kernel of one node (a window) that can also run its library op */
   bool use_lib;    /* ...and max-autotune found the library op faster */
-  int variant;     /* library: lib_variant */
+  int variant;     /* library: lib_variant, or the GEMM step variant */
   double seconds;  /* max-autotune: measured time of the chosen variant */
+  char kind_label[48]; /* for run hooks (the profiler): "smelt.fused_3", "Conv", ... */
 } pstep;
 
 typedef struct plan_instance plan_instance;
@@ -68,6 +70,7 @@ typedef struct compiled_plan {
   pstep *steps;
   int n_steps;
   vloc *loc;         /* per value of g */
+  struct op_cache *caches; /* per node of g: weights library ops prepare once (runtime/op_cache.h) */
   size_t arena_bytes;
   kernel_lib lib;
   bool owns_lib;     /* else the session's kernel memo closes it */

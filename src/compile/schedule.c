@@ -6,10 +6,12 @@
  * buffer gets a lifetime [producing step, last reading step]; an elementwise
  * kernel may write its output over an input that dies there (same bytes,
  * read and written at the same index); then memplan places the buffers. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compile/compile.h"
+#include "compile/gemm_step.h"
 #include "plan/memplan.h"
 #include "util/err.h"
 
@@ -204,6 +206,15 @@ static smelt_status make_steps(sched *s, compiled_plan *p) {
     pstep *st = &p->steps[k];
     st->node = u->node;
     st->group = u->group;
+    const ir_node *nd = &s->cg->g->nodes[u->node];
+    if (u->group >= 0) { /* named after the group's reduction or window, else its first node */
+      const fgroup *fg = &s->fu->groups[u->group];
+      const ir_node *m = &s->cg->g->nodes[fg->nodes[0]];
+      for (int i = 0; i < fg->n; i++)
+        if (s->cg->info[fg->nodes[i]].kind != CN_PW) m = &s->cg->g->nodes[fg->nodes[i]];
+      snprintf(st->kind_label, sizeof st->kind_label, "fused(%.24s%s)", m->op_type, fg->n > 1 ? "+" : "");
+    }
+    else snprintf(st->kind_label, sizeof st->kind_label, "%s%s%.32s", nd->domain, *nd->domain ? "." : "", nd->op_type);
     if (u->group >= 0) {
       const kir_group *kg = s->fu->groups[u->group].kir;
       st->kind = PS_KERNEL;
@@ -221,6 +232,12 @@ static smelt_status make_steps(sched *s, compiled_plan *p) {
     } else {
       st->kind = PS_LIBRARY;
       st->zero_out = !writes_all(&s->cg->g->nodes[u->node]);
+      gemm_step gs;
+      if (gemm_step_make(s->cg->g, u->node, &gs)) {
+        st->gemm = malloc(sizeof gs);
+        if (!st->gemm) return err_nomem("GEMM step", sizeof gs);
+        *st->gemm = gs;
+      }
       p->n_library++;
     }
   }

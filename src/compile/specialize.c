@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "compile/compile.h"
+#include "ops/op.h"
 #include "passes/pass.h"
 #include "util/err.h"
 
@@ -33,6 +34,51 @@ static void set_shapes(ir_graph *g, tensor *const *inputs) {
   }
 }
 
+/* smelt.Gemm / smelt.Conv apply relu and clip inside the GEMM tile; the
+ * other activations run after it, one scalar call per element.  In a
+ * compiled plan those are better as their own node: the code generator
+ * makes them a vectorized kernel, fused with whatever elementwise work
+ * follows.  Returns the number of nodes split. */
+static smelt_status split_activations(ir_graph *g, int *n_split) {
+  static const struct {
+    const char *act, *op;
+  } split[] = {{"gelu", "Gelu"}, {"sigmoid", "Sigmoid"}, {"tanh", "Tanh"}};
+  *n_split = 0;
+  int n_nodes = g->n_nodes; /* nodes added below are not visited */
+  for (int i = 0; i < n_nodes; i++) {
+    ir_node *nd = &g->nodes[i];
+    if (strcmp(nd->domain, "smelt") || (strcmp(nd->op_type, "Gemm") && strcmp(nd->op_type, "Conv"))) continue;
+    ir_attr *act = NULL;
+    for (int a = 0; a < nd->n_attrs; a++)
+      if (!strcmp(nd->attrs[a].name, "activation") && nd->attrs[a].type == IR_ATTR_STRING) act = &nd->attrs[a];
+    const char *op = NULL;
+    for (size_t k = 0; act && k < sizeof split / sizeof *split; k++)
+      if (!strcmp(act->s, split[k].act)) op = split[k].op;
+    const op_def *def = op ? ops_find("", op) : NULL;
+    if (!def || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
+    char name[64];
+    snprintf(name, sizeof name, "smelt.split_act.%d", i); /* our own names: no model string */
+    int mid, id, out = nd->outputs[0];
+    TRY(ir_graph_add_value(g, name, &mid));
+    ir_value *mv = &g->values[mid], *ov = &g->values[out];
+    mv->dtype = ov->dtype;
+    mv->rank = ov->rank;
+    memcpy(mv->dims, ov->dims, sizeof mv->dims);
+    TRY(ir_graph_add_node(g, name, op, "", 1, 1, 0, &id));
+    nd = &g->nodes[i]; /* the node array may have moved */
+    act->s = "none";
+    act->s_len = 4;
+    nd->outputs[0] = mid;
+    mv->producer = i;
+    g->nodes[id].inputs[0] = mid;
+    g->nodes[id].outputs[0] = out;
+    g->nodes[id].op = def;
+    g->values[out].producer = id;
+    (*n_split)++;
+  }
+  return SMELT_OK;
+}
+
 smelt_status specialize_graph(const ir_graph *mg, tensor *const *inputs, const compile_options *o,
                               ir_graph **out, compile_report *rep) {
   double t0 = now_s();
@@ -45,6 +91,8 @@ smelt_status specialize_graph(const ir_graph *mg, tensor *const *inputs, const c
   memset(&pr, 0, sizeof pr);
   pass_options po = {.mode = o->mode, .specialized = true, .debug_dir = o->debug_dir};
   if (!s) s = passes_run(g, &po, &pr);
+  int n_split = 0;
+  if (!s) s = split_activations(g, &n_split);
   if (!s) s = ir_graph_infer(g);
   double t2 = now_s();
   if (rep) {
@@ -54,6 +102,8 @@ smelt_status specialize_graph(const ir_graph *mg, tensor *const *inputs, const c
       sb_printf(&rep->explain, "  pass %-20s runs %d  changes %4d  %.2f ms\n", pr.stats[i].name,
                 pr.stats[i].runs, pr.stats[i].changes, pr.stats[i].seconds * 1e3);
     for (int i = 0; i < pr.n_log; i++) sb_printf(&rep->explain, "  pass: %s\n", pr.log[i]);
+    if (n_split)
+      sb_printf(&rep->explain, "  %d fused GEMM/conv activations left to generated kernels (vectorized)\n", n_split);
   }
   pass_report_free(&pr);
   if (s) {

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "compile/gemm_step.h"
 #include "runtime/node_run.h"
+#include "runtime/op_cache.h"
 #include "util/err.h"
 
 #define MAX_ARGS 128
@@ -64,7 +66,24 @@ static smelt_status run_kernel(run_ctx *r, const pstep *st) {
   return SMELT_OK;
 }
 
+/* A GEMM the plan runs itself: inputs A, B, bias?, residual?; output Y. */
+static smelt_status run_gemm(run_ctx *r, const pstep *st) {
+  const ir_graph *g = r->p->g;
+  const ir_node *nd = &g->nodes[st->node];
+  const float *in[4] = {NULL, NULL, NULL, NULL};
+  for (int i = 0; i < nd->n_inputs && i < 4; i++)
+    if (nd->inputs[i] >= 0) in[i] = vptr(r, nd->inputs[i]);
+  smelt_status s = gemm_step_run(st->gemm, in[0], in[1], in[2], in[3], vptr(r, nd->outputs[0]), r->p->pool,
+                                 st->variant);
+  if (s) {
+    char lb[256];
+    return err_prefix(s, "%s: ", ir_node_label(g, st->node, lb, sizeof lb));
+  }
+  return SMELT_OK;
+}
+
 static smelt_status run_library(run_ctx *r, const pstep *st) {
+  if (st->gemm) return run_gemm(r, st);
   const ir_graph *g = r->p->g;
   const ir_node *nd = &g->nodes[st->node];
   tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];
@@ -88,7 +107,8 @@ static smelt_status run_library(run_ctx *r, const pstep *st) {
     if (st->zero_out && outb[o].nbytes) memset(outb[o].data, 0, outb[o].nbytes);
   }
   op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .n_out = nd->n_outputs,
-              .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : r->p->pool};
+              .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : r->p->pool,
+              .cache = &r->p->caches[st->node]};
   smelt_status s = SMELT_OK;
   if (scratch) { /* outputs the graph does not want still need room */
     s = nd->op->infer(&c);
@@ -127,7 +147,8 @@ static smelt_status run_break(run_ctx *r, const pstep *st) {
     memset(&outb[o], 0, sizeof outb[o]);
     out[o] = &outb[o];
   }
-  smelt_status s = node_run(g, st->node, in, out, st->variant == LV_SERIAL ? NULL : r->p->pool, NULL, NULL);
+  smelt_status s = node_run_cached(g, st->node, in, out, st->variant == LV_SERIAL ? NULL : r->p->pool, NULL, NULL,
+                                  &r->p->caches[st->node]);
   for (int o = 0; o < nd->n_outputs; o++) {
     int v = nd->outputs[o];
     const vloc *l = v >= 0 ? &r->p->loc[v] : NULL;
@@ -300,7 +321,7 @@ static double now_s(void) {
 }
 
 static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *inputs,
-                            tensor *outputs, double *step_seconds) {
+                            tensor *outputs, double *step_seconds, const run_hook *hook) {
   run_ctx *r = &in->rc;
   r->inputs = inputs;
   smelt_status s = SMELT_OK;
@@ -308,12 +329,14 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
     const vloc *l = &p->loc[p->g->inputs[k]];
     if (l->kind == VL_ARENA && inputs[k]->nbytes) memcpy(r->arena + l->off, inputs[k]->data, inputs[k]->nbytes);
   }
-  if (in->calls && !step_seconds) {
+  if (in->calls && !step_seconds && !hook) {
     for (int i = 0; !s && i < p->n_steps; i++) s = in->calls[i].fn(in->calls[i].arg);
   } else {
     for (int i = 0; !s && i < p->n_steps; i++) {
       double t0 = step_seconds ? now_s() : 0;
-      s = run_step(r, i);
+      if (hook) hook->begin(hook->ctx, p->steps[i].kind_label, p->g->nodes[p->steps[i].node].name);
+      s = in->calls ? in->calls[i].fn(in->calls[i].arg) : run_step(r, i);
+      if (hook) hook->end(hook->ctx);
       if (step_seconds) step_seconds[i] += now_s() - t0;
     }
   }
@@ -321,19 +344,31 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
   return s;
 }
 
-smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds) {
+static smelt_status run_once(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds,
+                             const run_hook *hook) {
   plan_instance *in;
   TRY(acquire(p, &in));
-  smelt_status s = run_all(p, in, inputs, outputs, step_seconds);
+  smelt_status s = run_all(p, in, inputs, outputs, step_seconds, hook);
   if (s && outputs)
     for (int k = 0; k < p->g->n_outputs; k++) tensor_release(&outputs[k]);
   release(p, in);
   return s;
 }
 
+smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds) {
+  return run_once(p, inputs, outputs, step_seconds, NULL);
+}
+
+smelt_status plan_run_hooked(compiled_plan *p, tensor *const *inputs, tensor *outputs, const run_hook *hook) {
+  if (p->whole_eager) {
+    eager_stats es = {.hook = hook};
+    return eager_run(&p->eplan, p->pool, NULL, inputs, outputs, &es);
+  }
+  return run_once(p, inputs, outputs, NULL, hook);
+}
+
 smelt_status plan_run(compiled_plan *p, tensor *const *inputs, tensor *outputs) {
-  if (p->whole_eager) return eager_run(&p->eplan, p->pool, NULL, inputs, outputs, NULL);
-  return plan_run_timed(p, inputs, outputs, NULL);
+  return plan_run_hooked(p, inputs, outputs, NULL);
 }
 
 void compiled_plan_instances_free(compiled_plan *p) {

@@ -10,10 +10,13 @@
 #define SMELT_RUNTIME_PLAN_RUN_H
 
 #include "compile/plan.h"
+#include "runtime/run_hook.h"
 
 /* inputs: one per graph input, with the plan's shapes (the caller guards).
  * outputs: zeroed tensors that receive owning results. */
 smelt_status plan_run(compiled_plan *p, tensor *const *inputs, tensor *outputs);
+/* Like plan_run, telling hook (may be NULL) of every step (runtime/run_hook.h). */
+smelt_status plan_run_hooked(compiled_plan *p, tensor *const *inputs, tensor *outputs, const run_hook *hook);
 
 /* Like plan_run; step_seconds (n_steps entries) accumulates the time of
  * each step (steps then run one by one, in every mode).  outputs may be NULL. */

@@ -1,8 +1,10 @@
 /* max-autotune: every step's variants are timed on the real input shapes
  * (whole plan runs, each step timed on its own, the fastest of several runs
  * kept per variant) and the fastest variant is kept.  Generated kernels vary
- * vector width, accumulators/unrolling and task grain (kernels.c); library
- * kernels run with the pool or on one thread.  The choices are stored in the
+ * vector width, accumulators/unrolling and task grain (kernels.c); window
+ * kernels also compete with their node's library op; GEMMs try the GEMM
+ * library's algorithms (small-M, direct, packed) with the pool or on one
+ * thread; other library kernels run with the pool or on one thread.  The choices are stored in the
  * cache next to the kernel library, so a warm start skips the timing. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 
 #include "cache/keys.h"
 #include "compile/compile.h"
+#include "compile/gemm_step.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
 
@@ -19,7 +22,8 @@
 /* Kernel steps: their emitted variants, and for a window kernel its node's
  * library op as one more (another algorithm: im2col GEMM / reference pool). */
 static int n_variants(const pstep *st) {
-  return st->kind == PS_KERNEL ? st->n_fn_vars + st->lib_alt : LV_COUNT;
+  if (st->kind == PS_KERNEL) return st->n_fn_vars + st->lib_alt;
+  return st->gemm ? GEMM_STEP_VARIANTS : LV_COUNT;
 }
 
 static void set_variant(pstep *st, int v) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "compile/gemm_step.h"
 #include "graph_builder.h"
 
 static gb_env env;
@@ -350,11 +351,11 @@ static void test_windows(void) {
       {"AveragePool", 5, 1, 1, 2, 2, 0, 1}, {"Conv", 3, 1, 1, 1, 1, 0, 0}, {"Conv", 3, 2, 1, 1, 1, 0, 0},
       {"Conv", 5, 1, 2, 4, 0, 0, 0},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    const wcase *w = &cases[i];
+  for (size_t i = 0; i < 2 * sizeof cases / sizeof *cases; i++) {
+    const wcase *w = &cases[i % (sizeof cases / sizeof *cases)];
     gb b;
     gb_init(&b, 17);
-    int64_t C = 6, H = 11, W = 13;
+    int64_t C = 6, H = 11, W = i < sizeof cases / sizeof *cases ? 13 : 75; /* narrow rows, and full vectors */
     int x = gb_input(&b, "x", SMELT_F32, 4, I64(2, C, H, W));
     int64_t ks[2] = {w->k, w->k}, st[2] = {w->s, w->s}, dl[2] = {w->d, w->d}, pd[4] = {w->p0, w->p0, w->p1, w->p1};
     ir_attr at[] = {{.name = "kernel_shape", .type = IR_ATTR_INTS, .n = 2, .ints = ks},
@@ -374,13 +375,96 @@ static void test_windows(void) {
     }
     gb_output(&b, y);
     CHECK_OK(gb_finish(&b));
+    if (strcmp(w->op, "Conv")) {
+      compile_report rep;
+      memset(&rep, 0, sizeof rep);
+      double e = run_case(&b, SMELT_MODE_DEFAULT, false, &rep);
+      CHECK(e <= 1);
+      CHECK(rep.kernels == 1 && rep.library_steps == 0);
+      if (e > 1 || rep.kernels != 1) fprintf(stderr, "window case %zu (%s): error %g, %d kernels\n", i, w->op, e, rep.kernels);
+      compile_report_free(&rep);
+    } else {
+      /* depthwise kernels are max-autotune candidates: run every variant */
+      tensor in[3] = {0}, *pin[3];
+      make_inputs(b.g, in, pin, 31);
+      compile_options o = gb_opts(&env, SMELT_MODE_MAX_AUTOTUNE);
+      compiled_plan *p = NULL;
+      CHECK(gb_compare(&env, b.g, pin, &o, NULL, &p) <= 1);
+      eager_plan ep;
+      tensor ref = {0};
+      CHECK_OK(eager_plan_build(b.g, &ep));
+      CHECK_OK(eager_run(&ep, env.pool, NULL, pin, &ref, NULL));
+      int kernels = 0;
+      for (int s = 0; p && s < p->n_steps; s++) {
+        pstep *st = &p->steps[s];
+        if (st->kind != PS_KERNEL) continue;
+        kernels++;
+        for (int v = 0; v < st->n_fn_vars; v++) {
+          st->use_lib = false;
+          st->fn = st->fn_vars[v];
+          tensor got = {0};
+          CHECK_OK(plan_run(p, pin, &got));
+          double e = gb_err(&got, &ref, 1e-4, 1e-5);
+          CHECK(e <= 1);
+          if (e > 1) fprintf(stderr, "window case %zu variant %d: error %g\n", i, v, e);
+          tensor_release(&got);
+        }
+      }
+      CHECK(kernels == 1);
+      tensor_release(&ref);
+      eager_plan_free(&ep);
+      compiled_plan_free(p);
+      for (int k = 0; k < 3; k++) tensor_release(&in[k]);
+    }
+    gb_free(&b);
+  }
+}
+
+/* GEMM steps: every algorithm/threading variant max-autotune may pick
+ * computes what eager does (bias, residual, relu; MatMul with a 2-D B). */
+static void test_gemm_variants(void) {
+  const int64_t M[] = {1, 5, 37};
+  for (size_t i = 0; i < sizeof M / sizeof *M; i++) {
+    gb b;
+    gb_init(&b, 17);
+    int x = gb_input(&b, "x", SMELT_F32, 3, I64(2, M[i], 33));
+    int w = gb_input(&b, "w", SMELT_F32, 2, I64(33, 19));
+    int bias = gb_input(&b, "bias", SMELT_F32, 1, I64(19));
+    int r = gb_input(&b, "r", SMELT_F32, 3, I64(2, M[i], 19));
+    int mm = gb_node(&b, "MatMul", 2, IDS(x, w), NULL, 0);
+    int y = gb_node(&b, "Relu", 1, IDS(gb_node(&b, "Add", 2, IDS(gb_node(&b, "Add", 2, IDS(mm, bias), NULL, 0), r), NULL, 0)), NULL, 0);
+    int w2 = gb_input(&b, "w2", SMELT_F32, 2, I64(19, 7));
+    gb_output(&b, gb_node(&b, "MatMul", 2, IDS(y, w2), NULL, 0));
+    CHECK_OK(gb_finish(&b));
+    tensor in[5] = {0}, *pin[5];
+    make_inputs(b.g, in, pin, 23);
+    compile_options o = gb_opts(&env, SMELT_MODE_DEFAULT);
+    compiled_plan *p = NULL;
     compile_report rep;
     memset(&rep, 0, sizeof rep);
-    double e = run_case(&b, SMELT_MODE_DEFAULT, false, &rep);
-    CHECK(e <= 1);
-    CHECK(rep.kernels == 1 && rep.library_steps == 0);
-    if (e > 1 || rep.kernels != 1) fprintf(stderr, "window case %zu (%s): error %g, %d kernels\n", i, w->op, e, rep.kernels);
+    CHECK(gb_compare(&env, b.g, pin, &o, &rep, &p) <= 1);
+    int n_gemm = 0;
+    for (int s = 0; p && s < p->n_steps; s++) n_gemm += p->steps[s].gemm != NULL;
+    CHECK(n_gemm == 2);
+    eager_plan ep;
+    tensor ref = {0};
+    CHECK_OK(eager_plan_build(b.g, &ep));
+    CHECK_OK(eager_run(&ep, env.pool, NULL, pin, &ref, NULL));
+    for (int v = 0; p && v < GEMM_STEP_VARIANTS; v++) {
+      for (int s = 0; s < p->n_steps; s++)
+        if (p->steps[s].gemm) p->steps[s].variant = v;
+      tensor got = {0};
+      CHECK_OK(plan_run(p, pin, &got));
+      double e = gb_err(&got, &ref, 1e-4, 1e-5);
+      CHECK(e <= 1);
+      if (e > 1) fprintf(stderr, "gemm variant %s, M=%lld: error %g\n", gemm_step_variant_name(v), (long long)M[i], e);
+      tensor_release(&got);
+    }
+    tensor_release(&ref);
+    eager_plan_free(&ep);
+    compiled_plan_free(p);
     compile_report_free(&rep);
+    for (int k = 0; k < 5; k++) tensor_release(&in[k]);
     gb_free(&b);
   }
 }
@@ -420,6 +504,7 @@ int main(void) {
   test_no_compiler();
   test_degenerate();
   test_windows();
+  test_gemm_variants();
   pool_free(env.pool);
   return test_report("test_compile");
 }
