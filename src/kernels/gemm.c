@@ -7,7 +7,8 @@
  * Packed path, for one N chunk (columns [j0, j1)) and one K super-block:
  *   - B is packed into kc x NR micro-panels for every K block pc and every
  *     NR-wide column group jp; the thread that first needs a panel packs it
- *     (an atomic state per panel), so packing is shared and needs no barrier.
+ *     and its neighbours (an atomic state per group of panels), so packing
+ *     is shared and needs no barrier.
  *   - Work items are (ic, jt): an MC-row block of C times a range of column
  *     panels.  Each thread claims items from an atomic counter; for every K
  *     block it packs its A block (mc x kc, MR-row micro-panels) into its own
@@ -209,9 +210,10 @@ typedef struct packed_ctx {
   int64_t n_pc;               /* K blocks in the super-block */
   int64_t j0, j1;             /* N chunk */
   int64_t n_jr;               /* NR panels in the chunk */
+  int64_t n_groups;           /* ...in groups of GEMM_B_GROUP */
   int64_t n_ic, n_jt, jt_len; /* items: n_ic x n_jt, jt_len panels each */
   float *bbuf;                /* n_pc * n_jr panels of kc*NR floats */
-  atomic_uchar *bstate;       /* per panel: PANEL_* */
+  atomic_uchar *bstate;       /* per K block and panel group: PANEL_* */
   float *abuf;                /* per slot: mc_max*kc floats */
   int64_t abuf_len;
   atomic_int_fast64_t next;   /* next unclaimed item */
@@ -223,21 +225,29 @@ static void spin_pause(void) {
 #endif
 }
 
-/* The packed panel (pc, jp), packing it if no thread has. */
+/* Panels are packed GEMM_B_GROUP at a time (one claim, one pass over the
+ * rows of B), so the packer reads runs of GEMM_B_GROUP*NR floats per row. */
+#define GEMM_B_GROUP 4
+
+static float *panel_at(const packed_ctx *x, int64_t pc, int64_t jp) {
+  return x->bbuf + (pc * x->n_jr + jp) * x->kc * x->ar->nr;
+}
+
+/* The packed panel (pc, jp), packing its group if no thread has. */
 static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
-  int64_t idx = pc * x->n_jr + jp;
-  float *dst = x->bbuf + idx * x->kc * x->ar->nr;
-  atomic_uchar *st = &x->bstate[idx];
+  int64_t g = jp / GEMM_B_GROUP;
+  atomic_uchar *st = &x->bstate[pc * x->n_groups + g];
   unsigned char s = atomic_load_explicit(st, memory_order_acquire);
-  if (s == PANEL_READY) return dst;
+  if (s == PANEL_READY) return panel_at(x, pc, jp);
   unsigned char expect = PANEL_EMPTY;
   if (s == PANEL_EMPTY && atomic_compare_exchange_strong(st, &expect, PANEL_PACKING)) {
-    int64_t j = x->j0 + jp * x->ar->nr, p0 = x->q0 + pc * x->kc;
-    int64_t cols = x->j1 - j < x->ar->nr ? x->j1 - j : x->ar->nr;
+    int64_t j = x->j0 + g * GEMM_B_GROUP * x->ar->nr, p0 = x->q0 + pc * x->kc;
+    int64_t j_end = j + GEMM_B_GROUP * x->ar->nr < x->j1 ? j + GEMM_B_GROUP * x->ar->nr : x->j1;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-    x->ar->pack_b(x->p, j, cols, p0, kc, dst);
+    x->ar->pack_b(x->p, j, j_end - j, p0, kc, panel_at(x, pc, g * GEMM_B_GROUP),
+                  x->kc * x->ar->nr);
     atomic_store_explicit(st, PANEL_READY, memory_order_release);
-    return dst;
+    return panel_at(x, pc, jp);
   }
   /* Another thread is packing it: microseconds, unless the packer lost its
    * core to another process -- then give ours up too. */
@@ -245,14 +255,14 @@ static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
     if (spins < 2000) spin_pause();
     else sched_yield();
   }
-  return dst;
+  return panel_at(x, pc, jp);
 }
 
 /* The packed panel (pc, jp) if some thread has finished packing it. */
 static const float *b_panel_if_ready(packed_ctx *x, int64_t pc, int64_t jp) {
-  int64_t idx = pc * x->n_jr + jp;
-  if (atomic_load_explicit(&x->bstate[idx], memory_order_acquire) != PANEL_READY) return NULL;
-  return x->bbuf + idx * x->kc * x->ar->nr;
+  atomic_uchar *st = &x->bstate[pc * x->n_groups + jp / GEMM_B_GROUP];
+  if (atomic_load_explicit(st, memory_order_acquire) != PANEL_READY) return NULL;
+  return panel_at(x, pc, jp);
 }
 
 /* Row blocks: n_ic of them, starts spread evenly on MR boundaries so the
@@ -367,9 +377,10 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
 
   size_t panels = (size_t)(n_pc_max * n_jr_max);
   size_t bbuf_bytes = panels * (size_t)(x.kc * NR) * sizeof(float);
+  size_t groups = (size_t)(n_pc_max * ceil_div(n_jr_max, GEMM_B_GROUP));
   x.abuf_len = round_up(x.mc * x.kc, 16);
   size_t abuf_bytes = (size_t)threads * (size_t)x.abuf_len * sizeof(float);
-  size_t state_bytes = (size_t)round_up((int64_t)panels, 64);
+  size_t state_bytes = (size_t)round_up((int64_t)groups, 64);
   char *mem = aligned_alloc(64, bbuf_bytes + abuf_bytes + state_bytes);
   if (!mem) return false;
   x.bbuf = (float *)mem;
@@ -384,8 +395,9 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
     for (x.j0 = 0; x.j0 < p->N; x.j0 = x.j1) {
       x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
       x.n_jr = ceil_div(x.j1 - x.j0, NR);
+      x.n_groups = ceil_div(x.n_jr, GEMM_B_GROUP);
       plan_items(&x, threads);
-      for (int64_t i = 0; i < x.n_pc * x.n_jr; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
+      for (int64_t i = 0; i < x.n_pc * x.n_groups; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
       atomic_init(&x.next, 0);
       if (threads > 1) pool_parallel_for(pool, threads, 1, packed_slots, &x);
       else packed_slots(&x, 0, 1);

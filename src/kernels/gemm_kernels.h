@@ -27,13 +27,14 @@ typedef void (*gemm_direct_fn)(int64_t K, const float *a, int64_t rsa, int64_t c
                                const float *b, int64_t ldb, float *c, int64_t ldc, int mr,
                                int nr, const gemm_store *st);
 
-/* Packing into those layouts: mc rows of op(A) from row i0 (MR-row
- * micro-panels one after another, rows past mc zero); cols <= NR columns of
- * op(B) from column j0 (columns past cols zero); K range [p0, p0+kc). */
+/* Packing into those layouts, K range [p0, p0+kc): mc rows of op(A) from
+ * row i0 (MR-row micro-panels one after another, rows past mc zero); cols
+ * columns of op(B) from column j0 into ceil(cols/NR) micro-panels, panel i
+ * at dst + i*stride (columns past cols zero). */
 typedef void (*gemm_pack_a_fn)(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0,
                                int64_t kc, float *dst);
 typedef void (*gemm_pack_b_fn)(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0,
-                               int64_t kc, float *dst);
+                               int64_t kc, float *dst, int64_t stride);
 
 /* Small-M path: columns [n0, n1) of C for all M rows, A and B read in place,
  * epilogue included.  M <= GEMM_SMALL_M with B not transposed; with B
@@ -60,11 +61,11 @@ void f32_gemm_direct_6x16_avx2(int64_t K, const float *a, int64_t rsa, int64_t c
 void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
                          float *dst);
 void f32_pack_b_32_avx512(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
-                          float *dst);
+                          float *dst, int64_t stride);
 void f32_pack_a_6_avx2(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
                        float *dst);
 void f32_pack_b_16_avx2(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
-                        float *dst);
+                        float *dst, int64_t stride);
 void f32_gemm_smallm_avx2(const gemm_params *p, int64_t n0, int64_t n1);
 void f32_gemm_smallm_avx512(const gemm_params *p, int64_t n0, int64_t n1);
 #endif

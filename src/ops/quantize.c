@@ -68,7 +68,7 @@ typedef struct quant_job {
 static void quant_row(const quant_job *j, int64_t o, int64_t d, double *v, int64_t *iv) {
   for (int64_t i = 0; i < j->l.inner; i++) {
     int64_t k = q_index(&j->l, o, d, i);
-    double q = q_round_to(j->prec, q_round_to(j->prec, v[i]) / q_round_to(j->prec, j->scale[k]));
+    double q = nn_round_to(j->prec, nn_round_to(j->prec, v[i]) / nn_round_to(j->prec, j->scale[k]));
     if (is_float8(j->out)) v[i] = q;
     else iv[i] = q_round_clamp(nearbyint(q) + (j->zp ? j->zp[k] : 0), j->lo, j->hi); /* round, then shift */
   }
@@ -191,7 +191,7 @@ static smelt_status dequant_run(op_ctx *c) {
       cvt_load_f64(x->dtype, (const char *)x->data + (size_t)row * ies, 1, l.inner, v);
       for (int64_t i = 0; i < l.inner; i++) {
         int64_t k = q_index(&l, o, d, i);
-        v[i] = q_round_to(work, (v[i] - (zpv ? zpv[k] : 0)) * scale[k]);
+        v[i] = nn_round_to(work, (v[i] - (zpv ? zpv[k] : 0)) * scale[k]);
       }
       cvt_store_f64(c->out[0]->dtype, v, l.inner, (char *)c->out[0]->data + (size_t)row * oes, false);
     }

@@ -2,11 +2,18 @@
  * loop, on shapes that break the tilings (1, primes, block +- 1), all four
  * transpose combinations, alpha/beta variants (beta = 0 over NaN-filled C),
  * strided views, 1-3 threads and epilogues.  Also: the degenerate cases,
- * argument checks and the ISA config module. */
+ * argument checks, the scalar fallback when scratch memory runs out, and
+ * the ISA config module. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include "check.h"
 #include "kernels/gemm.h"
@@ -272,6 +279,62 @@ static void public_entry(smelt_pool *pool) {
   case_free(&g);
 }
 
+/* Sanitizer runtimes need address space of their own and die when it is
+ * capped, so the allocation-failure test runs only without them. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
+/* With the address space capped, the packed path cannot get its scratch
+ * buffers and must fall back to the scalar path: same result, no crash.
+ * Runs in a child forked before the pools exist, so the heap holds no freed
+ * memory the buffers could come from; the child's exit code is the verdict
+ * (0 pass, 1 fail, 2 could not cap the address space). */
+static void alloc_failure(isa_level isa) {
+#if defined(__linux__) && !defined(SANITIZED)
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    CHECK(!"fork failed");
+    return;
+  }
+  if (pid == 0) {
+    gcase g;
+    if (!case_make(&g, false, false, 17, 2048, 2048, 0, 1.f, 0.f, GEMM_BIAS_COL, GEMM_ACT_RELU))
+      _exit(1);
+    long pages = 0, page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld", &pages) != 1) _exit(2);
+    fclose(f);
+    struct rlimit tight;
+    if (getrlimit(RLIMIT_AS, &tight) != 0) _exit(2);
+    tight.rlim_cur = (rlim_t)pages * (rlim_t)page + (1 << 20); /* 1 MiB of headroom */
+    if (setrlimit(RLIMIT_AS, &tight) != 0) _exit(2);
+    /* What the packed path needs here; volatile, or the compiler may drop
+     * the call and assume it succeeded. */
+    void *volatile probe = malloc(8 << 20);
+    if (probe) _exit(2);
+    smelt_status s = gemm_f32_run(NULL, &g.p, isa, GEMM_PATH_PACKED, NULL);
+    _exit(s == SMELT_OK && case_error(&g) <= 1.0 ? 0 : 1);
+  }
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+    printf("allocation-failure test skipped: could not cap the address space\n");
+  else
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+#else
+  printf("allocation-failure test skipped (not Linux, or a sanitizer build)\n");
+  (void)isa;
+#endif
+}
+
 static void isa_module(void) {
   isa_level d = isa_detect();
   printf("isa: detected %s\n", isa_name(d));
@@ -301,6 +364,7 @@ static void isa_module(void) {
 int main(void) {
   isa_module();
   bad_args();
+  alloc_failure(isa_detect());
   smelt_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CHECK_OK(pool_create(t + 1, &pools[t]));
   isa_level top = isa_detect();

@@ -61,41 +61,44 @@ AVX512_INLINE void pack_rows_t(const float *src, int64_t ld, int rows, int64_t k
   }
 }
 
-/* MR-row micro-panels (MR <= 16) of op(A). */
+/* MR-row micro-panels (MR <= 16) of op(A).  A transposed (K x M) is read
+ * in runs along its rows and scattered into the panels, 8 rows of A at a
+ * time: panel by panel would touch every row of A once per panel for a few
+ * floats, and row by row would store to every panel per row -- panels are
+ * a power of two apart, so those stores all land in one L1 set. */
 AVX512_INLINE void pack_a(const int MR, const gemm_params *p, int64_t i0, int64_t mc, int64_t p0,
                           int64_t kc, float *restrict dst) {
-  for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
-    int rows = (int)(mc - ir < MR ? mc - ir : MR);
-    if (!p->trans_a) {
+  if (!p->trans_a) {
+    for (int64_t ir = 0; ir < mc; ir += MR, dst += MR * kc) {
+      int rows = (int)(mc - ir < MR ? mc - ir : MR);
       pack_rows_t(p->A + (i0 + ir) * p->lda + p0, p->lda, rows, kc, MR, dst);
-    } else {
-      __mmask16 m = avx512_mask(rows);
-      const float *src = p->A + p0 * p->lda + i0 + ir;
-      for (int64_t k = 0; k < kc; k++, src += p->lda)
-        _mm512_mask_storeu_ps(dst + k * MR, avx512_mask(MR), _mm512_maskz_loadu_ps(m, src));
+    }
+    return;
+  }
+  const __mmask16 wm = avx512_mask(MR);
+  const float *src = p->A + p0 * p->lda + i0;
+  for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+    int64_t k1 = k0 + 8 < kc ? k0 + 8 : kc;
+    for (int64_t k = k0; k < k1; k++)
+      for (int64_t ir = 0; ir < mc; ir += 16)
+        _mm_prefetch((const char *)(src + (k + 8) * p->lda + ir), _MM_HINT_T0);
+    float *d = dst;
+    for (int64_t ir = 0; ir < mc; ir += MR, d += MR * kc) {
+      __mmask16 rm = avx512_mask(mc - ir);
+      for (int64_t k = k0; k < k1; k++) {
+        if (MR == 8 && mc - ir >= 8) /* the common tile: plain 256-bit moves */
+          _mm256_store_ps(d + k * 8, _mm256_loadu_ps(src + k * p->lda + ir));
+        else
+          _mm512_mask_storeu_ps(d + k * MR, wm, _mm512_maskz_loadu_ps(rm, src + k * p->lda + ir));
+      }
     }
   }
 }
 
-/* One NR = 16*NV wide micro-panel of op(B). */
-AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_t cols, int64_t p0,
-                          int64_t kc, float *restrict dst) {
+/* One NR = 16*NV wide micro-panel of op(B), B transposed. */
+AVX512_INLINE void pack_b_t(const int NV, const gemm_params *p, int64_t j0, int64_t cols,
+                            int64_t p0, int64_t kc, float *restrict dst) {
   const int NR = 16 * NV;
-  if (!p->trans_b) {
-    __mmask16 m[4];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) m[v] = avx512_mask(cols - 16 * v);
-    const float *src = p->B + p0 * p->ldb + j0;
-    for (int64_t k = 0; k < kc; k++, src += p->ldb) {
-      /* Rows are ldb apart (pages, often): the prefetchers need help. */
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; v++) _mm_prefetch((const char *)(src + 8 * p->ldb + 16 * v), _MM_HINT_T0);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; v++)
-        _mm512_store_ps(dst + k * NR + 16 * v, _mm512_maskz_loadu_ps(m[v], src + 16 * v));
-    }
-    return;
-  }
   /* B is N x K: columns of op(B) are rows of B, 16 at a time. */
   for (int v = 0; v < NV; v++) {
     int64_t c = cols - 16 * v;
@@ -108,6 +111,41 @@ AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_
   }
 }
 
+/* ceil(cols / NR) micro-panels of op(B), panel i at dst + i*stride.  B not
+ * transposed is read a whole row of the group at a time: one contiguous
+ * run per row instead of one short run per row per panel, which is what
+ * the prefetchers (and DRAM pages) want; rows are also prefetched ahead. */
+AVX512_INLINE void pack_b(const int NV, const gemm_params *p, int64_t j0, int64_t cols, int64_t p0,
+                          int64_t kc, float *restrict dst, int64_t stride) {
+  const int NR = 16 * NV;
+  int64_t panels = (cols + NR - 1) / NR;
+  if (p->trans_b) {
+    for (int64_t i = 0; i < panels; i++) {
+      int64_t c = cols - i * NR < NR ? cols - i * NR : NR;
+      pack_b_t(NV, p, j0 + i * NR, c, p0, kc, dst + i * stride);
+    }
+    return;
+  }
+  int64_t full = cols / NR;
+  __mmask16 m[4];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; v++) m[v] = avx512_mask(cols - full * NR - 16 * v);
+  const float *src = p->B + p0 * p->ldb + j0;
+  for (int64_t k = 0; k < kc; k++, src += p->ldb) {
+    for (int64_t c = 0; c < cols; c += 16)
+      _mm_prefetch((const char *)(src + 16 * p->ldb + c), _MM_HINT_T0);
+    for (int64_t i = 0; i < full; i++)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++)
+        _mm512_store_ps(dst + i * stride + k * NR + 16 * v, _mm512_loadu_ps(src + i * NR + 16 * v));
+    if (full < panels)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; v++)
+        _mm512_store_ps(dst + full * stride + k * NR + 16 * v,
+                        _mm512_maskz_loadu_ps(m[v], src + full * NR + 16 * v));
+  }
+}
+
 SMELT_TARGET_AVX512
 void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
                          float *dst) {
@@ -116,7 +154,7 @@ void f32_pack_a_8_avx512(const gemm_params *p, int64_t i0, int64_t mc, int64_t p
 
 SMELT_TARGET_AVX512
 void f32_pack_b_32_avx512(const gemm_params *p, int64_t j0, int64_t cols, int64_t p0, int64_t kc,
-                          float *dst) {
-  pack_b(2, p, j0, cols, p0, kc, dst);
+                          float *dst, int64_t stride) {
+  pack_b(2, p, j0, cols, p0, kc, dst, stride);
 }
 #endif
