@@ -233,7 +233,8 @@ smelt_status session_compile(smelt_session *s, tensor *const *given, compile_rep
   return st;
 }
 
-smelt_status session_compiled_run(smelt_session *s, tensor *const *inputs, tensor *outputs) {
+smelt_status session_compiled_run(smelt_session *s, tensor *const *inputs, tensor *outputs,
+                                  const run_hook *hook) {
   session_compiler *sc = s->sc;
   const ir_graph *g = s->model->onnx->graph;
   tensor *padded = NULL, **pp = NULL;
@@ -247,9 +248,10 @@ smelt_status session_compiled_run(smelt_session *s, tensor *const *inputs, tenso
   if (!st) st = get_plan(s, use, &p);
   if (!st) {
     if (p) {
-      st = plan_run(p, use, outputs);
+      st = plan_run_hooked(p, use, outputs, hook);
     } else {
       eager_stats es = {0};
+      es.hook = hook;
       st = eager_run(&s->plan, s->pool, NULL, use, outputs, &es);
     }
   }

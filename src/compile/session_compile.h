@@ -50,7 +50,8 @@ smelt_status session_compiler_create(struct smelt_session *s, session_compiler *
 void session_compiler_free(session_compiler *sc);
 
 /* A run in a compiled mode (inputs already checked against the model). */
-smelt_status session_compiled_run(struct smelt_session *s, tensor *const *inputs, tensor *outputs);
+smelt_status session_compiled_run(struct smelt_session *s, tensor *const *inputs, tensor *outputs,
+                                  const run_hook *hook);
 
 /* Compiles for these input shapes now (ahead of time) unless a plan exists;
  * rep (may be NULL) receives the account of the compile. */

@@ -299,8 +299,22 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Profiling: each step between the hook's begin and end, bound calls kept. */
+static smelt_status run_hooked(compiled_plan *p, plan_instance *in, const run_hook *hook) {
+  smelt_status s = SMELT_OK;
+  for (int i = 0; !s && i < p->n_steps; i++) {
+    const pstep *st = &p->steps[i];
+    const ir_node *nd = &p->g->nodes[st->node];
+    const char *kind = st->kind == PS_KERNEL ? "smelt.kernel" : st->kind == PS_BREAK ? "break" : nd->op_type;
+    hook->begin(hook->ctx, kind, nd->name);
+    s = in->calls ? in->calls[i].fn(in->calls[i].arg) : run_step(&in->rc, i);
+    hook->end(hook->ctx);
+  }
+  return s;
+}
+
 static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *inputs,
-                            tensor *outputs, double *step_seconds) {
+                            tensor *outputs, double *step_seconds, const run_hook *hook) {
   run_ctx *r = &in->rc;
   r->inputs = inputs;
   smelt_status s = SMELT_OK;
@@ -308,7 +322,9 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
     const vloc *l = &p->loc[p->g->inputs[k]];
     if (l->kind == VL_ARENA && inputs[k]->nbytes) memcpy(r->arena + l->off, inputs[k]->data, inputs[k]->nbytes);
   }
-  if (in->calls && !step_seconds) {
+  if (hook) {
+    s = run_hooked(p, in, hook);
+  } else if (in->calls && !step_seconds) {
     for (int i = 0; !s && i < p->n_steps; i++) s = in->calls[i].fn(in->calls[i].arg);
   } else {
     for (int i = 0; !s && i < p->n_steps; i++) {
@@ -321,19 +337,32 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
   return s;
 }
 
-smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds) {
+static smelt_status plan_run_impl(compiled_plan *p, tensor *const *inputs, tensor *outputs,
+                                  double *step_seconds, const run_hook *hook) {
   plan_instance *in;
   TRY(acquire(p, &in));
-  smelt_status s = run_all(p, in, inputs, outputs, step_seconds);
+  smelt_status s = run_all(p, in, inputs, outputs, step_seconds, hook);
   if (s && outputs)
     for (int k = 0; k < p->g->n_outputs; k++) tensor_release(&outputs[k]);
   release(p, in);
   return s;
 }
 
+smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs, double *step_seconds) {
+  return plan_run_impl(p, inputs, outputs, step_seconds, NULL);
+}
+
+smelt_status plan_run_hooked(compiled_plan *p, tensor *const *inputs, tensor *outputs, const run_hook *hook) {
+  if (p->whole_eager) {
+    eager_stats es = {0};
+    es.hook = hook;
+    return eager_run(&p->eplan, p->pool, NULL, inputs, outputs, &es);
+  }
+  return plan_run_impl(p, inputs, outputs, NULL, hook);
+}
+
 smelt_status plan_run(compiled_plan *p, tensor *const *inputs, tensor *outputs) {
-  if (p->whole_eager) return eager_run(&p->eplan, p->pool, NULL, inputs, outputs, NULL);
-  return plan_run_timed(p, inputs, outputs, NULL);
+  return plan_run_hooked(p, inputs, outputs, NULL);
 }
 
 void compiled_plan_instances_free(compiled_plan *p) {

@@ -20,6 +20,9 @@ smelt_status plan_run(compiled_plan *p, tensor *const *inputs, tensor *outputs);
 smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs,
                             double *step_seconds);
 
+/* Like plan_run, telling hook (may be NULL) of every step (runtime/run_hook.h). */
+smelt_status plan_run_hooked(compiled_plan *p, tensor *const *inputs, tensor *outputs, const run_hook *hook);
+
 /* Frees the plan's arenas (at plan destruction). */
 void compiled_plan_instances_free(compiled_plan *p);
 

@@ -113,7 +113,7 @@ smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor
   for (int k = 0; !st && k < g->n_inputs; k++) st = session_check_input(g, k, inputs[k], sym_vals);
   free(sym_vals);
   if (st) return st;
-  if (s->sc) return session_compiled_run(s, inputs, outputs);
+  if (s->sc) return session_compiled_run(s, inputs, outputs, stats ? stats->hook : NULL);
   eager_stats local = {0};
   st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
   pthread_mutex_lock(&s->stats_lock);
