@@ -23,6 +23,7 @@ smelt_status plan_run_hooked(compiled_plan *p, tensor *const *inputs, tensor *ou
 smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *outputs,
                             double *step_seconds);
 
+
 /* Frees the plan's arenas (at plan destruction). */
 void compiled_plan_instances_free(compiled_plan *p);
 

@@ -131,10 +131,19 @@ def check_profile(smelt, model, tmp):
     rc, _, stderr = run([smelt, "profile", model])
     check(rc == 2 and "-o" in stderr, "profile without -o: exit 2")
 
+    # a compiled mode reports its plan's steps through the same hook
+    rc, stdout, stderr = run([smelt, "profile", model, "--mode", "default", "--runs", "20", "-o", trace,
+                              "--dim", "batch=64"])
+    check(rc == 0, f"profile --mode default exits 0 (got {rc}: {stderr.strip()})")
+    m = re.search(r"coverage: the kernels add up to ([0-9.]+)% of the measured run time", stdout)
+    check(m is not None and 90 <= float(m.group(1)) <= 110,
+          f"default mode: kernels cover the run within 10% ({m.group(1) if m else 'no coverage line'}%)")
+
 
 def main():
     smelt, model = sys.argv[1], sys.argv[2]
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["SMELT_CACHE_DIR"] = os.path.join(tmp, "cache")  # profile's compiled runs: not the user's cache
         check_bench(smelt, model, tmp)
         check_profile(smelt, model, tmp)
     print(f"{'FAILED' if failures else 'ok'}: {len(failures)} failure(s)")

@@ -43,9 +43,16 @@ static double proc_status_mb(const char *field) {
   return mb;
 }
 
-static void fail(bench_result *r, const char *what) {
+/* Records what failed, with the library's message; returns false for the caller to pass on. */
+static bool fail(bench_result *r, const char *what) {
   r->ok = false;
   snprintf(r->error, sizeof r->error, "%s%s%s", what, *smelt_last_error() ? ": " : "", smelt_last_error());
+  return false;
+}
+
+static bool oom(bench_result *r) {
+  snprintf(r->error, sizeof r->error, "out of memory for the samples");
+  return false;
 }
 
 static void release_all(tensor *t, int n) {
@@ -76,27 +83,33 @@ static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_o
                        const bench_config *c, bench_result *r) {
   double ms;
   for (int i = 0; i < c->warmup; i++)
-    if (timed_run(s, in, out, n_out, &ms)) return fail(r, "warm-up run"), false;
+    if (timed_run(s, in, out, n_out, &ms)) return fail(r, "warm-up run");
   double min_s = c->runs > 0 ? 0 : c->seconds > 0 ? c->seconds : BENCH_DEFAULT_MIN_SECONDS;
   int64_t min_runs = c->runs > 0 ? c->runs : c->seconds > 0 ? 1 : BENCH_DEFAULT_MIN_RUNS;
   int64_t max_runs = c->runs > 0 ? c->runs : BENCH_MAX_RUNS;
   size_t cap = 64, n = 0;
   double *samples = malloc(cap * sizeof *samples), t0 = now_s();
-  if (!samples) return snprintf(r->error, sizeof r->error, "out of memory for samples"), false;
+  if (!samples) return oom(r);
   while ((int64_t)n < max_runs && ((int64_t)n < min_runs || now_s() - t0 < min_s)) {
     if (n == cap) {
       double *g = realloc(samples, 2 * cap * sizeof *g);
-      if (!g) return free(samples), snprintf(r->error, sizeof r->error, "out of memory for samples"), false;
-      samples = g, cap *= 2;
+      if (!g) {
+        free(samples);
+        return oom(r);
+      }
+      samples = g;
+      cap *= 2;
     }
-    if (timed_run(s, in, out, n_out, &samples[n])) return free(samples), fail(r, "timed run"), false;
+    if (timed_run(s, in, out, n_out, &samples[n])) {
+      free(samples);
+      return fail(r, "timed run");
+    }
     n++;
   }
   r->timed_s = now_s() - t0;
   smelt_status st = stats_summarize(samples, n, BENCH_CI_LEVEL, &r->lat);
   free(samples);
-  if (st) return fail(r, "statistics"), false;
-  return true;
+  return st ? fail(r, "statistics") : true;
 }
 
 static void read_session_stats(smelt_session *s, bench_session_stats *b, bench_result *r) {
@@ -114,13 +127,17 @@ static smelt_session *create_and_first_run(const smelt_model *m, const smelt_ses
                                            double *create_s, double *first_ms, bench_result *r) {
   smelt_session *s = NULL;
   double t0 = now_s();
-  if (smelt_session_create(m, o, &s)) return fail(r, "session create"), NULL;
+  if (smelt_session_create(m, o, &s)) {
+    fail(r, "session create");
+    return NULL;
+  }
   *create_s = now_s() - t0;
   t0 = now_s();
   if (session_run_tensors(s, in, out, NULL)) {
     release_all(out, n_out);
     smelt_session_free(s);
-    return fail(r, "first run"), NULL;
+    fail(r, "first run");
+    return NULL;
   }
   *first_ms = (now_s() - t0) * 1e3;
   return s;
