@@ -58,6 +58,9 @@ typedef enum smelt_dtype {
   SMELT_U4 = 21,
   SMELT_I4 = 22,
   SMELT_F4E2M1 = 23,
+  SMELT_F8E8M0 = 24, /* exponent only (2^(e-127)), 0xff NaN: the scale of MX formats */
+  SMELT_U2 = 25,
+  SMELT_I2 = 26,
   SMELT_DTYPE_COUNT
 } smelt_dtype;
 
@@ -122,7 +125,10 @@ const char *smelt_version(void);
 const char *smelt_last_error(void);
 const char *smelt_status_name(smelt_status s);
 const char *smelt_dtype_name(smelt_dtype t);
-/* Bytes per element, 0 for string and sub-byte types. */
+/* Bytes per element, 0 for string and sub-byte types.  Sub-byte types (int4,
+ * uint4, float4e2m1: two per byte; int2, uint2: four per byte) are packed, the
+ * first element in the low bits, as ONNX stores them: a tensor of n elements
+ * takes ceil(n * bits / 8) bytes (smelt_tensor.nbytes). */
 size_t smelt_dtype_size(smelt_dtype t);
 
 /* ---- models ---- */

@@ -6,19 +6,36 @@
 static const struct {
   const char *name;
   size_t size;
+  int bits; /* storage width of one element; 0: no fixed-width storage (string) */
 } dtype_table[SMELT_DTYPE_COUNT] = {
-    [SMELT_UNDEFINED] = {"undefined", 0}, [SMELT_F32] = {"float32", 4},
-    [SMELT_U8] = {"uint8", 1},            [SMELT_I8] = {"int8", 1},
-    [SMELT_U16] = {"uint16", 2},          [SMELT_I16] = {"int16", 2},
-    [SMELT_I32] = {"int32", 4},           [SMELT_I64] = {"int64", 8},
-    [SMELT_STRING] = {"string", 0},       [SMELT_BOOL] = {"bool", 1},
-    [SMELT_F16] = {"float16", 2},         [SMELT_F64] = {"float64", 8},
-    [SMELT_U32] = {"uint32", 4},          [SMELT_U64] = {"uint64", 8},
-    [SMELT_C64] = {"complex64", 8},       [SMELT_C128] = {"complex128", 16},
-    [SMELT_BF16] = {"bfloat16", 2},       [SMELT_F8E4M3FN] = {"float8e4m3fn", 1},
-    [SMELT_F8E4M3FNUZ] = {"float8e4m3fnuz", 1}, [SMELT_F8E5M2] = {"float8e5m2", 1},
-    [SMELT_F8E5M2FNUZ] = {"float8e5m2fnuz", 1}, [SMELT_U4] = {"uint4", 0},
-    [SMELT_I4] = {"int4", 0},             [SMELT_F4E2M1] = {"float4e2m1", 0},
+    [SMELT_UNDEFINED] = {"undefined", 0, 0},
+    [SMELT_F32] = {"float32", 4, 32},
+    [SMELT_U8] = {"uint8", 1, 8},
+    [SMELT_I8] = {"int8", 1, 8},
+    [SMELT_U16] = {"uint16", 2, 16},
+    [SMELT_I16] = {"int16", 2, 16},
+    [SMELT_I32] = {"int32", 4, 32},
+    [SMELT_I64] = {"int64", 8, 64},
+    [SMELT_STRING] = {"string", 0, 0},
+    [SMELT_BOOL] = {"bool", 1, 8},
+    [SMELT_F16] = {"float16", 2, 16},
+    [SMELT_F64] = {"float64", 8, 64},
+    [SMELT_U32] = {"uint32", 4, 32},
+    [SMELT_U64] = {"uint64", 8, 64},
+    [SMELT_C64] = {"complex64", 8, 64},
+    [SMELT_C128] = {"complex128", 16, 128},
+    [SMELT_BF16] = {"bfloat16", 2, 16},
+    [SMELT_F8E4M3FN] = {"float8e4m3fn", 1, 8},
+    [SMELT_F8E4M3FNUZ] = {"float8e4m3fnuz", 1, 8},
+    [SMELT_F8E5M2] = {"float8e5m2", 1, 8},
+    [SMELT_F8E5M2FNUZ] = {"float8e5m2fnuz", 1, 8},
+    /* Packed: dtype_size is 0 so that byte-generic code cannot index them. */
+    [SMELT_U4] = {"uint4", 0, 4},
+    [SMELT_I4] = {"int4", 0, 4},
+    [SMELT_F4E2M1] = {"float4e2m1", 0, 4},
+    [SMELT_F8E8M0] = {"float8e8m0", 1, 8},
+    [SMELT_U2] = {"uint2", 0, 2},
+    [SMELT_I2] = {"int2", 0, 2},
 };
 
 size_t dtype_size(smelt_dtype t) {
@@ -27,6 +44,21 @@ size_t dtype_size(smelt_dtype t) {
 const char *dtype_name(smelt_dtype t) {
   return (unsigned)t < SMELT_DTYPE_COUNT && dtype_table[t].name ? dtype_table[t].name : "unknown";
 }
+int dtype_bits(smelt_dtype t) {
+  return (unsigned)t < SMELT_DTYPE_COUNT ? dtype_table[t].bits : 0;
+}
+bool dtype_is_subbyte(smelt_dtype t) {
+  int b = dtype_bits(t);
+  return b > 0 && b < 8;
+}
+bool dtype_nbytes(smelt_dtype t, int64_t n, size_t *out) {
+  uint64_t bits = (uint64_t)dtype_bits(t);
+  if (!bits || n < 0 || (uint64_t)n > (UINT64_MAX - 7) / bits) return false;
+  uint64_t nb = ((uint64_t)n * bits + 7) / 8;
+  if (nb > SIZE_MAX) return false;
+  *out = (size_t)nb;
+  return true;
+}
 size_t smelt_dtype_size(smelt_dtype t) { return dtype_size(t); }
 const char *smelt_dtype_name(smelt_dtype t) { return dtype_name(t); }
 
@@ -34,6 +66,7 @@ bool dtype_is_float(smelt_dtype t) {
   switch (t) {
     case SMELT_F16: case SMELT_BF16: case SMELT_F32: case SMELT_F64:
     case SMELT_F8E4M3FN: case SMELT_F8E4M3FNUZ: case SMELT_F8E5M2: case SMELT_F8E5M2FNUZ:
+    case SMELT_F8E8M0:
       return true;
     default: return false;
   }

@@ -55,7 +55,10 @@ ir_graph *ir_graph_new(ir_graph *parent) {
   ir_graph *g = calloc(1, sizeof *g);
   if (!g) return NULL;
   g->names = calloc(1, sizeof *g->names);
-  if (!g->names) {
+  g->sym_names = calloc(1, sizeof *g->sym_names);
+  if (!g->names || !g->sym_names) {
+    free(g->names);
+    free(g->sym_names);
     free(g);
     return NULL;
   }
@@ -85,11 +88,13 @@ void ir_graph_free(ir_graph *g) {
   free(g->inputs);
   free(g->outputs);
   free(g->syms);
-  if (g->names) {
-    free(g->names->keys);
-    free(g->names->ids);
-    free(g->names);
-  }
+  ir_name_map *maps[2] = {g->names, g->sym_names};
+  for (int i = 0; i < 2; i++)
+    if (maps[i]) {
+      free(maps[i]->keys);
+      free(maps[i]->ids);
+      free(maps[i]);
+    }
   arena_free(&g->arena);
   free(g);
 }
@@ -184,14 +189,15 @@ smelt_status ir_graph_add_output(ir_graph *g, int value_id) {
 }
 
 smelt_status ir_graph_sym(ir_graph *g, const char *name, int64_t *dim) {
-  for (int i = 0; i < g->n_syms; i++)
-    if (!strcmp(g->syms[i], name)) {
-      *dim = dim_sym(i);
-      return SMELT_OK;
-    }
+  int found = map_get(g->sym_names, name);
+  if (found >= 0) {
+    *dim = dim_sym(found);
+    return SMELT_OK;
+  }
   TRY(grow((void **)&g->syms, &g->cap_syms, g->n_syms, sizeof(char *), "symbols"));
   g->syms[g->n_syms] = arena_strdup(&g->arena, name);
   if (!g->syms[g->n_syms]) return err_nomem("symbol", strlen(name));
+  TRY(map_put(g->sym_names, g->syms[g->n_syms], g->n_syms));
   *dim = dim_sym(g->n_syms++);
   return SMELT_OK;
 }

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ir/tensor.h"
 #include "util/arena.h"
@@ -113,6 +114,7 @@ typedef struct ir_graph {
   ir_opset *opsets;
   int n_opsets;
   struct ir_name_map *names;           /* value name -> id */
+  struct ir_name_map *sym_names;       /* symbol name -> index in syms */
 } ir_graph;
 
 /* ---- building ---- */
@@ -163,5 +165,24 @@ smelt_status ir_graph_infer(ir_graph *g);
 
 /* "node 'name' (OpType)" or "node #i (OpType)" for messages. */
 const char *ir_node_label(const ir_graph *g, int node_id, char *buf, size_t n);
+
+/* ---- copies and listings (clone.c, print.c) ---- */
+/* Deep copy of src: nodes, values, attributes, symbols, opsets, the name map
+ * and subgraphs (their parent links point into the copy).  Constants and
+ * attribute tensors of the copy are non-owning VIEWS of src's data: src (and
+ * what src views, e.g. the mapped model file) must outlive the copy.
+ * Constants a pass later puts on the copy are owned by the copy.
+ * *out is the caller's (ir_graph_free). */
+smelt_status ir_graph_clone(const ir_graph *src, ir_graph **out);
+/* Removes the nodes with dead[i] set (dead may be NULL: none) and every value
+ * that no remaining node, subgraph capture, graph input or graph output refers
+ * to (unused initializers included).  In place: g keeps its address, but node
+ * and value ids are renumbered (order preserved).  Heap objects (constants,
+ * attribute tensors, subgraphs) of what remains are kept, not copied. */
+smelt_status ir_graph_compact(ir_graph *g, const bool *dead);
+/* A readable listing: inputs, constants, then one line per node in
+ * topological order, "%y:f32[2,3] = Op(%a, %b) {attr=...}", subgraphs
+ * indented under their node. */
+void ir_graph_print(FILE *f, const ir_graph *g);
 
 #endif

@@ -1,9 +1,11 @@
 #include "ir/tensor.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/subbyte.h"
 #include "util/err.h"
 
 int64_t shape_numel(int rank, const int64_t *dims) {
@@ -48,8 +50,7 @@ smelt_status tensor_alloc(tensor *t, smelt_dtype dtype, int rank, const int64_t 
   memset(t, 0, sizeof *t);
   if (rank < 0 || rank > SMELT_MAX_RANK)
     return err_set(SMELT_ERR_UNSUPPORTED, "rank %d is outside 0..%d", rank, SMELT_MAX_RANK);
-  size_t es = dtype_size(dtype);
-  if (es == 0)
+  if (dtype_bits(dtype) == 0)
     return err_set(SMELT_ERR_UNSUPPORTED, "tensors of type %s are not supported", dtype_name(dtype));
   int64_t n = shape_numel(rank, dims);
   if (n < 0) {
@@ -57,8 +58,9 @@ smelt_status tensor_alloc(tensor *t, smelt_dtype dtype, int rank, const int64_t 
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "cannot allocate a tensor of shape %s",
                    shape_str(b, sizeof b, rank, dims, NULL));
   }
-  if ((uint64_t)n > (SIZE_MAX >> 5) / es) return err_nomem("tensor", SIZE_MAX);
-  size_t nb = (size_t)n * es;
+  size_t nb;
+  /* Packed types round up to whole bytes (see ir/subbyte.h). */
+  if (!dtype_nbytes(dtype, n, &nb) || nb > (SIZE_MAX >> 5)) return err_nomem("tensor", SIZE_MAX);
   void *p = tensor_data_alloc(nb);
   if (!p) return err_nomem("tensor", nb);
   memset(p, 0, nb);
@@ -90,7 +92,8 @@ void tensor_view(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, vo
   if (rank > 0) memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
   t->data = data;
   int64_t n = shape_numel(rank, dims);
-  t->nbytes = n > 0 ? (size_t)n * dtype_size(dtype) : 0;
+  size_t nb = 0;
+  t->nbytes = n > 0 && dtype_nbytes(dtype, n, &nb) ? nb : 0;
 }
 
 smelt_status tensor_clone(tensor *dst, const tensor *src) {
@@ -156,6 +159,13 @@ double tensor_get_f64(const tensor *t, int64_t i) {
     case SMELT_U32: return ((const uint32_t *)p)[i];
     case SMELT_I64: return (double)((const int64_t *)p)[i];
     case SMELT_U64: return (double)((const uint64_t *)p)[i];
+    case SMELT_I4: case SMELT_U4: case SMELT_I2: case SMELT_U2:
+      return sb_int_value(t->dtype, sb_get(p, dtype_bits(t->dtype), i));
+    case SMELT_F4E2M1: return sb_f4e2m1_value(sb_get(p, 4, i));
+    case SMELT_F8E8M0: {
+      unsigned e = ((const uint8_t *)p)[i];
+      return e == 0xff ? NAN : ldexp(1.0, (int)e - 127);
+    }
     default: return 0;
   }
 }
@@ -172,6 +182,8 @@ int64_t tensor_get_i64(const tensor *t, int64_t i) {
     case SMELT_I8: return ((const int8_t *)p)[i];
     case SMELT_U8: return ((const uint8_t *)p)[i];
     case SMELT_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case SMELT_I4: case SMELT_U4: case SMELT_I2: case SMELT_U2:
+      return sb_int_value(t->dtype, sb_get(p, dtype_bits(t->dtype), i));
     default: {
       double d = tensor_get_f64(t, i);
       if (!(d > -9.2e18 && d < 9.2e18)) return d > 0 ? INT64_MAX : INT64_MIN;
@@ -196,6 +208,11 @@ void tensor_set_f64(tensor *t, int64_t i, double v) {
     case SMELT_U32: ((uint32_t *)p)[i] = (uint32_t)v; break;
     case SMELT_I64: ((int64_t *)p)[i] = (int64_t)v; break;
     case SMELT_U64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+    case SMELT_I4: case SMELT_U4: case SMELT_I2: case SMELT_U2:
+      /* The low bits of the integer part; NaN and out-of-int64 values give 0. */
+      sb_set(p, dtype_bits(t->dtype), i,
+             v > -9.2e18 && v < 9.2e18 ? (unsigned)((uint64_t)(int64_t)v & 0xf) : 0);
+      break;
     default: break;
   }
 }

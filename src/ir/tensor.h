@@ -44,9 +44,19 @@ typedef struct tensor {
 /* ---- dtypes ---- */
 size_t dtype_size(smelt_dtype t); /* bytes per element; 0 for string/sub-byte/unknown */
 const char *dtype_name(smelt_dtype t);
-bool dtype_is_float(smelt_dtype t);   /* f16 bf16 f32 f64 and float8 kinds */
-bool dtype_is_signed_int(smelt_dtype t);
-bool dtype_is_unsigned_int(smelt_dtype t);
+/* Sub-byte types (int4 uint4 float4e2m1: 4 bits; int2 uint2: 2 bits) are
+ * packed, first element in the low bits (ONNX's layout; src/ir/subbyte.h has
+ * the accessors).  The predicates below are about byte-addressed types only,
+ * so code that indexes elements by dtype_size never meets a packed type
+ * through them: packed types are recognised by dtype_is_subbyte. */
+int dtype_bits(smelt_dtype t);        /* storage bits per element; 0 for string/unknown */
+bool dtype_is_subbyte(smelt_dtype t); /* packed: fewer than 8 bits per element */
+/* Bytes that n elements of t occupy (packed types rounded up to a whole
+ * byte); false for types without fixed-width storage, n < 0 or overflow. */
+bool dtype_nbytes(smelt_dtype t, int64_t n, size_t *out);
+bool dtype_is_float(smelt_dtype t);   /* f16 bf16 f32 f64 and the float8 kinds (incl. e8m0) */
+bool dtype_is_signed_int(smelt_dtype t);   /* int8..int64 */
+bool dtype_is_unsigned_int(smelt_dtype t); /* uint8..uint64 */
 bool dtype_is_int(smelt_dtype t);
 /* Parses "float32"/"f32"/"int64"... ; SMELT_UNDEFINED if unknown. */
 smelt_dtype dtype_from_name(const char *s);

@@ -54,8 +54,11 @@ bool conv_algo_parse(const char *s, conv_algo *out);
 bool conv2d_supports(const conv2d_desc *d, conv_algo algo);
 /* The algorithm for desc on isa with `threads` threads: `requested` when it
  * applies, otherwise (and for AUTO) the cost model's choice.  Never returns
- * AUTO or WINOGRAD. */
-conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested);
+ * AUTO or WINOGRAD.  cached: the prepared weights are kept across runs;
+ * when they are not, the cost model leaves Winograd out (its weight
+ * transform costs more than one run saves). */
+conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested,
+                        bool cached);
 /* SMELT_CONV's value (AUTO when unset or not understood). */
 conv_algo conv_algo_from_env(void);
 

@@ -61,3 +61,12 @@ void conv_split(int threads, int64_t min_r, int64_t max_r, int64_t np, double w_
     if (best < 0 || cost < best) best = cost, *n_r = r, *n_p = p;
   }
 }
+
+bool conv_phases_sane(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                      int64_t dh, int64_t dw) {
+  if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || KH < 1 || KW < 1 || sh > 64 || sw > 64) return false;
+  double amax = (double)(KH - 1) * (double)dh / (double)sh;
+  double bmax = (double)(KW - 1) * (double)dw / (double)sw;
+  double floats = (double)sh * (double)sw * ((double)OH + amax + 3) * ((double)OW + bmax + 1);
+  return floats <= (double)(1 << 28) && (double)KH * (double)KW <= (double)(1 << 20);
+}

@@ -191,6 +191,93 @@ WINO_IN(wino_in4, 6, bt6)
 WINO_OUT(wino_out2, 4, 2, at4)
 WINO_OUT(wino_out4, 6, 4, at6)
 
+/* ---- VL x VL transposes, for the blocked layout ---- */
+
+#if SIMD_LEVEL == 2
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(transpose)(vf *r) {
+  vf t[16], u[16];
+#pragma GCC unroll 8
+  for (int a = 0; a < 8; a++) {
+    t[2 * a] = _mm512_unpacklo_ps(r[2 * a], r[2 * a + 1]);
+    t[2 * a + 1] = _mm512_unpackhi_ps(r[2 * a], r[2 * a + 1]);
+  }
+  /* u[4b + c], 128-bit lane k: column 4k + c of rows 4b .. 4b + 3 */
+#pragma GCC unroll 4
+  for (int b = 0; b < 4; b++) {
+    __m512d t0 = _mm512_castps_pd(t[4 * b]), t1 = _mm512_castps_pd(t[4 * b + 1]);
+    __m512d t2 = _mm512_castps_pd(t[4 * b + 2]), t3 = _mm512_castps_pd(t[4 * b + 3]);
+    u[4 * b + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * b + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * b + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * b + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; c++) {
+    vf v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
+    vf v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+    vf v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(v0, v2, 0xdd);
+    r[4 + c] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(v1, v3, 0xdd);
+  }
+}
+#elif SIMD_LEVEL == 1
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(transpose)(vf *r) {
+  vf t[8], u[8];
+#pragma GCC unroll 4
+  for (int a = 0; a < 4; a++) {
+    t[2 * a] = _mm256_unpacklo_ps(r[2 * a], r[2 * a + 1]);
+    t[2 * a + 1] = _mm256_unpackhi_ps(r[2 * a], r[2 * a + 1]);
+  }
+#pragma GCC unroll 2
+  for (int b = 0; b < 2; b++) {
+    __m256d t0 = _mm256_castps_pd(t[4 * b]), t1 = _mm256_castps_pd(t[4 * b + 1]);
+    __m256d t2 = _mm256_castps_pd(t[4 * b + 2]), t3 = _mm256_castps_pd(t[4 * b + 3]);
+    u[4 * b + 0] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+    u[4 * b + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+    u[4 * b + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+    u[4 * b + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; c++) {
+    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
+}
+#else
+static INLINE_ALWAYS void SIMD_NAME(transpose)(vf *r) { (void)r; }
+#endif
+
+static SIMD_TARGET void SIMD_NAME(rows_to_blk)(const float *const *src, int64_t n, float *dst) {
+  for (int64_t p0 = 0; p0 < n; p0 += VL) {
+    int r = n - p0 < VL ? (int)(n - p0) : VL;
+    vf t[VL];
+#pragma GCC unroll 16
+    for (int l = 0; l < VL; l++)
+      t[l] = !src[l] ? v_zero() : r == VL ? v_load(src[l] + p0) : v_loadn(src[l] + p0, r);
+    SIMD_NAME(transpose)(t);
+    for (int p = 0; p < r; p++) v_store(dst + (p0 + p) * VL, t[p]);
+  }
+}
+
+static SIMD_TARGET void SIMD_NAME(blk_to_rows)(const float *src, int64_t n, float *const *dst,
+                                               const float *bias) {
+  for (int64_t p0 = 0; p0 < n; p0 += VL) {
+    int r = n - p0 < VL ? (int)(n - p0) : VL;
+    vf t[VL];
+#pragma GCC unroll 16
+    for (int p = 0; p < VL; p++) t[p] = p < r ? v_load(src + (p0 + p) * VL) : v_zero();
+    SIMD_NAME(transpose)(t);
+    for (int l = 0; l < VL; l++) {
+      if (!dst[l]) continue;
+      vf v = bias ? v_add(t[l], v_set1(bias[l])) : t[l];
+      if (r == VL) v_store(dst[l] + p0, v);
+      else v_storen(dst[l] + p0, v, r);
+    }
+  }
+}
+
 /* ---- depthwise and pooling rows ---- */
 
 static SIMD_TARGET void SIMD_NAME(dw_row)(const float *p, const int64_t *off, const float *w,
@@ -276,6 +363,8 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .wgemm = SIMD_NAME(wgemm),
     .wino_in = {SIMD_NAME(wino_in2), SIMD_NAME(wino_in4)},
     .wino_out = {SIMD_NAME(wino_out2), SIMD_NAME(wino_out4)},
+    .rows_to_blk = SIMD_NAME(rows_to_blk),
+    .blk_to_rows = SIMD_NAME(blk_to_rows),
     .dw_row = SIMD_NAME(dw_row),
     .pool_max_row = SIMD_NAME(pool_max_row),
     .pool_avg_row = SIMD_NAME(pool_avg_row),

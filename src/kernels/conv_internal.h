@@ -39,6 +39,11 @@ typedef struct conv_phases {
 } conv_phases;
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf);
+/* Whether one channel's phase planes for this geometry stay a sane size
+ * (2^28 floats) and the kernel's taps fit an offset table; huge strides or
+ * dilations go to the im2col / reference paths instead. */
+bool conv_phases_sane(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
+                      int64_t dh, int64_t dw);
 
 /* How to cut a convolution into work items: rows of positions into n_r
  * chunks (at least min_r, at most max_r) and weight panels (np of them)

@@ -36,6 +36,13 @@ typedef struct conv_kernels {
   void (*wino_in[2])(const float *x, int64_t xrs, float *v, int64_t vs);
   void (*wino_out[2])(const float *o, int64_t os, float *y, int64_t yrs);
 
+  /* Layout changes for the blocked (pixel-major, vl channels per pixel)
+   * copies: rows_to_blk: dst[p*vl + l] = src[l][p] (0 where src[l] is NULL);
+   * blk_to_rows: dst[l][p] = src[p*vl + l] (+ bias[l]) where dst[l] is not
+   * NULL; p < n, l < vl. */
+  void (*rows_to_blk)(const float *const *src, int64_t n, float *dst);
+  void (*blk_to_rows)(const float *src, int64_t n, float *const *dst, const float *bias);
+
   /* Depthwise: one output row of one channel from the phase-split padded
    * plane: y[j] = bias + sum_t w[t] * p[off[t] + j], j < n. */
   void (*dw_row)(const float *p, const int64_t *off, const float *w, int taps, float bias,

@@ -39,10 +39,11 @@ static bool wino_shape(const conv2d_desc *d) {
 }
 
 bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
+  bool phases = conv_phases_sane(d->OH, d->OW, d->KH, d->KW, d->sh, d->sw, d->dh, d->dw);
   switch (algo) {
-    case CONV_ALGO_IM2COL:
-    case CONV_ALGO_DIRECT: return true;
-    case CONV_ALGO_DEPTHWISE: return d->G > 1 && d->G == d->C && d->G == d->M;
+    case CONV_ALGO_IM2COL: return true;
+    case CONV_ALGO_DIRECT: return phases;
+    case CONV_ALGO_DEPTHWISE: return phases && d->G > 1 && d->G == d->C && d->G == d->M;
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:
     case CONV_ALGO_WINOGRAD: return wino_shape(d);
@@ -117,7 +118,8 @@ static conv_algo pick_cheapest(const conv2d_desc *d, const cm_ctx *c, const conv
   return best;
 }
 
-conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested) {
+conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested,
+                        bool cached) {
   cm_ctx c = {conv_kernels_get(isa), 0};
   isa = c.k->isa;
   c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * (threads > 1 ? threads : 1);
@@ -131,7 +133,7 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
   if (conv2d_supports(d, CONV_ALGO_DEPTHWISE)) return CONV_ALGO_DEPTHWISE;
   static const conv_algo all[] = {CONV_ALGO_IM2COL, CONV_ALGO_DIRECT, CONV_ALGO_WINO2,
                                   CONV_ALGO_WINO4};
-  return pick_cheapest(d, &c, all, 4);
+  return pick_cheapest(d, &c, all, cached ? 4 : 2);
 }
 
 /* ---- prepare / run ---- */

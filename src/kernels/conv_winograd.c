@@ -75,11 +75,14 @@ typedef struct wino_job {
   atomic_bool failed;
 } wino_job;
 
-/* Blocked, zero-padded copy of the input rows tile rows [tr0, ...) read. */
+/* Blocked, zero-padded copy of the input rows tile rows [tr0, ...) read
+ * (vl channel rows transposed into pixel-major vectors at a time). */
 static void wino_fill(const wino_job *j, const float *x, int64_t tr0, float *xt) {
   const conv2d_desc *d = &j->w->d;
-  int vl = j->w->k->vl;
-  int64_t cb_n = j->w->cp / vl, Wl = j->Wl;
+  const conv_kernels *k = j->w->k;
+  int vl = k->vl;
+  int64_t cb_n = j->w->cp / vl, Wl = j->Wl, pl = d->pl, pr = Wl - pl - d->W; /* pr >= 0 */
+  const float *src[16];
   for (int64_t cb = 0; cb < cb_n; cb++)
     for (int64_t R = 0; R < j->rows_l; R++) {
       float *dst = xt + ((cb * j->rows_l + R) * Wl) * vl;
@@ -90,30 +93,29 @@ static void wino_fill(const wino_job *j, const float *x, int64_t tr0, float *xt)
       }
       for (int l = 0; l < vl; l++) {
         int64_t c = cb * vl + l;
-        if (c >= d->C) {
-          for (int64_t col = 0; col < Wl; col++) dst[col * vl + l] = 0.f;
-          continue;
-        }
-        const float *xr = x + (c * d->H + r) * d->W;
-        for (int64_t col = 0; col < Wl; col++) {
-          int64_t ic = col - d->pl;
-          dst[col * vl + l] = ic >= 0 && ic < d->W ? xr[ic] : 0.f;
-        }
+        src[l] = c < d->C ? x + (c * d->H + r) * d->W : NULL;
       }
+      memset(dst, 0, sizeof(float) * (size_t)(pl * vl));
+      k->rows_to_blk(src, d->W, dst + pl * vl);
+      memset(dst + (pl + d->W) * vl, 0, sizeof(float) * (size_t)(pr * vl));
     }
 }
 
-/* Output tile (vl channels from m0, m x m pixels at ytile) into Y. */
-static void wino_scatter(const wino_job *j, const float *ytile, float *y, int64_t m0, int64_t oh0,
-                         int64_t ow0) {
+/* Output rows [0, rows) of the item's blocked result (channel blocks of
+ * the panel chunk from m_first) into Y, bias added. */
+static void wino_store(const wino_job *j, const float *yb, int64_t rows, int64_t Wo, int64_t mcw,
+                       float *y, int64_t m_first, int64_t oh0) {
   const conv2d_desc *d = &j->w->d;
-  int vl = j->w->k->vl, m = j->m;
-  int64_t OHW = d->OH * d->OW;
-  int ni = (int)(d->OH - oh0 < m ? d->OH - oh0 : m), nj = (int)(d->OW - ow0 < m ? d->OW - ow0 : m);
-  for (int l = 0; l < vl && m0 + l < d->M; l++) {
-    float b = j->B ? j->B[m0 + l] : 0.f, *ym = y + (m0 + l) * OHW + oh0 * d->OW + ow0;
-    for (int i = 0; i < ni; i++)
-      for (int jj = 0; jj < nj; jj++) ym[i * d->OW + jj] = ytile[(i * m + jj) * vl + l] + b;
+  int vl = j->w->k->vl;
+  float *dst[16];
+  for (int64_t mb = 0; mb < mcw / vl; mb++) {
+    int64_t m0 = m_first + mb * vl;
+    if (m0 >= d->M) break;
+    for (int64_t r = 0; r < rows && oh0 + r < d->OH; r++) {
+      for (int l = 0; l < vl; l++)
+        dst[l] = m0 + l < d->M ? y + (m0 + l) * d->OH * d->OW + (oh0 + r) * d->OW : NULL;
+      j->w->k->blk_to_rows(yb + ((mb * rows + r) * Wo) * vl, d->OW, dst, j->B ? j->B + m0 : NULL);
+    }
   }
 }
 
@@ -127,7 +129,6 @@ static void wino_item(const wino_job *j, int64_t it, float *scratch) {
   int64_t T = ntr * j->TW, cp = w->cp, wnr = k->wnr;
   int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np, mcw = (p1 - p0) * wnr;
   float *xt = scratch, *V = xt + cp * j->rows_l * j->Wl, *O = V + A2 * j->trc * j->TW * cp;
-  float ytile[16 * 16];
   wino_fill(j, j->X + n * d->C * d->H * d->W, tr0, xt);
   for (int64_t cb = 0; cb < cp / vl; cb++)
     for (int64_t t = 0; t < T; t++) {
@@ -144,16 +145,18 @@ static void wino_item(const wino_job *j, int64_t it, float *scratch) {
         k->wgemm(cp, V + xi * T * cp + t0 * cp, cp, U, o + t0 * mcw, mcw, mr);
       }
     }
-  float *y = j->Y + n * d->M * d->OH * d->OW;
+  /* output transforms into a blocked buffer, then rows into Y */
+  int64_t Wo = j->TW * m, rows = ntr * m;
+  float *yb = O + A2 * j->trc * j->TW * j->ppc * wnr;
   for (int64_t t = 0; t < T; t++) {
-    int64_t oh0 = (tr0 + t / j->TW) * m, ow0 = (t % j->TW) * m;
+    int64_t tri = t / j->TW, tw = t % j->TW;
     for (int64_t mb = 0; mb < mcw / vl; mb++) {
-      int64_t m0 = p0 * wnr + mb * vl;
-      if (m0 >= d->M) break;
-      k->wino_out[fi](O + t * mcw + mb * vl, T * mcw, ytile, m * vl);
-      wino_scatter(j, ytile, y, m0, oh0, ow0);
+      if (p0 * wnr + mb * vl >= d->M) break;
+      k->wino_out[fi](O + t * mcw + mb * vl, T * mcw, yb + ((mb * rows + tri * m) * Wo + tw * m) * vl,
+                      Wo * vl);
     }
   }
+  wino_store(j, yb, rows, Wo, mcw, j->Y + n * d->M * d->OH * d->OW, p0 * wnr, tr0 * m);
 }
 
 static void wino_items(void *vctx, int64_t i0, int64_t i1) {
@@ -194,7 +197,9 @@ smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const floa
   j.n_mc = conv_cdiv(j.np, j.ppc);
   j.rows_l = j.trc * j.m + 2;
   int64_t T = j.trc * j.TW;
-  j.scratch = w->cp * j.rows_l * j.Wl + A2 * T * (w->cp + j.ppc * k->wnr);
+  /* blocked input, V, O, blocked output */
+  j.scratch = w->cp * j.rows_l * j.Wl + A2 * T * (w->cp + j.ppc * k->wnr) +
+              j.ppc * k->wnr * j.trc * j.m * j.TW * j.m;
   pool_parallel_for(pool, d->N * j.n_tc * j.n_mc, 1, wino_items, &j);
   if (atomic_load(&j.failed)) return err_nomem("winograd scratch", sizeof(float) * (size_t)j.scratch);
   return SMELT_OK;

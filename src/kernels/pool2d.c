@@ -76,11 +76,14 @@ static smelt_status pool_scale(const pool2d_desc *d, float **out) {
   return SMELT_OK;
 }
 
+bool pool2d_supports(const pool2d_desc *d) {
+  return d->N >= 0 && d->C >= 0 && d->pt >= 0 && d->pl >= 0 && d->OH >= 0 && d->OW >= 0 &&
+         conv_phases_sane(d->OH, d->OW, d->KH, d->KW, d->sh, d->sw, d->dh, d->dw);
+}
+
 smelt_status pool2d_f32(smelt_pool *pool, const pool2d_desc *d, isa_level isa, const float *X,
                         float *Y) {
-  if (d->N < 0 || d->C < 0 || d->KH < 1 || d->KW < 1 || d->sh < 1 || d->sw < 1 || d->dh < 1 ||
-      d->dw < 1 || d->pt < 0 || d->pl < 0 || d->OH < 0 || d->OW < 0 || d->KH * d->KW > (1 << 20))
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "pool: bad geometry");
+  if (!pool2d_supports(d)) return err_set(SMELT_ERR_INVALID_ARGUMENT, "pool: geometry not supported");
   if (d->N * d->C * d->OH * d->OW == 0) return SMELT_OK;
   pool_job j = {.d = d, .k = conv_kernels_get(isa), .X = X, .Y = Y};
   int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw;

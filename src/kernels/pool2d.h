@@ -22,6 +22,8 @@ typedef struct pool2d_desc {
   bool count_pad;         /* AveragePool count_include_pad */
 } pool2d_desc;
 
+/* Whether pool2d_f32 takes this geometry (huge strides or dilations do not). */
+bool pool2d_supports(const pool2d_desc *d);
 smelt_status pool2d_f32(smelt_pool *pool, const pool2d_desc *d, isa_level isa, const float *X,
                         float *Y);
 

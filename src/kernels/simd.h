@@ -10,7 +10,9 @@
  * Semantics every level shares:
  *   v_max(a, b) = a > b ? a : b  (so NaN in a yields b, as MAXPS does)
  *   v_min(a, b) = a < b ? a : b
- *   v_loadn/v_storen touch only the first n < VL lanes (the rest load 0).
+ *   v_loadn/v_storen touch only the first n < VL lanes (the rest load 0,
+ *   or `fill` with v_loadn_or).
+ *   v_fms(a, b, c) = a*b - c rounded once (the exact error of a product).
  *   Masks (vm) come from comparisons and select with v_sel(m, t, f). */
 #ifndef SMELT_KERNELS_SIMD_H
 #define SMELT_KERNELS_SIMD_H
@@ -78,6 +80,11 @@ SIMD_FN vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 SIMD_FN vi vi_slli23(vi a) { return _mm512_slli_epi32(a, 23); }
 SIMD_FN vf v_as_f(vi a) { return _mm512_castsi512_ps(a); }
 SIMD_FN vi v_as_i(vf a) { return _mm512_castps_si512(a); }
+SIMD_FN vi vi_srai1(vi a) { return _mm512_srai_epi32(a, 1); }
+SIMD_FN vf v_fms(vf a, vf b, vf c) { return _mm512_fmsub_ps(a, b, c); } /* a*b-c, one rounding */
+SIMD_FN vf v_loadn_or(const float *p, int n, float fill) {
+  return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), v_firstn(n), p);
+}
 
 #elif SIMD_LEVEL == 1
 #include <immintrin.h>
@@ -144,6 +151,12 @@ SIMD_FN vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 SIMD_FN vi vi_slli23(vi a) { return _mm256_slli_epi32(a, 23); }
 SIMD_FN vf v_as_f(vi a) { return _mm256_castsi256_ps(a); }
 SIMD_FN vi v_as_i(vf a) { return _mm256_castps_si256(a); }
+SIMD_FN vi vi_srai1(vi a) { return _mm256_srai_epi32(a, 1); }
+SIMD_FN vf v_fms(vf a, vf b, vf c) { return _mm256_fmsub_ps(a, b, c); }
+SIMD_FN vf v_loadn_or(const float *p, int n, float fill) {
+  __m256i m = v_firstn_i(n);
+  return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
 
 #else /* portable C, one lane */
 #define SIMD_TARGET
@@ -165,9 +178,11 @@ SIMD_FN vf v_add(vf a, vf b) { return a + b; }
 SIMD_FN vf v_sub(vf a, vf b) { return a - b; }
 SIMD_FN vf v_mul(vf a, vf b) { return a * b; }
 SIMD_FN vf v_div(vf a, vf b) { return a / b; }
-/* unfused: without hardware FMA, fmaf is a slow library call */
-SIMD_FN vf v_fma(vf a, vf b, vf c) { return a * b + c; }
-SIMD_FN vf v_fnma(vf a, vf b, vf c) { return c - a * b; }
+/* a*b is exact in double, so these round like a fused multiply-add (up to
+ * a rare double rounding) without fmaf, a slow library call when the CPU
+ * has no FMA; the vmath error terms rely on it */
+SIMD_FN vf v_fma(vf a, vf b, vf c) { return (float)((double)a * (double)b + (double)c); }
+SIMD_FN vf v_fnma(vf a, vf b, vf c) { return (float)((double)c - (double)a * (double)b); }
 SIMD_FN vf v_max(vf a, vf b) { return a > b ? a : b; }
 SIMD_FN vf v_min(vf a, vf b) { return a < b ? a : b; }
 SIMD_FN vf v_abs(vf a) { return fabsf(a); }
@@ -204,6 +219,10 @@ SIMD_FN vi vi_sub(vi a, vi b) { return (vi)((uint32_t)a - (uint32_t)b); }
 SIMD_FN vi vi_slli23(vi a) { return (vi)((uint32_t)a << 23); }
 SIMD_FN vf v_as_f(vi a) { return v_from_bits((uint32_t)a); }
 SIMD_FN vi v_as_i(vf a) { return (vi)v_bits(a); }
+SIMD_FN vi vi_srai1(vi a) { return a >= 0 ? a / 2 : -((-(int64_t)a + 1) / 2); } /* floor(a/2) */
+/* a*b - c with one rounding: a*b is exact in double */
+SIMD_FN vf v_fms(vf a, vf b, vf c) { return (float)((double)a * (double)b - (double)c); }
+SIMD_FN vf v_loadn_or(const float *p, int n, float fill) { return n > 0 ? *p : fill; }
 #endif
 
 #endif

@@ -168,7 +168,7 @@ static smelt_status check_dtype(int32_t dt) {
   if (dt <= 0) return err_set(SMELT_ERR_INVALID_MODEL, "tensor has no data_type");
   if (dt >= SMELT_DTYPE_COUNT)
     return err_set(SMELT_ERR_UNSUPPORTED, "tensor data_type %d is not supported", (int)dt);
-  if (!dtype_size((smelt_dtype)dt))
+  if (!dtype_bits((smelt_dtype)dt))
     return err_set(SMELT_ERR_UNSUPPORTED, "%s tensors are not supported",
                    dtype_name((smelt_dtype)dt));
   return SMELT_OK;
@@ -196,7 +196,9 @@ static void store_typed(void *data, smelt_dtype t, size_t i, uint64_t v) {
       ((uint16_t *)data)[i] = (uint16_t)v;
       break;
     case SMELT_BOOL: ((uint8_t *)data)[i] = v != 0; break;
-    default: ((uint8_t *)data)[i] = (uint8_t)v; break; /* int8, uint8, float8 kinds */
+    /* int8, uint8, float8 kinds; for packed types i counts bytes: each
+     * int32_data entry holds one byte of packed elements, low bits first. */
+    default: ((uint8_t *)data)[i] = (uint8_t)v; break;
   }
 }
 
@@ -215,7 +217,7 @@ static smelt_status fill_typed(const pb_msg *tm, tensor *t, int field, pb_scalar
 /* Makes t hold [p, p+nbytes): a view when allowed and aligned, else a copy. */
 static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t nbytes,
                                bool *viewed) {
-  size_t es = dtype_size(t->dtype), align = es > 8 ? 8 : es;
+  size_t es = dtype_size(t->dtype), align = es > 8 ? 8 : es ? es : 1; /* packed: bytes */
   if (!c->copy_data && nbytes && ((uintptr_t)p % align) == 0) {
     t->data = (void *)p; /* the mapping is read-only: constants are never written */
     t->nbytes = nbytes;
@@ -272,11 +274,13 @@ static smelt_status tensor_data(onnx_imp *c, const pb_msg *tm, const tscan *s, t
                      s->raw_len, nbytes, numel, dtype_name(t->dtype));
     return take_bytes(c, t, s->raw, nbytes, viewed);
   }
-  if (count != numel * (size_t)per_elem) {
+  /* Packed types keep one byte of elements per entry (onnx.proto). */
+  size_t entries = dtype_is_subbyte(t->dtype) ? nbytes : numel * (size_t)per_elem;
+  if (count != entries) {
     if (!count)
       return err_set(SMELT_ERR_INVALID_MODEL, "tensor has %zu elements but no data", numel);
-    return err_set(SMELT_ERR_INVALID_MODEL, "%s has %zu values, expected %zu", field_name(want),
-                   count, numel * (size_t)per_elem);
+    return err_set(SMELT_ERR_INVALID_MODEL, "%s has %zu values, expected %zu%s", field_name(want),
+                   count, entries, dtype_is_subbyte(t->dtype) ? " (packed bytes)" : "");
   }
   tensor shape = *t;
   TRY(tensor_alloc(t, shape.dtype, shape.rank, shape.dims));
@@ -297,10 +301,11 @@ smelt_status imp_tensor(onnx_imp *c, const pb_msg *tm, tensor *t, pb_str *name, 
   t->dtype = (smelt_dtype)s.data_type;
   TRY(read_dims(tm, t));
   int64_t numel = tensor_numel(t);
-  size_t es = dtype_size(t->dtype);
-  if (numel < 0 || (uint64_t)numel > SIZE_MAX / 2 / es)
+  size_t nbytes;
+  if (!dtype_nbytes(t->dtype, numel, &nbytes) || nbytes > SIZE_MAX / 2 ||
+      (uint64_t)numel > SIZE_MAX / 2)
     return err_set(SMELT_ERR_INVALID_MODEL, "tensor has too many elements");
-  smelt_status st = tensor_data(c, tm, &s, t, (size_t)numel, (size_t)numel * es, viewed);
+  smelt_status st = tensor_data(c, tm, &s, t, (size_t)numel, nbytes, viewed);
   if (st) tensor_release(t);
   return st;
 }
@@ -345,14 +350,13 @@ smelt_status onnx_tensor_decode(const void *buf, size_t len, tensor *out, char *
 smelt_status onnx_tensor_encode(const tensor *t, const char *name, uint8_t **buf, size_t *len) {
   if (t->kind != TENSOR_KIND_TENSOR)
     return err_set(SMELT_ERR_UNSUPPORTED, "only plain tensors can be written as TensorProto");
-  size_t es = dtype_size(t->dtype);
-  if (!es)
+  if (!dtype_bits(t->dtype))
     return err_set(SMELT_ERR_UNSUPPORTED, "cannot encode %s tensors", dtype_name(t->dtype));
   if (t->rank < 0 || t->rank > SMELT_MAX_RANK)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor rank %d is invalid", t->rank);
   int64_t numel = tensor_numel(t);
-  if (numel < 0 || (uint64_t)numel > SIZE_MAX / es || (size_t)numel * es != t->nbytes ||
-      (t->nbytes && !t->data))
+  size_t nbytes; /* packed types are written packed, as raw_data holds them */
+  if (!dtype_nbytes(t->dtype, numel, &nbytes) || nbytes != t->nbytes || (t->nbytes && !t->data))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor data does not match its shape");
   pb_buf b = {0};
   /* Field order and unpacked dims as onnx's own serializer writes them. */

@@ -7,8 +7,8 @@
 
 static smelt_status check_elem_type(int32_t et) {
   /* Types onnx added after smelt's list; named so the message says what it is. */
-  static const char *const newer[] = {"float8e8m0", "uint2", "int2"};
-  if (et >= SMELT_DTYPE_COUNT && et < SMELT_DTYPE_COUNT + 3)
+  static const char *const newer[] = {"float6e2m3", "float6e3m2"};
+  if (et >= SMELT_DTYPE_COUNT && et < SMELT_DTYPE_COUNT + 2)
     return err_set(SMELT_ERR_UNSUPPORTED, "element type %d (%s) is not supported", (int)et,
                    newer[et - SMELT_DTYPE_COUNT]);
   if (et < 0 || et >= SMELT_DTYPE_COUNT)

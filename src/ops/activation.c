@@ -2,17 +2,21 @@
  * Softplus Softsign Mish Gelu Swish ThresholdedRelu Shrink, and the ones with
  * extra operands: PRelu (broadcast slope) and Clip (bounds as attributes
  * before opset 11, optional scalar inputs since).  Float kernels evaluate in
- * their own precision (f16/bf16 in f32), in numerically stable forms. */
+ * their own precision (f16/bf16 in f32), in numerically stable forms.
+ * f32 Sigmoid and Gelu (both forms) over contiguous rows use the vectorized
+ * kernels of kernels/vmath.h (a few ulps, stated there). */
 #include <float.h>
 #include <string.h>
 #include <tgmath.h>
 
+#include "kernels/vmath.h"
 #include "ops/broadcast.h"
 #include "util/err.h"
 
 /* Attribute values of one node (double so f64 kernels see them unrounded). */
 typedef struct act_params {
   double alpha, beta, gamma;
+  const vmath_kernels *vm; /* f32 Sigmoid/Gelu rows: the vectorized kernels */
 } act_params;
 
 /* ---- kernels ---- */
@@ -37,12 +41,9 @@ ACT_HELPERS(f64, double)
 
 #define ACT_ROWS(sfx, T)                                                                     \
   EW_ROW1(Relu_##sfx, T, T, x < 0 ? (T)0 : x)                                               \
-  EW_ROW1(Sigmoid_##sfx, T, T, sigmoid_##sfx(x))                                            \
   EW_ROW1(Softplus_##sfx, T, T, softplus_##sfx(x))                                          \
   EW_ROW1(Softsign_##sfx, T, T, x / ((T)1 + fabs(x)))                                       \
   EW_ROW1(Mish_##sfx, T, T, x * tanh(softplus_##sfx(x)))                                    \
-  EW_ROW1(Gelu_##sfx, T, T, (T)0.5 * x * ((T)1 + erf(x * (T)0.70710678118654752)))          \
-  EW_ROW1(GeluTanh_##sfx, T, T, gelu_tanh_##sfx(x))                                         \
   EW_ROW1P(Elu_##sfx, act_params, T, T, x < 0 ? (T)p->alpha * expm1(x) : x)                 \
   EW_ROW1P(Celu_##sfx, act_params, T, T,                                                    \
            x > 0 ? x : (T)p->alpha * expm1(x / (T)p->alpha))                                \
@@ -59,6 +60,29 @@ ACT_HELPERS(f64, double)
   EW_ROW2(PRelu_##sfx, T, T, T, x < 0 ? x * y : x)
 ACT_ROWS(f32, float)
 ACT_ROWS(f64, double)
+EW_ROW1(Sigmoid_f64, double, double, sigmoid_f64(x))
+EW_ROW1(Gelu_f64, double, double, 0.5 * x * (1 + erf(x * 0.70710678118654752)))
+EW_ROW1(GeluTanh_f64, double, double, gelu_tanh_f64(x))
+
+/* f32 rows with the vmath kernels for contiguous rows (params: act_params) */
+#define VMATH_ROW(NAME, OP, EXPR)                                                       \
+  static void NAME(const void *params, int64_t n, void *out_, const void *const *in,  \
+                   const int64_t *st) {                                                \
+    const act_params *p = params;                                                      \
+    const float *a = in[0];                                                            \
+    float *o = out_;                                                                   \
+    if (st[0] == 1 && p && p->vm) {                                                    \
+      p->vm->op[OP](a, o, n);                                                          \
+      return;                                                                          \
+    }                                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      float x = a[i * st[0]];                                                          \
+      o[i] = (EXPR);                                                                   \
+    }                                                                                  \
+  }
+VMATH_ROW(Sigmoid_f32, VMATH_SIGMOID, sigmoid_f32(x))
+VMATH_ROW(Gelu_f32, VMATH_GELU_ERF, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))
+VMATH_ROW(GeluTanh_f32, VMATH_GELU_TANH, gelu_tanh_f32(x))
 
 /* Integer Relu, PRelu and Shrink (whose bias and threshold stay floats). */
 #define SINT_ACT_ROWS(sfx, T, U)                                                          \
@@ -99,7 +123,7 @@ static smelt_status act_run(op_ctx *c, const ew_row_fn *tab, const act_params *p
 
 static act_params attrs(op_ctx *c, double alpha, double beta, double gamma) {
   act_params p = {op_attr_float(c, "alpha", (float)alpha), op_attr_float(c, "beta", (float)beta),
-                  op_attr_float(c, "gamma", (float)gamma)};
+                  op_attr_float(c, "gamma", (float)gamma), NULL};
   return p;
 }
 
@@ -110,7 +134,6 @@ static act_params attrs(op_ctx *c, double alpha, double beta, double gamma) {
     return act_run(c, NAME##_tab, &p);                                                    \
   }
 ACT_OP(relu, 0, 0, 0)
-ACT_OP(sigmoid, 0, 0, 0)
 ACT_OP(softplus, 0, 0, 0)
 ACT_OP(softsign, 0, 0, 0)
 ACT_OP(mish, 0, 0, 0)
@@ -122,17 +145,23 @@ ACT_OP(hardsigmoid, 0.2, 0.5, 0)
 ACT_OP(swish, 1.0, 0, 0)
 ACT_OP(thresholdedrelu, 1.0, 0, 0)
 
+static smelt_status infer_sigmoid(op_ctx *c) { return act_infer(c, sigmoid_tab); }
+static smelt_status run_sigmoid(op_ctx *c) {
+  act_params p = {.vm = vmath_get(isa_active())};
+  return act_run(c, sigmoid_tab, &p);
+}
+
 /* HardSwish is HardSigmoid with alpha 1/6, beta 1/2, times x. */
 static smelt_status infer_hardswish(op_ctx *c) { return act_infer(c, hardswish_tab); }
 static smelt_status run_hardswish(op_ctx *c) {
-  act_params p = {1.0 / 6, 0.5, 0};
+  act_params p = {1.0 / 6, 0.5, 0, NULL};
   return act_run(c, hardswish_tab, &p);
 }
 
 /* Shrink: lambd and bias, kept in alpha and beta. */
 static smelt_status infer_shrink(op_ctx *c) { return act_infer(c, shrink_tab); }
 static smelt_status run_shrink(op_ctx *c) {
-  act_params p = {op_attr_float(c, "lambd", 0.5f), op_attr_float(c, "bias", 0.0f), 0};
+  act_params p = {op_attr_float(c, "lambd", 0.5f), op_attr_float(c, "bias", 0.0f), 0, NULL};
   return act_run(c, shrink_tab, &p);
 }
 
@@ -153,7 +182,8 @@ static smelt_status infer_gelu(op_ctx *c) {
 static smelt_status run_gelu(op_ctx *c) {
   const ew_row_fn *tab = NULL;
   TRY(gelu_tab_of(c, &tab));
-  return act_run(c, tab, NULL);
+  act_params p = {.vm = vmath_get(isa_active())};
+  return act_run(c, tab, &p);
 }
 
 /* ---- PRelu: slope broadcasts to X (unidirectionally) ---- */

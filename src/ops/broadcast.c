@@ -157,6 +157,11 @@ smelt_status ew_apply(op_ctx *c, tensor *out, int n_in, const tensor *const *in,
   }
   p.out = out->data;
   p.out_es = dtype_size(out->dtype);
+  /* Rows are addressed by byte: a packed (sub-byte) operand must not get here. */
+  for (int k = 0; k <= n_in; k++)
+    if ((k < n_in ? p.in_es[k] : p.out_es) == 0)
+      return err_set(SMELT_ERR_INTERNAL, "elementwise walk over a %s operand",
+                     dtype_name(k < n_in ? in[k]->dtype : out->dtype));
   p.fn = fn;
   p.params = params;
   if (n < EW_PARALLEL_MIN || !c->pool) plan_walk(&p, 0, n);

@@ -6,11 +6,11 @@
 #include "ops/convert.h"
 #include "util/err.h"
 
-#define CAST_TILE 256
+#define CAST_TILE 256 /* a multiple of every packing factor: tiles start on bytes */
 
 typedef struct cast_params {
   smelt_dtype from, to;
-  bool saturate;
+  cvt_opts o; /* saturate and round_mode */
 } cast_params;
 
 /* Conversions common enough in models to skip the 64-bit detour. */
@@ -31,27 +31,28 @@ static bool cast_fast(const cast_params *p, int64_t n, void *out, const void *in
   return true;
 }
 
+/* Elements [at, at + len) of the flat input into the same of the output. */
+static void cast_tile(const cast_params *p, const void *in, void *out, int64_t at, int64_t len) {
+  if (cvt_is_intlike(p->from)) {
+    int64_t v[CAST_TILE];
+    cvt_load_i64_at(p->from, in, at, 1, len, v);
+    cvt_store_i64_at(p->to, v, p->from == SMELT_U64, len, out, at, &p->o);
+  } else {
+    double v[CAST_TILE];
+    cvt_load_f64_at(p->from, in, at, 1, len, v);
+    cvt_store_f64_at(p->to, v, len, out, at, &p->o);
+  }
+}
+
 /* A row of the (always same-shaped) input: st[0] is 1. */
 static void cast_row(const void *params, int64_t n, void *out, const void *const *in,
                      const int64_t *st) {
   const cast_params *p = params;
   (void)st;
   if (cast_fast(p, n, out, in[0])) return;
-  size_t es_in = dtype_size(p->from), es_out = dtype_size(p->to);
-  bool ints = cvt_is_intlike(p->from);
   for (int64_t at = 0; at < n; at += CAST_TILE) {
     int64_t len = n - at < CAST_TILE ? n - at : CAST_TILE;
-    const char *src = (const char *)in[0] + (size_t)at * es_in;
-    char *dst = (char *)out + (size_t)at * es_out;
-    if (ints) {
-      int64_t v[CAST_TILE];
-      cvt_load_i64(p->from, src, 1, len, v);
-      cvt_store_i64(p->to, v, p->from == SMELT_U64, len, dst, p->saturate);
-    } else {
-      double v[CAST_TILE];
-      cvt_load_f64(p->from, src, 1, len, v);
-      cvt_store_f64(p->to, v, len, dst, p->saturate);
-    }
+    cast_tile(p, in[0], out, at, len);
   }
 }
 
@@ -63,8 +64,26 @@ static smelt_status check_cast_type(op_ctx *c, smelt_dtype t, bool target) {
                  dtype_name(t), c->node->op_type);
 }
 
+/* Cast-24's round_mode (float8e8m0 targets only; "up" when absent). */
+static smelt_status round_mode_attr(op_ctx *c, cvt_round *r) {
+  const ir_attr *a = ir_attr_find(c->node, "round_mode");
+  *r = CVT_ROUND_UP;
+  if (!a) return SMELT_OK;
+  if (a->type != IR_ATTR_STRING)
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute 'round_mode' must be a string");
+  if (!strcmp(a->s, "up")) return SMELT_OK;
+  if (!strcmp(a->s, "down")) *r = CVT_ROUND_DOWN;
+  else if (!strcmp(a->s, "nearest")) *r = CVT_ROUND_NEAREST;
+  else
+    return err_set(SMELT_ERR_INVALID_MODEL,
+                   "attribute 'round_mode' is '%.40s', expected 'up', 'down' or 'nearest'", a->s);
+  return SMELT_OK;
+}
+
 static smelt_status cast_infer_to(op_ctx *c, smelt_dtype to) {
   const tensor *x = c->in[0];
+  cvt_round r;
+  TRY(round_mode_attr(c, &r));
   if (!(c->static_infer && x->dtype == SMELT_UNDEFINED))
     TRY(check_cast_type(c, x->dtype, false));
   TRY(check_cast_type(c, to, true));
@@ -79,7 +98,17 @@ static smelt_status cast_run(op_ctx *c) {
     if (y->nbytes) memcpy(y->data, x->data, y->nbytes);
     return SMELT_OK;
   }
-  cast_params p = {x->dtype, y->dtype, op_attr_int(c, "saturate", 1) != 0};
+  cast_params p = {x->dtype, y->dtype, {op_attr_int(c, "saturate", 1) != 0, CVT_ROUND_UP}};
+  TRY(round_mode_attr(c, &p.o.e8m0_round));
+  if (dtype_is_subbyte(x->dtype) || dtype_is_subbyte(y->dtype)) {
+    /* Packed elements have no byte address for ew_apply's row pointers: walk
+     * the flat tensors in byte-aligned tiles (in one thread: writes to one
+     * byte must not race). */
+    int64_t n = tensor_numel(x);
+    for (int64_t at = 0; at < n; at += CAST_TILE)
+      cast_tile(&p, x->data, y->data, at, n - at < CAST_TILE ? n - at : CAST_TILE);
+    return SMELT_OK;
+  }
   const tensor *ops[1] = {x};
   return ew_apply(c, y, 1, ops, cast_row, &p);
 }
@@ -116,16 +145,24 @@ static smelt_status infer_bitcast(op_ctx *c) {
   smelt_dtype to = SMELT_UNDEFINED;
   TRY(target_attr(c, &to));
   const tensor *x = c->in[0];
-  size_t a = dtype_size(x->dtype), b = dtype_size(to);
+  /* Widths in bits: packed types of one width share their packing, so the
+   * bytes carry over unchanged for them too. */
+  int a = dtype_bits(x->dtype), b = dtype_bits(to);
   if (!(c->static_infer && x->dtype == SMELT_UNDEFINED)) {
-    if (!a || !b || x->dtype == SMELT_STRING || to == SMELT_STRING)
+    if (!a || !b)
       return err_set(SMELT_ERR_UNSUPPORTED, "BitCast from %s to %s is not supported",
                      dtype_name(x->dtype), dtype_name(to));
-    if (a != b)
+    if (a != b) {
+      if (a % 8 || b % 8)
+        return err_set(SMELT_ERR_INVALID_MODEL,
+                       "BitCast needs types of one width: input 0 is %s (%d bits), target %s "
+                       "(%d bits)",
+                       dtype_name(x->dtype), a, dtype_name(to), b);
       return err_set(SMELT_ERR_INVALID_MODEL,
-                     "BitCast needs types of one width: input 0 is %s (%zu bytes), target %s "
-                     "(%zu bytes)",
-                     dtype_name(x->dtype), a, dtype_name(to), b);
+                     "BitCast needs types of one width: input 0 is %s (%d bytes), target %s "
+                     "(%d bytes)",
+                     dtype_name(x->dtype), a / 8, dtype_name(to), b / 8);
+    }
   }
   op_set_out(c, 0, to, x->rank, x->dims);
   return SMELT_OK;

@@ -294,8 +294,17 @@ static smelt_status scan_ints(op_ctx *c, const char *name, int n, int64_t *out) 
   return SMELT_OK;
 }
 
+/* Scan cuts its inputs by byte offsets: packed elements have none. */
+static smelt_status scan_check_bytes(const tensor *x) {
+  if (dtype_is_subbyte(x->dtype))
+    return err_set(SMELT_ERR_UNSUPPORTED, "Scan over a %s tensor is not supported (packed "
+                   "sub-byte type)", dtype_name(x->dtype));
+  return SMELT_OK;
+}
+
 /* scan_out[t] = the slice of x at position t along axis (a dense copy). */
 static smelt_status slice_at(const tensor *x, int axis, int64_t t, tensor *out) {
+  TRY(scan_check_bytes(x));
   int64_t d[SMELT_MAX_RANK];
   for (int k = 0, o = 0; k < x->rank; k++)
     if (k != axis) d[o++] = x->dims[k];
@@ -467,6 +476,7 @@ static smelt_status scan8_batch(op_ctx *c, scan_cfg *cfg, int64_t B, int64_t T, 
   tensor sv[CF_MAX_VALUES], xv[CF_MAX_VALUES], final[CF_MAX_VALUES], *sp[CF_MAX_VALUES], *xp[CF_MAX_VALUES];
   part_list parts[CF_MAX_VALUES];
   memset(parts, 0, sizeof parts);
+  for (int k = 0; k < cfg->n_state + cfg->n_scan_in; k++) TRY(scan_check_bytes(c->in[1 + k]));
   for (int k = 0; k < cfg->n_state; k++) {
     batch_view(c->in[1 + k], b, &sv[k]);
     sp[k] = &sv[k];

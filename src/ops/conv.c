@@ -1,8 +1,11 @@
 /* Conv, 1-D to N-D, with groups, dilations, strides, pads and auto_pad.
  *
  * f32: per (batch, group, tile of output positions) an im2col matrix
- * [Cg*k, tile] feeds gemm_f32 (W_g [Mg, Cg*k] x col), written straight into
- * Y with the bias preloaded (beta = 1).  A 1x1 stride-1 unpadded conv skips
+ * [Cg*k, tile] feeds the GEMM (W_g [Mg, Cg*k] x col), written straight into
+ * Y with the bias added in the GEMM's epilogue.  The same core serves the
+ * fused smelt.Conv (conv_core.h): a residual is preloaded into the tile
+ * (beta = 1) and the activation applied in the epilogue (relu, clip) or on
+ * the tile right after its GEMM.  A 1x1 stride-1 unpadded conv skips
  * im2col (X is already the column matrix); a 2-D depthwise conv (group ==
  * C == M) runs a direct loop.  Tiles bound the scratch; when there are many
  * tasks each runs whole on one thread, otherwise im2col and GEMM use the pool.
@@ -11,13 +14,16 @@
  * 1-D and 2-D f32 convolutions first try the fast kernels (kernels/conv.h:
  * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
  * shape; their packed weights are kept in the session's per-node cache when
- * W is a constant.  The im2col path here stays the general fallback. */
+ * W is a constant.  The im2col path here stays the general fallback.  The
+ * fast kernels have no epilogue: for smelt.Conv the residual and activation
+ * then run in one pass over Y after them. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "ops/conv_core.h"
 #include "ops/nn_util.h"
 #include "runtime/op_cache.h"
 #include "util/err.h"
@@ -69,7 +75,7 @@ static smelt_status conv_plan(op_ctx *c, conv_geom *g) {
   return SMELT_OK;
 }
 
-static smelt_status conv_infer(op_ctx *c) {
+smelt_status conv_op_infer(op_ctx *c) {
   conv_geom g;
   TRY(conv_plan(c, &g));
   const tensor *x = c->in[0], *w = c->in[1];
@@ -146,6 +152,7 @@ typedef struct conv_job {
   const conv_geom *g;
   const float *X, *W, *B;
   float *Y;
+  const conv_epilogue *ep;
   int64_t tile, ntiles;
   bool pointwise; /* 1x1, stride 1, no pads: X is the column matrix */
   atomic_bool failed;
@@ -160,6 +167,29 @@ static void im2col_chunk(void *vctx, int64_t r0, int64_t r1) {
   im2col_rows(j->g, j->im_x, j->im_p0, j->im_width, j->im_col + r0 * j->im_width, r0, r1);
 }
 
+/* Rows of a tile with their residual preloaded (or zeroed when nothing is
+ * accumulated onto them), for a GEMM with beta = 1 or a K = 0 product. */
+static void tile_preload(const conv_job *j, float *y, int64_t width, bool zero) {
+  const conv_geom *g = j->g;
+  const float *res = j->ep->residual ? j->ep->residual + (y - j->Y) : NULL;
+  for (int64_t m = 0; m < g->Mg; m++) {
+    if (res) memcpy(y + m * g->S_out, res + m * g->S_out, sizeof(float) * (size_t)width);
+    else if (zero) memset(y + m * g->S_out, 0, sizeof(float) * (size_t)width);
+  }
+}
+
+/* A product over zero input taps: Y = act(B + residual). */
+static void tile_empty(const conv_job *j, float *y, int64_t width, int64_t gi) {
+  const conv_geom *g = j->g;
+  tile_preload(j, y, width, true);
+  for (int64_t m = 0; m < g->Mg; m++) {
+    float *row = y + m * g->S_out;
+    if (j->B)
+      for (int64_t p = 0; p < width; p++) row[p] += j->B[gi * g->Mg + m];
+    fused_act_apply(&j->ep->act, row, width);
+  }
+}
+
 /* Task t = (batch, group, tile).  col: scratch of Kdim*tile floats (unused
  * when pointwise).  pool: used for im2col and GEMM (NULL inside a task split). */
 static void conv_task(conv_job *j, int64_t t, float *col, smelt_pool *pool) {
@@ -169,14 +199,8 @@ static void conv_task(conv_job *j, int64_t t, float *col, smelt_pool *pool) {
   const float *x = j->X + (n * g->C + gi * g->Cg) * g->S_in;
   const float *wg = j->W + gi * g->Mg * g->Kdim;
   float *y = j->Y + (n * g->M + gi * g->Mg) * g->S_out + p0;
-  if (j->B)
-    for (int64_t m = 0; m < g->Mg; m++) {
-      float bv = j->B[gi * g->Mg + m];
-      for (int64_t p = 0; p < width; p++) y[m * g->S_out + p] = bv;
-    }
   if (g->Kdim == 0) {
-    if (!j->B)
-      for (int64_t m = 0; m < g->Mg; m++) memset(y + m * g->S_out, 0, sizeof(float) * (size_t)width);
+    tile_empty(j, y, width, gi);
     return;
   }
   const float *bmat = x + p0;
@@ -194,8 +218,26 @@ static void conv_task(conv_job *j, int64_t t, float *col, smelt_pool *pool) {
     bmat = col;
     ldb = width;
   }
-  gemm_f32(pool, false, false, g->Mg, width, g->Kdim, 1.f, wg, g->Kdim, bmat, ldb,
-           j->B ? 1.f : 0.f, y, g->S_out);
+  tile_preload(j, y, width, false);
+  gemm_params gp = gemm_params_default();
+  gp.M = g->Mg;
+  gp.N = width;
+  gp.K = g->Kdim;
+  gp.A = wg;
+  gp.lda = g->Kdim;
+  gp.B = bmat;
+  gp.ldb = ldb;
+  gp.C = y;
+  gp.ldc = g->S_out;
+  gp.beta = j->ep->residual ? 1.f : 0.f;
+  if (j->B) {
+    gp.epilogue.bias_kind = GEMM_BIAS_ROW;
+    gp.epilogue.bias = j->B + gi * g->Mg;
+  }
+  bool in_tile = fused_act_in_gemm(&j->ep->act, &gp.epilogue);
+  if (gemm_f32_ex(pool, &gp)) atomic_store(&j->failed, true); /* bad arguments: a bug */
+  if (!in_tile)
+    for (int64_t m = 0; m < g->Mg; m++) fused_act_apply(&j->ep->act, y + m * g->S_out, width);
 }
 
 static void conv_tasks(void *vctx, int64_t t0, int64_t t1) {
@@ -225,6 +267,7 @@ static void depthwise_planes(void *vctx, int64_t q0, int64_t q1) {
   for (int64_t q = q0; q < q1; q++) {
     int64_t ch = q % g->C;
     const float *x = j->X + q * g->S_in, *k = j->W + ch * KH * KW;
+    const float *res = j->ep->residual ? j->ep->residual + q * g->S_out : NULL;
     float *y = j->Y + q * g->S_out;
     float bv = j->B ? j->B[ch] : 0.f;
     for (int64_t oh = 0; oh < OH; oh++) {
@@ -246,11 +289,36 @@ static void depthwise_planes(void *vctx, int64_t q0, int64_t q1) {
             for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wv * xr[ow * sw + off];
         }
       }
+      if (res)
+        for (int64_t ow = 0; ow < OW; ow++) yr[ow] += res[oh * OW + ow];
     }
+    fused_act_apply(&j->ep->act, y, g->S_out);
   }
 }
 
 /* ---- fast kernels ---- */
+
+typedef struct epi_after_job {
+  const conv_epilogue *ep;
+  float *y;
+} epi_after_job;
+
+static void epi_after_chunk(void *ctx, int64_t b, int64_t e) {
+  const epi_after_job *j = ctx;
+  float *y = j->y + b;
+  if (j->ep->residual) {
+    const float *r = j->ep->residual + b;
+    for (int64_t i = 0; i < e - b; i++) y[i] += r[i];
+  }
+  fused_act_apply(&j->ep->act, y, e - b);
+}
+
+/* Y = act(Y + residual) over n elements, in cache-sized chunks on the pool. */
+static void conv_epilogue_after(smelt_pool *pool, const conv_epilogue *ep, float *y, int64_t n) {
+  if (!ep->residual && ep->act.kind == FUSED_ACT_NONE) return;
+  epi_after_job j = {ep, y};
+  pool_parallel_for(pool, n, 16384, epi_after_chunk, &j);
+}
 
 /* What cached prepared weights were made from (compared bytewise). */
 typedef struct conv_cache_key {
@@ -278,14 +346,14 @@ static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, con
   conv2d_desc d;
   conv_desc_of(g, &d);
   isa_level isa = isa_active();
-  conv_algo algo = conv2d_select(&d, isa, pool_threads(c->pool), conv_algo_from_env());
+  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  conv_algo algo = conv2d_select(&d, isa, pool_threads(c->pool), conv_algo_from_env(), cacheable);
   if (algo == CONV_ALGO_IM2COL) return SMELT_OK;
   conv_cache_key key;
   memset(&key, 0, sizeof key);
   key = (conv_cache_key){.w = c->in[1]->data, .algo = algo, .isa = isa,
                          .dtype = c->in[1]->dtype, .C = d.C, .M = d.M, .G = d.G, .KH = d.KH,
                          .KW = d.KW};
-  bool cacheable = c->cache && op_input_is_constant(c, 1);
   conv2d_weights *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
   bool own = pw == NULL;
   if (!pw) {
@@ -300,11 +368,14 @@ static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, con
 }
 
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
-                             const float *B, float *Y) {
+                             const float *B, float *Y, const conv_epilogue *ep) {
   bool done;
   TRY(conv_fast(c, g, X, W, B, Y, &done));
-  if (done) return SMELT_OK;
-  conv_job j = {.g = g, .X = X, .W = W, .B = B, .Y = Y};
+  if (done) { /* the fast kernels have no epilogue: apply it after, plane by plane */
+    conv_epilogue_after(c->pool, ep, Y, g->N * g->M * g->S_out);
+    return SMELT_OK;
+  }
+  conv_job j = {.g = g, .X = X, .W = W, .B = B, .Y = Y, .ep = ep};
   if (g->w.nsp == 2 && g->G == g->C && g->G == g->M) {
     pool_parallel_for(c->pool, g->N * g->C, 1, depthwise_planes, &j);
     return SMELT_OK;
@@ -322,13 +393,14 @@ static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, cons
   int threads = pool_threads(c->pool);
   if (threads > 1 && ntasks >= 2 * threads) {
     pool_parallel_for(c->pool, ntasks, 1, conv_tasks, &j);
-    if (atomic_load(&j.failed)) return err_nomem("im2col", (size_t)(g->Kdim * j.tile) * 4);
+    if (atomic_load(&j.failed)) return err_nomem("im2col (or a rejected GEMM)", (size_t)(g->Kdim * j.tile) * 4);
     return SMELT_OK;
   }
   float *col = NULL;
   if (!j.pointwise) TRY(nn_alloc((void **)&col, g->Kdim * j.tile, sizeof(float), "im2col"));
   for (int64_t t = 0; t < ntasks; t++) conv_task(&j, t, col, c->pool);
   free(col);
+  if (atomic_load(&j.failed)) return err_set(SMELT_ERR_INTERNAL, "conv: the GEMM rejected its arguments");
   return SMELT_OK;
 }
 
@@ -372,12 +444,15 @@ static smelt_status conv_run_f64(op_ctx *c, const conv_geom *g) {
   return SMELT_OK;
 }
 
-static smelt_status conv_run(op_ctx *c) {
+smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) {
   conv_geom g;
   TRY(conv_plan(c, &g));
   tensor *y = c->out[0];
   if (tensor_numel(y) == 0) return SMELT_OK;
   if (g.Kdim < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "kernel size overflows");
+  bool plain = !e->residual && e->act.kind == FUSED_ACT_NONE;
+  if (!plain && y->dtype != SMELT_F32)
+    return err_set(SMELT_ERR_UNSUPPORTED, "a fused conv epilogue needs float32, not %s", dtype_name(y->dtype));
   if (y->dtype == SMELT_F64) return conv_run_f64(c, &g);
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
   float *X = NULL, *W = NULL, *B = NULL, *Y = NULL;
@@ -386,7 +461,7 @@ static smelt_status conv_run(op_ctx *c) {
   if (!st && b) st = nn_f32_acquire(b, &B);
   if (!st) st = nn_f32_out(y, &Y);
   if (!st) {
-    st = conv_f32(c, &g, X, W, B, Y);
+    st = conv_f32(c, &g, X, W, B, Y, e);
     nn_f32_commit(y, Y);
   }
   if (X) nn_f32_release(x, X);
@@ -395,6 +470,11 @@ static smelt_status conv_run(op_ctx *c) {
   return st;
 }
 
+static smelt_status conv_run(op_ctx *c) {
+  conv_epilogue none = {0};
+  return conv_op_run(c, &none);
+}
+
 const op_def op_family_conv[] = {
-    {"Conv", "", 2, 3, 1, 1, conv_infer, conv_run, false},
+    {"Conv", "", 2, 3, 1, 1, conv_op_infer, conv_run, false},
     {0}};

@@ -3,12 +3,15 @@
 
 #include <math.h>
 
+#include "ir/subbyte.h"
+
 /* ---- small float formats ---- */
 
 typedef enum mf_kind {
   MF_IEEE, /* all-ones exponent is inf/NaN (f16, bf16, E5M2) */
   MF_FN,   /* no inf; only all-ones exponent+mantissa is NaN (E4M3FN) */
-  MF_FNUZ  /* no inf, no -0; 0x80 is the only NaN */
+  MF_FNUZ,  /* no inf, no -0; 0x80 is the only NaN */
+  MF_FINITE /* every code a finite number (E2M1): always saturates */
 } mf_kind;
 
 typedef struct mf_fmt {
@@ -19,7 +22,8 @@ typedef struct mf_fmt {
 static const mf_fmt *mf_of(smelt_dtype t) {
   static const mf_fmt f16 = {5, 10, 15, MF_IEEE}, bf16 = {8, 7, 127, MF_IEEE},
                       e4m3fn = {4, 3, 7, MF_FN}, e4m3fnuz = {4, 3, 8, MF_FNUZ},
-                      e5m2 = {5, 2, 15, MF_IEEE}, e5m2fnuz = {5, 2, 16, MF_FNUZ};
+                      e5m2 = {5, 2, 15, MF_IEEE}, e5m2fnuz = {5, 2, 16, MF_FNUZ},
+                      e2m1 = {2, 1, 1, MF_FINITE};
   switch (t) {
     case SMELT_F16: return &f16;
     case SMELT_BF16: return &bf16;
@@ -27,6 +31,7 @@ static const mf_fmt *mf_of(smelt_dtype t) {
     case SMELT_F8E4M3FNUZ: return &e4m3fnuz;
     case SMELT_F8E5M2: return &e5m2;
     case SMELT_F8E5M2FNUZ: return &e5m2fnuz;
+    case SMELT_F4E2M1: return &e2m1;
     default: return NULL;
   }
 }
@@ -36,7 +41,8 @@ static uint32_t mf_nan(const mf_fmt *f, uint32_t sign) {
   switch (f->kind) {
     case MF_IEEE: return sign | emask | 1u << (f->mbits - 1);
     case MF_FN: return sign | emask | ((1u << f->mbits) - 1);
-    default: return 1u << (f->ebits + f->mbits);
+    case MF_FNUZ: return 1u << (f->ebits + f->mbits);
+    default: return 0; /* no NaN to give: +0, as the ONNX test data for E2M1 expect */
   }
 }
 
@@ -52,12 +58,13 @@ static uint32_t mf_max_bits(const mf_fmt *f) {
 
 /* What a value beyond the largest finite one becomes. */
 static uint32_t mf_overflow(const mf_fmt *f, uint32_t sign, bool saturate) {
-  if (saturate) return sign | mf_max_bits(f);
+  if (saturate || f->kind == MF_FINITE) return sign | mf_max_bits(f);
   if (f->kind == MF_IEEE) return sign | ((1u << f->ebits) - 1) << f->mbits;
   return mf_nan(f, sign);
 }
 
 double cvt_minifloat_decode(smelt_dtype t, uint32_t bits) {
+  if (t == SMELT_F8E8M0) return (bits & 0xff) == 0xff ? NAN : ldexp(1.0, (int)(bits & 0xff) - 127);
   const mf_fmt *f = mf_of(t);
   if (!f) return NAN;
   int m = f->mbits;
@@ -75,11 +82,12 @@ double cvt_minifloat_decode(smelt_dtype t, uint32_t bits) {
 }
 
 uint32_t cvt_minifloat_encode(smelt_dtype t, double x, bool saturate) {
+  if (t == SMELT_F8E8M0) return cvt_e8m0_encode(x, saturate, CVT_ROUND_UP);
   const mf_fmt *f = mf_of(t);
   if (!f) return 0;
   int m = f->mbits, emin = 1 - f->bias;
   uint32_t sign = signbit(x) ? 1u << (f->ebits + m) : 0;
-  if (isnan(x)) return mf_nan(f, sign);
+  if (isnan(x)) return f->kind == MF_FINITE ? 0 : mf_nan(f, sign);
   double ax = fabs(x);
   if (isinf(ax)) return mf_overflow(f, sign, saturate);
   int e2;
@@ -99,10 +107,38 @@ uint32_t cvt_minifloat_encode(smelt_dtype t, double x, bool saturate) {
   return sign | ef << m | (ri - (1u << m));
 }
 
+uint32_t cvt_e8m0_encode(double x, bool saturate, cvt_round r) {
+  if (isnan(x)) return 0xff;
+  double a = fabs(x);
+  if (isinf(a)) return saturate ? 0xfe : 0xff;
+  if (a == 0) return saturate ? 0 : 0xff; /* below the smallest, 2^-127 */
+  int e2;
+  double m = frexp(a, &e2); /* a = m 2^e2, m in [0.5, 1): a in [2^(e2-1), 2^e2) */
+  int k = e2 - 1;
+  if (r == CVT_ROUND_UP && m > 0.5) k++;
+  if (r == CVT_ROUND_NEAREST && m >= 0.75) k++; /* a >= 1.5 2^k: ties go up */
+  if (r == CVT_ROUND_UP && k < -127) k = -127; /* rounding up lands on the smallest */
+  if (k > 127) return saturate ? 0xfe : 0xff;
+  if (k < -127) return saturate ? 0 : 0xff;
+  return (uint32_t)(k + 127);
+}
+
+/* ---- packed integers ---- */
+
+/* float → int4/uint4/int2/uint2: truncate, then wrap modulo 2^bits (see
+ * convert.h).  fmod is exact, so any finite double wraps correctly. */
+static unsigned f64_to_packed_int(double v, int bits) {
+  if (!isfinite(v)) return 0;
+  double m = fmod(trunc(v), (double)(1u << bits));
+  if (m < 0) m += (double)(1u << bits);
+  return (unsigned)m;
+}
+
 /* ---- tiles ---- */
 
 bool cvt_supported(smelt_dtype t) {
-  return cvt_is_intlike(t) || t == SMELT_F32 || t == SMELT_F64 || mf_of(t) != NULL;
+  return cvt_is_intlike(t) || t == SMELT_F32 || t == SMELT_F64 || t == SMELT_F8E8M0 ||
+         mf_of(t) != NULL;
 }
 
 #define LOAD_LOOP(T, EXPR)                             \
@@ -114,13 +150,15 @@ bool cvt_supported(smelt_dtype t) {
     }                                                  \
   } while (0)
 
-void cvt_load_f64(smelt_dtype t, const void *src, int64_t st, int64_t n, double *dst) {
+/* Loads of byte-addressed types from src (element 0 there). */
+static void load_f64_bytes(smelt_dtype t, const void *src, int64_t st, int64_t n, double *dst) {
   switch (t) {
     case SMELT_F32: LOAD_LOOP(float, v); break;
     case SMELT_F64: LOAD_LOOP(double, v); break;
     case SMELT_F16: LOAD_LOOP(uint16_t, f16_to_f32(v)); break;
     case SMELT_BF16: LOAD_LOOP(uint16_t, bf16_to_f32(v)); break;
     case SMELT_F8E4M3FN: case SMELT_F8E4M3FNUZ: case SMELT_F8E5M2: case SMELT_F8E5M2FNUZ:
+    case SMELT_F8E8M0:
       LOAD_LOOP(uint8_t, cvt_minifloat_decode(t, v));
       break;
     case SMELT_BOOL: LOAD_LOOP(uint8_t, v != 0); break;
@@ -137,7 +175,7 @@ void cvt_load_f64(smelt_dtype t, const void *src, int64_t st, int64_t n, double 
   }
 }
 
-void cvt_load_i64(smelt_dtype t, const void *src, int64_t st, int64_t n, int64_t *dst) {
+static void load_i64_bytes(smelt_dtype t, const void *src, int64_t st, int64_t n, int64_t *dst) {
   switch (t) {
     case SMELT_BOOL: LOAD_LOOP(uint8_t, v != 0); break;
     case SMELT_I8: LOAD_LOOP(int8_t, v); break;
@@ -151,6 +189,42 @@ void cvt_load_i64(smelt_dtype t, const void *src, int64_t st, int64_t n, int64_t
     default:
       for (int64_t i = 0; i < n; i++) dst[i] = 0;
   }
+}
+
+static const void *elem_ptr(smelt_dtype t, const void *base, int64_t i) {
+  return (const char *)base + (size_t)i * dtype_size(t);
+}
+
+void cvt_load_f64_at(smelt_dtype t, const void *base, int64_t first, int64_t st, int64_t n,
+                     double *dst) {
+  if (!dtype_is_subbyte(t)) {
+    load_f64_bytes(t, elem_ptr(t, base, first), st, n, dst);
+    return;
+  }
+  int bits = dtype_bits(t);
+  for (int64_t i = 0; i < n; i++) {
+    unsigned code = sb_get(base, bits, first + i * st);
+    dst[i] = t == SMELT_F4E2M1 ? sb_f4e2m1_value(code) : sb_int_value(t, code);
+  }
+}
+
+void cvt_load_i64_at(smelt_dtype t, const void *base, int64_t first, int64_t st, int64_t n,
+                     int64_t *dst) {
+  if (!dtype_is_subbyte(t)) {
+    load_i64_bytes(t, elem_ptr(t, base, first), st, n, dst);
+    return;
+  }
+  int bits = dtype_bits(t);
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = t == SMELT_F4E2M1 ? 0 : sb_int_value(t, sb_get(base, bits, first + i * st));
+}
+
+void cvt_load_f64(smelt_dtype t, const void *src, int64_t st, int64_t n, double *dst) {
+  cvt_load_f64_at(t, src, 0, st, n, dst);
+}
+
+void cvt_load_i64(smelt_dtype t, const void *src, int64_t st, int64_t n, int64_t *dst) {
+  cvt_load_i64_at(t, src, 0, st, n, dst);
 }
 
 /* Float to integer: truncate, saturate at [lo, hi], NaN to 0.  hi_excl is the
@@ -167,7 +241,8 @@ void cvt_load_i64(smelt_dtype t, const void *src, int64_t st, int64_t n, int64_t
     }                                        \
   } while (0)
 
-void cvt_store_f64(smelt_dtype t, const double *src, int64_t n, void *dst, bool saturate) {
+static void store_f64_bytes(smelt_dtype t, const double *src, int64_t n, void *dst,
+                            const cvt_opts *o) {
   switch (t) {
     case SMELT_F32: STORE_LOOP(float, (float)v); break;
     case SMELT_F64: STORE_LOOP(double, v); break;
@@ -175,7 +250,10 @@ void cvt_store_f64(smelt_dtype t, const double *src, int64_t n, void *dst, bool 
       STORE_LOOP(uint16_t, (uint16_t)cvt_minifloat_encode(t, v, false));
       break;
     case SMELT_F8E4M3FN: case SMELT_F8E4M3FNUZ: case SMELT_F8E5M2: case SMELT_F8E5M2FNUZ:
-      STORE_LOOP(uint8_t, (uint8_t)cvt_minifloat_encode(t, v, saturate));
+      STORE_LOOP(uint8_t, (uint8_t)cvt_minifloat_encode(t, v, o->saturate));
+      break;
+    case SMELT_F8E8M0:
+      STORE_LOOP(uint8_t, (uint8_t)cvt_e8m0_encode(v, o->saturate, o->e8m0_round));
       break;
     case SMELT_BOOL: STORE_LOOP(uint8_t, v != 0); break;
     case SMELT_I8: STORE_LOOP(int8_t, F2I(int8_t, INT8_MIN, INT8_MAX, 128.0)); break;
@@ -194,6 +272,25 @@ void cvt_store_f64(smelt_dtype t, const double *src, int64_t n, void *dst, bool 
   }
 }
 
+void cvt_store_f64_at(smelt_dtype t, const double *src, int64_t n, void *base, int64_t first,
+                      const cvt_opts *o) {
+  if (!dtype_is_subbyte(t)) {
+    store_f64_bytes(t, src, n, (char *)base + (size_t)first * dtype_size(t), o);
+    return;
+  }
+  int bits = dtype_bits(t);
+  for (int64_t i = 0; i < n; i++) {
+    unsigned code = t == SMELT_F4E2M1 ? cvt_minifloat_encode(t, src[i], true)
+                                      : f64_to_packed_int(src[i], bits);
+    sb_set(base, bits, first + i, code);
+  }
+}
+
+void cvt_store_f64(smelt_dtype t, const double *src, int64_t n, void *dst, bool saturate) {
+  cvt_opts o = {saturate, CVT_ROUND_UP};
+  cvt_store_f64_at(t, src, n, dst, 0, &o);
+}
+
 #define ISTORE_LOOP(T, EXPR)                 \
   do {                                       \
     T *d_ = dst;                             \
@@ -203,9 +300,10 @@ void cvt_store_f64(smelt_dtype t, const double *src, int64_t n, void *dst, bool 
     }                                        \
   } while (0)
 
-void cvt_store_i64(smelt_dtype t, const int64_t *src, bool src_unsigned, int64_t n, void *dst,
-                   bool saturate) {
 #define AS_F(FT) (src_unsigned ? (FT)(uint64_t)v : (FT)v)
+
+static void store_i64_bytes(smelt_dtype t, const int64_t *src, bool src_unsigned, int64_t n,
+                            void *dst, const cvt_opts *o) {
   switch (t) {
     case SMELT_F32: ISTORE_LOOP(float, AS_F(float)); break;
     case SMELT_F64: ISTORE_LOOP(double, AS_F(double)); break;
@@ -213,7 +311,10 @@ void cvt_store_i64(smelt_dtype t, const int64_t *src, bool src_unsigned, int64_t
       ISTORE_LOOP(uint16_t, (uint16_t)cvt_minifloat_encode(t, AS_F(double), false));
       break;
     case SMELT_F8E4M3FN: case SMELT_F8E4M3FNUZ: case SMELT_F8E5M2: case SMELT_F8E5M2FNUZ:
-      ISTORE_LOOP(uint8_t, (uint8_t)cvt_minifloat_encode(t, AS_F(double), saturate));
+      ISTORE_LOOP(uint8_t, (uint8_t)cvt_minifloat_encode(t, AS_F(double), o->saturate));
+      break;
+    case SMELT_F8E8M0:
+      ISTORE_LOOP(uint8_t, (uint8_t)cvt_e8m0_encode(AS_F(double), o->saturate, o->e8m0_round));
       break;
     case SMELT_BOOL: ISTORE_LOOP(uint8_t, v != 0); break;
     /* Integer narrowing wraps: go through the unsigned type of the target. */
@@ -227,5 +328,27 @@ void cvt_store_i64(smelt_dtype t, const int64_t *src, bool src_unsigned, int64_t
     case SMELT_U64: ISTORE_LOOP(uint64_t, (uint64_t)v); break;
     default: break;
   }
-#undef AS_F
 }
+
+void cvt_store_i64_at(smelt_dtype t, const int64_t *src, bool src_unsigned, int64_t n, void *base,
+                      int64_t first, const cvt_opts *o) {
+  if (!dtype_is_subbyte(t)) {
+    store_i64_bytes(t, src, src_unsigned, n, (char *)base + (size_t)first * dtype_size(t), o);
+    return;
+  }
+  int bits = dtype_bits(t);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = src[i];
+    /* Packed integers wrap like the other integer narrowings. */
+    unsigned code = t == SMELT_F4E2M1 ? cvt_minifloat_encode(t, AS_F(double), true)
+                                      : (unsigned)((uint64_t)v & ((1u << bits) - 1));
+    sb_set(base, bits, first + i, code);
+  }
+}
+
+void cvt_store_i64(smelt_dtype t, const int64_t *src, bool src_unsigned, int64_t n, void *dst,
+                   bool saturate) {
+  cvt_opts o = {saturate, CVT_ROUND_UP};
+  cvt_store_i64_at(t, src, src_unsigned, n, dst, 0, &o);
+}
+#undef AS_F

@@ -1,12 +1,16 @@
 /* Normalizations over contiguous rows: LayerNormalization, RMSNormalization,
  * InstanceNormalization, GroupNormalization; and BatchNormalization
  * (inference form).  Rows are computed in double (two-pass variance) and
- * stored in the element type; rows run in parallel on the pool. */
+ * stored in the element type; rows run in parallel on the pool.
+ * f32 LayerNormalization with a full-size scale (and bias) runs the
+ * vectorized row kernel of kernels/vmath.h (statistics in double,
+ * normalization in f32). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/vmath.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
 
@@ -139,6 +143,51 @@ static smelt_status ln_infer_kind(op_ctx *c, bool rms) {
   return SMELT_OK;
 }
 
+/* ---- f32 LayerNormalization fast path ---- */
+
+typedef struct ln_f32_job {
+  const vmath_kernels *vm;
+  const float *x, *scale, *bias;
+  float *y, *mean, *inv;
+  int64_t n;
+  float eps;
+} ln_f32_job;
+
+static void ln_f32_rows(void *vctx, int64_t r0, int64_t r1) {
+  const ln_f32_job *j = vctx;
+  for (int64_t r = r0; r < r1; r++)
+    j->vm->layernorm_row(j->x + r * j->n, j->y + r * j->n, j->n, j->scale, j->bias, j->eps,
+                         j->mean ? j->mean + r : NULL, j->inv ? j->inv + r : NULL);
+}
+
+/* A float tensor that holds exactly the normalized block dims[axis:] (no broadcast). */
+static bool ln_full_param(const tensor *t, const tensor *x, int axis) {
+  if (!t || t->dtype != SMELT_F32 || t->rank > x->rank - axis) return false;
+  for (int i = 0; i < x->rank - axis; i++) {
+    int64_t want = x->dims[axis + i];
+    int k = i - (x->rank - axis - t->rank); /* t's dim aligned with it, or < 0 */
+    if ((k < 0 && want != 1) || (k >= 0 && t->dims[k] != want)) return false;
+  }
+  return true;
+}
+
+static bool ln_f32_fast(op_ctx *c, int axis, int64_t rows, int64_t n, smelt_status *st) {
+  const tensor *x = c->in[0], *scale = c->in[1], *bias = op_in(c, 2);
+  if (x->dtype != SMELT_F32 || n <= 0 || !ln_full_param(scale, x, axis) ||
+      (bias && !ln_full_param(bias, x, axis)))
+    return false;
+  for (int i = 1; i < c->n_out; i++)
+    if (c->out[i]->dtype != SMELT_F32) return false;
+  ln_f32_job j = {.vm = vmath_get(isa_active()), .x = x->data, .scale = scale->data,
+                  .bias = bias ? bias->data : NULL, .y = c->out[0]->data,
+                  .mean = c->n_out > 1 ? c->out[1]->data : NULL,
+                  .inv = c->n_out > 2 ? c->out[2]->data : NULL, .n = n,
+                  .eps = op_attr_float(c, "epsilon", 1e-5f)};
+  pool_parallel_for(c->pool, rows, 1 + 16384 / n, ln_f32_rows, &j);
+  *st = SMELT_OK;
+  return true;
+}
+
 static smelt_status ln_run_kind(op_ctx *c, bool rms) {
   const tensor *x = c->in[0], *scale = c->in[1], *bias = rms ? NULL : op_in(c, 2);
   int axis;
@@ -146,6 +195,8 @@ static smelt_status ln_run_kind(op_ctx *c, bool rms) {
   rownorm j = {.x = x, .y = c->out[0], .rms = rms, .eps = op_attr_float(c, "epsilon", 1e-5f),
                .R = 1, .P = 0, .D = 1};
   nn_split_axis(x, axis, true, &j.rows, &j.n, &(int64_t){0});
+  smelt_status fast;
+  if (!rms && ln_f32_fast(c, axis, j.rows, j.n, &fast)) return fast;
   if (!rms && c->n_out > 1) j.mean_out = c->out[1];
   if (c->n_out > (rms ? 1 : 2)) j.inv_out = c->out[rms ? 1 : 2];
   double *sc = NULL, *bi = NULL;

@@ -258,6 +258,7 @@ static smelt_status pool_fast(op_ctx *c, const pool_geom *g, bool *done) {
                    .dh = two ? w->dil[0] : 1, .dw = w->dil[two], .pt = two ? w->pad_lo[0] : 0,
                    .pl = w->pad_lo[two], .pb = two ? w->pad_hi[0] : 0, .pr = w->pad_hi[two],
                    .is_max = g->kind == POOL_MAX, .count_pad = g->count_pad};
+  if (!pool2d_supports(&d)) return SMELT_OK;
   *done = true;
   return pool2d_f32(c->pool, &d, isa_active(), x->data, c->out[0]->data);
 }

@@ -209,7 +209,7 @@ typedef struct requant {
 } requant;
 
 static double requant_value(const requant *r, int64_t acc, int64_t m, int64_t n) {
-  double mult = q_round_to(r->st, q_round_to(r->st, r->as[r->as_per ? m : 0] * r->bs[r->bs_per ? n : 0]) /
+  double mult = nn_round_to(r->st, nn_round_to(r->st, r->as[r->as_per ? m : 0] * r->bs[r->bs_per ? n : 0]) /
                                       r->ys[r->ys_per ? n : 0]);
   return (double)acc * mult + r->yz[r->yz_per ? n : 0];
 }

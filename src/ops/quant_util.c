@@ -1,6 +1,5 @@
 #include "ops/quant_util.h"
 
-#include "ops/convert.h"
 #include "util/err.h"
 
 bool q_int_range(smelt_dtype t, int64_t *lo, int64_t *hi) {
@@ -10,15 +9,12 @@ bool q_int_range(smelt_dtype t, int64_t *lo, int64_t *hi) {
     case SMELT_U16: *lo = 0, *hi = UINT16_MAX; return true;
     case SMELT_I16: *lo = INT16_MIN, *hi = INT16_MAX; return true;
     case SMELT_I32: *lo = INT32_MIN, *hi = INT32_MAX; return true;
+    /* packed (ir/subbyte.h): the convert.h stores take them by element index */
+    case SMELT_U4: *lo = 0, *hi = 15; return true;
+    case SMELT_I4: *lo = -8, *hi = 7; return true;
+    case SMELT_U2: *lo = 0, *hi = 3; return true;
+    case SMELT_I2: *lo = -2, *hi = 1; return true;
     default: return false;
-  }
-}
-
-double q_round_to(smelt_dtype t, double v) {
-  switch (t) {
-    case SMELT_F32: return (float)v;
-    case SMELT_F16: case SMELT_BF16: return cvt_minifloat_decode(t, cvt_minifloat_encode(t, v, false));
-    default: return v;
   }
 }
 

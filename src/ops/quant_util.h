@@ -42,8 +42,5 @@ static inline int64_t q_round_clamp(double v, int64_t lo, int64_t hi) {
   if (r >= (double)hi) return hi;
   return (int64_t)r;
 }
-/* v rounded to dtype t's precision (f16, bf16, f32; others unchanged): to
- * repeat arithmetic done in that type one operation at a time. */
-double q_round_to(smelt_dtype t, double v);
 
 #endif

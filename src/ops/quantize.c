@@ -4,7 +4,9 @@
  * Integer results are exact: x / scale is computed in the precision ONNX
  * names (the `precision` attribute, else the scale's type), rounded half to
  * even and saturated to the target range.  float8 targets round to nearest
- * even and follow `saturate`.  Dequantization multiplies the exact integer
+ * even and follow `saturate`; float4e2m1 rounds the same way and always
+ * saturates.  Packed types (int4 uint4 int2 uint2 float4e2m1) are read and
+ * written by element index (the *_at forms of convert.h).  Dequantization multiplies the exact integer
  * difference x - zero_point by the scale in f32 (f64 for f64 scales). */
 #include <stdlib.h>
 
@@ -13,8 +15,10 @@
 #include "ops/quant_util.h"
 #include "util/err.h"
 
+/* The float quantized types: float8 kinds and float4e2m1 (zero point 0). */
 static bool is_float8(smelt_dtype t) {
-  return t == SMELT_F8E4M3FN || t == SMELT_F8E4M3FNUZ || t == SMELT_F8E5M2 || t == SMELT_F8E5M2FNUZ;
+  return t == SMELT_F8E4M3FN || t == SMELT_F8E4M3FNUZ || t == SMELT_F8E5M2 ||
+         t == SMELT_F8E5M2FNUZ || t == SMELT_F4E2M1;
 }
 
 static smelt_status check_scale(const tensor *s, const char *what) {
@@ -36,8 +40,7 @@ static smelt_status quant_out_type(op_ctx *c, smelt_dtype *t) {
     return err_set(SMELT_ERR_UNSUPPORTED, "attribute output_dtype %lld is not supported", (long long)od);
   *t = zp ? zp->dtype : od ? (smelt_dtype)od : SMELT_U8;
   if (is_float8(*t) || (*t != SMELT_I32 && q_int_range(*t, &lo, &hi))) return SMELT_OK;
-  return err_set(SMELT_ERR_UNSUPPORTED, "quantizing to %s is not supported%s", dtype_name(*t),
-                 dtype_size(*t) ? "" : " (smelt has no sub-byte tensors)");
+  return err_set(SMELT_ERR_UNSUPPORTED, "quantizing to %s is not supported", dtype_name(*t));
 }
 
 static smelt_status quant_infer(op_ctx *c) {
@@ -68,7 +71,7 @@ typedef struct quant_job {
 static void quant_row(const quant_job *j, int64_t o, int64_t d, double *v, int64_t *iv) {
   for (int64_t i = 0; i < j->l.inner; i++) {
     int64_t k = q_index(&j->l, o, d, i);
-    double q = q_round_to(j->prec, q_round_to(j->prec, v[i]) / q_round_to(j->prec, j->scale[k]));
+    double q = nn_round_to(j->prec, nn_round_to(j->prec, v[i]) / nn_round_to(j->prec, j->scale[k]));
     if (is_float8(j->out)) v[i] = q;
     else iv[i] = q_round_clamp(nearbyint(q) + (j->zp ? j->zp[k] : 0), j->lo, j->hi); /* round, then shift */
   }
@@ -120,15 +123,14 @@ static smelt_status quant_run(op_ctx *c) {
   if (!st) st = nn_alloc((void **)&iv, j.l.inner ? j.l.inner : 1, sizeof(int64_t), "row");
   j.scale = scale;
   j.zp = is_float8(j.out) ? NULL : zpv;
-  size_t ies = dtype_size(x->dtype), oes = dtype_size(j.out);
+  cvt_opts co = {j.saturate, CVT_ROUND_UP};
   for (int64_t o = 0; !st && o < j.l.outer; o++)
     for (int64_t d = 0; d < j.l.D; d++) {
       int64_t row = (o * j.l.D + d) * j.l.inner;
-      cvt_load_f64(x->dtype, (const char *)x->data + (size_t)row * ies, 1, j.l.inner, v);
+      cvt_load_f64_at(x->dtype, x->data, row, 1, j.l.inner, v);
       quant_row(&j, o, d, v, iv);
-      void *dst = (char *)c->out[0]->data + (size_t)row * oes;
-      if (is_float8(j.out)) cvt_store_f64(j.out, v, j.l.inner, dst, j.saturate);
-      else cvt_store_i64(j.out, iv, false, j.l.inner, dst, false);
+      if (is_float8(j.out)) cvt_store_f64_at(j.out, v, j.l.inner, c->out[0]->data, row, &co);
+      else cvt_store_i64_at(j.out, iv, false, j.l.inner, c->out[0]->data, row, &co);
     }
   free(scale);
   free(zpv);
@@ -184,16 +186,16 @@ static smelt_status dequant_run(op_ctx *c) {
   if (!st && zp) st = quant_params(zp, &zpv);
   if (!st && zp && is_float8(x->dtype)) st = quant_check_f8_zp(zpv, tensor_numel(zp));
   if (!st) st = nn_alloc((void **)&v, l.inner ? l.inner : 1, sizeof(double), "row");
-  size_t ies = dtype_size(x->dtype), oes = dtype_size(c->out[0]->dtype);
+  cvt_opts co = {false, CVT_ROUND_UP};
   for (int64_t o = 0; !st && o < l.outer; o++)
     for (int64_t d = 0; d < l.D; d++) {
       int64_t row = (o * l.D + d) * l.inner;
-      cvt_load_f64(x->dtype, (const char *)x->data + (size_t)row * ies, 1, l.inner, v);
+      cvt_load_f64_at(x->dtype, x->data, row, 1, l.inner, v);
       for (int64_t i = 0; i < l.inner; i++) {
         int64_t k = q_index(&l, o, d, i);
-        v[i] = q_round_to(work, (v[i] - (zpv ? zpv[k] : 0)) * scale[k]);
+        v[i] = nn_round_to(work, (v[i] - (zpv ? zpv[k] : 0)) * scale[k]);
       }
-      cvt_store_f64(c->out[0]->dtype, v, l.inner, (char *)c->out[0]->data + (size_t)row * oes, false);
+      cvt_store_f64_at(c->out[0]->dtype, v, l.inner, c->out[0]->data, row, &co);
     }
   free(scale);
   free(zpv);

@@ -132,7 +132,8 @@ static smelt_status bern_run(op_ctx *c) {
     if (!(p >= 0 && p <= 1))
       return err_set(SMELT_ERR_RUNTIME, "probability %g at %lld is outside [0, 1]", p, (long long)i);
     v = rng_uniform(&r) < p ? 1.0 : 0.0;
-    cvt_store_f64(y->dtype, &v, 1, (char *)y->data + (size_t)i * dtype_size(y->dtype), true);
+    cvt_opts o = cvt_opts_default();
+    cvt_store_f64_at(y->dtype, &v, 1, y->data, i, &o); /* by index: packed types too */
   }
   return SMELT_OK;
 }

@@ -1,7 +1,8 @@
 /* Shape family: ops that compute or change a shape and copy bytes unchanged
  * (Shape Size Reshape Flatten Squeeze Unsqueeze Identity Dropout) and ops that
  * make a tensor from attributes or scalars (Constant ConstantOfShape Range
- * EyeLike). */
+ * EyeLike).  The byte-copying ops keep the element order, so they take packed
+ * sub-byte tensors as they are (su_check_copyable). */
 #include <math.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@ static smelt_status identity_infer(op_ctx *c) {
     c->out[0]->kind = x->kind;
     return SMELT_OK;
   }
-  TRY(su_check_movable(x, 0));
+  TRY(su_check_copyable(x, 0));
   op_out_like(c, 0, 0);
   return SMELT_OK;
 }
@@ -230,7 +231,7 @@ static smelt_status reshape_resolve(op_ctx *c, const int64_t *shp, int n, bool a
 }
 
 static smelt_status reshape_infer(op_ctx *c) {
-  TRY(su_check_movable(c->in[0], 0));
+  TRY(su_check_copyable(c->in[0], 0));
   int64_t shp[SMELT_MAX_RANK];
   int n;
   bool allowzero = c->opset >= 14 && op_attr_int(c, "allowzero", 0) != 0;
@@ -265,7 +266,7 @@ static smelt_status reshape_infer(op_ctx *c) {
 
 static smelt_status flatten_infer(op_ctx *c) {
   tensor *x = c->in[0];
-  TRY(su_check_movable(x, 0));
+  TRY(su_check_copyable(x, 0));
   int64_t axis = op_attr_int(c, "axis", 1), d[2] = {DIM_UNKNOWN, DIM_UNKNOWN};
   if (x->rank >= 0) {
     if (axis < -x->rank || axis > x->rank)
@@ -327,7 +328,7 @@ static smelt_status squeeze_all_ones(op_ctx *c) {
 
 static smelt_status squeeze_infer(op_ctx *c) {
   tensor *x = c->in[0];
-  TRY(su_check_movable(x, 0));
+  TRY(su_check_copyable(x, 0));
   int64_t axes[SMELT_MAX_RANK], d[SMELT_MAX_RANK];
   int n;
   bool present, known;
@@ -365,7 +366,7 @@ static smelt_status squeeze_infer(op_ctx *c) {
 
 static smelt_status unsqueeze_infer(op_ctx *c) {
   tensor *x = c->in[0];
-  TRY(su_check_movable(x, 0));
+  TRY(su_check_copyable(x, 0));
   int64_t axes[SMELT_MAX_RANK], d[SMELT_MAX_RANK];
   int n;
   bool present, known;
@@ -408,7 +409,7 @@ static smelt_status constant_value(op_ctx *c, tensor *v) {
   const char *nm = found->name;
   if (!strcmp(nm, "value") && found->type == IR_ATTR_TENSOR && found->t) {
     *v = *found->t;
-    if (dtype_size(v->dtype) == 0)
+    if (dtype_bits(v->dtype) == 0) /* packed types are copied as bytes */
       return err_set(SMELT_ERR_UNSUPPORTED, "constant of type %s is not supported",
                      dtype_name(v->dtype));
     v->owns_data = false;

@@ -21,7 +21,17 @@ smelt_status su_check_i64(const tensor *t, const char *what) {
 }
 
 smelt_status su_check_movable(const tensor *t, int i) {
+  if (t->dtype != SMELT_UNDEFINED && dtype_is_subbyte(t->dtype))
+    return err_set(SMELT_ERR_UNSUPPORTED, "input %d has type %s: this op does not support "
+                   "packed sub-byte types", i, dtype_name(t->dtype));
   if (t->dtype != SMELT_UNDEFINED && dtype_size(t->dtype) == 0)
+    return err_set(SMELT_ERR_UNSUPPORTED, "input %d has type %s, which smelt cannot store", i,
+                   dtype_name(t->dtype));
+  return SMELT_OK;
+}
+
+smelt_status su_check_copyable(const tensor *t, int i) {
+  if (t->dtype != SMELT_UNDEFINED && dtype_bits(t->dtype) == 0)
     return err_set(SMELT_ERR_UNSUPPORTED, "input %d has type %s, which smelt cannot store", i,
                    dtype_name(t->dtype));
   return SMELT_OK;

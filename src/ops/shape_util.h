@@ -27,6 +27,9 @@ smelt_status su_check_i64(const tensor *t, const char *what);
 /* Error unless the dtype has a fixed element size smelt can move (no strings,
  * no sub-byte types); i is the input index for the message. */
 smelt_status su_check_movable(const tensor *t, int i);
+/* Weaker: error unless the bytes of t can be copied whole (packed sub-byte
+ * types pass: ops that keep the element order copy them unchanged). */
+smelt_status su_check_copyable(const tensor *t, int i);
 
 /* Normalizes each axis in axes[0..n) into [0, rank) in place; rejects
  * duplicates.  what names the attribute or input in errors. */

@@ -1,11 +1,13 @@
 /* Softmax, LogSoftmax, Hardmax.  Opset >= 13: along one axis (default -1).
  * Opset < 13: the input is coerced to 2-D at axis (default 1) and each row
  * of prod(dims[axis:]) elements is normalized.  Rows (strided for an inner
- * axis) are computed in double and run in parallel. */
+ * axis) are computed in double and run in parallel.  f32 Softmax over
+ * contiguous rows runs the vectorized row kernel of kernels/vmath.h. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "kernels/vmath.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
 
@@ -36,6 +38,7 @@ typedef struct smax_job {
   tensor *y;
   int64_t n, inner;
   smax_kind kind;
+  const vmath_kernels *vm;
   atomic_bool failed;
 } smax_job;
 
@@ -60,18 +63,11 @@ static void smax_row(const smax_job *j, double *v) {
   }
 }
 
-/* The hot case (attention scores): an f32 Softmax over contiguous rows, in
- * float with expf and a double sum; within an ulp or two of the double path. */
+/* The hot case (attention scores): an f32 Softmax over contiguous rows,
+ * vectorized exp and a double sum (kernels/vmath.h). */
 static void smax_rows_f32(const smax_job *j, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; r++) {
-    const float *x = (const float *)j->x->data + r * j->n;
-    float *y = (float *)j->y->data + r * j->n, mx = x[0];
-    for (int64_t i = 1; i < j->n; i++) mx = x[i] > mx || mx != mx ? x[i] : mx;
-    double sum = 0;
-    for (int64_t i = 0; i < j->n; i++) sum += (y[i] = expf(x[i] - mx));
-    float inv = (float)(1.0 / sum);
-    for (int64_t i = 0; i < j->n; i++) y[i] *= inv;
-  }
+  for (int64_t r = r0; r < r1; r++)
+    j->vm->softmax_row((const float *)j->x->data + r * j->n, (float *)j->y->data + r * j->n, j->n);
 }
 
 static void smax_rows(void *vctx, int64_t r0, int64_t r1) {
@@ -98,7 +94,7 @@ static smelt_status smax_run_kind(op_ctx *c, smax_kind kind) {
   const tensor *x = c->in[0];
   int axis;
   TRY(smax_axis(c, x->rank, &axis));
-  smax_job j = {.x = x, .y = c->out[0], .kind = kind};
+  smax_job j = {.x = x, .y = c->out[0], .kind = kind, .vm = vmath_get(isa_active())};
   int64_t outer;
   if (x->rank == 0) outer = j.n = j.inner = 1;
   else nn_split_axis(x, axis, c->opset < 13, &outer, &j.n, &j.inner);

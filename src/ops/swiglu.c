@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "ops/nn_util.h"
-#include "ops/quant_util.h"
 #include "util/err.h"
 
 static smelt_status swiglu_infer(op_ctx *c) {
@@ -36,8 +35,8 @@ static smelt_status swiglu_run(op_ctx *c) {
     nn_load_f64(dt, a->data, 0, 1, n, va);
     nn_load_f64(dt, b->data, 0, 1, n, vb);
     for (int64_t i = 0; i < n; i++) {
-      double sig = q_round_to(dt, 1.0 / (1.0 + exp(-alpha * va[i])));
-      va[i] = q_round_to(dt, q_round_to(dt, va[i] * sig) * vb[i]);
+      double sig = nn_round_to(dt, 1.0 / (1.0 + exp(-alpha * va[i])));
+      va[i] = nn_round_to(dt, nn_round_to(dt, va[i] * sig) * vb[i]);
     }
     nn_store_f64(dt, c->out[0]->data, 0, 1, n, va);
   }

@@ -1,8 +1,11 @@
 /* Unary math: Abs Neg Sign Reciprocal Floor Ceil Round Sqrt Exp Log Erf Tanh,
  * the trigonometric and hyperbolic functions, IsNaN and IsInf.  Float kernels
- * evaluate in their own precision (f16/bf16 in f32); integer Abs/Neg wrap. */
+ * evaluate in their own precision (f16/bf16 in f32); integer Abs/Neg wrap.
+ * f32 Exp, Erf and Tanh over contiguous rows use the vectorized kernels of
+ * kernels/vmath.h (a few ulps, stated there); other strides use libm. */
 #include <tgmath.h>
 
+#include "kernels/vmath.h"
 #include "ops/broadcast.h"
 #include "util/err.h"
 
@@ -17,10 +20,7 @@
   EW_ROW1(Ceil_##sfx, T, T, ceil(x))                             \
   EW_ROW1(Round_##sfx, T, T, nearbyint(x)) /* ties to even */    \
   EW_ROW1(Sqrt_##sfx, T, T, sqrt(x))                             \
-  EW_ROW1(Exp_##sfx, T, T, exp(x))                               \
   EW_ROW1(Log_##sfx, T, T, log(x))                               \
-  EW_ROW1(Erf_##sfx, T, T, erf(x))                               \
-  EW_ROW1(Tanh_##sfx, T, T, tanh(x))                             \
   EW_ROW1(Sin_##sfx, T, T, sin(x))                               \
   EW_ROW1(Cos_##sfx, T, T, cos(x))                               \
   EW_ROW1(Tan_##sfx, T, T, tan(x))                               \
@@ -41,6 +41,29 @@ typedef struct isinf_params {
 
 FLOAT_UNARY(f32, float)
 FLOAT_UNARY(f64, double)
+EW_ROW1(Exp_f64, double, double, exp(x))
+EW_ROW1(Erf_f64, double, double, erf(x))
+EW_ROW1(Tanh_f64, double, double, tanh(x))
+
+/* f32 rows: params is the vmath table (kernels/vmath.h) for contiguous rows. */
+#define VMATH_ROW(NAME, OP, EXPR)                                                       \
+  static void NAME(const void *params, int64_t n, void *out_, const void *const *in,  \
+                   const int64_t *st) {                                                \
+    const vmath_kernels *vk = params;                                                  \
+    const float *a = in[0];                                                            \
+    float *o = out_;                                                                   \
+    if (st[0] == 1 && vk) {                                                            \
+      vk->op[OP](a, o, n);                                                             \
+      return;                                                                          \
+    }                                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      float x = a[i * st[0]];                                                          \
+      o[i] = (EXPR);                                                                   \
+    }                                                                                  \
+  }
+VMATH_ROW(Exp_f32, VMATH_EXP, expf(x))
+VMATH_ROW(Erf_f32, VMATH_ERF, erff(x))
+VMATH_ROW(Tanh_f32, VMATH_TANH, tanhf(x))
 
 #define SINT_UNARY(sfx, T, U)                                     \
   EW_ROW1(Abs_##sfx, T, T, x < 0 ? (T)(0u - (U)x) : x)           \
@@ -91,10 +114,15 @@ UNARY_OP(floor, false)
 UNARY_OP(ceil, false)
 UNARY_OP(round, false)
 UNARY_OP(sqrt, false)
-UNARY_OP(exp, false)
 UNARY_OP(log, false)
-UNARY_OP(erf, false)
-UNARY_OP(tanh, false)
+
+/* Exp, Erf, Tanh: the f32 rows get the vmath table of the active ISA */
+#define VMATH_OP(NAME)                                                                    \
+  static smelt_status infer_##NAME(op_ctx *c) { return unary_infer(c, NAME##_tab, false); } \
+  static smelt_status run_##NAME(op_ctx *c) { return unary_run(c, NAME##_tab, vmath_get(isa_active())); }
+VMATH_OP(exp)
+VMATH_OP(erf)
+VMATH_OP(tanh)
 UNARY_OP(sin, false)
 UNARY_OP(cos, false)
 UNARY_OP(tan, false)

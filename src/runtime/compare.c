@@ -54,21 +54,26 @@ static void compare_float_elem(cmp_state *st, const tensor *t, int seq, int64_t 
   note(st, t, seq, i, a, e, d, rel, score, bad);
 }
 
-/* |a-e| of two integers, exact before the final rounding to double. */
-/* Element i as a double; float8 kinds decoded exactly. */
+/* Floats compare within tolerance; float4e2m1 is one too (by decoded value). */
+static bool cmp_is_float(smelt_dtype t) { return dtype_is_float(t) || t == SMELT_F4E2M1; }
+
+/* Element i as a double; float8 kinds decoded exactly, packed types through
+ * tensor_get_f64 (ir/subbyte.h). */
 static double elem_f64(const tensor *t, int64_t i) {
   if (dtype_is_float(t->dtype) && dtype_size(t->dtype) == 1)
     return cvt_minifloat_decode(t->dtype, ((const uint8_t *)t->data)[i]);
   return tensor_get_f64(t, i);
 }
 
+/* |a-e| of two integers, exact before the final rounding to double. */
 static double int_dist(bool is_signed, uint64_t a, uint64_t e) {
   bool a_ge = is_signed ? (int64_t)a >= (int64_t)e : a >= e;
   return (double)(a_ge ? a - e : e - a);
 }
 
 static void compare_int_elem(cmp_state *st, const tensor *act, const tensor *exp, int seq, int64_t i) {
-  bool is_signed = dtype_is_signed_int(exp->dtype);
+  smelt_dtype t = exp->dtype;
+  bool is_signed = dtype_is_signed_int(t) || t == SMELT_I4 || t == SMELT_I2;
   uint64_t a = (uint64_t)tensor_get_i64(act, i), e = (uint64_t)tensor_get_i64(exp, i);
   bool bad = a != e;
   double d = int_dist(is_signed, a, e);
@@ -78,17 +83,17 @@ static void compare_int_elem(cmp_state *st, const tensor *act, const tensor *exp
 }
 
 static smelt_status check_dense(const tensor *t, const char *which) {
-  int64_t n = shape_numel(t->rank, t->dims);
-  size_t es = dtype_size(t->dtype);
-  if (t->rank < 0 || t->rank > SMELT_MAX_RANK || n < 0 || (uint64_t)n > SIZE_MAX / es ||
-      (size_t)n * es != t->nbytes || (!t->data && n > 0))
+  size_t nb = 0;
+  bool ok_rank = t->rank >= 0 && t->rank <= SMELT_MAX_RANK;
+  int64_t n = ok_rank ? shape_numel(t->rank, t->dims) : -1;
+  if (!ok_rank || !dtype_nbytes(t->dtype, n, &nb) || nb != t->nbytes || (!t->data && n > 0))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor_compare: the %s tensor's data (%zu bytes) "
                    "does not match its shape", which, t->nbytes);
   return SMELT_OK;
 }
 
 static bool comparable(smelt_dtype t) {
-  return dtype_is_float(t) || t == SMELT_BOOL || dtype_is_int(t);
+  return dtype_is_float(t) || t == SMELT_BOOL || dtype_is_int(t) || dtype_is_subbyte(t);
 }
 
 /* Structural differences (kind, dtype, shape): a message and ok = false. */
@@ -131,7 +136,7 @@ static smelt_status compare_one(cmp_state *st, const tensor *a, const tensor *e,
   TRY(check_dense(a, "actual"));
   TRY(check_dense(e, "expected"));
   int64_t n = shape_numel(e->rank, e->dims);
-  bool fl = dtype_is_float(e->dtype);
+  bool fl = cmp_is_float(e->dtype);
   for (int64_t i = 0; i < n; i++) {
     if (fl) compare_float_elem(st, e, seq, i, elem_f64(a, i), elem_f64(e, i));
     else compare_int_elem(st, a, e, seq, i);
@@ -172,7 +177,7 @@ static smelt_status compare_all(const tensor *actual, const tensor *expected, do
   if (!(rtol >= 0) || !(atol >= 0))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor_compare: tolerances must be >= 0 (rtol %g, "
                    "atol %g)", rtol, atol);
-  cmp_state st = {.r = r, .rtol = rtol, .atol = atol, .exact = !dtype_is_float(expected->dtype)};
+  cmp_state st = {.r = r, .rtol = rtol, .atol = atol, .exact = !cmp_is_float(expected->dtype)};
   if (expected->kind == TENSOR_KIND_SEQUENCE && actual->kind == TENSOR_KIND_SEQUENCE &&
       actual->seq_len == expected->seq_len && actual->dtype == expected->dtype) {
     for (int i = 0; i < expected->seq_len && r->ok; i++) {

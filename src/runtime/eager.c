@@ -161,7 +161,10 @@ static smelt_status run_step(eager_frame *f, int step) {
     memset(&scratch[o], 0, sizeof scratch[o]);
     out[o] = nd->outputs[o] >= 0 ? &f->vals[nd->outputs[o]] : &scratch[o];
   }
+  const run_hook *hook = f->stats ? f->stats->hook : NULL;
+  if (hook) hook->begin(hook->ctx, nd->op_type, nd->name);
   smelt_status s = node_run_cached(g, id, in, out, f->pool, run_subgraph, f, &p->caches[id]);
+  if (hook) hook->end(hook->ctx);
   for (int o = 0; o < nd->n_outputs; o++) {
     if (nd->outputs[o] < 0) tensor_release(&scratch[o]);
     else if (f->stats) f->stats->live_bytes += owned_bytes(out[o]);

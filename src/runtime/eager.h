@@ -4,6 +4,7 @@
 #define SMELT_RUNTIME_EAGER_H
 
 #include "ops/op.h"
+#include "runtime/run_hook.h"
 
 typedef struct eager_plan {
   const ir_graph *graph;
@@ -17,6 +18,7 @@ typedef struct eager_plan {
 typedef struct eager_stats {
   size_t live_bytes, peak_bytes; /* bytes of intermediate tensors owned by the run */
   int64_t nodes_run;
+  const run_hook *hook; /* optional (profiling): told of each node, subgraphs included */
 } eager_stats;
 
 smelt_status eager_plan_build(const ir_graph *g, eager_plan *p);

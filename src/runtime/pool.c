@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/err.h"
@@ -25,6 +26,8 @@ struct smelt_pool {
   int64_t n, chunk;
   atomic_int_fast64_t next;
   int active; /* workers still inside the current job */
+  pool_chunk_observer obs, job_obs; /* set / in force for the current job */
+  void *obs_ctx, *job_obs_ctx;
 };
 
 static _Thread_local const smelt_pool *in_pool_job;
@@ -41,7 +44,16 @@ static void run_chunks(smelt_pool *p) {
     int64_t b = atomic_fetch_add(&p->next, p->chunk);
     if (b >= p->n) break;
     int64_t e = b + p->chunk < p->n ? b + p->chunk : p->n;
+    if (!p->job_obs) {
+      p->fn(p->ctx, b, e);
+      continue;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     p->fn(p->ctx, b, e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    p->job_obs(p->job_obs_ctx, b, e, t0.tv_sec * 1000000000LL + t0.tv_nsec,
+               t1.tv_sec * 1000000000LL + t1.tv_nsec);
   }
   in_pool_job = saved;
 }
@@ -125,6 +137,8 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   p->ctx = ctx;
   p->n = n;
   p->chunk = chunk;
+  p->job_obs = p->obs;
+  p->job_obs_ctx = p->obs_ctx;
   atomic_store(&p->next, 0);
   p->active = p->n_threads - 1;
   p->generation++;
@@ -134,5 +148,13 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   pthread_mutex_lock(&p->mu);
   while (p->active > 0) pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);
+  pthread_mutex_unlock(&p->job_lock);
+}
+
+void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx) {
+  if (!p) return;
+  pthread_mutex_lock(&p->job_lock);
+  p->obs = fn;
+  p->obs_ctx = fn ? ctx : NULL;
   pthread_mutex_unlock(&p->job_lock);
 }

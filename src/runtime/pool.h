@@ -23,4 +23,13 @@ int pool_machine_cores(void);
 void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
                        void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
 
+/* Profiling: an optional observer told of every chunk a parallel_for runs
+ * through the pool's threads (inline calls are not reported), on the thread
+ * that ran it, after fn returns, with the chunk's range and its start and end
+ * times (CLOCK_MONOTONIC, ns).  It must be thread-safe.  fn NULL removes it.
+ * Waits for a parallel_for in progress; applies from the next one. */
+typedef void (*pool_chunk_observer)(void *ctx, int64_t begin, int64_t end, int64_t t0_ns,
+                                    int64_t t1_ns);
+void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx);
+
 #endif

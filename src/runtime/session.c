@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile/session_compile.h"
 #include "runtime/node_run.h"
 #include "util/err.h"
 
@@ -33,8 +34,10 @@ smelt_status smelt_session_create(const smelt_model *m, const smelt_session_opti
   if (!m || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_create: model and out must not be NULL");
   *out = NULL;
   smelt_session_options o = opts ? *opts : smelt_session_options_default();
-  if (o.mode != SMELT_MODE_EAGER)
-    return err_set(SMELT_ERR_UNSUPPORTED, "mode %d is not available yet: only eager execution is implemented", (int)o.mode);
+  if ((unsigned)o.mode > SMELT_MODE_MAX_AUTOTUNE)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "unknown mode %d", (int)o.mode);
+  if (o.recompile_limit < 0)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "recompile_limit must be >= 0, got %d", o.recompile_limit);
   if (o.threads < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o.threads);
   const ir_graph *g = m->onnx->graph;
   TRY(check_supported(g));
@@ -45,6 +48,7 @@ smelt_status smelt_session_create(const smelt_model *m, const smelt_session_opti
   pthread_mutex_init(&s->stats_lock, NULL);
   smelt_status st = pool_create(o.threads, &s->pool);
   if (!st) st = eager_plan_build(g, &s->plan);
+  if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
   if (st) {
     smelt_session_free(s);
     return st;
@@ -55,6 +59,7 @@ smelt_status smelt_session_create(const smelt_model *m, const smelt_session_opti
 
 void smelt_session_free(smelt_session *s) {
   if (!s) return;
+  session_compiler_free(s->sc);
   eager_plan_free(&s->plan);
   pool_free(s->pool);
   pthread_mutex_destroy(&s->stats_lock);
@@ -91,10 +96,12 @@ smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int6
     }
   }
   int64_t n = tensor_numel(t);
-  size_t es = dtype_size(t->dtype);
-  if (n < 0 || (es && (uint64_t)n > SIZE_MAX / es) || (es && t->nbytes < (size_t)n * es) || (n > 0 && !t->data))
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: the buffer holds %zu bytes, shape %s needs %lld",
-                   want, t->nbytes, got, (long long)(n * (int64_t)es));
+  size_t need = 0; /* packed types: ceil(n * bits / 8) */
+  bool sized = n >= 0 && dtype_nbytes(t->dtype, n, &need);
+  if (n < 0 || (dtype_bits(t->dtype) && !sized) || (sized && t->nbytes < need) ||
+      (n > 0 && !t->data))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: the buffer holds %zu bytes, shape %s needs %zu",
+                   want, t->nbytes, got, need);
   return SMELT_OK;
 }
 
@@ -108,6 +115,7 @@ smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor
   for (int k = 0; !st && k < g->n_inputs; k++) st = session_check_input(g, k, inputs[k], sym_vals);
   free(sym_vals);
   if (st) return st;
+  if (s->sc) return session_compiled_run(s, inputs, outputs, stats ? stats->hook : NULL);
   eager_stats local = {0};
   st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
   pthread_mutex_lock(&s->stats_lock);

@@ -14,6 +14,7 @@ struct smelt_session {
   eager_plan plan;
   smelt_session_stats stats; /* guarded by stats_lock */
   pthread_mutex_t stats_lock;
+  struct session_compiler *sc; /* compiled modes (compile/session_compile.h); NULL in eager */
 };
 
 /* Runs with internal tensors: inputs[k] for graph input k (checked against the

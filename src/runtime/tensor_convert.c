@@ -20,7 +20,8 @@ smelt_status tensor_from_public(const smelt_tensor *in, tensor *out) {
   if (!in) return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor: NULL descriptor");
   char b[256];
   size_t es = dtype_size(in->dtype);
-  if (es == 0) {
+  int bits = dtype_bits(in->dtype);
+  if (bits == 0) {
     snprintf(b, sizeof b, "%s (%d)", dtype_name(in->dtype), (int)in->dtype);
     return public_err(in, "unsupported element type ", b);
   }
@@ -31,10 +32,15 @@ smelt_status tensor_from_public(const smelt_tensor *in, tensor *out) {
   int64_t n = shape_numel(in->rank, in->dims);
   shape_str(b, sizeof b, in->rank, in->dims, NULL);
   if (n < 0) return public_err(in, "invalid shape ", b);
-  if ((uint64_t)n > SIZE_MAX / es || (size_t)n * es != in->nbytes) {
+  size_t need;
+  if (!dtype_nbytes(in->dtype, n, &need) || need != in->nbytes) {
     char m[384];
-    snprintf(m, sizeof m, "nbytes is %zu, but %s %s needs %llu x %zu", in->nbytes,
-             dtype_name(in->dtype), b, (unsigned long long)n, es);
+    if (es)
+      snprintf(m, sizeof m, "nbytes is %zu, but %s %s needs %llu x %zu", in->nbytes,
+               dtype_name(in->dtype), b, (unsigned long long)n, es);
+    else /* packed (see smelt_dtype_size) */
+      snprintf(m, sizeof m, "nbytes is %zu, but %s %s needs ceil(%llu x %d / 8)", in->nbytes,
+               dtype_name(in->dtype), b, (unsigned long long)n, bits);
     return public_err(in, m, "");
   }
   if (!in->data && in->nbytes) return public_err(in, "data is NULL", "");

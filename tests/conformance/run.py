@@ -6,7 +6,7 @@ Each test runs in its own process (a crash or hang fails that test only), in
 parallel, with a time limit.  The run fails when a test fails that is not in
 the list (a regression), or when a listed test passes (take it off the list).
 
-  run.py SMELT SUITE_DIR [--jobs N] [--timeout S] [--list FILE] [--write-list]
+  run.py SMELT SUITE_DIR [--jobs N] [--timeout S] [--list FILE] [--write-list] [--mode M]
 
 Exit 77 (ctest: skipped) when SUITE_DIR does not exist.
 """
@@ -69,8 +69,13 @@ def main():
     ap.add_argument("--write-list", action="store_true",
                     help="rewrite the list from this run (keeps existing reasons)")
     ap.add_argument("--filter", default="", help="only tests whose name contains this")
+    ap.add_argument("--mode", default=None,
+                    help="execution mode passed to smelt test (eager, default, reduce-overhead, "
+                         "max-autotune); the expected-failures list is the same for every mode")
     ap.add_argument("extra", nargs="*", help="more options for smelt test (after --)")
     a = ap.parse_args()
+    if a.mode:
+        a.extra = ["--mode", a.mode] + a.extra
     if not os.path.isdir(a.suite):
         print(f"SKIP: {a.suite} not found (the ONNX node tests live in ../shared/conformance)")
         return 77

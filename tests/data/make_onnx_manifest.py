@@ -37,7 +37,7 @@ def vtype(t):
 def unsupported(m):
     def bad_type(t):
         w = t.WhichOneof("value")
-        if w == "tensor_type": return t.tensor_type.elem_type > 23
+        if w == "tensor_type": return t.tensor_type.elem_type > 26  # smelt knows types up to INT2
         if w == "sequence_type": return bad_type(t.sequence_type.elem_type)
         if w == "optional_type": return bad_type(t.optional_type.elem_type)
         return w is not None

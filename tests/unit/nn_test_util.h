@@ -65,22 +65,7 @@ static inline int nt_close(const tensor *got, const double *want, int64_t n, dou
 static inline smelt_status nt_run_pool(smelt_pool *pool, const char *op_type, int opset,
                                        const ir_attr *attrs, int n_attrs, tensor **in, int n_in,
                                        tensor **out, int n_out) {
-  ir_graph *g = ir_graph_new(NULL);
-  if (!g) return err_nomem("graph", 0);
-  int id;
-  smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
-  if (!s) {
-    ir_node *n = &g->nodes[id];
-    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
-    n->opset = opset;
-    n->op = ops_find("", op_type);
-    for (int i = 0; i < n_in; i++) n->inputs[i] = in[i] ? i : -1;
-    for (int i = 0; i < n_out; i++) n->outputs[i] = n_in + i;
-    s = node_run(g, id, in, out, pool, NULL, NULL);
-    n->n_attrs = 0;
-  }
-  ir_graph_free(g);
-  return s;
+  return harness_run_pool(pool, op_type, opset, attrs, n_attrs, in, n_in, out, n_out);
 }
 
 /* harness_run without a pool (and without passing NULL to memcpy). */
@@ -93,26 +78,7 @@ static inline smelt_status nt_run(const char *op_type, int opset, const ir_attr 
  * symbolic).  Outputs receive dtype and shape. */
 static inline smelt_status nt_infer(const char *op_type, int opset, const ir_attr *attrs,
                                     int n_attrs, tensor **in, int n_in, tensor **out, int n_out) {
-  ir_graph *g = ir_graph_new(NULL);
-  if (!g) return err_nomem("graph", 0);
-  int id;
-  smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
-  if (!s) {
-    ir_node *n = &g->nodes[id];
-    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
-    n->opset = opset;
-    n->op = ops_find("", op_type);
-    op_ctx c = {.graph = g, .node = n, .opset = opset, .n_in = n_in, .n_out = n_out, .in = in,
-                .out = out, .static_infer = true};
-    for (int i = 0; i < n_out; i++) {
-      out[i]->rank = -1;
-      out[i]->dtype = SMELT_UNDEFINED;
-    }
-    s = n->op ? n->op->infer(&c) : err_set(SMELT_ERR_UNSUPPORTED, "no op %s", op_type);
-    n->n_attrs = 0;
-  }
-  ir_graph_free(g);
-  return s;
+  return harness_infer(op_type, opset, attrs, n_attrs, in, n_in, out, n_out);
 }
 
 /* A shape-only tensor for nt_infer. */

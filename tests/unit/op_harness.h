@@ -14,23 +14,66 @@
 #include "runtime/node_run.h"
 #include "util/err.h"
 
-static inline smelt_status harness_run(const char *op_type, int opset, const ir_attr *attrs,
-                                       int n_attrs, tensor **in, int n_in, tensor **out, int n_out) {
+/* A one-node graph for op_type with borrowed attrs; inputs i (NULL = absent)
+ * are values 0..n_in-1, outputs n_in.. .  Free with harness_graph_free. */
+static inline smelt_status harness_graph(ir_graph **gout, const char *op_type, int opset,
+                                         const ir_attr *attrs, int n_attrs, tensor **in, int n_in,
+                                         int n_out) {
   ir_graph *g = ir_graph_new(NULL);
   if (!g) return err_nomem("graph", 0);
   int id;
   smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
-  if (!s) {
-    ir_node *n = &g->nodes[id];
-    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
-    n->opset = opset;
-    n->op = ops_find("", op_type);
-    for (int i = 0; i < n_in; i++) n->inputs[i] = in[i] ? i : -1;
-    for (int i = 0; i < n_out; i++) n->outputs[i] = n_in + i;
-    s = node_run(g, id, in, out, NULL, NULL, NULL);
-    n->n_attrs = 0; /* borrowed */
+  if (s) {
+    ir_graph_free(g);
+    return s;
   }
+  ir_node *n = &g->nodes[id];
+  if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
+  n->opset = opset;
+  n->op = ops_find("", op_type);
+  for (int i = 0; i < n_in; i++) n->inputs[i] = in[i] ? i : -1;
+  for (int i = 0; i < n_out; i++) n->outputs[i] = n_in + i;
+  *gout = g;
+  return SMELT_OK;
+}
+
+static inline void harness_graph_free(ir_graph *g) {
+  g->nodes[0].n_attrs = 0; /* borrowed */
   ir_graph_free(g);
+}
+
+/* Runs the op on a thread pool (pool may be NULL), the way the executor does. */
+static inline smelt_status harness_run_pool(smelt_pool *pool, const char *op_type, int opset,
+                                            const ir_attr *attrs, int n_attrs, tensor **in,
+                                            int n_in, tensor **out, int n_out) {
+  ir_graph *g = NULL;
+  TRY(harness_graph(&g, op_type, opset, attrs, n_attrs, in, n_in, n_out));
+  smelt_status s = node_run(g, 0, in, out, pool, NULL, NULL);
+  harness_graph_free(g);
+  return s;
+}
+
+static inline smelt_status harness_run(const char *op_type, int opset, const ir_attr *attrs,
+                                       int n_attrs, tensor **in, int n_in, tensor **out, int n_out) {
+  return harness_run_pool(NULL, op_type, opset, attrs, n_attrs, in, n_in, out, n_out);
+}
+
+/* Static inference only, on shape-only inputs (data NULL, dims may be
+ * symbolic): outputs receive dtype and shape (rank -1 where unknown). */
+static inline smelt_status harness_infer(const char *op_type, int opset, const ir_attr *attrs,
+                                         int n_attrs, tensor **in, int n_in, tensor **out,
+                                         int n_out) {
+  ir_graph *g = NULL;
+  TRY(harness_graph(&g, op_type, opset, attrs, n_attrs, in, n_in, n_out));
+  ir_node *n = &g->nodes[0];
+  for (int i = 0; i < n_out; i++) {
+    memset(out[i], 0, sizeof *out[i]);
+    out[i]->rank = -1;
+  }
+  op_ctx c = {.graph = g, .node = n, .opset = opset, .n_in = n_in, .n_out = n_out,
+              .in = in, .out = out, .static_infer = true};
+  smelt_status s = n->op ? n->op->infer(&c) : err_set(SMELT_ERR_UNSUPPORTED, "no op %s", op_type);
+  harness_graph_free(g);
   return s;
 }
 

@@ -74,26 +74,7 @@ static inline bool same_bytes(const tensor *a, const tensor *b) {
 static inline smelt_status infer_static(const char *op_type, int opset, const ir_attr *attrs,
                                         int n_attrs, tensor **in, int n_in, tensor **out,
                                         int n_out) {
-  ir_graph *g = ir_graph_new(NULL);
-  if (!g) return err_nomem("graph", 0);
-  int id;
-  smelt_status s = ir_graph_add_node(g, "test", op_type, "", n_in, n_out, n_attrs, &id);
-  if (!s) {
-    ir_node *n = &g->nodes[id];
-    if (n_attrs) memcpy(n->attrs, attrs, sizeof(ir_attr) * (size_t)n_attrs);
-    n->opset = opset;
-    n->op = ops_find("", op_type);
-    for (int i = 0; i < n_out; i++) {
-      memset(out[i], 0, sizeof *out[i]);
-      out[i]->rank = -1;
-    }
-    op_ctx c = {.graph = g, .node = n, .opset = opset, .n_in = n_in, .n_out = n_out,
-                .in = in, .out = out, .static_infer = true};
-    s = n->op ? n->op->infer(&c) : err_set(SMELT_ERR_UNSUPPORTED, "no op %s", op_type);
-    n->n_attrs = 0;
-  }
-  ir_graph_free(g);
-  return s;
+  return harness_infer(op_type, opset, attrs, n_attrs, in, n_in, out, n_out);
 }
 
 /* Attribute constructors. */

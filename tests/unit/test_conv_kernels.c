@@ -280,6 +280,21 @@ static void cache_cases(void) {
   CHECK(freed == 3);
 }
 
+/* geometry the phase-split kernels refuse (the op falls back to im2col /
+ * the reference) instead of sizing buffers from it */
+static void guard_cases(void) {
+  conv2d_desc d = mk(1, 4, 9, 9, 4, 1, 3, 3, 1000000000, 1000000000, 1, 1, 0, 0, 0, 0);
+  CHECK(d.OH == 1 && !conv2d_supports(&d, CONV_ALGO_DIRECT));
+  CHECK(conv2d_select(&d, ISA_AVX512, 2, CONV_ALGO_DIRECT, true) == CONV_ALGO_IM2COL);
+  d = mk(1, 4, 9, 9, 4, 1, 3, 3, 1, 1, 1000000000, 1, 0, 0, 1000000000 * 2LL, 0);
+  CHECK(!conv2d_supports(&d, CONV_ALGO_DIRECT));
+  pool2d_desc p = {.N = 1, .C = 1, .H = 5, .W = 5, .KH = 2, .KW = 2, .OH = 1, .OW = 1,
+                   .sh = 1 << 30, .sw = 1, .dh = 1, .dw = 1, .is_max = true};
+  CHECK(!pool2d_supports(&p));
+  p.sh = 2;
+  CHECK(pool2d_supports(&p));
+}
+
 int main(void) {
   smelt_pool *pool = NULL;
   CHECK_OK(pool_create(3, &pool));
@@ -288,6 +303,7 @@ int main(void) {
   pool_cases(NULL);
   pool_cases(pool);
   cache_cases();
+  guard_cases();
   pool_free(pool);
   printf("worst error / sum|xw|: direct %.2g depthwise %.2g winograd2 %.2g winograd4 %.2g\n",
          worst[CONV_ALGO_DIRECT], worst[CONV_ALGO_DEPTHWISE], worst[CONV_ALGO_WINO2],

@@ -703,8 +703,8 @@ static void test_types(void) {
   expect_fail(&g, SMELT_ERR_UNSUPPORTED, "graph input[0]: map types are not supported");
   b_input(&g, "big", 1, "1,1,1,1,1,1,1,1,1,1,1,1,1");
   expect_fail(&g, SMELT_ERR_UNSUPPORTED, "more than 12 dims");
-  b_input(&g, "e", 25, "1");
-  expect_fail(&g, SMELT_ERR_UNSUPPORTED, "element type 25 (uint2) is not supported");
+  b_input(&g, "e", 27, "1");
+  expect_fail(&g, SMELT_ERR_UNSUPPORTED, "element type 27 (float6e2m3) is not supported");
   /* sequences nested past the limit */
   b_tensor_type(&inner, 1, NULL);
   for (int i = 0; i < 40; i++) {

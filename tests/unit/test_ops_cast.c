@@ -189,9 +189,6 @@ static void test_castlike_bitcast(void) {
   CHECK(ew_run("Cast", 21, to_s, 1, in, 1, &o) == SMELT_ERR_UNSUPPORTED);
   CHECK(strstr(smelt_last_error(), "target type string is not supported") != NULL);
   tensor_release(&o);
-  ir_attr to_i4[] = {ew_attr_int("to", SMELT_I4)};
-  CHECK(ew_run("Cast", 21, to_i4, 1, in, 1, &o) == SMELT_ERR_UNSUPPORTED);
-  tensor_release(&o);
   tensor str = {0};
   str.dtype = SMELT_STRING;
   str.rank = 1;

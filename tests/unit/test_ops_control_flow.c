@@ -1,7 +1,7 @@
 /* If, Loop, Scan and SequenceMap on hand-built graphs: trip counts of zero,
  * while-loops ended by the body's condition, captured outer values, scan
  * directions and axes, Scan-8's batch axis, branch selection. */
-#include "graph_builder.h"
+#include "subgraph_builder.h"
 #include "shape_test_util.h"
 
 static tensor scalar_i64(int64_t v) { return mk(SMELT_I64, 0, NULL, VALS((double)v)); }

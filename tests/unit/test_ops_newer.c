@@ -4,7 +4,7 @@
  * modes and aggregations, and the random ops' seeding and ranges. */
 #include <math.h>
 
-#include "graph_builder.h"
+#include "subgraph_builder.h"
 #include "shape_test_util.h"
 
 /* harness_run for a node of any domain. */

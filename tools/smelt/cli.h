@@ -13,6 +13,20 @@ typedef int (*cli_command_fn)(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_test(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
+
+/* Compile options given on the command line (--mode, --fullgraph, --dynamic, --bucket). */
+typedef struct cli_mode_opts {
+  smelt_session_options opts;
+  char buckets[4096];
+} cli_mode_opts;
+void cli_mode_init(cli_mode_opts *m);
+/* True if argv[*i] is one of those flags (consumed); *bad on a bad value. */
+bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad);
+const char *cli_mode_help(void);
+int cmd_bench(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_bench_kernels(int argc, char **argv);
 
 /* Prints "smelt: <msg>" with the library's last error to stderr; returns 1. */
 int cli_fail(const char *what);
@@ -37,5 +51,9 @@ bool cli_split_kv(const char *flag, char *arg, cli_kv *out);
  * dims (--dim NAME=V, default 1), unless strict.  inputs[k] owning. */
 int cli_make_inputs(const ir_graph *g, const cli_kv *files, int n_files, const cli_kv *dims,
                     int n_dims, bool strict, uint64_t seed, tensor *inputs);
+
+/* Generates graph input k with the given shape (replacing nothing: *out is new). */
+int cli_make_input_shaped(const ir_graph *g, int k, int rank, const int64_t *dims, uint64_t seed,
+                          tensor *out);
 
 #endif

@@ -91,3 +91,15 @@ int cli_make_inputs(const ir_graph *g, const cli_kv *files, int n_files, const c
   }
   return 0;
 }
+
+int cli_make_input_shaped(const ir_graph *g, int k, int rank, const int64_t *dims, uint64_t seed,
+                          tensor *out) {
+  const ir_value *v = &g->values[g->inputs[k]];
+  int64_t high = dtype_is_int(v->dtype) ? int_input_high(g, g->inputs[k]) : 0;
+  if (inputs_generate(out, v->dtype, rank, dims, seed, k, high)) {
+    char what[512];
+    snprintf(what, sizeof what, "generating input '%s'", v->name);
+    return cli_fail(what);
+  }
+  return 0;
+}

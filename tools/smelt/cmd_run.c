@@ -14,8 +14,9 @@
 
 static int usage(int code) {
   printf("usage: smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] [--dim NAME=V]...\n"
-         "                 [--seed S] [--strict-inputs]\n\n"
-         "Runs the model once (eager) and writes each output to DIR/NAME.npy (default DIR: .).\n"
+         "                 [--seed S] [--strict-inputs] [--mode M] [--fullgraph] [--dynamic]\n"
+         "                 [--bucket NAME:AXIS=S1,S2,...]\n\n"
+         "Runs the model once and writes each output to DIR/NAME.npy (default DIR: .).\n"
          "  -i NAME=FILE     input from a .npy or ONNX TensorProto .pb file\n"
          "  -o DIR           where outputs go (created if missing)\n"
          "  --threads N      worker threads (default: the machine's cores)\n"
@@ -24,7 +25,8 @@ static int usage(int code) {
          "  --strict-inputs  every input must be given with -i\n\n"
          "Inputs not given are generated: floats uniform in [-1,1), integers uniform in\n"
          "[0,100) (or [0,V) when the input indexes an embedding of V rows), bools 0/1;\n"
-         "input k draws from a PRNG seeded with (S, k), so runs are reproducible.\n");
+         "input k draws from a PRNG seeded with (S, k), so runs are reproducible.\n\n%s",
+         cli_mode_help());
   return code;
 }
 
@@ -52,9 +54,15 @@ int cmd_run(int argc, char **argv) {
   cli_kv files[MAX_KV], dims[MAX_KV];
   int n_files = 0, n_dims = 0;
   int64_t threads = 0, seed = 0;
-  bool strict = false;
+  bool strict = false, bad_mode = false;
+  cli_mode_opts mo;
+  cli_mode_init(&mo);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(0);
+    if (cli_mode_flag(argc, argv, &i, &mo, &bad_mode)) {
+      if (bad_mode) return 2;
+      continue;
+    }
     if (cli_flag_arg(argc, argv, &i, "-i", &v)) {
       if (!v || n_files == MAX_KV || !cli_split_kv("-i", argv[i], &files[n_files++])) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--dim", &v)) {
@@ -83,7 +91,7 @@ int cmd_run(int argc, char **argv) {
   smelt_session *s = NULL;
   if (smelt_model_load(model, &m)) return cli_fail(NULL);
   const ir_graph *g = m->onnx->graph;
-  smelt_session_options o = smelt_session_options_default();
+  smelt_session_options o = mo.opts;
   o.threads = (int)threads;
   int rc = 1;
   tensor *inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
@@ -120,7 +128,7 @@ int cmd_run(int argc, char **argv) {
     printf("%s: %s %s -> %s\n", g->values[g->outputs[k]].name, dtype_name(outputs[k].dtype),
            shape_str(sh, sizeof sh, outputs[k].rank, outputs[k].dims, NULL), path);
   }
-  printf("ran in %.3f ms (%d threads)\n", t1 - t0, pool_threads(s->pool));
+  printf("ran in %.3f ms (%d threads, %s)\n", t1 - t0, pool_threads(s->pool), smelt_mode_name(o.mode));
   rc = 0;
 done:
   for (int k = 0; inputs && k < g->n_inputs; k++) tensor_release(&inputs[k]);

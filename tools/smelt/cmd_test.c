@@ -13,17 +13,19 @@
 typedef struct test_opts {
   double rtol, atol;
   int threads;
+  cli_mode_opts mode;
 } test_opts;
 
 typedef enum { T_PASS, T_FAIL, T_SKIP } test_result;
 
 static int usage(int code) {
-  printf("usage: smelt test DIR... [--rtol R] [--atol A] [--threads N]\n\n"
+  printf("usage: smelt test DIR... [--rtol R] [--atol A] [--threads N] [--mode M] [--fullgraph]\n"
+         "                [--dynamic] [--bucket NAME:AXIS=S1,S2,...]\n\n"
          "Runs ONNX backend-test folders (model.onnx + test_data_set_N/{input,output}_K.pb)\n"
          "and compares with the expected outputs: floats pass when |a-e| <= atol + rtol*|e|\n"
          "(defaults rtol 1e-3, atol 1e-4; NaN equals NaN), integers and bools exactly.\n"
          "Prints one line per test and closes with 'N passed, N failed, N skipped';\n"
-         "exits 1 if any test failed.\n");
+         "exits 1 if any test failed.\n\n%s", cli_mode_help());
   return code;
 }
 
@@ -148,7 +150,7 @@ static test_result run_test_dir(const char *dir, const test_opts *o, char *why, 
   }
   smelt_model *m = NULL;
   smelt_session *s = NULL;
-  smelt_session_options so = smelt_session_options_default();
+  smelt_session_options so = o->mode.opts;
   so.threads = o->threads;
   test_result r = T_PASS;
   if (smelt_model_load(p, &m) || smelt_session_create(m, &so, &s)) {
@@ -176,8 +178,10 @@ static const char *test_name(const char *dir, char *buf, size_t n) {
 }
 
 int cmd_test(int argc, char **argv) {
-  test_opts o = {1e-3, 1e-4, 0};
+  test_opts o = {.rtol = 1e-3, .atol = 1e-4};
+  cli_mode_init(&o.mode);
   const char *v;
+  bool bad_mode = false;
   int64_t threads;
   char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   int n_dirs = 0;
@@ -187,7 +191,9 @@ int cmd_test(int argc, char **argv) {
       free(dirs);
       return usage(0);
     }
-    if (cli_flag_arg(argc, argv, &i, "--rtol", &v)) {
+    if (cli_mode_flag(argc, argv, &i, &o.mode, &bad_mode)) {
+      if (bad_mode) goto bad;
+    } else if (cli_flag_arg(argc, argv, &i, "--rtol", &v)) {
       if (!v || !cli_double("--rtol", v, &o.rtol)) goto bad;
     } else if (cli_flag_arg(argc, argv, &i, "--atol", &v)) {
       if (!v || !cli_double("--atol", v, &o.atol)) goto bad;

@@ -12,6 +12,10 @@ static const struct {
     {"info", cmd_info, "inputs, outputs, opsets, op histogram and parameters of a model"},
     {"run", cmd_run, "run a model once and write its outputs as .npy"},
     {"test", cmd_test, "run ONNX backend-test folders and compare with expected outputs"},
+    {"compile", cmd_compile, "compile a model ahead of time (fills the cache); --explain shows how"},
+    {"bench", cmd_bench, "measure latency, memory and parity per mode (with a confidence interval)"},
+    {"profile", cmd_profile, "per-kernel timings as a Chrome trace and a top-N table"},
+    {"bench-kernels", cmd_bench_kernels, "machine ceilings and each fast kernel's GFLOP/s on fixed shapes"},
 };
 
 static void usage(FILE *f) {
@@ -19,8 +23,8 @@ static void usage(FILE *f) {
              "usage: smelt <command> [options]   (smelt <command> --help for details)\n\ncommands:\n",
           smelt_version());
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f, "  %-8s %s\n  %-8s %s\n", "help", "this message", "version", "print the version");
+    fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "  %-13s %s\n  %-13s %s\n", "help", "this message", "version", "print the version");
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,227 @@
+/* The on-disk compile cache (see cache.h). */
+#include "cache/cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/err.h"
+#include "util/file.h"
+#include "util/hash.h"
+
+#define META_MAX 1024
+#define DATA_MAX ((size_t)1 << 30)
+
+static void off(smelt_cache *c, bool *warn, bool w, const char *fmt, const char *a, const char *b) {
+  c->enabled = false;
+  snprintf(c->why_off, sizeof c->why_off, fmt, a, b);
+  *warn = w;
+}
+
+/* mkdir -p, new components with mode 0700. */
+static int make_dirs(const char *path) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(buf, 0700) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(buf, 0700) && errno != EEXIST) return -1;
+  return 0;
+}
+
+void cache_open(smelt_cache *c, const char *dir_option, bool *warn) {
+  memset(c, 0, sizeof *c);
+  *warn = false;
+  const char *e = getenv("SMELT_CACHE");
+  if (e && (!strcmp(e, "off") || !strcmp(e, "0"))) {
+    off(c, warn, false, "SMELT_CACHE=%s%s", e, "");
+    return;
+  }
+  const char *d = dir_option && *dir_option ? dir_option : getenv("SMELT_CACHE_DIR");
+  int n;
+  if (d && *d) {
+    n = snprintf(c->dir, sizeof c->dir, "%s", d);
+  } else if ((d = getenv("XDG_CACHE_HOME")) && *d) {
+    n = snprintf(c->dir, sizeof c->dir, "%s/smelt", d);
+  } else if ((d = getenv("HOME")) && *d) {
+    n = snprintf(c->dir, sizeof c->dir, "%s/.cache/smelt", d);
+  } else {
+    off(c, warn, true, "no cache directory: set SMELT_CACHE_DIR, XDG_CACHE_HOME or HOME%s%s", "", "");
+    return;
+  }
+  if (n < 0 || (size_t)n >= sizeof c->dir - 64) {
+    off(c, warn, true, "the cache directory path is too long (%s%s)", "", "");
+    return;
+  }
+  if (make_dirs(c->dir)) {
+    off(c, warn, true, "cannot create the cache directory '%s': %s", c->dir, strerror(errno));
+    return;
+  }
+  struct stat st;
+  if (stat(c->dir, &st) || !S_ISDIR(st.st_mode)) {
+    off(c, warn, true, "the cache path '%s' is not a directory%s", c->dir, "");
+    return;
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+    off(c, warn, true, "the cache directory '%s' %s; not using it", c->dir,
+        st.st_uid != geteuid() ? "belongs to another user" : "is writable by others");
+    return;
+  }
+  c->enabled = true;
+}
+
+/* ---- keys ---- */
+
+void key_init(key_hasher *h) {
+  h->a = HASH_SEED;
+  h->b = 0x6a09e667f3bcc909ull;
+}
+
+void key_add(key_hasher *h, const void *p, size_t n) {
+  const unsigned char *s = p;
+  uint64_t a = h->a, b = h->b;
+  for (size_t i = 0; i < n; i++) {
+    a = (a ^ s[i]) * 0x100000001b3ull;
+    b = ((b ^ s[i]) * 0x9e3779b97f4a7c15ull);
+    b ^= b >> 29;
+  }
+  h->a = a;
+  h->b = b;
+}
+
+void key_add_str(key_hasher *h, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  key_add_i64(h, (int64_t)n);
+  if (n) key_add(h, s, n);
+}
+
+void key_add_i64(key_hasher *h, int64_t v) { key_add(h, &v, sizeof v); }
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
+cache_key key_final(const key_hasher *h) {
+  cache_key k;
+  snprintf(k.hex, sizeof k.hex, "%016" PRIx64 "%016" PRIx64, mix(h->a), mix(h->b ^ h->a));
+  return k;
+}
+
+uint64_t cache_checksum(const void *p, size_t n) { return mix(hash_bytes(HASH_SEED, p, n) ^ n); }
+
+/* ---- entries ---- */
+
+void cache_entry_path(const smelt_cache *c, const cache_key *k, const char *kind, bool meta,
+                      char *out, size_t n) {
+  snprintf(out, n, "%s/%s.%s%s", c->dir, k->hex, kind, meta ? ".meta" : "");
+}
+
+/* Opens an entry file, refusing what is not ours or is writable by others. */
+static int open_checked(const char *path, struct stat *st, char *why, size_t why_n) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) snprintf(why, why_n, "cannot open '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
+    snprintf(why, why_n, "'%s' is not a regular file", path);
+  } else if (st->st_uid != geteuid()) {
+    snprintf(why, why_n, "'%s' belongs to uid %u, not to this user", path, (unsigned)st->st_uid);
+  } else if (st->st_mode & 022) {
+    snprintf(why, why_n, "'%s' is writable by others", path);
+  } else {
+    return fd;
+  }
+  close(fd);
+  return -1;
+}
+
+static bool read_fd(int fd, uint8_t *buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t r = read(fd, buf + got, len - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += (size_t)r;
+  }
+  return true;
+}
+
+static bool parse_meta(const char *text, const cache_key *k, const char *kind, size_t *size,
+                       uint64_t *sum) {
+  char key[64], knd[64];
+  unsigned long long sz, cs;
+  int ver;
+  if (sscanf(text, "smelt-cache %d\nkey %63s\nkind %63s\nsize %llu\nsum %llx\n", &ver, key, knd, &sz,
+             &cs) != 5)
+    return false;
+  if (ver != 1 || strcmp(key, k->hex) || strcmp(knd, kind)) return false;
+  *size = (size_t)sz;
+  *sum = (uint64_t)cs;
+  return true;
+}
+
+void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8_t **data,
+               size_t *len, bool *hit, char *why, size_t why_n) {
+  *data = NULL;
+  *len = 0;
+  *hit = false;
+  why[0] = 0;
+  if (!c->enabled) return;
+  char mpath[1200], dpath[1200], meta[META_MAX + 1];
+  cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  struct stat ms, ds;
+  int mfd = open_checked(mpath, &ms, why, why_n);
+  if (mfd < 0) return;
+  size_t mlen = ms.st_size > META_MAX ? META_MAX : (size_t)ms.st_size;
+  bool ok = read_fd(mfd, (uint8_t *)meta, mlen);
+  close(mfd);
+  meta[ok ? mlen : 0] = 0;
+  size_t size = 0;
+  uint64_t sum = 0;
+  if (!ok || !parse_meta(meta, k, kind, &size, &sum) || size > DATA_MAX) {
+    snprintf(why, why_n, "'%s' is damaged", mpath);
+    return;
+  }
+  int dfd = open_checked(dpath, &ds, why, why_n);
+  if (dfd < 0) {
+    if (!why[0]) snprintf(why, why_n, "'%s' is missing", dpath);
+    return;
+  }
+  uint8_t *buf = (size_t)ds.st_size == size ? malloc(size + 1) : NULL;
+  ok = buf && read_fd(dfd, buf, size);
+  close(dfd);
+  if (!ok || cache_checksum(buf, size) != sum) {
+    snprintf(why, why_n, "'%s' is %s", dpath, (size_t)ds.st_size != size ? "truncated or grown" : "corrupt");
+    free(buf);
+    return;
+  }
+  *data = buf;
+  *len = size;
+  *hit = true;
+}
+
+smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kind, const void *data,
+                       size_t len) {
+  if (!c->enabled) return SMELT_OK;
+  char mpath[1200], dpath[1200], meta[META_MAX];
+  cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  int n = snprintf(meta, sizeof meta, "smelt-cache 1\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
+                   k->hex, kind, len, cache_checksum(data, len));
+  TRY(file_write_atomic(dpath, data, len));
+  return file_write_atomic(mpath, meta, (size_t)n);
+}

@@ -1,0 +1,65 @@
+/* The on-disk compile cache.
+ *
+ * Where: the session's cache_dir, else $SMELT_CACHE_DIR, else
+ * $XDG_CACHE_HOME/smelt, else ~/.cache/smelt; created with mode 0700.  A
+ * directory that is not ours or that others may write is refused (the cache
+ * is then off for the session, with a warning).  SMELT_CACHE=off disables it.
+ *
+ * An entry is KEY.so (or another kind suffix) plus KEY.<kind>.meta, the meta
+ * holding a format line, the key, the byte count and a checksum of the data.
+ * Both are written atomically (temporary file + rename), data first.  Reading
+ * checks that both files belong to the current user and are not writable by
+ * others, and that size and checksum match; anything else is a miss (the
+ * caller rebuilds and the new entry replaces the bad one): a corrupt,
+ * truncated or foreign entry is never used. */
+#ifndef SMELT_CACHE_CACHE_H
+#define SMELT_CACHE_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smelt.h"
+
+typedef struct smelt_cache {
+  bool enabled;
+  char dir[1024];
+  char why_off[1400]; /* when not enabled: the reason (for --explain / warnings) */
+} smelt_cache;
+
+/* Resolves and prepares the directory.  Never fails: problems disable the
+ * cache and are described in why_off (warn says whether to print them). */
+void cache_open(smelt_cache *c, const char *dir_option, bool *warn);
+
+/* A 128-bit key as 32 hex digits. */
+typedef struct cache_key {
+  char hex[33];
+} cache_key;
+
+typedef struct key_hasher {
+  uint64_t a, b;
+} key_hasher;
+
+void key_init(key_hasher *h);
+void key_add(key_hasher *h, const void *p, size_t n);
+void key_add_str(key_hasher *h, const char *s);
+void key_add_i64(key_hasher *h, int64_t v);
+cache_key key_final(const key_hasher *h);
+
+/* Checksum of entry data (64-bit). */
+uint64_t cache_checksum(const void *p, size_t n);
+
+/* Reads entry KEY.kind.  *hit false (and *data NULL) on a miss or a rejected
+ * entry; *why then says why it was rejected ("" for a plain miss).  *data is
+ * malloc'd (caller frees). */
+void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8_t **data,
+               size_t *len, bool *hit, char *why, size_t why_n);
+/* Writes entry KEY.kind atomically.  Failures are reported (the caller
+ * warns); the entry is simply not cached. */
+smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kind, const void *data,
+                       size_t len);
+/* Path of entry data KEY.kind (for tests). */
+void cache_entry_path(const smelt_cache *c, const cache_key *k, const char *kind, bool meta,
+                      char *out, size_t n);
+
+#endif

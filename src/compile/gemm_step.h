@@ -1,0 +1,28 @@
+/* GEMM steps: smelt.Gemm (with an in-tile activation) and MatMul with a
+ * 2-D right operand, run by the plan itself on the GEMM library with every
+ * size fixed at compile time — so max-autotune can choose the GEMM's
+ * algorithm and threading per step, on the real shapes. */
+#ifndef SMELT_COMPILE_GEMM_STEP_H
+#define SMELT_COMPILE_GEMM_STEP_H
+
+#include "ir/ir.h"
+#include "kernels/gemm_kernels.h"
+
+#define GEMM_STEP_VARIANTS 8 /* 4 algorithms x (pool, one thread) */
+
+typedef struct gemm_step {
+  gemm_params tmpl; /* everything but the pointers */
+  bool has_bias, has_res;
+  isa_level isa;
+} gemm_step;
+
+/* Fills gs for node (concrete shapes) if it is such a product. */
+bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs);
+/* Y = the node's result.  A, B, bias, res as the node's inputs 0-3 (bias and
+ * res may be NULL when absent).  variant: see GEMM_STEP_VARIANTS (0 = what
+ * the library picks, on the pool). */
+smelt_status gemm_step_run(const gemm_step *gs, const float *A, const float *B, const float *bias,
+                           const float *res, float *Y, smelt_pool *pool, int variant);
+const char *gemm_step_variant_name(int variant);
+
+#endif

@@ -1,0 +1,406 @@
+/* Steps, value locations and the arena of a plan.
+ *
+ * Units (a fused group, or one library / break node) are ordered
+ * topologically, staying close to the model's order.  View nodes (Reshape,
+ * Identity, ...) cost nothing: their output is their input's buffer.  Every
+ * buffer gets a lifetime [producing step, last reading step]; an elementwise
+ * kernel may write its output over an input that dies there (same bytes,
+ * read and written at the same index); then memplan places the buffers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile/compile.h"
+#include "compile/gemm_step.h"
+#include "plan/memplan.h"
+#include "util/err.h"
+
+/* Ops whose reference kernel writes every output element (no need to clear
+ * the buffer first; tensor_alloc zeroes it in eager mode). */
+static bool writes_all(const ir_node *nd) {
+  static const char *const ops[] = {
+      "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "Transpose", "Concat", "Split", "Slice", "Gather", "Expand", "Tile", "Pad", "Softmax",
+      "LogSoftmax", "LayerNormalization", "BatchNormalization", "InstanceNormalization",
+      "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "Cast", "Where", "Add", "Sub", "Mul",
+      "Div", "Relu", "Clip", "Erf", "Sqrt", "Pow", "Tanh", "Sigmoid", "Equal", "Less", "Greater",
+      "Not", "Range", "Shape", "ConstantOfShape", "Trilu", "Resize", "DepthToSpace",
+      "SpaceToDepth", "ArgMax", "ArgMin", "Neg", "Exp", "Log", NULL};
+  if (!strcmp(nd->domain, "smelt")) return true;
+  if (*nd->domain && strcmp(nd->domain, "ai.onnx")) return false;
+  for (int i = 0; ops[i]; i++)
+    if (!strcmp(nd->op_type, ops[i])) return true;
+  return false;
+}
+
+typedef struct unit {
+  int group; /* >= 0: a kernel */
+  int node;  /* else: the node */
+  int pos;   /* first member's position in the model's order */
+} unit;
+
+typedef struct sched {
+  const cgraph *cg;
+  fusion *fu;
+  bool kernels;
+  int *root;      /* per value: the buffer it is a view of (itself if none) */
+  int *prod_unit; /* per value: the unit that writes it, -1 */
+  unit *units;
+  int n_units;
+  int *unit_of;   /* per node */
+  int *order;     /* units in execution order */
+  int *tmp;       /* scratch for the values one unit reads or writes */
+} sched;
+
+static void sched_free(sched *s) {
+  free(s->root);
+  free(s->prod_unit);
+  free(s->units);
+  free(s->unit_of);
+  free(s->order);
+  free(s->tmp);
+}
+
+static bool is_group_unit(const sched *s, int n) {
+  cn_kind k = s->cg->info[n].kind;
+  return s->kernels && (k == CN_PW || k == CN_RED || k == CN_WIN) && s->fu->group_of[n] >= 0;
+}
+
+/* Values a unit reads (outside itself) and writes. */
+static int unit_reads(const sched *s, const unit *u, int *out) {
+  int n = 0;
+  if (u->group >= 0) {
+    const kir_group *k = s->fu->groups[u->group].kir;
+    for (int i = 0; i < k->n_in; i++) out[n++] = k->in[i].value;
+  } else {
+    const ir_node *nd = &s->cg->g->nodes[u->node];
+    for (int i = 0; i < nd->n_inputs; i++)
+      if (nd->inputs[i] >= 0) out[n++] = nd->inputs[i];
+  }
+  return n;
+}
+
+static int unit_writes(const sched *s, const unit *u, int *out) {
+  int n = 0;
+  if (u->group >= 0) {
+    const kir_group *k = s->fu->groups[u->group].kir;
+    for (int i = 0; i < k->n_out; i++) out[n++] = k->out[i].value;
+  } else {
+    const ir_node *nd = &s->cg->g->nodes[u->node];
+    for (int i = 0; i < nd->n_outputs; i++)
+      if (nd->outputs[i] >= 0) out[n++] = nd->outputs[i];
+  }
+  return n;
+}
+
+static smelt_status make_units(sched *s) {
+  const cgraph *cg = s->cg;
+  const ir_graph *g = cg->g;
+  size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1;
+  s->root = malloc(sizeof(int) * nv);
+  s->prod_unit = malloc(sizeof(int) * nv);
+  s->units = malloc(sizeof(unit) * nn);
+  s->unit_of = malloc(sizeof(int) * nn);
+  int *group_unit = malloc(sizeof(int) * nn);
+  int maxio = 2 * KIR_MAX_OPERANDS;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].n_inputs > maxio) maxio = g->nodes[i].n_inputs;
+    if (g->nodes[i].n_outputs > maxio) maxio = g->nodes[i].n_outputs;
+  }
+  s->tmp = malloc(sizeof(int) * (size_t)(maxio + 1));
+  if (!s->tmp || !s->root || !s->prod_unit || !s->units || !s->unit_of || !group_unit) {
+    free(group_unit);
+    return err_nomem("schedule", sizeof(int) * nv * 4);
+  }
+  for (int v = 0; v < g->n_values; v++) s->root[v] = v, s->prod_unit[v] = -1;
+  for (int i = 0; i < g->n_nodes; i++) group_unit[i] = -1, s->unit_of[i] = -1;
+  int *wr = s->tmp;
+  for (int st = 0; st < g->n_nodes; st++) {
+    int n = cg->order[st];
+    const ir_node *nd = &g->nodes[n];
+    cn_kind k = cg->info[n].kind;
+    if (k == CN_CONST) continue;
+    if (k == CN_VIEW) {
+      s->root[nd->outputs[0]] = s->root[nd->inputs[0]];
+      continue;
+    }
+    int u;
+    if (is_group_unit(s, n)) {
+      int grp = s->fu->group_of[n];
+      if (group_unit[grp] < 0) {
+        group_unit[grp] = s->n_units;
+        s->units[s->n_units++] = (unit){grp, n, st};
+      }
+      u = group_unit[grp];
+    } else {
+      u = s->n_units;
+      s->units[s->n_units++] = (unit){-1, n, st};
+    }
+    s->unit_of[n] = u;
+  }
+  free(group_unit);
+  for (int u = 0; u < s->n_units; u++) {
+    int n = unit_writes(s, &s->units[u], wr);
+    for (int i = 0; i < n; i++) s->prod_unit[wr[i]] = u;
+  }
+  return SMELT_OK;
+}
+
+/* Kahn's algorithm, always taking the ready unit that came first in the model. */
+static smelt_status order_units(sched *s) {
+  int nu = s->n_units;
+  int *indeg = calloc((size_t)nu + 1, sizeof(int)), *adj_start = calloc((size_t)nu + 2, sizeof(int));
+  int *adj = NULL, *fill = NULL;
+  bool *done = calloc((size_t)nu + 1, sizeof(bool));
+  s->order = malloc(sizeof(int) * ((size_t)nu + 1));
+  smelt_status st = (!indeg || !adj_start || !done || !s->order) ? err_nomem("schedule", sizeof(int) * (size_t)nu) : SMELT_OK;
+  int *rd = s->tmp, n_edges = 0;
+  for (int pass = 0; !st && pass < 2; pass++) {
+    for (int u = 0; u < nu; u++) {
+      int n = unit_reads(s, &s->units[u], rd);
+      for (int i = 0; i < n; i++) {
+        int pu = s->prod_unit[s->root[rd[i]]];
+        if (pu < 0 || pu == u) continue;
+        if (pass == 0) {
+          adj_start[pu + 1]++;
+          n_edges++;
+        } else {
+          adj[adj_start[pu] + fill[pu]++] = u;
+          indeg[u]++;
+        }
+      }
+    }
+    if (pass == 0) {
+      for (int u = 0; u < nu; u++) adj_start[u + 1] += adj_start[u];
+      adj = malloc(sizeof(int) * ((size_t)n_edges + 1));
+      fill = calloc((size_t)nu + 1, sizeof(int));
+      if (!adj || !fill) st = err_nomem("schedule edges", sizeof(int) * (size_t)n_edges);
+    }
+  }
+  for (int k = 0; !st && k < nu; k++) {
+    int best = -1;
+    for (int u = 0; u < nu; u++)
+      if (!done[u] && !indeg[u] && (best < 0 || s->units[u].pos < s->units[best].pos)) best = u;
+    if (best < 0) {
+      st = err_set(SMELT_ERR_INTERNAL, "fusion produced a cycle between steps");
+      break;
+    }
+    done[best] = true;
+    s->order[k] = best;
+    for (int e = adj_start[best]; e < adj_start[best + 1]; e++) indeg[adj[e]]--;
+  }
+  free(indeg);
+  free(adj_start);
+  free(adj);
+  free(fill);
+  free(done);
+  return st;
+}
+
+static smelt_status make_steps(sched *s, compiled_plan *p) {
+  p->steps = calloc((size_t)s->n_units + 1, sizeof(pstep));
+  if (!p->steps) return err_nomem("plan steps", sizeof(pstep) * (size_t)s->n_units);
+  p->n_steps = s->n_units;
+  for (int k = 0; k < s->n_units; k++) {
+    const unit *u = &s->units[s->order[k]];
+    pstep *st = &p->steps[k];
+    st->node = u->node;
+    st->group = u->group;
+    const ir_node *nd = &s->cg->g->nodes[u->node];
+    if (u->group >= 0) { /* named after the group's reduction or window, else its first node */
+      const fgroup *fg = &s->fu->groups[u->group];
+      const ir_node *m = &s->cg->g->nodes[fg->nodes[0]];
+      for (int i = 0; i < fg->n; i++)
+        if (s->cg->info[fg->nodes[i]].kind != CN_PW) m = &s->cg->g->nodes[fg->nodes[i]];
+      snprintf(st->kind_label, sizeof st->kind_label, "fused(%.24s%s)", m->op_type, fg->n > 1 ? "+" : "");
+    }
+    else snprintf(st->kind_label, sizeof st->kind_label, "%s%s%.32s", nd->domain, *nd->domain ? "." : "", nd->op_type);
+    if (u->group >= 0) {
+      const kir_group *kg = s->fu->groups[u->group].kir;
+      st->kind = PS_KERNEL;
+      st->n_args = kg->n_in + kg->n_out;
+      st->args = malloc(sizeof(int) * (size_t)st->n_args);
+      if (!st->args) return err_nomem("kernel arguments", sizeof(int) * (size_t)st->n_args);
+      for (int i = 0; i < kg->n_in; i++) st->args[i] = kg->in[i].value;
+      for (int i = 0; i < kg->n_out; i++) st->args[kg->n_in + i] = kg->out[i].value;
+      st->lib_alt = s->fu->groups[u->group].win != NULL; /* the same node's library op: another algorithm */
+      st->zero_out = st->lib_alt && !writes_all(&s->cg->g->nodes[u->node]);
+      p->n_kernels++;
+    } else if (s->cg->info[u->node].kind == CN_BREAK) {
+      st->kind = PS_BREAK;
+      p->n_breaks++;
+    } else {
+      st->kind = PS_LIBRARY;
+      st->zero_out = !writes_all(&s->cg->g->nodes[u->node]);
+      gemm_step gs;
+      if (gemm_step_make(s->cg->g, u->node, &gs)) {
+        st->gemm = malloc(sizeof gs);
+        if (!st->gemm) return err_nomem("GEMM step", sizeof gs);
+        *st->gemm = gs;
+      }
+      p->n_library++;
+    }
+  }
+  return SMELT_OK;
+}
+
+static size_t value_bytes(const ir_value *v) {
+  int64_t n = shape_numel(v->rank, v->dims);
+  size_t nb; /* packed sub-byte types: ceil(n * bits / 8) */
+  return n > 0 && dtype_nbytes(v->dtype, n, &nb) ? nb : 0;
+}
+
+/* Where every value lives (offsets come later). */
+static void assign_locations(sched *s, compiled_plan *p) {
+  const ir_graph *g = s->cg->g;
+  for (int k = 0; k < g->n_inputs; k++) {
+    int v = g->inputs[k];
+    p->loc[v].kind = p->mode == SMELT_MODE_REDUCE_OVERHEAD ? VL_ARENA : VL_INPUT;
+    p->loc[v].input = k;
+  }
+  for (int v = 0; v < g->n_values; v++)
+    if (g->values[v].constant && !(g->values[v].flags & IR_VALUE_INPUT)) {
+      p->loc[v].kind = VL_CONST;
+      p->loc[v].cst = g->values[v].constant;
+    }
+  int *wr = s->tmp;
+  for (int u = 0; u < s->n_units; u++) {
+    int n = unit_writes(s, &s->units[u], wr);
+    for (int i = 0; i < n; i++)
+      p->loc[wr[i]].kind = value_concrete(&g->values[wr[i]]) ? VL_ARENA : VL_DYN;
+  }
+}
+
+typedef struct bufs {
+  int *buf_of;  /* per value root: buffer index, -1 */
+  mp_buffer *b;
+  int n;
+  int *uf;      /* in-place merges: buffer -> representative */
+} bufs;
+
+static int uf_find(int *uf, int x) {
+  while (uf[x] != x) x = uf[x] = uf[uf[x]];
+  return x;
+}
+
+/* In-place: output o of kernel step k may take the buffer of an input that
+ * is last read here, with the same bytes and access pattern. */
+static void find_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
+  pstep *st = &p->steps[k];
+  if (s->fu->groups[st->group].win) return; /* windows read around the element they write */
+  kir_group *kg = s->fu->groups[st->group].kir;
+  bool used[KIR_MAX_OPERANDS] = {false};
+  const ir_graph *g = s->cg->g;
+  for (int o = 0; o < kg->n_out; o++) {
+    int vo = kg->out[o].value;
+    if (p->loc[vo].kind != VL_ARENA || B->buf_of[vo] < 0) continue;
+    for (int i = 0; i < kg->n_in; i++) {
+      int vi = kg->in[i].value, ri = s->root[vi];
+      if (used[i] || p->loc[ri].kind != VL_ARENA || B->buf_of[ri] < 0) continue;
+      int bi = uf_find(B->uf, B->buf_of[ri]);
+      if (B->b[bi].last != k || kg->in[i].dt != kg->out[o].dt) continue;
+      if (value_bytes(&g->values[vi]) != value_bytes(&g->values[vo])) continue;
+      if (memcmp(kg->in[i].stride, kg->out[o].stride, sizeof(int64_t) * (size_t)kg->rank)) continue;
+      bool twice = false; /* the same value loaded with another pattern */
+      for (int j = 0; j < kg->n_in; j++) twice |= j != i && kg->in[j].value == vi;
+      if (twice) continue;
+      int bo = B->buf_of[vo];
+      B->uf[bo] = bi;
+      B->b[bi].last = B->b[bo].last;
+      if (B->b[bo].size > B->b[bi].size) B->b[bi].size = B->b[bo].size;
+      kg->inplace[o] = i;
+      used[i] = true;
+      break;
+    }
+  }
+}
+
+static smelt_status plan_memory(sched *s, compiled_plan *p) {
+  const ir_graph *g = s->cg->g;
+  bufs B = {0};
+  size_t nv = (size_t)g->n_values + 1;
+  B.buf_of = malloc(sizeof(int) * nv);
+  B.b = calloc(nv, sizeof(mp_buffer));
+  B.uf = malloc(sizeof(int) * nv);
+  if (!B.buf_of || !B.b || !B.uf) {
+    free(B.buf_of);
+    free(B.b);
+    free(B.uf);
+    return err_nomem("memory plan", sizeof(mp_buffer) * nv);
+  }
+  for (int v = 0; v < g->n_values; v++) {
+    B.buf_of[v] = -1;
+    if (s->root[v] == v && p->loc[v].kind == VL_ARENA) {
+      B.uf[B.n] = B.n;
+      B.b[B.n] = (mp_buffer){.size = value_bytes(&g->values[v]), .first = p->n_steps, .last = -1};
+      B.buf_of[v] = B.n++;
+    }
+  }
+  for (int k = 0; k < g->n_inputs; k++) /* reduce-overhead: inputs copied in before step 0 */
+    if (B.buf_of[g->inputs[k]] >= 0) B.b[B.buf_of[g->inputs[k]]].first = 0;
+  int *vals = s->tmp;
+  for (int k = 0; k < p->n_steps; k++) {
+    const unit *u = &s->units[s->order[k]];
+    int n = unit_writes(s, u, vals);
+    for (int i = 0; i < n; i++) {
+      int b = B.buf_of[vals[i]];
+      if (b >= 0 && B.b[b].first > k) B.b[b].first = k;
+      if (b >= 0 && B.b[b].last < k) B.b[b].last = k;
+    }
+    n = unit_reads(s, u, vals);
+    for (int i = 0; i < n; i++) {
+      int b = B.buf_of[s->root[vals[i]]];
+      if (b >= 0 && B.b[b].last < k) B.b[b].last = k;
+    }
+  }
+  for (int k = 0; k < g->n_outputs; k++) {
+    int b = B.buf_of[s->root[g->outputs[k]]];
+    if (b >= 0) B.b[b].last = p->n_steps;
+  }
+  for (int b = 0; b < B.n; b++)
+    if (B.b[b].first > B.b[b].last) B.b[b].last = B.b[b].first; /* never read */
+  for (int k = 0; k < p->n_steps; k++)
+    if (p->steps[k].kind == PS_KERNEL) find_inplace(s, p, &B, k);
+  /* solve over representatives only */
+  int *rep = malloc(sizeof(int) * ((size_t)B.n + 1));
+  mp_buffer *solve = malloc(sizeof(mp_buffer) * ((size_t)B.n + 1));
+  smelt_status st = (!rep || !solve) ? err_nomem("memory plan", sizeof(mp_buffer) * (size_t)B.n) : SMELT_OK;
+  int n_solve = 0;
+  for (int b = 0; !st && b < B.n; b++) {
+    rep[b] = -1;
+    if (uf_find(B.uf, b) == b) {
+      rep[b] = n_solve;
+      solve[n_solve++] = B.b[b];
+    }
+  }
+  if (!st) st = memplan_solve(solve, n_solve, &p->arena_bytes);
+  for (int v = 0; !st && v < g->n_values; v++) {
+    int b = B.buf_of[s->root[v]];
+    if (b >= 0 && p->loc[v].kind == VL_ARENA) p->loc[v].off = solve[rep[uf_find(B.uf, b)]].offset;
+  }
+  /* views share their root's place */
+  for (int v = 0; !st && v < g->n_values; v++) {
+    int r = s->root[v];
+    if (r != v && p->loc[v].kind == VL_NONE) p->loc[v] = p->loc[r];
+  }
+  free(rep);
+  free(solve);
+  free(B.buf_of);
+  free(B.b);
+  free(B.uf);
+  return st;
+}
+
+smelt_status schedule_plan(const cgraph *cg, fusion *fu, bool use_kernels, compiled_plan *p) {
+  sched s = {.cg = cg, .fu = fu, .kernels = use_kernels};
+  p->loc = calloc((size_t)cg->g->n_values + 1, sizeof(vloc));
+  smelt_status st = p->loc ? make_units(&s) : err_nomem("value locations", sizeof(vloc));
+  if (!st) st = order_units(&s);
+  if (!st) st = make_steps(&s, p);
+  if (!st) {
+    assign_locations(&s, p);
+    st = plan_memory(&s, p);
+  }
+  sched_free(&s);
+  return st;
+}

@@ -1,0 +1,221 @@
+/* Flash-style attention on the CPU (see attention.h).
+ *
+ * One task = one (batch, head, block of ATTN_BQ queries).  For each block of
+ * ATTN_BK keys: S = scale * Q_blk K_blk^T and acc += P V_blk run on the GEMM
+ * (single-threaded, inside the task), the softmax between them row by row.
+ * Each query row keeps its running max m and sum l; when the max grows, what
+ * was accumulated is rescaled by exp(m_old - m_new).  Operands whose rows are
+ * unit-stride are read in place; others are gathered into contiguous blocks.
+ * Under a causal mask the key blocks past a query block's last visible key
+ * are skipped.  The softmax steps (row max, exp and sum) are vectorized
+ * (kernels/vmath.h). */
+#include "kernels/attention.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/gemm.h"
+#include "kernels/vmath.h"
+#include "util/err.h"
+
+#define ATTN_BQ 64
+#define ATTN_BK 128
+
+typedef struct attn_scratch {
+  float *qb;  /* [BQ][D], when Q's rows are not unit-stride */
+  float *kb;  /* [BK][D] */
+  float *vb;  /* [BK][Dv] */
+  float *s;   /* [BQ][BK] scores, then probabilities */
+  float *acc; /* [BQ][Dv] */
+  float *m, *l; /* [BQ] */
+  const vmath_kernels *vm;
+} attn_scratch;
+
+typedef struct attn_job {
+  const attn_params *p;
+  const vmath_kernels *vm;
+  int64_t nqb;
+  atomic_bool failed;
+} attn_job;
+
+static bool scratch_alloc(const attn_params *p, attn_scratch *s) {
+  size_t d = (size_t)p->D, dv = (size_t)p->Dv;
+  s->qb = malloc(sizeof(float) * (d * ATTN_BQ + 1));
+  s->kb = malloc(sizeof(float) * (d * ATTN_BK + 1));
+  s->vb = malloc(sizeof(float) * (dv * ATTN_BK + 1));
+  s->s = malloc(sizeof(float) * ATTN_BQ * ATTN_BK);
+  s->acc = malloc(sizeof(float) * (dv * ATTN_BQ + 1));
+  s->m = malloc(sizeof(float) * ATTN_BQ);
+  s->l = malloc(sizeof(float) * ATTN_BQ);
+  return s->qb && s->kb && s->vb && s->s && s->acc && s->m && s->l;
+}
+
+static void scratch_free(attn_scratch *s) {
+  free(s->qb);
+  free(s->kb);
+  free(s->vb);
+  free(s->s);
+  free(s->acc);
+  free(s->m);
+  free(s->l);
+}
+
+/* Rows [0, n) of a strided [rows][cols] view (row stride rs, column stride
+ * cs): in place when columns are unit-stride, else copied into buf. */
+static const float *rows_view(const float *base, int64_t n, int64_t cols, int64_t rs, int64_t cs,
+                              float *buf, int64_t *ld) {
+  if (cs == 1 && (rs >= cols || n <= 1)) {
+    *ld = rs >= cols ? rs : cols;
+    return base;
+  }
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t c = 0; c < cols; c++) buf[r * cols + c] = base[r * rs + c * cs];
+  *ld = cols;
+  return buf;
+}
+
+/* Masks one row of scores (query i, keys [j0, j0 + n)). */
+static void mask_row(const attn_params *p, int64_t b, int64_t h, int64_t i, int64_t j0, int64_t n,
+                     float *sc) {
+  if (p->mask_kind != ATTN_MASK_NONE) {
+    int64_t off = b * p->mask_str[0] + h * p->mask_str[1] + i * p->mask_str[2];
+    if (p->mask_kind == ATTN_MASK_ADD) {
+      const float *mk = (const float *)p->mask + off;
+      for (int64_t j = 0; j < n; j++) sc[j] += mk[(j0 + j) * p->mask_str[3]];
+    } else {
+      const uint8_t *mk = (const uint8_t *)p->mask + off;
+      for (int64_t j = 0; j < n; j++)
+        if (!mk[(j0 + j) * p->mask_str[3]]) sc[j] = p->mask_fill;
+    }
+  }
+  if (p->causal) {
+    int64_t last = i + p->Sk - p->Sq; /* last visible key */
+    for (int64_t j = 0; j < n; j++)
+      if (j0 + j > last) sc[j] = -INFINITY;
+  }
+}
+
+/* Turns one row's scores into probabilities against its running max, and
+ * rescales what the row accumulated so far. */
+static void row_softmax(const attn_params *p, int64_t n, float *sc, attn_scratch *s, int64_t r) {
+  float mx = s->vm->row_max(sc, n);
+  float m_new = mx > s->m[r] ? mx : s->m[r];
+  if (m_new == -INFINITY) { /* every key so far masked out */
+    memset(sc, 0, sizeof(float) * (size_t)n);
+    return;
+  }
+  if (s->m[r] != m_new) {
+    float corr = expf(s->m[r] - m_new); /* 0 on the first block: m was -inf */
+    float *acc = s->acc + r * p->Dv;
+    s->l[r] *= corr;
+    for (int64_t e = 0; e < p->Dv; e++) acc[e] *= corr;
+    s->m[r] = m_new;
+  }
+  s->l[r] += s->vm->exp_shift_sum(sc, n, m_new);
+}
+
+static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                       const attn_scratch *s) {
+  for (int64_t r = 0; r < nq; r++) {
+    float *o = p->o + b * p->o_str[0] + h * p->o_str[1] + (i0 + r) * p->o_str[2];
+    const float *acc = s->acc + r * p->Dv;
+    /* softmax over nothing but -inf is NaN in the unfused graph too */
+    float inv = s->l[r] > 0 ? 1.f / s->l[r] : NAN;
+    for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : acc[e] * inv;
+  }
+}
+
+/* One key block against the task's query block: false if the GEMM refused. */
+static bool key_block(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                      const float *q, int64_t ldq, int64_t j0, int64_t n, attn_scratch *s) {
+  int64_t ldk, ldv;
+  const float *k = rows_view(p->k + b * p->k_str[0] + h * p->k_str[1] + j0 * p->k_str[2], n, p->D,
+                             p->k_str[2], p->k_str[3], s->kb, &ldk);
+  const float *v = rows_view(p->v + b * p->v_str[0] + h * p->v_str[1] + j0 * p->v_str[2], n, p->Dv,
+                             p->v_str[2], p->v_str[3], s->vb, &ldv);
+  gemm_params g = gemm_params_default();
+  g.trans_b = true;
+  g.M = nq;
+  g.N = n;
+  g.K = p->D;
+  g.alpha = p->scale;
+  g.A = q;
+  g.lda = ldq;
+  g.B = k;
+  g.ldb = ldk;
+  g.C = s->s;
+  g.ldc = ATTN_BK;
+  if (gemm_f32_ex(NULL, &g)) return false;
+  for (int64_t r = 0; r < nq; r++) {
+    float *sc = s->s + r * ATTN_BK;
+    mask_row(p, b, h, i0 + r, j0, n, sc);
+    row_softmax(p, n, sc, s, r);
+  }
+  g = gemm_params_default();
+  g.M = nq;
+  g.N = p->Dv;
+  g.K = n;
+  g.beta = 1.f;
+  g.A = s->s;
+  g.lda = ATTN_BK;
+  g.B = v;
+  g.ldb = ldv;
+  g.C = s->acc;
+  g.ldc = p->Dv;
+  return !gemm_f32_ex(NULL, &g);
+}
+
+static bool attn_task(const attn_params *p, int64_t t, int64_t nqb, attn_scratch *s) {
+  int64_t qb = t % nqb, bh = t / nqb, h = bh % p->H, b = bh / p->H;
+  int64_t i0 = qb * ATTN_BQ, nq = p->Sq - i0 < ATTN_BQ ? p->Sq - i0 : ATTN_BQ;
+  for (int64_t r = 0; r < nq; r++) {
+    s->m[r] = -INFINITY;
+    s->l[r] = 0.f;
+  }
+  memset(s->acc, 0, sizeof(float) * (size_t)(nq * p->Dv));
+  int64_t kend = p->Sk;
+  if (p->causal) { /* keys after the block's last visible one never count */
+    int64_t last = i0 + nq - 1 + p->Sk - p->Sq + 1;
+    kend = last < 0 ? 0 : last < kend ? last : kend;
+  }
+  int64_t ldq;
+  const float *q = rows_view(p->q + b * p->q_str[0] + h * p->q_str[1] + i0 * p->q_str[2], nq, p->D,
+                             p->q_str[2], p->q_str[3], s->qb, &ldq);
+  for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BK) {
+    int64_t n = kend - j0 < ATTN_BK ? kend - j0 : ATTN_BK;
+    if (!key_block(p, b, h, i0, nq, q, ldq, j0, n, s)) return false;
+  }
+  store_rows(p, b, h, i0, nq, s);
+  return true;
+}
+
+static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
+  attn_job *j = ctx;
+  attn_scratch s;
+  s.vm = j->vm;
+  if (!scratch_alloc(j->p, &s)) {
+    scratch_free(&s);
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (int64_t t = t0; t < t1; t++)
+    if (!attn_task(j->p, t, j->nqb, &s)) atomic_store(&j->failed, true);
+  scratch_free(&s);
+}
+
+smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
+  if (p->B < 0 || p->H < 0 || p->Sq < 0 || p->Sk < 0 || p->D < 0 || p->Dv < 0)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "attention: negative size");
+  if (p->D > ((int64_t)1 << 24) || p->Dv > ((int64_t)1 << 24))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "attention: head size %lld is implausible",
+                   (long long)(p->D > p->Dv ? p->D : p->Dv));
+  attn_job j = {.p = p, .vm = vmath_get(isa_active()), .nqb = (p->Sq + ATTN_BQ - 1) / ATTN_BQ};
+  int64_t ntasks = p->B * p->H * j.nqb;
+  if (ntasks == 0 || p->Dv == 0) return SMELT_OK;
+  pool_parallel_for(pool, ntasks, 1, attn_tasks, &j);
+  if (atomic_load(&j.failed)) /* scratch, or the GEMM refusing a block (a bug) */
+    return err_nomem("attention scratch", sizeof(float) * (size_t)(p->D + p->Dv) * ATTN_BK);
+  return SMELT_OK;
+}

@@ -1,0 +1,46 @@
+/* Scaled dot-product attention, flash style, float32:
+ *
+ *   O[b,h,i,:] = sum_j softmax_j(scale * Q[b,h,i,:].K[b,h,j,:] (+ mask)) V[b,h,j,:]
+ *
+ * Blocks of queries meet blocks of keys/values with an online softmax (a
+ * running max and sum per query row), so the Sq x Sk score matrix is never
+ * materialized: memory stays O(block) per thread.  Threaded over
+ * batch x heads x query blocks.
+ *
+ * Operands are strided views in the canonical [B, H, S, D] axis order
+ * (stride 0 broadcasts a dim of size 1), so transposed inputs and outputs
+ * ([B, S, H, D] from a QKV projection) need no copy. */
+#ifndef SMELT_KERNELS_ATTENTION_H
+#define SMELT_KERNELS_ATTENTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/pool.h"
+
+typedef enum attn_mask_kind {
+  ATTN_MASK_NONE = 0,
+  ATTN_MASK_ADD,  /* float32, added to the scaled scores */
+  ATTN_MASK_BOOL  /* bool (one byte): false replaces the score by mask_fill */
+} attn_mask_kind;
+
+typedef struct attn_params {
+  int64_t B, H, Sq, Sk, D, Dv;
+  const float *q, *k, *v;                 /* borrowed */
+  int64_t q_str[4], k_str[4], v_str[4];   /* q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv] */
+  float *o;                               /* borrowed, written: [B,H,Sq,Dv] */
+  int64_t o_str[4];
+  float scale;
+  bool causal; /* key j visible to query i iff j <= i + Sk - Sq (aligned at the end, as with a KV cache) */
+  attn_mask_kind mask_kind;
+  const void *mask;       /* borrowed; [B,H,Sq,Sk] view */
+  int64_t mask_str[4];
+  float mask_fill;
+} attn_params;
+
+/* Like the unfused graph: a query row whose every key is masked by -inf
+ * yields NaN; Sk == 0 yields zeros.  Fails only if scratch memory cannot be
+ * allocated or a size is negative. */
+smelt_status attention_f32(smelt_pool *pool, const attn_params *p);
+
+#endif

@@ -1,0 +1,21 @@
+/* The Conv implementation shared by ONNX Conv (conv.c) and the fused
+ * smelt.Conv (fused_conv.c): shape inference and the f32 im2col + GEMM core
+ * with an epilogue (bias, residual and activation applied per output tile
+ * right after its GEMM, bias/relu/clip inside the GEMM's own epilogue). */
+#ifndef SMELT_OPS_CONV_CORE_H
+#define SMELT_OPS_CONV_CORE_H
+
+#include "ops/fused_act.h"
+
+typedef struct conv_epilogue {
+  const float *residual; /* same shape as Y, added before the activation; NULL: none */
+  fused_act act;
+} conv_epilogue;
+
+/* Conv's inference over inputs X, W, B (inputs 0..2 of c; others ignored). */
+smelt_status conv_op_infer(op_ctx *c);
+/* Conv's kernel: Y = act(conv(X, W) + B + residual).  A non-trivial epilogue
+ * needs float32 (the caller checks). */
+smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e);
+
+#endif

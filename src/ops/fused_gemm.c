@@ -1,0 +1,186 @@
+/* smelt.Gemm: a matrix product with its epilogue, made by fuse_epilogue from
+ * MatMul / Gemm + bias Add + residual Add + activation.
+ *
+ *   Y = act(alpha * op(A) op(B) + bias + residual)
+ *
+ * Inputs: A, B, bias (optional), residual (optional); float32 only.
+ *   A  [..., M', K] (flattened to M = prod(leading dims) rows), or with
+ *      transA = 1 exactly [K, M];
+ *   B  [K, N], or with transB = 1 [N, K];
+ *   bias: N values, shape [N] or [1, ..., 1, N] (added to every row);
+ *   residual: exactly Y's shape.
+ * Y: A's leading dims followed by N ([M, N] with transA).
+ * Attributes: transA, transB, alpha (default 1), activation / clip_min /
+ * clip_max (fused_act.h), has_bias / has_residual (documentation of the
+ * inputs: they must agree with which inputs are present).
+ *
+ * Bias, relu and clip run in the GEMM's epilogue while the tile is in
+ * registers; the residual is preloaded into Y (beta = 1).  Sigmoid, tanh and
+ * gelu run on each block of rows right after its GEMM while it is in cache. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "kernels/gemm.h"
+#include "ops/fused_act.h"
+#include "ops/nn_util.h"
+#include "util/err.h"
+
+#define FGEMM_BLOCK_BYTES ((int64_t)256 << 10) /* rows per block: about this much of Y */
+
+typedef struct fgemm_plan {
+  bool ta, tb;
+  int64_t M, N, K;
+  int rank;
+  int64_t dims[SMELT_MAX_RANK];
+} fgemm_plan;
+
+static smelt_status check_flags(op_ctx *c) {
+  const char *names[2] = {"has_bias", "has_residual"};
+  for (int i = 0; i < 2; i++) {
+    int64_t f = op_attr_int(c, names[i], -1);
+    bool present = op_in(c, 2 + i) != NULL;
+    if (f >= 0 && (f != 0) != present)
+      return err_set(SMELT_ERR_INVALID_MODEL, "%s is %lld but input %d is %s", names[i], (long long)f,
+                     2 + i, present ? "given" : "absent");
+  }
+  return SMELT_OK;
+}
+
+static smelt_status fgemm_shape(op_ctx *c, fgemm_plan *p) {
+  const tensor *a = c->in[0], *b = c->in[1];
+  static const smelt_dtype f32_only[] = {SMELT_F32, SMELT_UNDEFINED};
+  for (int i = 0; i < c->n_in; i++)
+    if (op_in(c, i) && !(c->static_infer && op_in(c, i)->dtype == SMELT_UNDEFINED))
+      TRY(op_check_dtype(c, i, f32_only));
+  TRY(check_flags(c));
+  p->ta = op_attr_int(c, "transA", 0) != 0;
+  p->tb = op_attr_int(c, "transB", 0) != 0;
+  if (b->rank >= 0 && b->rank != 2) return err_set(SMELT_ERR_INVALID_MODEL, "input 1 (B) has rank %d, expected 2", b->rank);
+  if (a->rank >= 0 && (a->rank < 2 || (p->ta && a->rank != 2)))
+    return err_set(SMELT_ERR_INVALID_MODEL, "input 0 (A) has rank %d, expected %s", a->rank,
+                   p->ta ? "2 with transA" : "at least 2");
+  p->rank = a->rank;
+  if (a->rank < 0 || b->rank < 0) return SMELT_OK;
+  p->K = a->dims[p->ta ? 0 : a->rank - 1];
+  int64_t kb = b->dims[p->tb ? 1 : 0];
+  p->N = b->dims[p->tb ? 0 : 1];
+  if (dim_known(p->K) && dim_known(kb) && p->K != kb)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "inner dims do not match: A gives %lld, B %lld",
+                   (long long)p->K, (long long)kb);
+  if (p->ta) p->dims[0] = a->dims[1];
+  else memcpy(p->dims, a->dims, sizeof(int64_t) * (size_t)(a->rank - 1));
+  p->dims[p->rank - 1] = p->N;
+  p->M = nn_prod(p->dims, 0, p->rank - 1);
+  return SMELT_OK;
+}
+
+static smelt_status check_extras(op_ctx *c, const fgemm_plan *p) {
+  const tensor *bias = op_in(c, 2), *res = op_in(c, 3);
+  if (bias && bias->rank >= 0) {
+    for (int d = 0; d + 1 < bias->rank; d++)
+      if (dim_known(bias->dims[d]) && bias->dims[d] != 1)
+        return err_set(SMELT_ERR_INVALID_ARGUMENT, "bias dim %d is %lld, expected 1", d, (long long)bias->dims[d]);
+    int64_t bn = bias->rank ? bias->dims[bias->rank - 1] : 1;
+    if (dim_known(bn) && dim_known(p->N) && bn != p->N)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "bias has %lld values for %lld columns", (long long)bn, (long long)p->N);
+  }
+  if (res && res->rank >= 0 && p->rank >= 0) {
+    bool ok = res->rank == p->rank;
+    for (int d = 0; ok && d < p->rank; d++)
+      ok = !dim_known(res->dims[d]) || !dim_known(p->dims[d]) || res->dims[d] == p->dims[d];
+    if (!ok) {
+      char a[128], b[128];
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "residual shape %s is not the output shape %s",
+                     shape_str(a, sizeof a, res->rank, res->dims, NULL),
+                     shape_str(b, sizeof b, p->rank, p->dims, NULL));
+    }
+  }
+  fused_act act;
+  return fused_act_read(c->node, &act);
+}
+
+static smelt_status fgemm_infer(op_ctx *c) {
+  fgemm_plan p;
+  TRY(fgemm_shape(c, &p));
+  TRY(check_extras(c, &p));
+  if (p.rank < 0 || c->in[1]->rank < 0) nn_out_unknown(c, 0, SMELT_F32);
+  else op_set_out(c, 0, SMELT_F32, p.rank, p.dims);
+  return SMELT_OK;
+}
+
+typedef struct fgemm_job {
+  gemm_params g; /* the whole product */
+  const fused_act *act;
+  int64_t rows;  /* per block */
+  atomic_bool failed;
+} fgemm_job;
+
+/* Rows [m0, m1) of the product: A's rows (columns with transA) and Y's rows. */
+static gemm_params rows_of(const gemm_params *g, int64_t m0, int64_t m1) {
+  gemm_params p = *g;
+  p.M = m1 - m0;
+  p.A = g->trans_a ? g->A + m0 : g->A + m0 * g->lda;
+  p.C = g->C + m0 * g->ldc;
+  return p;
+}
+
+static void fgemm_blocks(void *ctx, int64_t b0, int64_t b1) {
+  fgemm_job *j = ctx;
+  for (int64_t b = b0; b < b1; b++) {
+    int64_t m0 = b * j->rows, m1 = m0 + j->rows < j->g.M ? m0 + j->rows : j->g.M;
+    gemm_params p = rows_of(&j->g, m0, m1);
+    if (gemm_f32_ex(NULL, &p)) atomic_store(&j->failed, true); /* only on bad arguments: checked before */
+    fused_act_apply(j->act, p.C, (m1 - m0) * j->g.N);
+  }
+}
+
+static smelt_status fgemm_run(op_ctx *c) {
+  fgemm_plan p;
+  TRY(fgemm_shape(c, &p));
+  TRY(check_extras(c, &p));
+  const tensor *a = c->in[0], *b = c->in[1], *bias = op_in(c, 2), *res = op_in(c, 3);
+  tensor *y = c->out[0];
+  if (p.M == 0 || p.N == 0) return SMELT_OK;
+  fused_act act;
+  TRY(fused_act_read(c->node, &act));
+  if (res) {
+    if (res->nbytes != y->nbytes) return err_set(SMELT_ERR_INTERNAL, "residual size differs from the output's");
+    memcpy(y->data, res->data, y->nbytes);
+  }
+  gemm_params g = gemm_params_default();
+  g.trans_a = p.ta;
+  g.trans_b = p.tb;
+  g.M = p.M;
+  g.N = p.N;
+  g.K = p.K;
+  g.alpha = op_attr_float(c, "alpha", 1.f);
+  g.beta = res ? 1.f : 0.f;
+  g.A = a->data;
+  g.B = b->data;
+  g.C = y->data;
+  g.lda = p.ta ? p.M : p.K;
+  g.ldb = p.tb ? p.K : p.N;
+  g.ldc = p.N;
+  if (bias) {
+    g.epilogue.bias_kind = GEMM_BIAS_COL;
+    g.epilogue.bias = bias->data;
+  }
+  bool in_tile = fused_act_in_gemm(&act, &g.epilogue);
+  if (in_tile) return gemm_f32_ex(c->pool, &g);
+  fgemm_job j = {.g = g, .act = &act};
+  j.rows = FGEMM_BLOCK_BYTES / (int64_t)(sizeof(float) * (size_t)p.N);
+  if (j.rows < 16) j.rows = 16;
+  int64_t blocks = (p.M + j.rows - 1) / j.rows;
+  if (blocks >= 2 * pool_threads(c->pool)) {
+    pool_parallel_for(c->pool, blocks, 1, fgemm_blocks, &j);
+    return atomic_load(&j.failed) ? err_set(SMELT_ERR_INTERNAL, "GEMM rejected a row block") : SMELT_OK;
+  }
+  /* few rows: one threaded GEMM, then the activation while Y is still in cache */
+  TRY(gemm_f32_ex(c->pool, &g));
+  fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
+  return SMELT_OK;
+}
+
+const op_def op_family_fused_gemm[] = {
+    {"Gemm", "smelt", 2, 4, 1, 1, fgemm_infer, fgemm_run, false},
+    {0}};

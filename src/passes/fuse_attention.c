@@ -1,0 +1,272 @@
+/* Scaled-dot-product attention fusion.
+ *
+ * Matches, from each float32 Softmax over the last axis:
+ *   S  = MatMul(Q', K')             Q' [..., Sq, D], K' [..., D, Sk]
+ *   S  = S * c | S / c              (any number, c a scalar constant)
+ *   S  = S + mask | Where(cond, S, fill)   (optional; mask float, cond bool)
+ *   P  = Softmax(S, axis = -1)
+ *   O  = MatMul(P, V')              V' [..., Sk, Dv]
+ *   Y  = Transpose(O, p)            (optional)
+ * with every intermediate read only by the next step, and rewrites it as one
+ * smelt.Attention node (ops/fused_attention.c; kernel kernels/attention.c).
+ * Q', K' and V' are traced back through Transpose nodes and scalar Mul/Div
+ * (folded into the scale), so the kernel reads the projections' outputs in
+ * their own layout (q_perm, k_perm, v_perm) and writes Y's (out_perm).
+ * Exporters write these in the forms of torch.nn.MultiheadAttention (rank 3,
+ * scale on Q) and of hand-written GPT/BERT blocks (rank 4, scale on scores).
+ *
+ * A constant additive mask that is 0 where key j <= query i + Sk - Sq and
+ * -inf (or <= -1e30) elsewhere, or such a boolean condition with a fill
+ * <= -1e30, becomes causal = 1 and is dropped: the kernel then skips the
+ * masked key blocks instead of reading a mask.  One log line per fusion. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/rewrite.h"
+#include "util/err.h"
+
+#define MASKED_BELOW (-1e30)
+
+typedef struct operand {
+  int v;                /* the value the kernel reads */
+  int64_t perm[4];      /* canonical axis i is v's axis perm[i] */
+} operand;
+
+typedef struct attn_match {
+  int rank;
+  operand q, k, v;
+  double scale;
+  int mask;             /* value or -1 */
+  bool mask_bool, causal;
+  double fill;
+  int y;                /* output value */
+  int64_t out_perm[4];
+  int first, last;      /* the Q K^T MatMul; the node writing y */
+  int nodes[16], n;     /* pattern nodes (for the log) */
+} attn_match;
+
+static bool f32(rewriter *w, int v) { return v >= 0 && rw_val(w, v)->dtype == SMELT_F32; }
+
+static void identity(int64_t *p, int r) {
+  for (int i = 0; i < r; i++) p[i] = i;
+}
+
+/* Reads a Transpose's permutation (default: reversed). */
+static bool transpose_perm(rewriter *w, int id, int r, int64_t *p) {
+  int n;
+  const int64_t *a = ir_attr_ints(rw_node(w, id), "perm", &n);
+  if (!a) {
+    for (int i = 0; i < r; i++) p[i] = r - 1 - i;
+    return true;
+  }
+  if (n != r) return false;
+  memcpy(p, a, sizeof(int64_t) * (size_t)r);
+  return true;
+}
+
+/* Walks back from v through Transposes and scalar Mul/Div, composing the view
+ * permutation (view = Transpose(result, perm)) and the scale. */
+static void trace_operand(rewriter *w, int v, int r, operand *op, double *scale) {
+  identity(op->perm, r);
+  for (int guard = 0; guard < 8; guard++) {
+    int p = rw_producer(w, v);
+    if (p < 0) break;
+    const ir_node *nd = rw_node(w, p);
+    double c;
+    if (rw_is_op(w, p, "Transpose") && rw_val(w, nd->inputs[0])->rank == r) {
+      int64_t tp[4], np[4];
+      if (!transpose_perm(w, p, r, tp)) break;
+      for (int i = 0; i < r; i++) np[i] = tp[op->perm[i]];
+      memcpy(op->perm, np, sizeof np);
+      v = nd->inputs[0];
+    } else if ((rw_is_op(w, p, "Mul") || rw_is_op(w, p, "Div")) && nd->n_inputs == 2 &&
+               rw_scalar(w, nd->inputs[1], &c) && c != 0 && isfinite(c) &&
+               rw_same_shape(rw_val(w, nd->inputs[0]), rw_val(w, nd->outputs[0]))) {
+      *scale = rw_is_op(w, p, "Mul") ? *scale * c : *scale / c;
+      v = nd->inputs[0];
+    } else if (rw_is_op(w, p, "Mul") && nd->n_inputs == 2 && rw_scalar(w, nd->inputs[0], &c) &&
+               c != 0 && isfinite(c) && rw_same_shape(rw_val(w, nd->inputs[1]), rw_val(w, nd->outputs[0]))) {
+      *scale *= c;
+      v = nd->inputs[1];
+    } else {
+      break;
+    }
+  }
+  op->v = v;
+}
+
+static bool softmax_last_axis(rewriter *w, int sm, int r) {
+  const ir_node *nd = rw_node(w, sm);
+  int64_t axis = ir_attr_int(nd, "axis", nd->opset >= 13 ? -1 : 1);
+  if (axis < 0) axis += r;
+  return axis == r - 1;
+}
+
+/* v comes from a MatMul through scalar Mul/Div only. */
+static bool leads_to_matmul(rewriter *w, int v) {
+  for (int guard = 0; guard < 8; guard++) {
+    int p = rw_producer(w, v);
+    double c;
+    if (p < 0) return false;
+    const ir_node *nd = rw_node(w, p);
+    if (rw_is_op(w, p, "MatMul")) return true;
+    if ((rw_is_op(w, p, "Mul") || rw_is_op(w, p, "Div")) && nd->n_inputs == 2 && rw_scalar(w, nd->inputs[1], &c))
+      v = nd->inputs[0];
+    else if (rw_is_op(w, p, "Mul") && nd->n_inputs == 2 && rw_scalar(w, nd->inputs[0], &c))
+      v = nd->inputs[1];
+    else
+      return false;
+  }
+  return false;
+}
+
+/* The scores chain back from the Softmax input: mask, scales, the Q K^T MatMul. */
+static bool match_scores(rewriter *w, int s, attn_match *m) {
+  int p = rw_producer(w, s), mm1 = -1;
+  m->scale = 1.0;
+  m->mask = -1;
+  for (int guard = 0; guard < 8 && p >= 0 && mm1 < 0; guard++) {
+    const ir_node *nd = rw_node(w, p);
+    double c;
+    if (rw_sole_user(w, nd->outputs[0]) < 0) return false;
+    m->nodes[m->n++] = p;
+    if (rw_is_op(w, p, "MatMul")) {
+      mm1 = m->first = p;
+    } else if ((rw_is_op(w, p, "Mul") || rw_is_op(w, p, "Div")) && rw_scalar(w, nd->inputs[1], &c) && c != 0 &&
+               isfinite(c)) {
+      m->scale = rw_is_op(w, p, "Mul") ? m->scale * c : m->scale / c;
+      p = rw_producer(w, nd->inputs[0]);
+    } else if (rw_is_op(w, p, "Mul") && rw_scalar(w, nd->inputs[0], &c) && c != 0 && isfinite(c)) {
+      m->scale *= c;
+      p = rw_producer(w, nd->inputs[1]);
+    } else if (rw_is_op(w, p, "Add") && m->mask < 0 && nd->n_inputs == 2) {
+      /* the operand the scores come from is the one with the MatMul behind it */
+      int a = nd->inputs[0], b = nd->inputs[1];
+      int sv = leads_to_matmul(w, a) ? a : b;
+      m->mask = sv == a ? b : a;
+      if (!f32(w, m->mask) || !rw_same_shape(rw_val(w, sv), rw_val(w, nd->outputs[0]))) return false;
+      p = rw_producer(w, sv);
+    } else if (rw_is_op(w, p, "Where") && m->mask < 0 && nd->n_inputs == 3 && rw_scalar(w, nd->inputs[2], &m->fill) &&
+               rw_val(w, nd->inputs[0])->dtype == SMELT_BOOL &&
+               rw_same_shape(rw_val(w, nd->inputs[1]), rw_val(w, nd->outputs[0]))) {
+      m->mask = nd->inputs[0];
+      m->mask_bool = true;
+      p = rw_producer(w, nd->inputs[1]);
+    } else {
+      return false;
+    }
+  }
+  if (mm1 < 0) return false;
+  const ir_node *mn = rw_node(w, mm1);
+  int r = rw_val(w, mn->outputs[0])->rank;
+  if (r != 3 && r != 4) return false;
+  m->rank = r;
+  double qs = 1.0, ks = 1.0;
+  trace_operand(w, mn->inputs[0], r, &m->q, &qs);
+  trace_operand(w, mn->inputs[1], r, &m->k, &ks);
+  /* K' is K^T: the canonical K swaps the last two axes of K' */
+  int64_t t = m->k.perm[r - 1];
+  m->k.perm[r - 1] = m->k.perm[r - 2];
+  m->k.perm[r - 2] = t;
+  m->scale *= qs * ks;
+  return rw_val(w, m->q.v)->rank == r && rw_val(w, m->k.v)->rank == r && f32(w, m->q.v) && f32(w, m->k.v);
+}
+
+/* Masked means: the entry is -inf or below MASKED_BELOW. */
+static bool is_causal_mask(rewriter *w, const attn_match *m, int64_t Sq, int64_t Sk) {
+  const tensor *t = rw_const(w, m->mask);
+  if (!t || t->rank < 2 || t->dims[t->rank - 2] != Sq || t->dims[t->rank - 1] != Sk) return false;
+  if (tensor_numel(t) != Sq * Sk) return false; /* leading dims all 1 */
+  if (m->mask_bool && !(m->fill <= MASKED_BELOW)) return false;
+  for (int64_t i = 0; i < Sq; i++)
+    for (int64_t j = 0; j < Sk; j++) {
+      bool visible = j <= i + Sk - Sq;
+      double x = tensor_get_f64(t, i * Sk + j);
+      bool ok = m->mask_bool ? (x != 0) == visible : visible ? x == 0 : x <= MASKED_BELOW;
+      if (!ok) return false;
+    }
+  return true;
+}
+
+static bool match_output(rewriter *w, int mm2, attn_match *m) {
+  int o = rw_node(w, mm2)->outputs[0];
+  m->y = o;
+  m->last = mm2;
+  identity(m->out_perm, m->rank);
+  int t = rw_sole_user(w, o);
+  if (t >= 0 && rw_is_op(w, t, "Transpose") && f32(w, rw_node(w, t)->outputs[0]) &&
+      transpose_perm(w, t, m->rank, m->out_perm)) {
+    m->y = rw_node(w, t)->outputs[0];
+    m->last = t;
+    m->nodes[m->n++] = t;
+  }
+  return true;
+}
+
+static bool match_at(rewriter *w, int sm, attn_match *m) {
+  memset(m, 0, sizeof *m);
+  const ir_node *sn = rw_node(w, sm);
+  int s = sn->inputs[0], pv = sn->outputs[0];
+  if (!f32(w, s) || !f32(w, pv) || rw_sole_user(w, s) != sm) return false;
+  int r = rw_val(w, s)->rank;
+  if ((r != 3 && r != 4) || !softmax_last_axis(w, sm, r)) return false;
+  int mm2 = rw_sole_user(w, pv);
+  if (mm2 < 0 || !rw_is_op(w, mm2, "MatMul") || rw_node(w, mm2)->inputs[0] != pv) return false;
+  if (!match_scores(w, s, m) || m->rank != r) return false;
+  m->nodes[m->n++] = sm;
+  m->nodes[m->n++] = mm2;
+  double vs = 1.0;
+  trace_operand(w, rw_node(w, mm2)->inputs[1], r, &m->v, &vs);
+  if (vs != 1.0) { /* a scaled V is not part of attention: read it as it is */
+    m->v.v = rw_node(w, mm2)->inputs[1];
+    identity(m->v.perm, r);
+  }
+  if (rw_val(w, m->v.v)->rank != r || !f32(w, m->v.v)) return false;
+  if (!match_output(w, mm2, m)) return false;
+  const ir_value *sv = rw_val(w, s);
+  if (m->mask >= 0 && dim_known(sv->dims[r - 2]) && dim_known(sv->dims[r - 1]) &&
+      is_causal_mask(w, m, sv->dims[r - 2], sv->dims[r - 1])) {
+    m->causal = true;
+    m->mask = -1;
+  }
+  return true;
+}
+
+static smelt_status build(rewriter *w, attn_match *m) {
+  int id;
+  char a[160], b[160];
+  pass_log(w->r, "fused %s .. %s (%d nodes) -> smelt.Attention(rank %d, scale %g%s%s) writing '%s'",
+           rw_name(w, m->first, a, sizeof a), rw_name(w, m->last, b, sizeof b),
+           m->n, m->rank, m->scale, m->causal ? ", causal" : "",
+           m->mask >= 0 ? (m->mask_bool ? ", bool mask" : ", additive mask") : "", rw_val(w, m->y)->name);
+  TRY(rw_replace_node(w, m->last, "Attention", "smelt", 4, 8, &id));
+  for (int k = 0; k < m->n; k++) rw_kill(w, m->nodes[k]);
+  TRY(rw_set_input(w, id, 0, m->q.v));
+  TRY(rw_set_input(w, id, 1, m->k.v));
+  TRY(rw_set_input(w, id, 2, m->v.v));
+  TRY(rw_set_input(w, id, 3, m->mask));
+  TRY(rw_attr_float(w, id, 0, "scale", (float)m->scale));
+  TRY(rw_attr_int(w, id, 1, "causal", m->causal));
+  TRY(rw_attr_float(w, id, 2, "mask_fill", m->mask_bool ? (float)m->fill : -INFINITY));
+  TRY(rw_attr_ints(w, id, 3, "q_perm", m->q.perm, m->rank));
+  TRY(rw_attr_ints(w, id, 4, "k_perm", m->k.perm, m->rank));
+  TRY(rw_attr_ints(w, id, 5, "v_perm", m->v.perm, m->rank));
+  TRY(rw_attr_ints(w, id, 6, "out_perm", m->out_perm, m->rank));
+  return rw_attr_int(w, id, 7, "has_mask", m->mask >= 0);
+}
+
+smelt_status pass_fuse_attention(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
+  rewriter w;
+  TRY(rw_begin(&w, g, o, r));
+  smelt_status s = SMELT_OK;
+  int n = g->n_nodes;
+  for (int id = 0; !s && id < n; id++) {
+    attn_match m;
+    if (!rw_is_op(&w, id, "Softmax") || !match_at(&w, id, &m)) continue;
+    s = build(&w, &m);
+    w.changes += !s;
+  }
+  return rw_end(&w, s, changes);
+}

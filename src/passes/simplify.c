@@ -1,0 +1,211 @@
+/* Algebraic simplification.
+ *
+ *  - Div(x, c) -> Mul(x, 1/c) for a float constant c whose elements are
+ *    finite and nonzero with a finite reciprocal.  Exact when every 1/c is a
+ *    power of two; otherwise x * (1/c) is within 1 ulp of x / c (the
+ *    reciprocal is rounded once, the product once).
+ *  - Mul by ones, Add/Sub by zeros, Div/Pow by one: removed when the result
+ *    has x's type and shape (no broadcast up).  x + 0 turns -0 into +0, which
+ *    no comparison can tell apart.
+ *  - Pow(x, 2) -> Mul(x, x) for floats (both are correctly rounded squares).
+ *  - Transpose(Transpose(x, p), q) -> Transpose(x, p o q), or nothing when that
+ *    is the identity; done when the inner one has no other consumer.
+ *  - A reshape-like op (Reshape, Flatten, Squeeze, Unsqueeze) of a reshape-like
+ *    op: reads the inner one's input directly, as a Reshape to the concrete
+ *    output dims, or, for a Reshape whose target has no 0 ("copy this dim")
+ *    entry, to the same target.
+ * MatMul + bias Add is left to fuse_epilogue (smelt.Gemm). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/rewrite.h"
+#include "util/err.h"
+
+static bool is_float_dt(smelt_dtype t) { return t == SMELT_F32 || t == SMELT_F64; }
+
+static bool same_type_and_shape(rewriter *w, int a, int b) {
+  const ir_value *x = rw_val(w, a), *y = rw_val(w, b);
+  return x->dtype == y->dtype && x->dtype != SMELT_UNDEFINED && rw_same_shape(x, y);
+}
+
+/* ---- Div by a constant ---- */
+
+static smelt_status div_to_mul(rewriter *w, int id, bool *done) {
+  const ir_node *nd = rw_node(w, id);
+  const tensor *c = rw_const(w, nd->inputs[1]);
+  if (!c || !is_float_dt(c->dtype) || c->dtype != rw_val(w, nd->inputs[0])->dtype) return SMELT_OK;
+  int64_t n = tensor_numel(c);
+  for (int64_t i = 0; i < n; i++) {
+    double x = tensor_get_f64(c, i);
+    double rcp = c->dtype == SMELT_F32 ? (double)(1.0f / (float)x) : 1.0 / x;
+    if (!isfinite(x) || x == 0 || !isfinite(rcp) || rcp == 0) return SMELT_OK;
+  }
+  tensor *t = NULL;
+  TRY(rw_tensor(&t, c->dtype, c->rank, c->dims));
+  for (int64_t i = 0; i < n; i++) {
+    if (c->dtype == SMELT_F32) ((float *)t->data)[i] = 1.0f / ((const float *)c->data)[i];
+    else ((double *)t->data)[i] = 1.0 / ((const double *)c->data)[i];
+  }
+  int cv;
+  TRY(rw_add_constant(w, "reciprocal", t, &cv));
+  TRY(rw_set_input(w, id, 1, cv));
+  TRY(rw_set_op(w, id, "Mul"));
+  *done = true;
+  return SMELT_OK;
+}
+
+/* ---- identity operands ---- */
+
+/* Operand index (0/1) of x when the other operand is the op's identity. */
+static int identity_operand(rewriter *w, int id) {
+  const ir_node *nd = rw_node(w, id);
+  if (nd->n_inputs != 2 || nd->inputs[0] < 0 || nd->inputs[1] < 0) return -1;
+  const char *op = nd->op_type;
+  int a = nd->inputs[0], b = nd->inputs[1];
+  if (!strcmp(op, "Mul")) return rw_all_equal(w, b, 1) ? 0 : rw_all_equal(w, a, 1) ? 1 : -1;
+  if (!strcmp(op, "Add")) return rw_all_equal(w, b, 0) ? 0 : rw_all_equal(w, a, 0) ? 1 : -1;
+  if (!strcmp(op, "Sub")) return rw_all_equal(w, b, 0) ? 0 : -1;
+  if (!strcmp(op, "Div") || !strcmp(op, "Pow")) return rw_all_equal(w, b, 1) ? 0 : -1;
+  return -1;
+}
+
+static smelt_status drop_identity_op(rewriter *w, int id, bool *done) {
+  int k = identity_operand(w, id);
+  if (k < 0) return SMELT_OK;
+  const ir_node *nd = rw_node(w, id);
+  int x = nd->inputs[k], y = nd->outputs[0];
+  if (y < 0 || !same_type_and_shape(w, x, y)) return SMELT_OK;
+  return rw_bypass(w, id, x, y, done);
+}
+
+static smelt_status square(rewriter *w, int id, bool *done) {
+  const ir_node *nd = rw_node(w, id);
+  double e;
+  if (!rw_scalar(w, nd->inputs[1], &e) || e != 2 || !is_float_dt(rw_val(w, nd->inputs[0])->dtype) ||
+      rw_val(w, nd->inputs[0])->dtype != rw_val(w, nd->outputs[0])->dtype)
+    return SMELT_OK;
+  TRY(rw_set_input(w, id, 1, nd->inputs[0]));
+  TRY(rw_set_op(w, id, "Mul"));
+  *done = true;
+  return SMELT_OK;
+}
+
+/* ---- Transpose pairs ---- */
+
+static bool get_perm(rewriter *w, const ir_node *nd, int64_t *perm, int *n) {
+  const int64_t *p = ir_attr_ints(nd, "perm", n);
+  int rank = rw_val(w, nd->inputs[0])->rank;
+  if (!p) { /* default: reverse */
+    if (rank < 0) return false;
+    *n = rank;
+    for (int i = 0; i < rank; i++) perm[i] = rank - 1 - i;
+    return true;
+  }
+  if (*n > SMELT_MAX_RANK || *n != rank) return false;
+  memcpy(perm, p, sizeof(int64_t) * (size_t)*n);
+  for (int i = 0; i < *n; i++)
+    if (perm[i] < 0 || perm[i] >= *n) return false;
+  return true;
+}
+
+static smelt_status transpose_pair(rewriter *w, int id, bool *done) {
+  const ir_node *outer = rw_node(w, id);
+  int inner_id = rw_producer_op(w, outer->inputs[0], "Transpose");
+  if (inner_id < 0 || rw_sole_user(w, outer->inputs[0]) != id) return SMELT_OK;
+  const ir_node *inner = rw_node(w, inner_id);
+  int64_t p[SMELT_MAX_RANK], q[SMELT_MAX_RANK], c[SMELT_MAX_RANK];
+  int np, nq;
+  if (!get_perm(w, inner, p, &np) || !get_perm(w, outer, q, &nq) || np != nq) return SMELT_OK;
+  bool ident = true;
+  for (int i = 0; i < nq; i++) {
+    c[i] = p[q[i]]; /* out[i] = mid[q[i]] = x[p[q[i]]] */
+    ident &= c[i] == i;
+  }
+  int x = inner->inputs[0], y = outer->outputs[0];
+  if (ident) return rw_bypass(w, id, x, y, done);
+  int nid;
+  TRY(rw_replace_node(w, id, "Transpose", "", 1, 1, &nid));
+  TRY(rw_set_input(w, nid, 0, x));
+  TRY(rw_attr_ints(w, nid, 0, "perm", c, nq));
+  *done = true;
+  return SMELT_OK;
+}
+
+/* ---- reshape chains ---- */
+
+static bool reshape_like(rewriter *w, int node) {
+  return node >= 0 && (rw_is_op(w, node, "Reshape") || rw_is_op(w, node, "Flatten") ||
+                       rw_is_op(w, node, "Squeeze") || rw_is_op(w, node, "Unsqueeze"));
+}
+
+/* A Reshape target without 0 entries means the same for any input. */
+static bool target_input_free(rewriter *w, const ir_node *nd) {
+  if (!rw_is_op(w, (int)(nd - w->g->nodes), "Reshape") || nd->n_inputs < 2) return false;
+  const tensor *t = rw_const(w, nd->inputs[1]);
+  if (!t || !dtype_is_int(t->dtype)) return false;
+  if (ir_attr_int(nd, "allowzero", 0)) return true;
+  int64_t n = tensor_numel(t);
+  for (int64_t i = 0; i < n; i++)
+    if (tensor_get_i64(t, i) == 0) return false;
+  return true;
+}
+
+static smelt_status reshape_chain(rewriter *w, int id, bool *done) {
+  const ir_node *nd = rw_node(w, id);
+  int inner = rw_producer(w, nd->inputs[0]);
+  if (!reshape_like(w, inner)) return SMELT_OK;
+  int x = rw_node(w, inner)->inputs[0], y = nd->outputs[0];
+  const ir_value *yv = rw_val(w, y);
+  if (x < 0 || rw_val(w, x)->dtype != yv->dtype) return SMELT_OK;
+  if (target_input_free(w, nd)) {
+    TRY(rw_set_input(w, id, 0, x));
+    *done = true;
+    return SMELT_OK;
+  }
+  if (!rw_concrete(yv)) return SMELT_OK;
+  tensor *t = NULL;
+  int64_t r = yv->rank;
+  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
+  memcpy(t->data, yv->dims, sizeof(int64_t) * (size_t)r);
+  int shape_v, nid;
+  TRY(rw_add_constant(w, "shape", t, &shape_v));
+  TRY(rw_replace_node(w, id, "Reshape", "", 2, 0, &nid));
+  TRY(rw_set_input(w, nid, 0, x));
+  TRY(rw_set_input(w, nid, 1, shape_v));
+  *done = true;
+  return SMELT_OK;
+}
+
+static smelt_status simplify_node(rewriter *w, int id, bool *done) {
+  const ir_node *nd = rw_node(w, id);
+  *done = false;
+  if (*nd->domain || nd->n_outputs != 1 || nd->outputs[0] < 0 || nd->n_inputs < 1 || nd->inputs[0] < 0)
+    return SMELT_OK;
+  const char *op = nd->op_type;
+  if (nd->n_inputs == 2 && nd->inputs[1] >= 0) {
+    TRY(drop_identity_op(w, id, done));
+    if (*done) return SMELT_OK;
+    if (!strcmp(op, "Div")) return div_to_mul(w, id, done);
+    if (!strcmp(op, "Pow")) return square(w, id, done);
+  }
+  if (!strcmp(op, "Transpose")) return transpose_pair(w, id, done);
+  if (reshape_like(w, id)) return reshape_chain(w, id, done);
+  return SMELT_OK;
+}
+
+smelt_status pass_simplify(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
+  rewriter w;
+  TRY(rw_begin(&w, g, o, r));
+  int *order = NULL;
+  smelt_status s = ir_graph_toposort(g, &order);
+  int n = g->n_nodes; /* nodes added on the way are already simplified */
+  for (int k = 0; !s && k < n; k++) {
+    if (!rw_live(&w, order[k])) continue;
+    bool done;
+    s = simplify_node(&w, order[k], &done);
+    w.changes += done;
+  }
+  free(order);
+  return rw_end(&w, s, changes);
+}

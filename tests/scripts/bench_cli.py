@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""smelt bench / smelt profile end to end on a small model: run them, then check
+the JSON report's fields, the Chrome trace's events and the printed coverage.
+
+usage: bench_cli.py SMELT MODEL"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL", what)
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_result(r, runs):
+    mode = r.get("mode")
+    check(isinstance(mode, str), "result has a mode")
+    if "error" in r:
+        check(isinstance(r["error"], str) and r["error"], f"{mode}: error is a message")
+        for k in ("latency_ms", "first_run_ms", "speedup_vs_eager", "throughput_per_s"):
+            check(k not in r, f"{mode}: a failed mode reports no '{k}'")
+        return False
+    for k in ("compile_cold_s", "compile_warm_s", "first_run_ms", "throughput_per_s", "peak_rss_mb", "arena_mb"):
+        check(is_num(r.get(k)) and r[k] >= 0, f"{mode}: {k} is a non-negative number")
+    lat = r.get("latency_ms", {})
+    for k in ("median", "mean", "std", "min", "max", "p50", "p90", "p99"):
+        check(is_num(lat.get(k)), f"{mode}: latency_ms.{k} is a number")
+    ci = lat.get("ci95")
+    check(isinstance(ci, list) and len(ci) == 2 and all(is_num(v) for v in ci), f"{mode}: ci95 is [lo, hi]")
+    if all(is_num(lat.get(k)) for k in ("min", "p50", "p90", "p99", "max", "median")) and isinstance(ci, list):
+        check(lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"], f"{mode}: percentiles ordered")
+        check(lat["median"] == lat["p50"], f"{mode}: median is p50")
+        check(ci[0] <= lat["median"] <= ci[1], f"{mode}: the CI holds the median")
+        check(abs(r["throughput_per_s"] - 1e3 / lat["median"]) < 1e-6 * r["throughput_per_s"], f"{mode}: throughput = 1/median")
+    check(r.get("runs") == runs and lat.get("n") == runs, f"{mode}: {runs} timed runs")
+    par = r.get("parity", {})
+    check(is_num(par.get("max_abs")) and is_num(par.get("max_rel")), f"{mode}: parity max_abs/max_rel")
+    check(par.get("within_tolerance") is True, f"{mode}: parity within tolerance of eager")
+    return True
+
+
+def check_bench(smelt, model, tmp):
+    out = os.path.join(tmp, "out.json")
+    rc, stdout, stderr = run([smelt, "bench", model, "--runs", "5", "--warmup", "1", "--json", out])
+    check(rc == 0, f"bench exits 0 (got {rc}: {stderr.strip()})")
+    with open(out) as f:
+        d = json.load(f)
+    for k in ("model", "threads", "inputs", "environment", "results"):
+        check(k in d, f"field '{k}'")
+    check(d.get("model") == model, "model is the path given")
+    check(isinstance(d.get("threads"), int) and d["threads"] >= 1, "threads >= 1")
+    inp = d.get("inputs", {}).get("x", {})
+    check(inp.get("dtype") == "float32" and inp.get("shape") == [1, 64], "input x float32 [1,64]")
+    env = d.get("environment", {})
+    for k in ("smelt_version", "cc", "cflags", "cpu", "isa", "os"):
+        check(isinstance(env.get(k), str), f"environment.{k} is a string")
+        check(k == "cflags" or env.get(k), f"environment.{k} is not empty")
+    res = d.get("results", [])
+    check(len(res) == 1 and res[0].get("mode") == "eager", "one result: eager")
+    if res and check_result(res[0], 5):
+        check(res[0]["speedup_vs_eager"] == 1.0, "eager speedup is 1")
+        check(res[0]["parity"]["max_abs"] == 0, "eager is deterministic on the same inputs")
+
+    # every mode: compiled ones are either measured in full or carry an error, never a number
+    out2 = os.path.join(tmp, "compare.json")
+    rc, stdout, stderr = run([smelt, "bench", model, "--compare", "--runs", "3", "--warmup", "0", "--json", out2])
+    check(rc == 0, f"bench --compare exits 0 (got {rc}: {stderr.strip()})")
+    check("| model | mode | median ms" in stdout, "--compare prints the table")
+    with open(out2) as f:
+        d = json.load(f)
+    modes = [r.get("mode") for r in d.get("results", [])]
+    check(modes == ["eager", "default", "reduce-overhead", "max-autotune"], f"--compare modes in order: {modes}")
+    for r in d.get("results", []):
+        if check_result(r, 3):
+            check(is_num(r.get("speedup_vs_eager")), f"{r['mode']}: speedup is a number")
+    check("too few" in stdout, "3 runs draw the too-few-runs warning")
+
+    for args, want in ((["--runs", "3", "--seconds", "1"], 2), (["--bogus"], 2), (["--mode", "fast"], 2)):
+        rc, _, stderr = run([smelt, "bench", model] + args)
+        check(rc == want and stderr.strip(), f"bench {' '.join(args)}: exit {want} with a message (got {rc})")
+    rc, _, stderr = run([smelt, "bench", os.path.join(tmp, "missing.onnx")])
+    check(rc == 1 and stderr.strip(), "bench on a missing model: exit 1")
+
+
+def check_profile(smelt, model, tmp):
+    trace = os.path.join(tmp, "trace.json")
+    # batch 64: runs of a few hundred microseconds, where kernels dominate; at batch 1
+    # a run takes microseconds and the executor's fixed per-run cost is a visible share
+    rc, stdout, stderr = run([smelt, "profile", model, "--runs", "30", "-o", trace, "--top", "3",
+                              "--dim", "batch=64"])
+    check(rc == 0, f"profile exits 0 (got {rc}: {stderr.strip()})")
+    m = re.search(r"coverage: the kernels add up to ([0-9.]+)% of the measured run time", stdout)
+    check(m is not None, "profile prints the coverage")
+    if m:
+        cov = float(m.group(1))
+        check(90 <= cov <= 110, f"kernels cover the run within 10% (got {cov}%)")
+    check("| Gemm" in stdout, "the top table lists Gemm")
+    check("(the rest)" in stdout, "--top 3 folds the rest")
+    with open(trace) as f:
+        d = json.load(f)
+    ev = d.get("traceEvents")
+    check(isinstance(ev, list) and ev, "traceEvents is a non-empty list")
+    named = {e.get("tid") for e in ev if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    xs = [e for e in ev if e.get("ph") == "X"]
+    check(len([e for e in xs if e.get("cat") == "run"]) == 30, "one run event per run")
+    check(len([e for e in xs if e.get("cat") == "step"]) == 30 * 12, "one step per node per run")
+    for e in xs:
+        ok = (isinstance(e.get("name"), str) and is_num(e.get("ts")) and is_num(e.get("dur")) and e["dur"] >= 0
+              and isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int) and e["tid"] in named)
+        check(ok, f"well-formed X event {e}")
+        if not ok:
+            break
+    check(is_num(d.get("otherData", {}).get("coverage")), "otherData.coverage")
+    rc, _, stderr = run([smelt, "profile", model])
+    check(rc == 2 and "-o" in stderr, "profile without -o: exit 2")
+
+    # a compiled mode reports its plan's steps through the same hook
+    rc, stdout, stderr = run([smelt, "profile", model, "--mode", "default", "--runs", "20", "-o", trace,
+                              "--dim", "batch=64"])
+    check(rc == 0, f"profile --mode default exits 0 (got {rc}: {stderr.strip()})")
+    m = re.search(r"coverage: the kernels add up to ([0-9.]+)% of the measured run time", stdout)
+    check(m is not None and 90 <= float(m.group(1)) <= 110,
+          f"default mode: kernels cover the run within 10% ({m.group(1) if m else 'no coverage line'}%)")
+
+
+def main():
+    smelt, model = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["SMELT_CACHE_DIR"] = os.path.join(tmp, "cache")  # profile's compiled runs: not the user's cache
+        check_bench(smelt, model, tmp)
+        check_profile(smelt, model, tmp)
+    print(f"{'FAILED' if failures else 'ok'}: {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+/* The compile cache: directory rules, entries that are corrupt, truncated
+ * or foreign-owned are rejected (and rebuilt by the compiler), SMELT_CACHE=off,
+ * and a warm compile that finds its kernels in the cache. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "graph_builder.h"
+
+static char root[256];
+
+static void fresh_dir(char *out, size_t n, const char *name) {
+  snprintf(out, n, "%s/%s", root, name);
+}
+
+static void test_open(void) {
+  char dir[512];
+  fresh_dir(dir, sizeof dir, "a/b/smelt");
+  smelt_cache c;
+  bool warn;
+  unsetenv("SMELT_CACHE");
+  cache_open(&c, dir, &warn);
+  CHECK(c.enabled && !warn);
+  struct stat st;
+  CHECK(!stat(dir, &st) && (st.st_mode & 0777) == 0700);
+  setenv("SMELT_CACHE", "off", 1);
+  cache_open(&c, dir, &warn);
+  CHECK(!c.enabled && !warn && strstr(c.why_off, "SMELT_CACHE=off"));
+  unsetenv("SMELT_CACHE");
+  chmod(dir, 0777); /* others could plant entries: refused */
+  cache_open(&c, dir, &warn);
+  CHECK(!c.enabled && warn && strstr(c.why_off, "writable by others"));
+  chmod(dir, 0700);
+  setenv("SMELT_CACHE_DIR", dir, 1);
+  cache_open(&c, NULL, &warn);
+  CHECK(c.enabled && !strcmp(c.dir, dir));
+  unsetenv("SMELT_CACHE_DIR");
+}
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+  int fd = open(path, O_WRONLY | O_TRUNC);
+  if (fd >= 0) {
+    CHECK(write(fd, p, n) == (ssize_t)n);
+    close(fd);
+  }
+}
+
+static void test_entries(void) {
+  char dir[512];
+  fresh_dir(dir, sizeof dir, "entries");
+  smelt_cache c;
+  bool warn, hit;
+  cache_open(&c, dir, &warn);
+  key_hasher h;
+  key_init(&h);
+  key_add_str(&h, "test entry");
+  cache_key k = key_final(&h);
+  char data[1000];
+  for (int i = 0; i < 1000; i++) data[i] = (char)(i * 7);
+  CHECK_OK(cache_put(&c, &k, "so", data, sizeof data));
+  uint8_t *got = NULL;
+  size_t len = 0;
+  char why[512];
+  cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+  CHECK(hit && len == sizeof data && !memcmp(got, data, len));
+  free(got);
+  char path[1200];
+  cache_entry_path(&c, &k, "so", false, path, sizeof path);
+  /* one flipped byte */
+  data[500] ^= 1;
+  write_bytes(path, data, sizeof data);
+  cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+  CHECK(!hit && !got && strstr(why, "corrupt"));
+  /* truncated */
+  write_bytes(path, data, 100);
+  cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+  CHECK(!hit && strstr(why, "truncated"));
+  /* rewritten: good again */
+  data[500] ^= 1;
+  CHECK_OK(cache_put(&c, &k, "so", data, sizeof data));
+  cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+  CHECK(hit);
+  free(got);
+  /* a damaged meta file */
+  char meta[1200];
+  cache_entry_path(&c, &k, "so", true, meta, sizeof meta);
+  write_bytes(meta, "smelt-cache 1\nkey nonsense\n", 27);
+  cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+  CHECK(!hit && strstr(why, "damaged"));
+  CHECK_OK(cache_put(&c, &k, "so", data, sizeof data));
+  /* writable by others */
+  chmod(path, 0666);
+  cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+  CHECK(!hit && strstr(why, "writable by others"));
+  chmod(path, 0600);
+  /* owned by someone else (needs root to arrange) */
+  if (geteuid() == 0) {
+    CHECK(chown(path, 65534, 65534) == 0);
+    cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+    CHECK(!hit && strstr(why, "belongs to uid 65534"));
+    CHECK_OK(cache_put(&c, &k, "so", data, sizeof data)); /* replaced by ours */
+    struct stat st;
+    CHECK(!stat(path, &st) && st.st_uid == 0);
+    cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
+    CHECK(hit);
+    free(got);
+  } else {
+    printf("test_cache: not root, foreign-owner check skipped\n");
+  }
+  /* a miss is just a miss */
+  key_add_str(&h, "other");
+  cache_key k2 = key_final(&h);
+  cache_get(&c, &k2, "so", &got, &len, &hit, why, sizeof why);
+  CHECK(!hit && !why[0]);
+}
+
+/* A compile through the cache: miss, then hit; a corrupt library is rebuilt. */
+static void test_compile_cache(void) {
+  gb_env env;
+  gb_env_init(&env);
+  if (!env.have_cc) {
+    printf("test_cache: no C compiler, end-to-end part skipped\n");
+    pool_free(env.pool);
+    return;
+  }
+  char dir[512];
+  fresh_dir(dir, sizeof dir, "compile");
+  bool warn;
+  cache_open(&env.cache, dir, &warn);
+  gb b;
+  gb_init(&b, 17);
+  int x = gb_input(&b, "x", SMELT_F32, 2, (int64_t[]){3, 50});
+  int y = gb_node(&b, "Exp", 1, (int[]){gb_node(&b, "Neg", 1, (int[]){x}, NULL, 0)}, NULL, 0);
+  gb_output(&b, y);
+  CHECK_OK(gb_finish(&b));
+  tensor in = {0}, *pin = &in;
+  gb_rand(&in, SMELT_F32, 2, (int64_t[]){3, 50}, 1);
+  compile_options o = gb_opts(&env, SMELT_MODE_DEFAULT);
+  const bool expect_hit[] = {false, true, false, true};
+  compiled_plan *p = NULL;
+  for (int round = 0; round < 4; round++) {
+    compile_report rep;
+    memset(&rep, 0, sizeof rep);
+    CHECK(gb_compare(&env, b.g, &pin, &o, &rep, &p) <= 1);
+    CHECK(rep.cache_hit == expect_hit[round]);
+    if (round == 2) CHECK(strstr(rep.warning, "corrupt") != NULL);
+    if (round == 1 && p) { /* damage the library for round 2 */
+      cache_key k;
+      snprintf(k.hex, sizeof k.hex, "%s", p->key);
+      char path[1200];
+      cache_entry_path(&env.cache, &k, "so", false, path, sizeof path);
+      int fd = open(path, O_WRONLY);
+      CHECK(fd >= 0 && pwrite(fd, "\xff\xff\xff\xff", 4, 64) == 4);
+      if (fd >= 0) close(fd);
+    }
+    compiled_plan_free(p);
+    p = NULL;
+    compile_report_free(&rep);
+  }
+  tensor_release(&in);
+  gb_free(&b);
+  pool_free(env.pool);
+}
+
+static void remove_all(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(void) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(root, sizeof root, "%s/smelt-test-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(root)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  test_open();
+  test_entries();
+  test_compile_cache();
+  remove_all(root);
+  return test_report("test_cache");
+}

@@ -1,0 +1,126 @@
+/* The element functions every generated kernel carries (emit_prelude.c),
+ * compiled with the real compiler and flags, against double-precision libm
+ * over wide sweeps and the special values. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "codegen/cc.h"
+
+typedef void (*vec_fn)(const float *x, float *y, int n);
+
+static const char fns[] =
+    "#define EXPORT __attribute__((visibility(\"default\")))\n"
+    "EXPORT void t_exp(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_exp(x[i]); }\n"
+    "EXPORT void t_log(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_log(x[i]); }\n"
+    "EXPORT void t_erf(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_erf(x[i]); }\n"
+    "EXPORT void t_tanh(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_tanh(x[i]); }\n"
+    "EXPORT void t_sig(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_sigmoid(x[i]); }\n"
+    "EXPORT void t_gelu(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_gelu(x[i]); }\n";
+
+static double ref_sig(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+
+/* Error of got against the exact value in units of the float spacing at the
+ * exact value (ulps), or absolute. */
+static double ulps(float got, double want) {
+  if (isnan(want)) return isnan(got) ? 0 : 1e9;
+  if (isinf(want)) return got == (float)want ? 0 : 1e9;
+  double sp = fabs(want) < 1.17549435e-38 ? 1.4e-45 : ldexp(1.0, ilogb(want) - 23);
+  return fabs((double)got - want) / sp;
+}
+
+typedef struct sweep {
+  const char *name;
+  double (*ref)(double);
+  double lo, hi;
+  double max_ulps, max_abs; /* pass if within either */
+} sweep;
+
+static void run_sweep(void *h, const sweep *s) {
+  char sym[32];
+  snprintf(sym, sizeof sym, "t_%s", s->name);
+  vec_fn f = (vec_fn)dlsym(h, sym);
+  CHECK(f != NULL);
+  if (!f) return;
+  enum { N = 200001 };
+  float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+  for (int i = 0; i < N; i++) x[i] = (float)(s->lo + (s->hi - s->lo) * i / (N - 1));
+  f(x, y, N);
+  double worst_u = 0, worst_a = 0;
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    double want = s->ref((double)x[i]);
+    double u = ulps(y[i], want), a = fabs((double)y[i] - want);
+    if (u > s->max_ulps && a > s->max_abs) {
+      if (bad++ < 3) fprintf(stderr, "%s(%.9g) = %.9g, want %.9g (%.1f ulp)\n", s->name, x[i], y[i], want, u);
+    }
+    if (u > worst_u) worst_u = u;
+    if (a > worst_a) worst_a = a;
+  }
+  CHECK(bad == 0);
+  printf("  %-5s on [%g, %g]: worst %.2f ulp, %.3g absolute\n", s->name, s->lo, s->hi, worst_u, worst_a);
+  free(x);
+  free(y);
+}
+
+static float call1(void *h, const char *name, float v) {
+  vec_fn f = (vec_fn)dlsym(h, name);
+  float y = 0;
+  if (f) f(&v, &y, 1);
+  return y;
+}
+
+static void test_specials(void *h) {
+  float inf = INFINITY, nan = NAN;
+  CHECK(isnan(call1(h, "t_exp", nan)) && call1(h, "t_exp", inf) == inf && call1(h, "t_exp", -inf) == 0);
+  CHECK(call1(h, "t_exp", 89.f) == inf && call1(h, "t_exp", -110.f) == 0 && call1(h, "t_exp", 0.f) == 1.f);
+  CHECK(isnan(call1(h, "t_log", -1.f)) && call1(h, "t_log", 0.f) == -inf && call1(h, "t_log", inf) == inf);
+  CHECK(isnan(call1(h, "t_log", nan)) && call1(h, "t_log", 1.f) == 0.f);
+  CHECK(ulps(call1(h, "t_log", 1e-40f), log(1e-40f)) < 4); /* denormal */
+  CHECK(isnan(call1(h, "t_erf", nan)) && call1(h, "t_erf", inf) == 1.f && call1(h, "t_erf", -inf) == -1.f);
+  CHECK(isnan(call1(h, "t_tanh", nan)) && call1(h, "t_tanh", inf) == 1.f && call1(h, "t_tanh", -inf) == -1.f);
+  CHECK(call1(h, "t_tanh", 1e-30f) == 1e-30f && call1(h, "t_erf", 0.f) == 0.f);
+  CHECK(isnan(call1(h, "t_sig", nan)) && call1(h, "t_sig", inf) == 1.f && call1(h, "t_sig", -inf) == 0.f);
+}
+
+int main(void) {
+  cc_toolchain tc;
+  if (cc_probe(&tc)) {
+    printf("test_codegen_math: no C compiler (%s), nothing tested\n", smelt_last_error());
+    return 0;
+  }
+  char dir[] = "/tmp/smelt-test-math-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  size_t n = strlen(emit_prelude_text()) + sizeof fns + 1;
+  char *src = malloc(n);
+  snprintf(src, n, "%s%s", emit_prelude_text(), fns);
+  cc_unit u = {src, ""};
+  char so[256];
+  snprintf(so, sizeof so, "%s/math.so", dir);
+  strbuf cclog = {0};
+  CHECK_OK(cc_build(&tc, &u, 1, dir, 1, so, &cclog));
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL);
+  if (h) {
+    const sweep sweeps[] = {
+        {"exp", exp, -103, 88.5, 2, 0},      {"exp", exp, -1, 1, 2, 0},
+        {"log", log, 1e-30, 10, 2, 0},        {"log", log, 0.5, 2, 2, 0},
+        {"log", log, 1, 3e38, 2, 0},          {"erf", erf, -6, 6, 1e9, 3e-7},
+        {"erf", erf, -0.6, 0.6, 4, 1e-12},    {"tanh", tanh, -12, 12, 4, 1e-12},
+        {"tanh", tanh, -0.7, 0.7, 4, 1e-12},  {"sig", ref_sig, -100, 100, 4, 1e-12},
+        {"gelu", ref_gelu, -8, 8, 1e9, 5e-7},
+    };
+    for (size_t i = 0; i < sizeof sweeps / sizeof *sweeps; i++) run_sweep(h, &sweeps[i]);
+    test_specials(h);
+    dlclose(h);
+  }
+  sb_free(&cclog);
+  free(src);
+  unlink(so);
+  rmdir(dir);
+  return test_report("test_codegen_math");
+}

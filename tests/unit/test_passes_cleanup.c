@@ -1,0 +1,304 @@
+/* The cleanup passes one by one (fold, dce, cse, noop, simplify) on small
+ * graphs: what they change, and that eager gives the same results after. */
+#include "check.h"
+#include "passes_util.h"
+
+/* Runs one pass and checks equivalence; returns the rewritten graph (owned by e). */
+static const ir_graph *run_one(ir_graph *g, pass_fn fn, tensor *const *in, passes_equiv *e) {
+  CHECK_OK(gb_finish(g));
+  check_opts co = {.pass = fn};
+  CHECK_OK(check_rewrite(g, in, &co, e));
+  CHECK(e->ok);
+  return e->rewritten;
+}
+
+/* ---- fold ---- */
+
+static void test_fold_shape_arith(void) {
+  ir_graph *g = gb_new();
+  int64_t sym;
+  ir_graph_sym(g, "batch", &sym);
+  gb_input(g, "x", SMELT_F32, 2, (int64_t[]){sym, 6});
+  gb_ints(g, "zero", 1, (int64_t[]){0});
+  gb_const_t(g, "idx", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
+  gb_ints(g, "rest", 2, (int64_t[]){-1, 2});
+  gb_node(g, "Shape", "x", "s", 0);
+  int ga = gb_node(g, "Gather", "s,idx", "b", 1);
+  gb_attr_int(g, ga, 0, "axis", 0);
+  gb_node(g, "Unsqueeze", "b,zero", "u", 0);
+  int cat = gb_node(g, "Concat", "u,rest", "shape", 1);
+  gb_attr_int(g, cat, 0, "axis", 0);
+  gb_node(g, "Reshape", "x,shape", "y", 0);
+  gb_output(g, "y");
+  tensor x = {0}, *in[] = {&x};
+  inputs_generate(&x, SMELT_F32, 2, (int64_t[]){3, 6}, 1, 0, 0);
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_fold, in, &e);
+  /* Shape of a specialized input is a constant even though x is not */
+  CHECK(e.changes == 4);
+  CHECK(r && r->n_nodes == 1 && count_op(r, "Reshape") == 1);
+  if (r && r->n_nodes == 1) {
+    int sv = r->nodes[0].inputs[1];
+    const tensor *t = r->values[sv].constant;
+    CHECK(t && tensor_numel(t) == 3 && tensor_get_i64(t, 0) == 3 && tensor_get_i64(t, 1) == -1);
+    int y = r->outputs[0];
+    CHECK(r->values[y].rank == 3 && r->values[y].dims[0] == 3 && r->values[y].dims[1] == 3);
+  }
+  passes_equiv_free(&e);
+  tensor_release(&x);
+  ir_graph_free(g);
+}
+
+static void test_fold_caps(void) {
+  ir_graph *g = gb_new();
+  int64_t d2[2] = {2, 3};
+  gb_input(g, "x", SMELT_F32, 2, d2);
+  gb_ints(g, "big", 2, (int64_t[]){2048, 1024});
+  gb_ints(g, "small", 2, (int64_t[]){2, 3});
+  int c1 = gb_node(g, "ConstantOfShape", "big", "zeros", 0);
+  (void)c1;
+  gb_node(g, "ConstantOfShape", "small", "z2", 0);
+  gb_node(g, "ReduceSum", "zeros", "s", 0);          /* a scalar: keeps the big one alive */
+  gb_const(g, "w", 2, (int64_t[]){1024, 768}, 4);    /* 3 MB: transposing it does not grow */
+  int t = gb_node(g, "Transpose", "w", "wt", 1);
+  gb_attr_ints(g, t, 0, "perm", 2, (int64_t[]){1, 0});
+  gb_node(g, "ReduceMean", "wt", "m", 0);
+  gb_node(g, "Add", "x,z2", "a", 0);
+  gb_node(g, "Add", "a,s", "b", 0);
+  gb_node(g, "Add", "b,m", "y", 0);
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_fold, NULL, &e);
+  /* the 8 MB ConstantOfShape (from a 16-byte input) stays; the rest folds */
+  CHECK(r && count_op(r, "ConstantOfShape") == 1 && count_op(r, "ReduceSum") == 1);
+  CHECK(r && count_op(r, "Transpose") == 0 && count_op(r, "ReduceMean") == 0);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+static void test_fold_constant_nodes(void) {
+  ir_graph *g = gb_new();
+  int64_t d = 4;
+  gb_input(g, "x", SMELT_F32, 1, &d);
+  int k = gb_node(g, "Constant", "", "c", 1);
+  tensor *t = NULL;
+  tensor_new(&t, SMELT_F32, 1, &d);
+  for (int i = 0; i < 4; i++) ((float *)t->data)[i] = (float)i;
+  g->nodes[k].attrs[0] = (ir_attr){.name = "value", .type = IR_ATTR_TENSOR, .t = t};
+  gb_node(g, "Exp", "c", "e", 0);
+  gb_node(g, "Mul", "x,e", "y", 0);
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_fold, NULL, &e);
+  CHECK(e.changes == 2 && r && r->n_nodes == 1 && count_op(r, "Mul") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+/* ---- dce ---- */
+
+static void test_dce(void) {
+  ir_graph *g = gb_new();
+  int64_t d = 5;
+  gb_input(g, "x", SMELT_F32, 1, &d);
+  gb_input(g, "unused_input", SMELT_F32, 1, &d);
+  gb_const(g, "c", 1, &d, 1);
+  gb_const(g, "orphan", 1, &d, 2);
+  gb_node(g, "Add", "x,c", "a", 0);
+  gb_node(g, "Exp", "a", "dead1", 0);
+  gb_node(g, "Neg", "dead1", "dead2", 0);
+  gb_node(g, "Relu", "a", "y", 0);
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_dce, NULL, &e);
+  CHECK(e.changes == 3); /* two nodes, one initializer */
+  CHECK(r && r->n_nodes == 2 && ir_graph_find_value(r, "orphan") < 0 && ir_graph_find_value(r, "dead1") < 0);
+  CHECK(r && r->n_inputs == 2 && ir_graph_find_value(r, "unused_input") >= 0);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+/* ---- cse ---- */
+
+static void test_cse(void) {
+  ir_graph *g = gb_new();
+  int64_t d[2] = {3, 4};
+  gb_input(g, "x", SMELT_F32, 2, d);
+  float vals[4] = {1, 2, 3, 4};
+  int64_t d4 = 4;
+  gb_const_t(g, "c1", SMELT_F32, 1, &d4, vals, 0);
+  gb_const_t(g, "c2", SMELT_F32, 1, &d4, vals, 0); /* same bytes: one constant */
+  gb_node(g, "Add", "x,c1", "a1", 0);
+  gb_node(g, "Add", "x,c2", "a2", 0);  /* same as a1 once c2 is c1 */
+  int t1 = gb_node(g, "Transpose", "a1", "t1", 1);
+  int t2 = gb_node(g, "Transpose", "a2", "t2", 1);
+  int t3 = gb_node(g, "Transpose", "a2", "t3", 1);
+  gb_attr_ints(g, t1, 0, "perm", 2, (int64_t[]){1, 0});
+  gb_attr_ints(g, t2, 0, "perm", 2, (int64_t[]){1, 0});
+  gb_attr_ints(g, t3, 0, "perm", 2, (int64_t[]){0, 1}); /* other attribute: stays */
+  gb_node(g, "Mul", "t1,t2", "m", 0);
+  gb_output(g, "m");
+  gb_output(g, "t3");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_cse, NULL, &e);
+  CHECK(e.changes == 3); /* c2, a2, t2 */
+  CHECK(r && count_op(r, "Add") == 1 && count_op(r, "Transpose") == 2);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+/* ---- noop ---- */
+
+static void test_noop_ops(void) {
+  ir_graph *g = gb_new();
+  int64_t d[3] = {2, 3, 4};
+  gb_input(g, "x", SMELT_F32, 3, d);
+  gb_ints(g, "same_shape", 3, (int64_t[]){2, 3, 4});
+  gb_ints(g, "ones", 3, (int64_t[]){1, 1, 4});
+  gb_ints(g, "zero_pads", 6, (int64_t[]){0, 0, 0, 0, 0, 0});
+  gb_ints(g, "starts", 1, (int64_t[]){0});
+  gb_ints(g, "ends", 1, (int64_t[]){100});
+  gb_ints(g, "axes", 1, (int64_t[]){1});
+  gb_node(g, "Identity", "x", "a", 0);
+  gb_node(g, "Dropout", "a", "b,mask", 0); /* mask unused */
+  int cast = gb_node(g, "Cast", "b", "c", 1);
+  gb_attr_int(g, cast, 0, "to", SMELT_F32);
+  gb_node(g, "Reshape", "c,same_shape", "r", 0);
+  gb_node(g, "Expand", "r,ones", "e", 0);
+  int tr = gb_node(g, "Transpose", "e", "t", 1);
+  gb_attr_ints(g, tr, 0, "perm", 3, (int64_t[]){0, 1, 2});
+  gb_node(g, "Pad", "t,zero_pads", "p", 0);
+  gb_node(g, "Slice", "p,starts,ends,axes", "s", 0);
+  int cat = gb_node(g, "Concat", "s", "k", 1);
+  gb_attr_int(g, cat, 0, "axis", 0);
+  gb_node(g, "Relu", "k", "y", 0);
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_noop, NULL, &e);
+  CHECK(e.changes == 9);
+  CHECK(r && r->n_nodes == 1 && count_op(r, "Relu") == 1);
+  if (r && r->n_nodes == 1) CHECK(r->nodes[0].inputs[0] == r->inputs[0]);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+static void test_noop_keeps_real_work(void) {
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 2, (int64_t[]){3, 4});
+  gb_ints(g, "starts", 1, (int64_t[]){0});
+  gb_ints(g, "ends", 1, (int64_t[]){100});
+  gb_ints(g, "axes", 1, (int64_t[]){1});
+  gb_ints(g, "back", 1, (int64_t[]){-1});
+  gb_ints(g, "pads", 4, (int64_t[]){0, 1, 0, 0});
+  int cast = gb_node(g, "Cast", "x", "h", 1);
+  gb_attr_int(g, cast, 0, "to", SMELT_F16);
+  int cast2 = gb_node(g, "Cast", "h", "f", 1);
+  gb_attr_int(g, cast2, 0, "to", SMELT_F32);
+  gb_node(g, "Slice", "f,starts,ends,axes,back", "rev", 0); /* same shape, reversed */
+  gb_node(g, "Pad", "rev,pads", "p", 0);
+  gb_node(g, "Identity", "x", "id_out", 0); /* input -> output: must stay */
+  gb_output(g, "p");
+  gb_output(g, "id_out");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_noop, NULL, &e);
+  CHECK(e.changes == 0 && r && r->n_nodes == 5);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+/* A no-op writing a graph output: its producer takes the output's name over. */
+static void test_noop_output_name(void) {
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 1, (int64_t[]){6});
+  gb_node(g, "Exp", "x", "e", 0);
+  gb_node(g, "Identity", "e", "out", 0);
+  gb_node(g, "Neg", "e", "other", 0);
+  gb_output(g, "out");
+  gb_output(g, "other");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_noop, NULL, &e);
+  CHECK(e.changes == 1 && r && r->n_nodes == 2);
+  if (r) {
+    int out = r->outputs[0];
+    CHECK(!strcmp(r->values[out].name, "out") && r->values[out].producer >= 0);
+    CHECK(ir_graph_find_value(r, "e") < 0);
+    int neg = -1;
+    for (int i = 0; i < r->n_nodes; i++)
+      if (!strcmp(r->nodes[i].op_type, "Neg")) neg = i;
+    CHECK(neg >= 0 && r->nodes[neg].inputs[0] == out);
+  }
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+/* ---- simplify ---- */
+
+static void test_simplify_arith(void) {
+  ir_graph *g = gb_new();
+  int64_t d[2] = {4, 8};
+  gb_input(g, "x", SMELT_F32, 2, d);
+  gb_scalar(g, "four", 4.f);
+  gb_scalar(g, "three", 3.f);
+  gb_scalar(g, "one", 1.f);
+  gb_scalar(g, "two", 2.f);
+  gb_const_t(g, "zeros_wide", SMELT_F32, 3, (int64_t[]){2, 4, 8}, (float[64]){0}, 0);
+  gb_node(g, "Div", "x,four", "a", 0);     /* -> Mul by 0.25, exact */
+  gb_node(g, "Div", "a,three", "b", 0);    /* -> Mul by 1/3, within an ulp */
+  gb_node(g, "Mul", "one,b", "c", 0);      /* removed */
+  gb_node(g, "Pow", "c,two", "p", 0);      /* -> Mul(c, c) */
+  gb_node(g, "Add", "p,zeros_wide", "y", 0); /* broadcasts up: stays */
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_simplify, NULL, &e);
+  CHECK(e.changes == 4);
+  CHECK(r && count_op(r, "Div") == 0 && count_op(r, "Pow") == 0 && count_op(r, "Mul") == 3 &&
+        count_op(r, "Add") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+static void test_simplify_layout(void) {
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){2, 3, 4});
+  gb_ints(g, "s1", 2, (int64_t[]){6, 4});
+  gb_ints(g, "s2", 3, (int64_t[]){4, 3, 2});
+  int t1 = gb_node(g, "Transpose", "x", "t1", 1);
+  int t2 = gb_node(g, "Transpose", "t1", "t2", 1);  /* composes to [2,0,1] */
+  int t3 = gb_node(g, "Transpose", "x", "t3", 1);
+  int t4 = gb_node(g, "Transpose", "t3", "t4", 1);  /* cancels */
+  gb_attr_ints(g, t1, 0, "perm", 3, (int64_t[]){1, 0, 2});
+  gb_attr_ints(g, t2, 0, "perm", 3, (int64_t[]){2, 1, 0});
+  gb_attr_ints(g, t3, 0, "perm", 3, (int64_t[]){2, 0, 1});
+  gb_attr_ints(g, t4, 0, "perm", 3, (int64_t[]){1, 2, 0});
+  gb_node(g, "Neg", "t4", "n4", 0);
+  gb_node(g, "Reshape", "x,s1", "r1", 0);
+  gb_node(g, "Reshape", "r1,s2", "r2", 0);
+  gb_output(g, "t2");
+  gb_output(g, "n4");
+  gb_output(g, "r2");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_simplify, NULL, &e);
+  CHECK(e.changes == 3);
+  passes_equiv_free(&e);
+  /* with the dead producers gone (dce), one Transpose and one Reshape are left */
+  CHECK_OK(check_passes(g, NULL, &e));
+  CHECK(e.ok);
+  r = e.rewritten;
+  CHECK(r && count_op(r, "Reshape") == 1 && count_op(r, "Transpose") == 1 && r->n_nodes == 3);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+int main(void) {
+  test_fold_shape_arith();
+  test_fold_caps();
+  test_fold_constant_nodes();
+  test_dce();
+  test_cse();
+  test_noop_ops();
+  test_noop_keeps_real_work();
+  test_noop_output_name();
+  test_simplify_arith();
+  test_simplify_layout();
+  return test_report("test_passes_cleanup");
+}

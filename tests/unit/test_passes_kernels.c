@@ -1,0 +1,170 @@
+/* The kernels behind the fused ops: attention_f32 against a plain
+ * softmax(QK^T)V in double, across block edges, strides, broadcasts, masks
+ * and the edge cases (fully masked rows, no keys); smelt.Gemm with transA and
+ * the row-blocked activation path against MatMul/Gemm + ops. */
+#include "check.h"
+#include "kernels/attention.h"
+#include "op_harness.h"
+#include "passes_util.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((rng >> 40) & 0xffff) / 32768.f - 1.f;
+}
+
+typedef struct attn_ref_case {
+  int64_t B, H, Sq, Sk, D, Dv;
+  bool causal, q_bsd;        /* q stored [B, Sq, H, D] (strided view) */
+  bool k_bcast_h;            /* K has one head for all (stride 0) */
+  int mask;                  /* 0 none, 1 additive [B,1,Sq,Sk], 2 bool [1,1,Sq,Sk] */
+} attn_ref_case;
+
+static double ref_at(const attn_params *p, int64_t b, int64_t h, int64_t i, int64_t e, bool *nan) {
+  double s[512], mx = -INFINITY, sum = 0, acc = 0;
+  for (int64_t j = 0; j < p->Sk; j++) {
+    double d = 0;
+    for (int64_t c = 0; c < p->D; c++)
+      d += (double)p->q[b * p->q_str[0] + h * p->q_str[1] + i * p->q_str[2] + c * p->q_str[3]] *
+           p->k[b * p->k_str[0] + h * p->k_str[1] + j * p->k_str[2] + c * p->k_str[3]];
+    d *= p->scale;
+    int64_t mo = b * p->mask_str[0] + h * p->mask_str[1] + i * p->mask_str[2] + j * p->mask_str[3];
+    if (p->mask_kind == ATTN_MASK_ADD) d += ((const float *)p->mask)[mo];
+    if (p->mask_kind == ATTN_MASK_BOOL && !((const uint8_t *)p->mask)[mo]) d = p->mask_fill;
+    if (p->causal && j > i + p->Sk - p->Sq) d = -INFINITY;
+    s[j] = d;
+    if (d > mx) mx = d;
+  }
+  *nan = mx == -INFINITY && p->Sk > 0;
+  for (int64_t j = 0; j < p->Sk; j++) sum += exp(s[j] - mx);
+  for (int64_t j = 0; j < p->Sk; j++)
+    acc += exp(s[j] - mx) / sum * p->v[b * p->v_str[0] + h * p->v_str[1] + j * p->v_str[2] + e * p->v_str[3]];
+  return p->Sk ? acc : 0;
+}
+
+static void run_case(const attn_ref_case *c) {
+  int64_t nq = c->B * c->H * c->Sq * c->D, nk = c->B * c->H * c->Sk * c->D, nv = c->B * c->H * c->Sk * c->Dv;
+  int64_t no = c->B * c->H * c->Sq * c->Dv, nm = c->B * c->Sq * c->Sk + 1;
+  float *q = malloc(sizeof(float) * (size_t)(nq + 1)), *k = malloc(sizeof(float) * (size_t)(nk + 1));
+  float *v = malloc(sizeof(float) * (size_t)(nv + 1)), *o = malloc(sizeof(float) * (size_t)(no + 1));
+  float *madd = malloc(sizeof(float) * (size_t)nm);
+  uint8_t *mb = malloc((size_t)nm);
+  for (int64_t i = 0; i < nq; i++) q[i] = frand();
+  for (int64_t i = 0; i < nk; i++) k[i] = frand();
+  for (int64_t i = 0; i < nv; i++) v[i] = frand();
+  for (int64_t i = 0; i < nm; i++) {
+    madd[i] = frand() > 0.8f ? -INFINITY : frand();
+    mb[i] = frand() > -0.5f;
+  }
+  attn_params p = {.B = c->B, .H = c->H, .Sq = c->Sq, .Sk = c->Sk, .D = c->D, .Dv = c->Dv,
+                   .q = q, .k = k, .v = v, .o = o, .scale = 1.f / sqrtf((float)c->D), .causal = c->causal};
+  if (c->q_bsd) { /* [B, Sq, H, D] memory viewed as [B, H, Sq, D] */
+    int64_t s[4] = {c->Sq * c->H * c->D, c->D, c->H * c->D, 1};
+    memcpy(p.q_str, s, sizeof s);
+  } else {
+    int64_t s[4] = {c->H * c->Sq * c->D, c->Sq * c->D, c->D, 1};
+    memcpy(p.q_str, s, sizeof s);
+  }
+  int64_t ks[4] = {c->H * c->Sk * c->D, c->k_bcast_h ? 0 : c->Sk * c->D, c->D, 1};
+  memcpy(p.k_str, ks, sizeof ks);
+  int64_t vs[4] = {c->H * c->Sk * c->Dv, c->Sk * c->Dv, c->Dv, 1};
+  memcpy(p.v_str, vs, sizeof vs);
+  /* the output written transposed: [B, Sq, H, Dv] memory */
+  int64_t os[4] = {c->Sq * c->H * c->Dv, c->Dv, c->H * c->Dv, 1};
+  memcpy(p.o_str, os, sizeof os);
+  if (c->mask == 1) {
+    p.mask_kind = ATTN_MASK_ADD;
+    p.mask = madd;
+    int64_t ms[4] = {c->Sq * c->Sk, 0, c->Sk, 1};
+    memcpy(p.mask_str, ms, sizeof ms);
+  } else if (c->mask == 2) {
+    p.mask_kind = ATTN_MASK_BOOL;
+    p.mask = mb;
+    p.mask_fill = -3.f;
+    int64_t ms[4] = {0, 0, c->Sk, 1};
+    memcpy(p.mask_str, ms, sizeof ms);
+  }
+  smelt_pool *pool = NULL;
+  CHECK_OK(pool_create(2, &pool));
+  CHECK_OK(attention_f32(pool, &p));
+  double worst = 0;
+  int bad_nan = 0;
+  for (int64_t b = 0; b < c->B; b++)
+    for (int64_t h = 0; h < c->H; h++)
+      for (int64_t i = 0; i < c->Sq; i++)
+        for (int64_t e = 0; e < c->Dv; e++) {
+          bool nan;
+          double want = ref_at(&p, b, h, i, e, &nan);
+          float got = o[b * os[0] + h * os[1] + i * os[2] + e];
+          if (nan) bad_nan += !isnan(got);
+          else if (!(fabs(got - want) <= worst)) worst = isnan(got) ? INFINITY : fabs(got - want);
+        }
+  if (worst > 2e-5 || bad_nan)
+    fprintf(stderr, "attention B%lld H%lld Sq%lld Sk%lld D%lld: max error %g, %d rows not NaN\n",
+            (long long)c->B, (long long)c->H, (long long)c->Sq, (long long)c->Sk, (long long)c->D, worst, bad_nan);
+  CHECK(worst <= 2e-5 && !bad_nan);
+  pool_free(pool);
+  free(q), free(k), free(v), free(o), free(madd), free(mb);
+}
+
+static void test_attention_kernel(void) {
+  static const attn_ref_case cases[] = {
+      {1, 1, 1, 1, 1, 1, false, false, false, 0},
+      {2, 3, 31, 33, 8, 5, false, true, false, 1},   /* blocks of 32 and 64 straddled, Dv != D */
+      {1, 2, 97, 130, 16, 16, true, false, true, 0},  /* causal, end-aligned, shared K head */
+      {1, 2, 100, 70, 4, 4, true, true, false, 0},    /* Sq > Sk: the first rows see no key (NaN) */
+      {2, 1, 40, 65, 3, 7, false, false, false, 2},   /* bool mask with a finite fill */
+      {1, 2, 64, 64, 64, 64, true, false, false, 1},  /* causal + additive, full blocks */
+      {1, 1, 3, 0, 4, 4, false, false, false, 0},     /* no keys: zeros */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+}
+
+/* smelt.Gemm with transA and a large M (row blocks + gelu) vs Gemm + Gelu. */
+static void test_fused_gemm_transa(void) {
+  int64_t M = 2500, K = 7, N = 130;
+  tensor a = {0}, b = {0}, bias = {0};
+  tensor_alloc(&a, SMELT_F32, 2, (int64_t[]){K, M});
+  tensor_alloc(&b, SMELT_F32, 2, (int64_t[]){K, N});
+  tensor_alloc(&bias, SMELT_F32, 1, &N);
+  for (int64_t i = 0; i < K * M; i++) ((float *)a.data)[i] = frand();
+  for (int64_t i = 0; i < K * N; i++) ((float *)b.data)[i] = frand();
+  for (int64_t i = 0; i < N; i++) ((float *)bias.data)[i] = frand();
+  ir_attr fa[] = {{.name = "transA", .type = IR_ATTR_INT, .i = 1},
+                  {.name = "alpha", .type = IR_ATTR_FLOAT, .f = 0.75f},
+                  {.name = "activation", .type = IR_ATTR_STRING, .s = "gelu", .s_len = 4}};
+  ir_graph *g = ir_graph_new(NULL);
+  int id;
+  ir_graph_add_node(g, "f", "Gemm", "smelt", 3, 1, 3, &id);
+  ir_node *n = &g->nodes[id];
+  memcpy(n->attrs, fa, sizeof fa);
+  n->op = ops_find("smelt", "Gemm");
+  for (int i = 0; i < 3; i++) n->inputs[i] = i;
+  n->outputs[0] = 3;
+  tensor y = {0}, *in[] = {&a, &b, &bias}, *out[] = {&y};
+  smelt_pool *pool = NULL;
+  CHECK_OK(pool_create(2, &pool));
+  CHECK_OK(node_run(g, id, in, out, pool, NULL, NULL));
+  n->n_attrs = 0;
+  ir_graph_free(g);
+  /* the same through the ONNX ops */
+  ir_attr ga[] = {{.name = "transA", .type = IR_ATTR_INT, .i = 1},
+                  {.name = "alpha", .type = IR_ATTR_FLOAT, .f = 0.75f}};
+  tensor z = {0}, w = {0}, *zo[] = {&z}, *zi[] = {&z}, *wo[] = {&w};
+  CHECK_OK(harness_run("Gemm", 13, ga, 2, in, 3, zo, 1));
+  CHECK_OK(harness_run("Gelu", 20, NULL, 0, zi, 1, wo, 1));
+  compare_result cr;
+  CHECK_OK(tensor_compare(&y, &w, 1e-5, 1e-5, &cr));
+  CHECK(cr.ok && y.rank == 2 && y.dims[0] == M && y.dims[1] == N);
+  tensor_release(&a), tensor_release(&b), tensor_release(&bias);
+  tensor_release(&y), tensor_release(&z), tensor_release(&w);
+  pool_free(pool);
+}
+
+int main(void) {
+  test_attention_kernel();
+  test_fused_gemm_transa();
+  return test_report("test_passes_kernels");
+}

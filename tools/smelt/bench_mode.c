@@ -1,0 +1,258 @@
+/* Measuring one mode, in a child process of its own.
+ *
+ * Why a child per mode: VmHWM (peak RSS) is process-wide and cannot go down, so
+ * in one process the second mode would inherit the first one's peak.  A forked
+ * child starts with its hiwater mark at its current RSS (Linux resets it on
+ * fork), so each mode's peak is its own; the child's RSS at start (the model's
+ * pages and the inputs, shared with the parent) is reported beside it.  A crash
+ * in a mode also stays in its child and is reported as that mode's error. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "runtime/session.h"
+#include "runtime/tensor_file.h"
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A "VmHWM:" / "VmRSS:" line of /proc/self/status in MB; -1 if unreadable. */
+static double proc_status_mb(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  size_t n = strlen(field);
+  double mb = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n)) {
+      long long kb = strtoll(line + n, NULL, 10);
+      mb = (double)kb / 1024.0;
+      break;
+    }
+  fclose(f);
+  return mb;
+}
+
+/* Records what failed, with the library's message; returns false for the caller to pass on. */
+static bool fail(bench_result *r, const char *what) {
+  r->ok = false;
+  snprintf(r->error, sizeof r->error, "%s%s%s", what, *smelt_last_error() ? ": " : "", smelt_last_error());
+  return false;
+}
+
+static bool oom(bench_result *r) {
+  snprintf(r->error, sizeof r->error, "out of memory for the samples");
+  return false;
+}
+
+static void release_all(tensor *t, int n) {
+  for (int k = 0; k < n; k++) tensor_release(&t[k]);
+}
+
+/* One timed run; outputs released. */
+static smelt_status timed_run(smelt_session *s, tensor *const *in, tensor *out, int n_out, double *ms) {
+  double t0 = now_s();
+  smelt_status st = session_run_tensors(s, in, out, NULL);
+  *ms = (now_s() - t0) * 1e3;
+  release_all(out, n_out);
+  return st;
+}
+
+static bool save_outputs(bench_result *r, const char *prefix, const tensor *out, int n) {
+  for (int k = 0; k < n; k++) {
+    char path[1024];
+    if (!cli_path(path, sizeof path, "%s/%s_%d.npy", r->out_dir, prefix, k) || tensor_file_save(path, &out[k])) {
+      snprintf(r->error, sizeof r->error, "saving output %d for the parity check: %s", k, smelt_last_error());
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_out,
+                       const bench_config *c, bench_result *r) {
+  double ms;
+  for (int i = 0; i < c->warmup; i++)
+    if (timed_run(s, in, out, n_out, &ms)) return fail(r, "warm-up run");
+  double min_s = c->runs > 0 ? 0 : c->seconds > 0 ? c->seconds : BENCH_DEFAULT_MIN_SECONDS;
+  int64_t min_runs = c->runs > 0 ? c->runs : c->seconds > 0 ? 1 : BENCH_DEFAULT_MIN_RUNS;
+  int64_t max_runs = c->runs > 0 ? c->runs : BENCH_MAX_RUNS;
+  size_t cap = 64, n = 0;
+  double *samples = malloc(cap * sizeof *samples), t0 = now_s();
+  if (!samples) return oom(r);
+  while ((int64_t)n < max_runs && ((int64_t)n < min_runs || now_s() - t0 < min_s)) {
+    if (n == cap) {
+      double *g = realloc(samples, 2 * cap * sizeof *g);
+      if (!g) {
+        free(samples);
+        return oom(r);
+      }
+      samples = g;
+      cap *= 2;
+    }
+    if (timed_run(s, in, out, n_out, &samples[n])) {
+      free(samples);
+      return fail(r, "timed run");
+    }
+    n++;
+  }
+  r->timed_s = now_s() - t0;
+  smelt_status st = stats_summarize(samples, n, BENCH_CI_LEVEL, &r->lat);
+  free(samples);
+  return st ? fail(r, "statistics") : true;
+}
+
+static void read_session_stats(smelt_session *s, bench_session_stats *b, bench_result *r) {
+  smelt_session_stats ss;
+  if (smelt_session_get_stats(s, &ss)) return;
+  *b = (bench_session_stats){ss.compiles, ss.cache_hits, ss.eager_fallback, ss.graph_breaks,
+                             ss.kernels_generated, ss.compile_seconds};
+  r->arena_mb = (double)ss.arena_bytes / (1024.0 * 1024.0);
+  r->eager_peak_mb = (double)ss.eager_peak_bytes / (1024.0 * 1024.0);
+}
+
+/* Creates a session and runs it once: the creation and first-run times. */
+static smelt_session *create_and_first_run(const smelt_model *m, const smelt_session_options *o,
+                                           tensor *const *in, tensor *out, int n_out,
+                                           double *create_s, double *first_ms, bench_result *r) {
+  smelt_session *s = NULL;
+  double t0 = now_s();
+  if (smelt_session_create(m, o, &s)) {
+    fail(r, "session create");
+    return NULL;
+  }
+  *create_s = now_s() - t0;
+  t0 = now_s();
+  if (session_run_tensors(s, in, out, NULL)) {
+    release_all(out, n_out);
+    smelt_session_free(s);
+    fail(r, "first run");
+    return NULL;
+  }
+  *first_ms = (now_s() - t0) * 1e3;
+  return s;
+}
+
+/* The child's work; fills r.  Outputs go to r->out_dir. */
+static void measure(const smelt_model *m, tensor *const *in, const bench_config *c, int mode,
+                    bool reference_only, bench_result *r) {
+  const ir_graph *g = m->onnx->graph;
+  int n_out = g->n_outputs;
+  r->rss_start_mb = proc_status_mb("VmRSS:");
+  char cache[600];
+  snprintf(cache, sizeof cache, "%s/cache", r->out_dir);
+  if (mkdir(r->out_dir, 0700) || mkdir(cache, 0700)) {
+    snprintf(r->error, sizeof r->error, "cannot create '%s': %s", cache, strerror(errno));
+    return;
+  }
+  smelt_session_options o = smelt_session_options_default();
+  o.threads = c->threads;
+  o.mode = (smelt_mode)mode;
+  o.cache_dir = cache; /* fresh and empty: the first creation is a cold one */
+  tensor *out = calloc((size_t)n_out + 1, sizeof *out);
+  if (!out) return (void)snprintf(r->error, sizeof r->error, "out of memory");
+  smelt_session *s = create_and_first_run(m, &o, in, out, n_out, &r->create_cold_s, &r->first_run_ms, r);
+  if (!s) goto done;
+  r->threads = pool_threads(s->pool);
+  read_session_stats(s, &r->cold, r);
+  if (!save_outputs(r, "first", out, n_out)) goto done;
+  r->n_outputs_saved = n_out;
+  release_all(out, n_out);
+  if (reference_only) {
+    r->ok = true;
+    goto done;
+  }
+  smelt_session_free(s); /* the second creation finds the cache filled */
+  s = create_and_first_run(m, &o, in, out, n_out, &r->create_warm_s, &r->first_run_warm_ms, r);
+  if (!s) goto done;
+  release_all(out, n_out);
+  r->warmup = c->warmup;
+  if (!timed_loop(s, in, out, n_out, c, r)) goto done;
+  if (session_run_tensors(s, in, out, NULL)) { /* outputs of the steady state, for parity */
+    fail(r, "last run");
+    goto done;
+  }
+  if (!save_outputs(r, "last", out, n_out)) goto done;
+  read_session_stats(s, &r->warm, r);
+  r->peak_rss_mb = proc_status_mb("VmHWM:");
+  r->ok = true;
+done:
+  if (out) release_all(out, n_out);
+  free(out);
+  smelt_session_free(s);
+}
+
+static bool read_full(int fd, void *buf, size_t n) {
+  char *p = buf;
+  while (n) {
+    ssize_t k = read(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k, n -= (size_t)k;
+  }
+  return true;
+}
+
+static void write_full(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return;
+    p += k, n -= (size_t)k;
+  }
+}
+
+void bench_run_mode(const smelt_model *m, tensor *const *inputs, const bench_config *c, int mode,
+                    bool reference_only, bench_result *r) {
+  memset(r, 0, sizeof *r);
+  r->mode = mode;
+  snprintf(r->out_dir, sizeof r->out_dir, "%s/%s%s", c->tmp, smelt_mode_name((smelt_mode)mode),
+           reference_only ? "-reference" : "");
+  int fds[2];
+  if (pipe(fds)) {
+    snprintf(r->error, sizeof r->error, "pipe: %s", strerror(errno));
+    return;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(r->error, sizeof r->error, "fork: %s", strerror(errno));
+    close(fds[0]), close(fds[1]);
+    return;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    measure(m, inputs, c, mode, reference_only, r);
+    write_full(fds[1], r, sizeof *r);
+    close(fds[1]);
+    _exit(0); /* no atexit handlers or stdio flushes of the parent's buffers */
+  }
+  close(fds[1]);
+  bench_result got;
+  bool complete = read_full(fds[0], &got, sizeof got);
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (complete) {
+    *r = got;
+  } else if (WIFSIGNALED(status)) {
+    snprintf(r->error, sizeof r->error, "the measuring process died of signal %d (%s)", WTERMSIG(status),
+             strsignal(WTERMSIG(status)));
+  } else {
+    snprintf(r->error, sizeof r->error, "the measuring process exited with status %d without a result",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+}

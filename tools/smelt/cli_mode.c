@@ -1,0 +1,50 @@
+/* The compile options shared by run, test and compile: --mode, --fullgraph,
+ * --dynamic, --bucket NAME:AXIS=S1,S2,... (repeatable). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad) {
+  const char *v;
+  *bad = false;
+  if (cli_flag_arg(argc, argv, i, "--mode", &v)) {
+    if (!v || smelt_mode_parse(v, &m->opts.mode)) {
+      if (v) fprintf(stderr, "smelt: %s\n", smelt_last_error());
+      *bad = true;
+    }
+    return true;
+  }
+  if (!strcmp(argv[*i], "--fullgraph")) {
+    m->opts.fullgraph = 1;
+    return true;
+  }
+  if (!strcmp(argv[*i], "--dynamic")) {
+    m->opts.dynamic = 1;
+    return true;
+  }
+  if (cli_flag_arg(argc, argv, i, "--bucket", &v)) {
+    size_t used = strlen(m->buckets), n = v ? strlen(v) : 0;
+    if (!v || !n || used + n + 2 > sizeof m->buckets) {
+      if (v) fprintf(stderr, "smelt: --bucket: too long\n");
+      *bad = true;
+      return true;
+    }
+    snprintf(m->buckets + used, sizeof m->buckets - used, "%s%s", used ? ";" : "", v);
+    m->opts.buckets = m->buckets;
+    return true;
+  }
+  return false;
+}
+
+void cli_mode_init(cli_mode_opts *m) {
+  memset(m, 0, sizeof *m);
+  m->opts = smelt_session_options_default();
+}
+
+const char *cli_mode_help(void) {
+  return "  --mode M         eager (default), default, reduce-overhead or max-autotune\n"
+         "  --fullgraph      compiled modes: a graph break is an error\n"
+         "  --dynamic        compiled modes: kernels generic over sizes (new shapes: no C compile)\n"
+         "  --bucket NAME:AXIS=S1,S2,...  pad input NAME's AXIS up to the next size (repeatable)\n";
+}
