@@ -15,7 +15,8 @@ static void walk(const tensor *t, int depth) {
     for (int i = 0; i < t->seq_len; i++) walk(t->seq[i], depth + 1);
   } else if (t->kind == TENSOR_KIND_TENSOR) {
     int64_t n = tensor_numel(t);
-    if (n < 0 || (size_t)n * dtype_size(t->dtype) != t->nbytes || (n && !t->data)) abort();
+    size_t nb; /* packed sub-byte types: ceil(n * bits / 8) bytes */
+    if (n < 0 || !dtype_nbytes(t->dtype, n, &nb) || nb != t->nbytes || (n && !t->data)) abort();
   }
 }
 
