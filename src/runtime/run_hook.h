@@ -7,14 +7,15 @@
  *
  *   - the eager executor calls it per node: kind = the op type, name = the node
  *     name (both owned by the model);
- *   - a compiled plan executor should call it per call of its plan: kind = the
- *     kernel it runs ("smelt.fused_3", "gemm", or the op type of a graph break),
- *     name = the node(s) it covers; both strings must stay valid until the
+ *   - the compiled plan executor (plan_run_hooked, runtime/plan_run.h) calls
+ *     it per step of its plan: kind = "smelt.kernel" for a generated kernel,
+ *     the op type for a library step, "break" for a graph break; name = the
+ *     step's (first) node.  Strings handed over must stay valid until the
  *     session is freed (the profiler keeps the pointers, it does not copy).
  *
  * The hook reaches an executor through eager_stats.hook (runtime/eager.h),
- * which session_run_tensors passes down: a compiled mode's run path should
- * forward the same field to its plan executor.  Time spent between begin and
+ * which session_run_tensors passes down (session_compiled_run forwards it to
+ * the plan, or to eager when the session fell back).  Time spent between begin and
  * end counts as that step's time, so an executor should call begin right
  * before the kernel and end right after it, leaving its own bookkeeping
  * outside; that is what lets `smelt profile` check that the steps add up to
