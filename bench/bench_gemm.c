@@ -23,6 +23,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernels.h"
+#include "kernels/ceiling.h"
 #include "kernels/isa.h"
 #include "runtime/pool.h"
 
@@ -32,96 +33,10 @@ static double now_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* ---- FMA peak ---- */
+/* ---- FMA peak: the library's ceiling loops (kernels/ceiling.h) ---- */
 
-#ifdef SMELT_X86
-#include <immintrin.h>
-/* Independent FMA chains: enough to cover latency x pipes, few enough for
- * the register file (16 ymm under AVX2, 32 zmm under AVX-512). */
-#define CHAINS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define CHAINS(X) CHAINS12(X) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19)
-
-SMELT_TARGET_AVX512 __attribute__((noinline)) static float peak_loop_avx512(long n, float seed) {
-  __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(1e-3f);
-#define DECL(i) __m512 a##i = _mm512_set1_ps(seed + (float)(i));
-#define STEP(i) a##i = _mm512_fmadd_ps(a##i, x, y);
-#define SUM(i) s = _mm512_add_ps(s, a##i);
-  CHAINS(DECL)
-  for (long k = 0; k < n; k++) { CHAINS(STEP) }
-  __m512 s = _mm512_setzero_ps();
-  CHAINS(SUM)
-  return _mm512_reduce_add_ps(s);
-#undef DECL
-#undef STEP
-#undef SUM
-}
-
-SMELT_TARGET_AVX2 __attribute__((noinline)) static float peak_loop_avx2(long n, float seed) {
-  __m256 x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(1e-3f);
-#define DECL(i) __m256 a##i = _mm256_set1_ps(seed + (float)(i));
-#define STEP(i) a##i = _mm256_fmadd_ps(a##i, x, y);
-#define SUM(i) s = _mm256_add_ps(s, a##i);
-  CHAINS12(DECL)
-  for (long k = 0; k < n; k++) { CHAINS12(STEP) }
-  __m256 s = _mm256_setzero_ps();
-  CHAINS12(SUM)
-  float o[8];
-  _mm256_storeu_ps(o, s);
-  return o[0] + o[7];
-#undef DECL
-#undef STEP
-#undef SUM
-}
-#endif
-
-/* Scalar "peak": what plain C gets from independent multiply-adds. */
-__attribute__((noinline)) static float peak_loop_scalar(long n, float seed) {
-  float a[16];
-  for (int i = 0; i < 16; i++) a[i] = seed + (float)i;
-  for (long k = 0; k < n; k++)
-    for (int i = 0; i < 16; i++) a[i] = a[i] * 0.999f + 1e-3f;
-  float s = 0;
-  for (int i = 0; i < 16; i++) s += a[i];
-  return s;
-}
-
-typedef struct peak_job {
-  isa_level isa;
-  long n;
-  volatile float sink;
-} peak_job;
-
-static void peak_run(void *v, int64_t b, int64_t e) {
-  peak_job *j = v;
-  for (int64_t i = b; i < e; i++) {
-#ifdef SMELT_X86
-    if (j->isa == ISA_AVX512) j->sink = peak_loop_avx512(j->n, (float)i);
-    else if (j->isa == ISA_AVX2) j->sink = peak_loop_avx2(j->n, (float)i);
-    else
-#endif
-      j->sink = peak_loop_scalar(j->n, (float)i);
-  }
-}
-
-/* FLOP per inner iteration of one peak loop. */
-static double peak_flops_per_iter(isa_level isa) {
-  return isa == ISA_AVX512 ? 20 * 32 : isa == ISA_AVX2 ? 12 * 16 : 16 * 2;
-}
-
-/* GFLOP/s of `threads` copies of the loop at once: best of many short
- * trials (~5 ms), since on a shared machine interference only ever lowers a
- * sample and short trials are the likeliest to run undisturbed. */
 static double measure_peak(smelt_pool *pool, isa_level isa, int threads) {
-  peak_job j = {isa, isa == ISA_SCALAR ? 500000 : 1000000, 0};
-  double best = 0;
-  for (int r = 0; r < 40; r++) {
-    double t = now_s();
-    pool_parallel_for(pool, threads, 1, peak_run, &j);
-    t = now_s() - t;
-    double g = peak_flops_per_iter(isa) * (double)j.n * threads / t * 1e-9;
-    if (g > best) best = g;
-  }
-  return best;
+  return ceiling_peak_gflops(pool, isa, threads);
 }
 
 /* ---- OpenBLAS through dlopen ---- */
