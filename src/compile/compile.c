@@ -251,7 +251,10 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
     s = eager_plan_build(mg, &p->eplan);
   } else if (!s) {
     s = build_steps(p, &cg, o, r);
-    if (!s && !(p->caches = calloc((size_t)p->g->n_nodes + 1, sizeof(op_cache))))
+    /* prepared weights are keyed by what they were made from (weights,
+     * algorithm, geometry): one session-wide cache serves every plan */
+    p->shared_cache = o->op_cache;
+    if (!s && !p->shared_cache && !(p->caches = calloc((size_t)p->g->n_nodes + 1, sizeof(op_cache))))
       s = err_nomem("op caches", sizeof(op_cache) * (size_t)p->g->n_nodes);
   }
   cgraph_free(&cg);

@@ -31,6 +31,7 @@ typedef struct compile_options {
   const cc_toolchain *tc; /* NULL: no usable C compiler (tc_error says why) */
   const char *tc_error;
   struct kernel_memo *memo; /* the session's loaded kernel libraries, by key */
+  struct op_cache *op_cache; /* the session's prepared weights, shared by its plans (may be NULL) */
 } compile_options;
 
 /* What a compile did (for stats, --explain and SMELT_DEBUG). */

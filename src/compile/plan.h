@@ -71,6 +71,7 @@ typedef struct compiled_plan {
   int n_steps;
   vloc *loc;         /* per value of g */
   struct op_cache *caches; /* per node of g: weights library ops prepare once (runtime/op_cache.h) */
+  struct op_cache *shared_cache; /* the session's, shared by its plans (NULL: use caches) */
   size_t arena_bytes;
   kernel_lib lib;
   bool owns_lib;     /* else the session's kernel memo closes it */

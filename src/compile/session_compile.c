@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "compile/bucket.h"
+#include "runtime/op_cache.h"
 #include "runtime/plan_run.h"
 #include "runtime/session.h"
 #include "util/err.h"
@@ -21,6 +22,11 @@ smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
   pthread_mutex_init(&sc->lock, NULL);
   pthread_mutex_init(&sc->compile_lock, NULL);
   kernel_memo_init(&sc->memo);
+  sc->op_cache = calloc(1, sizeof *sc->op_cache);
+  if (!sc->op_cache) {
+    session_compiler_free(sc);
+    return err_nomem("op cache", sizeof *sc->op_cache);
+  }
   smelt_status st = bucket_parse(s->model->onnx->graph, s->opts.buckets, &sc->buckets, &sc->n_buckets);
   if (st) {
     session_compiler_free(sc);
@@ -49,6 +55,8 @@ void session_compiler_free(session_compiler *sc) {
   free(sc->truth);
   bucket_free(sc->buckets, sc->n_buckets);
   kernel_memo_free(&sc->memo);
+  if (sc->op_cache) op_cache_free_all(sc->op_cache, 1);
+  free(sc->op_cache);
   pthread_mutex_destroy(&sc->lock);
   pthread_mutex_destroy(&sc->compile_lock);
   free(sc);
@@ -149,7 +157,8 @@ static smelt_status compile_for(smelt_session *s, tensor *const *inputs, compile
   compile_options o = {.mode = s->opts.mode, .fullgraph = s->opts.fullgraph != 0, .dynamic = s->opts.dynamic != 0,
                        .pool = s->pool, .cache = &sc->cache, .debug_dir = dbg[0] ? dbg : NULL,
                        .jobs = pool_machine_cores() < 8 ? pool_machine_cores() : 8,
-                       .tc = sc->tc_error[0] ? NULL : &sc->tc, .tc_error = sc->tc_error, .memo = &sc->memo};
+                       .tc = sc->tc_error[0] ? NULL : &sc->tc, .tc_error = sc->tc_error, .memo = &sc->memo,
+                       .op_cache = sc->op_cache};
   compile_report local;
   memset(&local, 0, sizeof local);
   compile_report *r = rep ? rep : &local;

@@ -38,6 +38,7 @@ typedef struct session_compiler {
   char tc_error[600];
   bool warned_nocc;
   kernel_memo memo;
+  op_cache *op_cache; /* prepared weights shared by all plans (runtime/op_cache.h) */
   bucket_spec *buckets;
   int n_buckets;
   true_shape_entry *truth;

@@ -59,6 +59,10 @@ static void vtensor(const run_ctx *r, int v, tensor *t) {
 
 /* ---- steps ---- */
 
+static op_cache *node_cache(const compiled_plan *p, int node) {
+  return p->shared_cache ? p->shared_cache : &p->caches[node];
+}
+
 static smelt_status run_kernel(run_ctx *r, const pstep *st) {
   void *a[MAX_ARGS];
   for (int i = 0; i < st->n_args; i++) a[i] = vptr(r, st->args[i]);
@@ -108,7 +112,7 @@ static smelt_status run_library(run_ctx *r, const pstep *st) {
   }
   op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .n_out = nd->n_outputs,
               .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : r->p->pool,
-              .cache = &r->p->caches[st->node]};
+              .cache = node_cache(r->p, st->node)};
   smelt_status s = SMELT_OK;
   if (scratch) { /* outputs the graph does not want still need room */
     s = nd->op->infer(&c);
@@ -148,7 +152,7 @@ static smelt_status run_break(run_ctx *r, const pstep *st) {
     out[o] = &outb[o];
   }
   smelt_status s = node_run_cached(g, st->node, in, out, st->variant == LV_SERIAL ? NULL : r->p->pool, NULL, NULL,
-                                  &r->p->caches[st->node]);
+                                  node_cache(r->p, st->node));
   for (int o = 0; o < nd->n_outputs; o++) {
     int v = nd->outputs[o];
     const vloc *l = v >= 0 ? &r->p->loc[v] : NULL;
