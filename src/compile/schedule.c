@@ -33,6 +33,32 @@ static bool writes_all(const ir_node *nd) {
   return false;
 }
 
+static int64_t numel_of(const ir_graph *g, int v) {
+  return v < 0 ? 0 : shape_numel(g->values[v].rank, g->values[v].dims);
+}
+
+/* Threads cost microseconds to wake (far more on a busy machine): small
+ * library steps run on the calling thread.  Data movement below 256 KB of
+ * output, attention below a few MFLOP.  (max-autotune measures instead.) */
+static int default_variant(const ir_graph *g, const ir_node *nd) {
+  static const char *const moves[] = {"Transpose", "Concat", "Split", "Slice", "Gather", "Pad",
+                                      "Expand", "Tile", "Cast", "Where", "ScatterND", NULL};
+  bool onnx = !*nd->domain || !strcmp(nd->domain, "ai.onnx");
+  if (!strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Attention") && nd->n_inputs >= 2) {
+    const ir_value *q = &g->values[nd->inputs[0]], *k = &g->values[nd->inputs[1]];
+    int64_t nq = numel_of(g, nd->inputs[0]), sk = k->rank >= 2 ? k->dims[k->rank - 2] : -1;
+    if (q->rank >= 2 && nq > 0 && sk > 0 && (double)nq * (double)sk * 4.0 < 4e6) return LV_SERIAL;
+    return LV_POOL;
+  }
+  for (int i = 0; onnx && moves[i]; i++)
+    if (!strcmp(nd->op_type, moves[i])) {
+      int64_t out = 0;
+      for (int o = 0; o < nd->n_outputs; o++) out += numel_of(g, nd->outputs[o]);
+      return out >= 0 && out * 4 < (256 << 10) ? LV_SERIAL : LV_POOL;
+    }
+  return LV_POOL;
+}
+
 typedef struct unit {
   int group; /* >= 0: a kernel */
   int node;  /* else: the node */
@@ -232,6 +258,7 @@ static smelt_status make_steps(sched *s, compiled_plan *p) {
     } else {
       st->kind = PS_LIBRARY;
       st->zero_out = !writes_all(&s->cg->g->nodes[u->node]);
+      st->variant = default_variant(s->cg->g, &s->cg->g->nodes[u->node]);
       gemm_step gs;
       if (gemm_step_make(s->cg->g, u->node, &gs)) {
         st->gemm = malloc(sizeof gs);
