@@ -15,8 +15,8 @@
  * Accuracy: the transforms multiply rounding errors by the size of their
  * coefficients.  Against a double-precision direct convolution on uniform
  * [-1, 1) data (tests/unit/test_conv_kernels.c), the worst error relative
- * to sum |x w| over the window is 3.2e-7 for F(2,3) (direct: 2.4e-7) and
- * 2.6e-6 for F(4,3): F(4,3) gives up about one decimal digit, more where
+ * to sum |x w| over the window is 2.0e-7 for F(2,3) (direct: 2.4e-7) and
+ * 2.2e-6 for F(4,3): F(4,3) gives up about one decimal digit, more where
  * the output cancels (relative to |y| it can lose 2-3 digits).  The tests
  * allow 2e-5 and 1e-4.
  * SMELT_CONV=direct (or im2col) turns Winograd off. */
