@@ -2,7 +2,8 @@
 """bench/ort_compare.py: eager smelt against ONNX Runtime, side by side in one run.
 
 usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
-                            [--lib build/libsmelt.so] [--env K=V]... [--json FILE]
+                            [--lib build/libsmelt.so] [--baseline-lib OTHER.so]
+                            [--env K=V]... [--json FILE]
 
 MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout).
 Both runtimes live in this one process and get the same inputs (read by
@@ -11,6 +12,9 @@ inter_op 1, sequential execution, ORT_ENABLE_ALL graph optimizations).  Runs
 alternate smelt / ORT, so load from other processes on a shared machine
 falls on both alike; the ratio of the medians is what to read.  Each
 smelt output is checked against ORT's (max abs difference).
+
+--baseline-lib adds a second smelt build (e.g. main's, for before/after)
+to the same rotation; its column is "base ms".
 
 --env K=V sets an environment variable before smelt is loaded (e.g.
 SMELT_CONV=im2col to time a kernel path); the variable reaches ORT too.
@@ -73,14 +77,56 @@ def tensor_to_numpy(np, t):
     return a.reshape([t.dims[i] for i in range(t.rank)])
 
 
-def bench_model(np, ort, sm, model_dir, args):
+class SmeltRunner:
+    """One smelt build's session on one model, with the inputs loaded."""
+
+    def __init__(self, np, sm, path, inputs, threads):
+        self.np, self.sm = np, sm
+        self.loaded = (Tensor * len(inputs))()
+        for k, p in enumerate(inputs):
+            sm.check(sm.lib.smelt_tensor_load(p.encode(), ctypes.byref(self.loaded[k])), f"load {p}")
+        self.n_in = len(inputs)
+        self.model = ctypes.c_void_p()
+        sm.check(sm.lib.smelt_model_load(path.encode(), ctypes.byref(self.model)), "load model")
+        opts = sm.lib.smelt_session_options_default()
+        opts.threads = threads
+        self.session = ctypes.c_void_p()
+        sm.check(sm.lib.smelt_session_create(self.model, ctypes.byref(opts), ctypes.byref(self.session)),
+                 "create session")
+        self.n_out = sm.lib.smelt_model_num_outputs(self.model)
+
+    def arrays(self):
+        return [tensor_to_numpy(self.np, self.loaded[k]) for k in range(self.n_in)]
+
+    def run(self, keep=False):
+        outs = (Tensor * self.n_out)()
+        t0 = time.perf_counter()
+        self.sm.check(self.sm.lib.smelt_session_run(self.session, self.loaded, self.n_in, outs,
+                                                    self.n_out), "run")
+        dt = time.perf_counter() - t0
+        res = [tensor_to_numpy(self.np, outs[k]) for k in range(self.n_out)] if keep else None
+        for k in range(self.n_out):
+            self.sm.lib.smelt_tensor_release(ctypes.byref(outs[k]))
+        return dt, res
+
+    def close(self):
+        self.sm.lib.smelt_session_free(self.session)
+        self.sm.lib.smelt_model_free(self.model)
+        for k in range(self.n_in):
+            self.sm.lib.smelt_tensor_release(ctypes.byref(self.loaded[k]))
+
+
+def maxdiff(np, ours, theirs):
+    return max(float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
+               if a.size else 0.0 for a, b in zip(ours, theirs))
+
+
+def bench_model(np, ort, sms, model_dir, args):
     path = os.path.join(model_dir, "model.onnx")
     inputs = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
                     key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0]))
-    loaded = (Tensor * len(inputs))()
-    for k, p in enumerate(inputs):
-        sm.check(sm.lib.smelt_tensor_load(p.encode(), ctypes.byref(loaded[k])), f"load {p}")
-    arrays = [tensor_to_numpy(np, loaded[k]) for k in range(len(inputs))]
+    runners = [SmeltRunner(np, sm, path, inputs, args.threads) for sm in sms]
+    arrays = runners[0].arrays()
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
@@ -90,51 +136,35 @@ def bench_model(np, ort, sm, model_dir, args):
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     feed = {i.name: arrays[k] for k, i in enumerate(sess.get_inputs())}
 
-    model = ctypes.c_void_p()
-    sm.check(sm.lib.smelt_model_load(path.encode(), ctypes.byref(model)), "load model")
-    opts = sm.lib.smelt_session_options_default()
-    opts.threads = args.threads
-    session = ctypes.c_void_p()
-    sm.check(sm.lib.smelt_session_create(model, ctypes.byref(opts), ctypes.byref(session)),
-             "create session")
-    n_out = sm.lib.smelt_model_num_outputs(model)
-
-    def run_smelt(keep=False):
-        outs = (Tensor * n_out)()
-        t0 = time.perf_counter()
-        sm.check(sm.lib.smelt_session_run(session, loaded, len(inputs), outs, n_out), "run")
-        dt = time.perf_counter() - t0
-        res = [tensor_to_numpy(np, outs[k]) for k in range(n_out)] if keep else None
-        for k in range(n_out):
-            sm.lib.smelt_tensor_release(ctypes.byref(outs[k]))
-        return dt, res
-
     def run_ort():
         t0 = time.perf_counter()
         res = sess.run(None, feed)
         return time.perf_counter() - t0, res
 
-    _, ours = run_smelt(keep=True)
     _, theirs = run_ort()
-    maxdiff = max(float(np.max(np.abs(a.astype("float64") - b.astype("float64"))))
-                  if a.size else 0.0 for a, b in zip(ours, theirs))
+    diffs = [maxdiff(np, r.run(keep=True)[1], theirs) for r in runners]
     for _ in range(args.warmup):
-        run_smelt()
+        for r in runners:
+            r.run()
         run_ort()
-    ts, to = [], []
+    ts = [[] for _ in runners]
+    to = []
     for _ in range(args.runs):
-        ts.append(run_smelt()[0])
+        for k, r in enumerate(runners):
+            ts[k].append(r.run()[0])
         to.append(run_ort()[0])
-
-    sm.lib.smelt_session_free(session)
-    sm.lib.smelt_model_free(model)
-    for k in range(len(inputs)):
-        sm.lib.smelt_tensor_release(ctypes.byref(loaded[k]))
-    ms, mo = statistics.median(ts) * 1e3, statistics.median(to) * 1e3
-    return {"model": os.path.basename(os.path.normpath(model_dir)), "threads": args.threads,
-            "smelt_ms": ms, "ort_ms": mo, "ratio": ms / mo,
-            "smelt_min_ms": min(ts) * 1e3, "ort_min_ms": min(to) * 1e3,
-            "runs": args.runs, "max_abs_diff": maxdiff}
+    for r in runners:
+        r.close()
+    ms, mo = statistics.median(ts[0]) * 1e3, statistics.median(to) * 1e3
+    row = {"model": os.path.basename(os.path.normpath(model_dir)), "threads": args.threads,
+           "smelt_ms": ms, "ort_ms": mo, "ratio": ms / mo,
+           "smelt_min_ms": min(ts[0]) * 1e3, "ort_min_ms": min(to) * 1e3,
+           "runs": args.runs, "max_abs_diff": diffs[0]}
+    if len(runners) > 1:
+        row.update({"base_ms": statistics.median(ts[1]) * 1e3, "base_min_ms": min(ts[1]) * 1e3,
+                    "base_ratio": statistics.median(ts[1]) / statistics.median(to),
+                    "base_max_abs_diff": diffs[1]})
+    return row
 
 
 def main():
@@ -144,6 +174,7 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
+    ap.add_argument("--baseline-lib")
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -156,14 +187,18 @@ def main():
     except ImportError as e:
         print(f"ort_compare: {e} (pip install onnxruntime numpy)", file=sys.stderr)
         return 77
-    sm = Smelt(args.lib)
-    rows = [bench_model(np, ort, sm, d, args) for d in args.models]
+    sms = [Smelt(args.lib)] + ([Smelt(args.baseline_lib)] if args.baseline_lib else [])
+    rows = [bench_model(np, ort, sms, d, args) for d in args.models]
+    base = len(sms) > 1
     print(f"{'model':<14} {'thr':>3} {'smelt ms':>10} {'ORT ms':>10} {'smelt/ORT':>10} "
-          f"{'min smelt':>10} {'min ORT':>10} {'max|diff|':>10}")
+          f"{'min smelt':>10} {'min ORT':>10} {'max|diff|':>10}" +
+          (f" {'base ms':>10} {'base/ORT':>9} {'min base':>10}" if base else ""))
     for r in rows:
         print(f"{r['model']:<14} {r['threads']:>3} {r['smelt_ms']:>10.3f} {r['ort_ms']:>10.3f} "
               f"{r['ratio']:>10.3f} {r['smelt_min_ms']:>10.3f} {r['ort_min_ms']:>10.3f} "
-              f"{r['max_abs_diff']:>10.2e}")
+              f"{r['max_abs_diff']:>10.2e}" +
+              (f" {r['base_ms']:>10.3f} {r['base_ratio']:>9.3f} {r['base_min_ms']:>10.3f}"
+               if base else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": rows, "env": args.env}, f, indent=1)

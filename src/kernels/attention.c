@@ -30,7 +30,7 @@ typedef struct attn_scratch {
   float *s;   /* [BQ][BK] scores, then probabilities */
   float *acc; /* [BQ][Dv] */
   float *m, *l; /* [BQ] */
-  const vmath_kernels *vm;
+  const vmath_kernels *vm; /* NULL: libm (the portable path) */
 } attn_scratch;
 
 typedef struct attn_job {
@@ -100,7 +100,10 @@ static void mask_row(const attn_params *p, int64_t b, int64_t h, int64_t i, int6
 /* Turns one row's scores into probabilities against its running max, and
  * rescales what the row accumulated so far. */
 static void row_softmax(const attn_params *p, int64_t n, float *sc, attn_scratch *s, int64_t r) {
-  float mx = s->vm->row_max(sc, n);
+  float mx = -INFINITY;
+  if (s->vm) mx = s->vm->row_max(sc, n);
+  else
+    for (int64_t j = 0; j < n; j++) mx = sc[j] > mx ? sc[j] : mx;
   float m_new = mx > s->m[r] ? mx : s->m[r];
   if (m_new == -INFINITY) { /* every key so far masked out */
     memset(sc, 0, sizeof(float) * (size_t)n);
@@ -113,7 +116,13 @@ static void row_softmax(const attn_params *p, int64_t n, float *sc, attn_scratch
     for (int64_t e = 0; e < p->Dv; e++) acc[e] *= corr;
     s->m[r] = m_new;
   }
-  s->l[r] += s->vm->exp_shift_sum(sc, n, m_new);
+  if (s->vm) {
+    s->l[r] += s->vm->exp_shift_sum(sc, n, m_new);
+    return;
+  }
+  float sum = 0.f;
+  for (int64_t j = 0; j < n; j++) sum += sc[j] = expf(sc[j] - m_new);
+  s->l[r] += sum;
 }
 
 static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
@@ -211,7 +220,7 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   if (p->D > ((int64_t)1 << 24) || p->Dv > ((int64_t)1 << 24))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "attention: head size %lld is implausible",
                    (long long)(p->D > p->Dv ? p->D : p->Dv));
-  attn_job j = {.p = p, .vm = vmath_get(isa_active()), .nqb = (p->Sq + ATTN_BQ - 1) / ATTN_BQ};
+  attn_job j = {.p = p, .vm = vmath_for_ops(), .nqb = (p->Sq + ATTN_BQ - 1) / ATTN_BQ};
   int64_t ntasks = p->B * p->H * j.nqb;
   if (ntasks == 0 || p->Dv == 0) return SMELT_OK;
   pool_parallel_for(pool, ntasks, 1, attn_tasks, &j);

@@ -138,6 +138,8 @@ static int64_t direct_pick_nv(const conv_kernels *k, int64_t Q) {
 /* Chunks of position tiles (each chunk's copy of the input within ~L2) and
  * of weight panels: conv_split weighs re-reading the weights per position
  * chunk against refilling the input per panel chunk. */
+static int64_t k_dmr(const direct_job *j) { return j->w->k->dmr; }
+
 static void direct_plan(direct_job *j, int threads) {
   const conv2d_desc *d = j->d;
   int64_t amax = (d->KH - 1) * d->dh / d->sh;
@@ -146,13 +148,13 @@ static void direct_plan(direct_job *j, int threads) {
   int64_t fit_tiles = fit_rows * j->Wq / j->NR;
   if (fit_tiles < 1) fit_tiles = 1;
   double w_bytes = 4.0 * j->Mg * j->K, in_bytes = (double)row_bytes * (d->OH + amax);
-  int64_t per = d->N * d->G; /* items multiply across batch and groups */
-  int64_t n_qc, n_mc;
-  conv_split(threads > per ? (int)conv_cdiv(threads, per) : 1, conv_cdiv(j->tiles, fit_tiles),
-             j->tiles, j->np, w_bytes, in_bytes, &n_qc, &n_mc);
-  j->ntc = conv_cdiv(j->tiles, n_qc);
+  double work_s = 2.0 * d->N * d->G * j->np * k_dmr(j) * j->tiles * j->NR * (double)j->K / 150e9;
+  int64_t rc, pc;
+  conv_split(threads, d->N * d->G, j->tiles, conv_cdiv(j->tiles, fit_tiles), j->np, work_s,
+             w_bytes, in_bytes, &rc, &pc);
+  j->ntc = rc;
   j->n_qc = conv_cdiv(j->tiles, j->ntc);
-  j->ppc = conv_cdiv(j->np, n_mc);
+  j->ppc = pc;
   j->n_mc = conv_cdiv(j->np, j->ppc);
   /* plane rows one chunk reads: its positions' rows (a chunk need not start
    * at a row start, hence one more) plus the taps' reach */

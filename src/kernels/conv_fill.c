@@ -44,21 +44,32 @@ void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, in
   }
 }
 
-void conv_split(int threads, int64_t min_r, int64_t max_r, int64_t np, double w_bytes,
-                double in_bytes, int64_t *n_r, int64_t *n_p) {
-  if (min_r < 1) min_r = 1;
-  if (max_r < min_r) max_r = min_r;
+void conv_split(int threads, int64_t per, int64_t R, int64_t min_r, int64_t np, double work_s,
+                double w_bytes, double in_bytes, int64_t *rc, int64_t *pc) {
+  const double reread_bw = 40e9, item_s = 3e-6;
+  if (threads < 1) threads = 1;
+  if (per < 1) per = 1;
+  if (R < 1) R = 1;
   if (np < 1) np = 1;
-  int64_t want = threads > 1 ? 3 * (int64_t)threads : 1;
-  if (want > max_r * np) want = max_r * np;
-  *n_r = min_r, *n_p = 1;
+  if (min_r < 1) min_r = 1;
+  if (min_r > R) min_r = R;
+  *rc = conv_cdiv(R, min_r), *pc = np;
   double best = -1;
-  for (int64_t r = min_r; r <= max_r && r <= min_r + 256; r++) {
-    int64_t p = conv_cdiv(want, r);
-    if (p > np) p = np;
-    if (r * p < want) continue;
-    double cost = (double)r * w_bytes + (double)p * in_bytes;
-    if (best < 0 || cost < best) best = cost, *n_r = r, *n_p = p;
+  for (int64_t r = min_r; r <= R && r <= min_r + 64; r++) {
+    int64_t c_r = conv_cdiv(R, r), r_eff = conv_cdiv(R, c_r);
+    if (r_eff != r) continue; /* the same split as a smaller r */
+    for (int64_t p = 1; p <= np && p <= 64; p++) {
+      int64_t c_p = conv_cdiv(np, p), p_eff = conv_cdiv(np, c_p);
+      if (p_eff != p) continue;
+      double items = (double)per * (double)r * (double)p;
+      /* list scheduling: the busiest thread does at most its even share
+       * plus one item, which also covers a thread slowed by other load */
+      double item = (double)c_r * (double)c_p / ((double)per * (double)R * (double)np);
+      double share = 1.0 / threads + item * (1.0 - 1.0 / threads);
+      double t = work_s * share + (double)per * ((double)r * w_bytes + (double)p * in_bytes) / reread_bw +
+                 items * item_s;
+      if (best < 0 || t < best) best = t, *rc = c_r, *pc = c_p;
+    }
   }
 }
 

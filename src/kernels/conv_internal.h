@@ -45,15 +45,18 @@ void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, in
 bool conv_phases_sane(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh, int64_t sw,
                       int64_t dh, int64_t dw);
 
-/* How to cut a convolution into work items: rows of positions into n_r
- * chunks (at least min_r, at most max_r) and weight panels (np of them)
- * into n_p chunks.  Every position chunk reads all the weights of its
- * panels (w_bytes in all) and every panel chunk redoes the input work of
- * its positions (in_bytes in all); this picks the least of
- * n_r * w_bytes + n_p * in_bytes that still gives about three items per
- * thread (one item on one thread). */
-void conv_split(int threads, int64_t min_r, int64_t max_r, int64_t np, double w_bytes,
-                double in_bytes, int64_t *n_r, int64_t *n_p);
+/* How to cut a convolution into work items: R rows of work (position
+ * tiles, tile rows) into chunks of *rc (at least enough chunks that one fits
+ * the cache: min_r) and np weight panels into chunks of *pc, for `per`
+ * independent (batch, group) pairs.  Every row chunk reads all the weights
+ * of its panels (w_bytes per pair for all panels) and every panel chunk
+ * redoes its rows' input work (in_bytes per pair for all rows).  Picks the
+ * least estimated time: the busiest thread's share of work_s (the whole
+ * job's compute seconds on one thread; items are handed out dynamically,
+ * so at most an even share plus one item), plus the re-read traffic, plus
+ * a fixed cost per item. */
+void conv_split(int threads, int64_t per, int64_t R, int64_t min_r, int64_t np, double work_s,
+                double w_bytes, double in_bytes, int64_t *rc, int64_t *pc);
 
 /* The winograd output tile size m (2 or 4) of an algorithm. */
 static inline int conv_wino_m(conv_algo a) { return a == CONV_ALGO_WINO4 ? 4 : 2; }

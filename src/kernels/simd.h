@@ -12,6 +12,8 @@
  *   v_min(a, b) = a < b ? a : b
  *   v_loadn/v_storen touch only the first n < VL lanes (the rest load 0,
  *   or `fill` with v_loadn_or).
+ *   v_fma/v_fnma: a*b + c, c - a*b, fused where the ISA has FMA (portable C:
+ *   two roundings); v_fma1/v_fnma1 round once on every level.
  *   v_fms(a, b, c) = a*b - c rounded once (the exact error of a product).
  *   Masks (vm) come from comparisons and select with v_sel(m, t, f). */
 #ifndef SMELT_KERNELS_SIMD_H
@@ -48,6 +50,8 @@ SIMD_FN vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 SIMD_FN vf v_div(vf a, vf b) { return _mm512_div_ps(a, b); }
 SIMD_FN vf v_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }   /* a*b+c */
 SIMD_FN vf v_fnma(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); } /* c-a*b */
+SIMD_FN vf v_fma1(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }   /* one rounding */
+SIMD_FN vf v_fnma1(vf a, vf b, vf c) { return _mm512_fnmadd_ps(a, b, c); }
 SIMD_FN vf v_max(vf a, vf b) { return _mm512_max_ps(a, b); }
 SIMD_FN vf v_min(vf a, vf b) { return _mm512_min_ps(a, b); }
 SIMD_FN vf v_abs(vf a) { return _mm512_abs_ps(a); }
@@ -110,6 +114,8 @@ SIMD_FN vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 SIMD_FN vf v_div(vf a, vf b) { return _mm256_div_ps(a, b); }
 SIMD_FN vf v_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 SIMD_FN vf v_fnma(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
+SIMD_FN vf v_fma1(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+SIMD_FN vf v_fnma1(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
 SIMD_FN vf v_max(vf a, vf b) { return _mm256_max_ps(a, b); }
 SIMD_FN vf v_min(vf a, vf b) { return _mm256_min_ps(a, b); }
 SIMD_FN vf v_abs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
@@ -178,11 +184,14 @@ SIMD_FN vf v_add(vf a, vf b) { return a + b; }
 SIMD_FN vf v_sub(vf a, vf b) { return a - b; }
 SIMD_FN vf v_mul(vf a, vf b) { return a * b; }
 SIMD_FN vf v_div(vf a, vf b) { return a / b; }
-/* a*b is exact in double, so these round like a fused multiply-add (up to
- * a rare double rounding) without fmaf, a slow library call when the CPU
- * has no FMA; the vmath error terms rely on it */
-SIMD_FN vf v_fma(vf a, vf b, vf c) { return (float)((double)a * (double)b + (double)c); }
-SIMD_FN vf v_fnma(vf a, vf b, vf c) { return (float)((double)c - (double)a * (double)b); }
+/* unfused (two roundings) where that is enough; v_fma1/v_fnma1 round once:
+ * a*b is exact in double, so they round like a fused multiply-add (up to a
+ * rare double rounding) without fmaf, a slow library call when the CPU has
+ * no FMA.  The vmath error terms use those. */
+SIMD_FN vf v_fma(vf a, vf b, vf c) { return a * b + c; }
+SIMD_FN vf v_fnma(vf a, vf b, vf c) { return c - a * b; }
+SIMD_FN vf v_fma1(vf a, vf b, vf c) { return (float)((double)a * (double)b + (double)c); }
+SIMD_FN vf v_fnma1(vf a, vf b, vf c) { return (float)((double)c - (double)a * (double)b); }
 SIMD_FN vf v_max(vf a, vf b) { return a > b ? a : b; }
 SIMD_FN vf v_min(vf a, vf b) { return a < b ? a : b; }
 SIMD_FN vf v_abs(vf a) { return fabsf(a); }
@@ -210,8 +219,16 @@ SIMD_FN vf v_from_bits(uint32_t u) {
 SIMD_FN vf v_and(vf a, vf b) { return v_from_bits(v_bits(a) & v_bits(b)); }
 SIMD_FN vf v_or(vf a, vf b) { return v_from_bits(v_bits(a) | v_bits(b)); }
 SIMD_FN vf v_xor(vf a, vf b) { return v_from_bits(v_bits(a) ^ v_bits(b)); }
-SIMD_FN vi v_round_i(vf a) { return (vi)lrintf(a); }
-SIMD_FN vf v_round(vf a) { return rintf(a); }
+/* to nearest even by the 1.5 * 2^23 trick (|a| < 2^22; the kernels clamp
+ * first): rintf/lrintf are library calls without SSE4.1 */
+SIMD_FN vf v_round(vf a) {
+  volatile float big = 12582912.0f; /* volatile: keep the add and subtract */
+  return fabsf(a) < 4194304.0f ? (a + big) - big : a;
+}
+SIMD_FN vi v_round_i(vf a) {
+  float r = v_round(a);
+  return r == r && fabsf(r) < 2147483520.0f ? (vi)r : INT32_MIN; /* NaN: as cvtps2dq */
+}
 SIMD_FN vf v_i2f(vi a) { return (float)a; }
 SIMD_FN vi vi_set1(int32_t x) { return x; }
 SIMD_FN vi vi_add(vi a, vi b) { return (vi)((uint32_t)a + (uint32_t)b); }

@@ -91,7 +91,7 @@ VM_INLINE vf SIMD_NAME(vm_erf_small)(vf x) {
 VM_INLINE vf SIMD_NAME(vm_erfc_small)(vf t) {
   vf z = v_mul(t, t);
   vf rest = v_fma(v_mul(t, z), SIMD_NAME(vm_erf_q)(z), v_mul(t, v_set1(C0_LO)));
-  return v_sub(v_fnma(v_set1(C0_HI), t, v_set1(1.0f)), rest);
+  return v_sub(v_fnma1(v_set1(C0_HI), t, v_set1(1.0f)), rest);
 }
 
 /* erfc(t) * 2^k for t >= ERF_SPLIT given u = 1/t and t^2 = t2 + t2lo
@@ -155,7 +155,7 @@ VM_INLINE vf SIMD_NAME(vm_gelu_tanh)(vf x) {
   vf xc = v_max(v_set1(-40.0f), v_min(v_set1(40.0f), x)); /* beyond: sigmoid is 0 or 1 */
   vf x2 = v_mul(xc, xc), x2lo = v_fms(xc, xc, x2);
   vf w = v_fma(c_hi, x2, v_set1(1.0f));
-  vf wlo = v_fma(c_hi, x2, v_sub(v_set1(1.0f), w)); /* exact error of w */
+  vf wlo = v_fma1(c_hi, x2, v_sub(v_set1(1.0f), w)); /* exact error of w */
   wlo = v_fma(c_hi, x2lo, v_fma(c_lo, x2, wlo));
   vf p = v_mul(xc, w), plo = v_fma(xc, wlo, v_fms(xc, w, p));
   vf y = v_mul(k_hi, p), ylo = v_fma(k_hi, plo, v_fma(k_lo, p, v_fms(k_hi, p, y)));

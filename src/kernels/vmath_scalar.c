@@ -12,6 +12,11 @@ const vmath_kernels *vmath_get(isa_level isa) {
   return &vmath_kernels_scalar;
 }
 
+const vmath_kernels *vmath_for_ops(void) {
+  isa_level isa = isa_active();
+  return isa == ISA_SCALAR ? NULL : vmath_get(isa);
+}
+
 const char *vmath_op_name(vmath_op op) {
   static const char *const names[VMATH_OP_COUNT] = {"exp", "erf", "tanh", "sigmoid", "gelu_erf",
                                                     "gelu_tanh"};

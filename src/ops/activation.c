@@ -147,7 +147,7 @@ ACT_OP(thresholdedrelu, 1.0, 0, 0)
 
 static smelt_status infer_sigmoid(op_ctx *c) { return act_infer(c, sigmoid_tab); }
 static smelt_status run_sigmoid(op_ctx *c) {
-  act_params p = {.vm = vmath_get(isa_active())};
+  act_params p = {.vm = vmath_for_ops()};
   return act_run(c, sigmoid_tab, &p);
 }
 
@@ -182,7 +182,7 @@ static smelt_status infer_gelu(op_ctx *c) {
 static smelt_status run_gelu(op_ctx *c) {
   const ew_row_fn *tab = NULL;
   TRY(gelu_tab_of(c, &tab));
-  act_params p = {.vm = vmath_get(isa_active())};
+  act_params p = {.vm = vmath_for_ops()};
   return act_run(c, tab, &p);
 }
 

@@ -173,12 +173,13 @@ static bool ln_full_param(const tensor *t, const tensor *x, int axis) {
 
 static bool ln_f32_fast(op_ctx *c, int axis, int64_t rows, int64_t n, smelt_status *st) {
   const tensor *x = c->in[0], *scale = c->in[1], *bias = op_in(c, 2);
-  if (x->dtype != SMELT_F32 || n <= 0 || !ln_full_param(scale, x, axis) ||
+  const vmath_kernels *vm = vmath_for_ops();
+  if (!vm || x->dtype != SMELT_F32 || n <= 0 || !ln_full_param(scale, x, axis) ||
       (bias && !ln_full_param(bias, x, axis)))
     return false;
   for (int i = 1; i < c->n_out; i++)
     if (c->out[i]->dtype != SMELT_F32) return false;
-  ln_f32_job j = {.vm = vmath_get(isa_active()), .x = x->data, .scale = scale->data,
+  ln_f32_job j = {.vm = vm, .x = x->data, .scale = scale->data,
                   .bias = bias ? bias->data : NULL, .y = c->out[0]->data,
                   .mean = c->n_out > 1 ? c->out[1]->data : NULL,
                   .inv = c->n_out > 2 ? c->out[2]->data : NULL, .n = n,

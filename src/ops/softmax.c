@@ -64,10 +64,23 @@ static void smax_row(const smax_job *j, double *v) {
 }
 
 /* The hot case (attention scores): an f32 Softmax over contiguous rows,
- * vectorized exp and a double sum (kernels/vmath.h). */
+ * vectorized exp and a double sum (kernels/vmath.h); on the portable path
+ * expf and a double sum, within an ulp or two of the double path. */
 static void smax_rows_f32(const smax_job *j, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; r++)
-    j->vm->softmax_row((const float *)j->x->data + r * j->n, (float *)j->y->data + r * j->n, j->n);
+  for (int64_t r = r0; r < r1; r++) {
+    const float *x = (const float *)j->x->data + r * j->n;
+    float *y = (float *)j->y->data + r * j->n;
+    if (j->vm) {
+      j->vm->softmax_row(x, y, j->n);
+      continue;
+    }
+    float mx = x[0];
+    for (int64_t i = 1; i < j->n; i++) mx = x[i] > mx || mx != mx ? x[i] : mx;
+    double sum = 0;
+    for (int64_t i = 0; i < j->n; i++) sum += (y[i] = expf(x[i] - mx));
+    float inv = (float)(1.0 / sum);
+    for (int64_t i = 0; i < j->n; i++) y[i] *= inv;
+  }
 }
 
 static void smax_rows(void *vctx, int64_t r0, int64_t r1) {
@@ -94,7 +107,7 @@ static smelt_status smax_run_kind(op_ctx *c, smax_kind kind) {
   const tensor *x = c->in[0];
   int axis;
   TRY(smax_axis(c, x->rank, &axis));
-  smax_job j = {.x = x, .y = c->out[0], .kind = kind, .vm = vmath_get(isa_active())};
+  smax_job j = {.x = x, .y = c->out[0], .kind = kind, .vm = vmath_for_ops()};
   int64_t outer;
   if (x->rank == 0) outer = j.n = j.inner = 1;
   else nn_split_axis(x, axis, c->opset < 13, &outer, &j.n, &j.inner);

@@ -119,7 +119,7 @@ UNARY_OP(log, false)
 /* Exp, Erf, Tanh: the f32 rows get the vmath table of the active ISA */
 #define VMATH_OP(NAME)                                                                    \
   static smelt_status infer_##NAME(op_ctx *c) { return unary_infer(c, NAME##_tab, false); } \
-  static smelt_status run_##NAME(op_ctx *c) { return unary_run(c, NAME##_tab, vmath_get(isa_active())); }
+  static smelt_status run_##NAME(op_ctx *c) { return unary_run(c, NAME##_tab, vmath_for_ops()); }
 VMATH_OP(exp)
 VMATH_OP(erf)
 VMATH_OP(tanh)
