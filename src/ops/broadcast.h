@@ -75,27 +75,8 @@ typedef ew_row_fn ew_table[SMELT_DTYPE_COUNT];
 smelt_status ew_check_table(op_ctx *c, int i, const ew_row_fn *tab);
 
 /* A row function over one operand: out[i] = EXPR with x = the input element.
- * TI/TO are the input/output element types. */
-#define EW_ROW1(NAME, TI, TO, EXPR)                                                         \
-  static void NAME(const void *params, int64_t n, void *out_, const void *const *in,       \
-                   const int64_t *st) {                                                    \
-    TO *o = out_;                                                                          \
-    const TI *a = in[0];                                                                   \
-    (void)params;                                                                          \
-    if (st[0] == 1) {                                                                      \
-      for (int64_t i = 0; i < n; i++) {                                                    \
-        TI x = a[i];                                                                       \
-        o[i] = (EXPR);                                                                     \
-      }                                                                                    \
-    } else {                                                                               \
-      for (int64_t i = 0; i < n; i++) {                                                    \
-        TI x = a[i * st[0]];                                                               \
-        o[i] = (EXPR);                                                                     \
-      }                                                                                    \
-    }                                                                                      \
-  }
-
-/* Same with a typed parameter block: P *p points at params. */
+ * TI/TO are the input/output element types; P *p points at the op's typed
+ * parameter block. */
 #define EW_ROW1P(NAME, P, TI, TO, EXPR)                                                     \
   static void NAME(const void *params, int64_t n, void *out_, const void *const *in,       \
                    const int64_t *st) {                                                    \
@@ -115,6 +96,9 @@ smelt_status ew_check_table(op_ctx *c, int i, const ew_row_fn *tab);
       }                                                                                    \
     }                                                                                      \
   }
+
+/* The same for ops without parameters. */
+#define EW_ROW1(NAME, TI, TO, EXPR) EW_ROW1P(NAME, char, TI, TO, EXPR)
 
 /* A row function over two operands: out[i] = EXPR with x, y the elements.
  * The contiguous/broadcast cases are separate loops so each vectorizes. */
