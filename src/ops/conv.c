@@ -39,15 +39,7 @@ static const smelt_dtype conv_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT
 /* Checks types and shapes and fills g (dims may be unknown statically). */
 static smelt_status conv_plan(op_ctx *c, conv_geom *g) {
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
-  TRY(op_check_dtype(c, 0, conv_types));
-  TRY(nn_check_same_dtype(c, 1, "W", 0, "X"));
-  TRY(nn_check_same_dtype(c, 2, "B", 0, "X"));
-  if (x->rank >= 0 && x->rank < 3)
-    return err_set(SMELT_ERR_INVALID_MODEL, "input 0 (X) has rank %d, expected at least 3", x->rank);
-  if (x->rank >= 0) TRY(nn_check_rank(c, 1, "W", x->rank));
-  TRY(nn_check_rank(c, 2, "B", 1));
-  g->G = op_attr_int(c, "group", 1);
-  if (g->G < 1) return err_set(SMELT_ERR_INVALID_MODEL, "group %lld must be >= 1", (long long)g->G);
+  TRY(nn_check_conv_operands(c, conv_types, &g->G));
   if (x->rank < 0 || w->rank < 0) return SMELT_OK; /* caller leaves the output unranked */
   int nsp = x->rank - 2;
   g->N = x->dims[0];

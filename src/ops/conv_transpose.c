@@ -74,15 +74,7 @@ static smelt_status convt_sizes(op_ctx *c, convt_geom *g, const int64_t *in) {
 
 static smelt_status convt_plan(op_ctx *c, convt_geom *g) {
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
-  TRY(op_check_dtype(c, 0, convt_types));
-  TRY(nn_check_same_dtype(c, 1, "W", 0, "X"));
-  TRY(nn_check_same_dtype(c, 2, "B", 0, "X"));
-  if (x->rank >= 0 && x->rank < 3)
-    return err_set(SMELT_ERR_INVALID_MODEL, "input 0 (X) has rank %d, expected at least 3", x->rank);
-  if (x->rank >= 0) TRY(nn_check_rank(c, 1, "W", x->rank));
-  TRY(nn_check_rank(c, 2, "B", 1));
-  g->G = op_attr_int(c, "group", 1);
-  if (g->G < 1) return err_set(SMELT_ERR_INVALID_MODEL, "group %lld must be >= 1", (long long)g->G);
+  TRY(nn_check_conv_operands(c, convt_types, &g->G));
   if (x->rank < 0 || w->rank < 0) return SMELT_OK;
   g->N = x->dims[0];
   g->C = x->dims[1];

@@ -359,3 +359,17 @@ void nn_split_axis(const tensor *t, int axis, bool to_end, int64_t *outer, int64
     *inner = nn_prod(t->dims, axis + 1, t->rank);
   }
 }
+
+smelt_status nn_check_conv_operands(op_ctx *c, const smelt_dtype *types, int64_t *group) {
+  const tensor *x = c->in[0];
+  TRY(op_check_dtype(c, 0, types));
+  TRY(nn_check_same_dtype(c, 1, "W", 0, "X"));
+  TRY(nn_check_same_dtype(c, 2, "B", 0, "X"));
+  if (x->rank >= 0 && x->rank < 3)
+    return err_set(SMELT_ERR_INVALID_MODEL, "input 0 (X) has rank %d, expected at least 3", x->rank);
+  if (x->rank >= 0) TRY(nn_check_rank(c, 1, "W", x->rank));
+  TRY(nn_check_rank(c, 2, "B", 1));
+  *group = op_attr_int(c, "group", 1);
+  if (*group < 1) return err_set(SMELT_ERR_INVALID_MODEL, "group %lld must be >= 1", (long long)*group);
+  return SMELT_OK;
+}

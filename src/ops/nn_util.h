@@ -90,4 +90,9 @@ smelt_status nn_reduce_axes(op_ctx *c, int rank, bool axes_from_input, bool *mas
 void nn_split_axis(const tensor *t, int axis, bool to_end, int64_t *outer, int64_t *n,
                    int64_t *inner);
 
+/* Checks X (input 0, a dtype in types, rank >= 3), W (same dtype, same rank)
+ * and the optional B (same dtype, rank 1) of Conv-like ops, and reads the
+ * group attribute (>= 1) into *group. */
+smelt_status nn_check_conv_operands(op_ctx *c, const smelt_dtype *types, int64_t *group);
+
 #endif
