@@ -2,16 +2,20 @@
 """bench/ort_compare.py: eager smelt against ONNX Runtime, side by side in one run.
 
 usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
-                            [--lib build/libsmelt.so] [--baseline-lib OTHER.so]
-                            [--env K=V]... [--json FILE]
+                            [--block K] [--ort-no-spin] [--lib build/libsmelt.so]
+                            [--baseline-lib OTHER.so] [--env K=V]... [--json FILE]
 
 MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout).
 Both runtimes live in this one process and get the same inputs (read by
 smelt_tensor_load) and the same thread count (ORT: intra_op threads N,
-inter_op 1, sequential execution, ORT_ENABLE_ALL graph optimizations).  Runs
-alternate smelt / ORT, so load from other processes on a shared machine
-falls on both alike; the ratio of the medians is what to read.  Each
-smelt output is checked against ORT's (max abs difference).
+inter_op 1, sequential execution, ORT_ENABLE_ALL graph optimizations).  The
+runtimes take turns of --block timed runs (default 5), each turn after one
+untimed run, so load from other processes on a shared machine falls on both
+alike; the ratio of the medians is what to read.  The untimed run matters:
+ORT's threads spin for a while after each of its runs (its default, kept
+here), which would otherwise take the CPU from the run that follows it
+(--ort-no-spin turns the spinning off).  Each smelt output is checked
+against ORT's (max abs difference).
 
 --baseline-lib adds a second smelt build (e.g. main's, for before/after)
 to the same rotation; its column is "base ms".
@@ -133,6 +137,8 @@ def bench_model(np, ort, sms, model_dir, args):
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if args.ort_no_spin:
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     feed = {i.name: arrays[k] for k, i in enumerate(sess.get_inputs())}
 
@@ -149,10 +155,15 @@ def bench_model(np, ort, sms, model_dir, args):
         run_ort()
     ts = [[] for _ in runners]
     to = []
-    for _ in range(args.runs):
+    done = 0
+    while done < args.runs:  # turns of `block` timed runs each, after one untimed run
+        n = min(args.block, args.runs - done)
         for k, r in enumerate(runners):
-            ts[k].append(r.run()[0])
-        to.append(run_ort()[0])
+            r.run()
+            ts[k].extend(r.run()[0] for _ in range(n))
+        run_ort()
+        to.extend(run_ort()[0] for _ in range(n))
+        done += n
     for r in runners:
         r.close()
     ms, mo = statistics.median(ts[0]) * 1e3, statistics.median(to) * 1e3
@@ -173,8 +184,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--block", type=int, default=5,
+                    help="timed runs per runtime per turn, each turn after one untimed run")
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
     ap.add_argument("--baseline-lib")
+    ap.add_argument("--ort-no-spin", action="store_true",
+                    help="ORT's pool sleeps when idle (by default its threads spin after each "
+                         "run, taking CPU from the runs that follow it)")
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--json")
     args = ap.parse_args()

@@ -181,13 +181,16 @@ smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const floa
   j.Wl = j.TW * j.m + 2;
   j.np = w->mp / k->wnr;
   int threads = pool_threads(pool);
-  /* tile rows per item: scratch within ~768 KiB; conv_split weighs
-   * re-reading U per tile-row chunk against redoing the input transform per
-   * panel chunk */
+  /* tile rows per item: scratch within ~768 KiB, up to 4 MiB when U is so
+   * large that reading it again per chunk costs more than spilling the
+   * scratch from L2; conv_split weighs re-reading U per tile-row chunk
+   * against redoing the input transform per panel chunk */
   int64_t A2 = j.a * j.a, row_bytes = 4 * (A2 * j.TW * (w->cp + w->mp) + w->cp * j.m * j.Wl);
-  int64_t fit = ((int64_t)768 << 10) / row_bytes;
+  double u_bytes = 4.0 * A2 * w->cp * w->mp;
+  double budget = u_bytes / 4 < 768 * 1024.0 ? 768 * 1024.0 : u_bytes / 4 > 4194304.0 ? 4194304.0 : u_bytes / 4;
+  int64_t fit = (int64_t)(budget / (double)row_bytes);
   if (fit < 1) fit = 1;
-  double u_bytes = 4.0 * A2 * w->cp * w->mp, in_bytes = 4.0 * A2 * j.TH * j.TW * w->cp;
+  double in_bytes = 4.0 * A2 * j.TH * j.TW * w->cp;
   double work_s = 2.0 * d->N * A2 * j.TH * j.TW * (double)w->cp * (double)w->mp / 150e9;
   int64_t rc, pc;
   conv_split(threads, d->N, j.TH, conv_cdiv(j.TH, fit), j.np, work_s, u_bytes, in_bytes, &rc, &pc);
