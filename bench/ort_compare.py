@@ -2,19 +2,20 @@
 """bench/ort_compare.py: eager smelt against ONNX Runtime, side by side in one run.
 
 usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
-                            [--block K] [--ort-no-spin] [--lib build/libsmelt.so]
+                            [--block K] [--settle-ms MS] [--ort-no-spin] [--lib build/libsmelt.so]
                             [--baseline-lib OTHER.so] [--env K=V]... [--json FILE]
 
 MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout).
 Both runtimes live in this one process and get the same inputs (read by
 smelt_tensor_load) and the same thread count (ORT: intra_op threads N,
 inter_op 1, sequential execution, ORT_ENABLE_ALL graph optimizations).  The
-runtimes take turns of --block timed runs (default 5), each turn after one
-untimed run, so load from other processes on a shared machine falls on both
-alike; the ratio of the medians is what to read.  The untimed run matters:
-ORT's threads spin for a while after each of its runs (its default, kept
-here), which would otherwise take the CPU from the run that follows it
-(--ort-no-spin turns the spinning off).  Each smelt output is checked
+runtimes take turns of --block timed runs (default 5), each turn after a
+pause (--settle-ms, default 50) and one untimed run, so load from other
+processes on a shared machine falls on both alike; the ratio of the medians
+is what to read.  The pause matters: both runtimes' threads spin for a while
+after each run (ORT's default, kept here; smelt's SMELT_SPIN_US), which
+would otherwise take the CPU from the other runtime's turn (--ort-no-spin
+turns ORT's spinning off).  Each smelt output is checked
 against ORT's (max abs difference).
 
 --baseline-lib adds a second smelt build (e.g. main's, for before/after)
@@ -159,8 +160,10 @@ def bench_model(np, ort, sms, model_dir, args):
     while done < args.runs:  # turns of `block` timed runs each, after one untimed run
         n = min(args.block, args.runs - done)
         for k, r in enumerate(runners):
+            time.sleep(args.settle_ms / 1e3)
             r.run()
             ts[k].extend(r.run()[0] for _ in range(n))
+        time.sleep(args.settle_ms / 1e3)
         run_ort()
         to.extend(run_ort()[0] for _ in range(n))
         done += n
@@ -186,6 +189,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--block", type=int, default=5,
                     help="timed runs per runtime per turn, each turn after one untimed run")
+    ap.add_argument("--settle-ms", type=float, default=50,
+                    help="pause before each turn, so the other runtime's threads, which spin "
+                         "for a while after a run, are asleep when a turn starts (default 50)")
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
     ap.add_argument("--baseline-lib")
     ap.add_argument("--ort-no-spin", action="store_true",

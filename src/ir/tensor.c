@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/subbyte.h"
+#include "util/bufcache.h"
 #include "util/err.h"
 
 int64_t shape_numel(int rank, const int64_t *dims) {
@@ -38,13 +39,8 @@ const char *shape_str(char *buf, size_t n, int rank, const int64_t *dims, const 
   return buf;
 }
 
-void *tensor_data_alloc(size_t n) {
-  size_t sz = (n + 63) & ~(size_t)63;
-  if (sz == 0) sz = 64;
-  if (sz < n) return NULL;
-  return aligned_alloc(64, sz);
-}
-void tensor_data_free(void *p) { free(p); }
+void *tensor_data_alloc(size_t n) { return bufcache_alloc(n); }
+void tensor_data_free(void *p) { bufcache_release(p); }
 
 smelt_status tensor_alloc(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
   memset(t, 0, sizeof *t);

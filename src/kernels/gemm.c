@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/tensor.h"
 #include "kernels/gemm_kernels.h"
 #include "util/err.h"
 
@@ -384,7 +385,7 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
   x.abuf_len = round_up(x.mc * x.kc, 16);
   size_t abuf_bytes = (size_t)threads * (size_t)x.abuf_len * sizeof(float);
   size_t state_bytes = (size_t)round_up((int64_t)groups, 64);
-  char *mem = aligned_alloc(64, bbuf_bytes + abuf_bytes + state_bytes);
+  char *mem = tensor_data_alloc(bbuf_bytes + abuf_bytes + state_bytes);
   if (!mem) return false;
   x.bbuf = (float *)mem;
   x.abuf = (float *)(mem + bbuf_bytes);
@@ -406,7 +407,7 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
       else packed_slots(&x, 0, 1);
     }
   }
-  free(mem);
+  tensor_data_free(mem);
   return true;
 }
 

@@ -1,31 +1,55 @@
-/* Thread pool: workers block on a condition variable between jobs, so an idle
- * session costs no CPU.  One job at a time (callers serialize on job_lock);
+/* Thread pool.  Between jobs a worker spins for a short while (default
+ * 200 us, SMELT_SPIN_US) watching for the next job, then sleeps on a
+ * condition variable, so back-to-back parallel regions -- one per operator
+ * in a model run -- hand work over without a kernel round trip, while an idle
+ * session costs no CPU once the spin has run out.  The caller waits for the
+ * workers the same way.  One job at a time (callers serialize on job_lock);
  * work is split into chunks claimed with an atomic counter. */
 #include "runtime/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "util/bufcache.h"
 #include "util/err.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
 
 struct smelt_pool {
   int n_threads;
+  int64_t spin_ns;
   pthread_t *workers;
   pthread_mutex_t job_lock; /* one parallel_for at a time */
-  pthread_mutex_t mu;
+  pthread_mutex_t mu;       /* guards the sleeping side of the handshakes */
   pthread_cond_t wake, done;
-  uint64_t generation;
-  bool stop;
-  /* the current job */
+  atomic_uint_fast64_t generation; /* bumped once a job is published */
+  atomic_bool stop;
+  atomic_int sleepers;     /* workers asleep or going to sleep on `wake` */
+  atomic_bool caller_asleep;
+  /* The current job: written only while no worker is in it (busy == 0 and
+   * the claim word carries another job's tag). */
   void (*fn)(void *, int64_t, int64_t);
   void *ctx;
-  int64_t n, chunk;
-  atomic_int_fast64_t next;
-  int active; /* workers still inside the current job */
+  int64_t n, chunk, n_chunks;
+  /* Claim word: the job's tag in the high 32 bits, the next chunk index in
+   * the low 32.  A claim is a fetch_add; one whose old value carries another
+   * tag is void.  The caller retags the word when it closes a job, so a
+   * worker that wakes late never touches it. */
+  atomic_uint_fast64_t claim;
+  atomic_int busy; /* workers inside the current job */
+  struct bufcache *job_bufs; /* the caller's buffer cache, current in workers during the job */
   pool_chunk_observer obs, job_obs; /* set / in force for the current job */
   void *obs_ctx, *job_obs_ctx;
 };
@@ -37,42 +61,98 @@ int pool_machine_cores(void) {
   return n > 0 ? (int)n : 1;
 }
 
-static void run_chunks(smelt_pool *p) {
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Spins until pred(p, arg) holds or spin_ns has passed; true if it holds.
+ * After the first few microseconds each round yields the CPU, so a thread
+ * that shares its core with the one it waits for does not starve it. */
+static bool spin_until(const smelt_pool *p, bool (*pred)(const smelt_pool *, uint64_t), uint64_t arg) {
+  if (pred(p, arg)) return true;
+  if (p->spin_ns <= 0) return false;
+  int64_t start = now_ns(), t = start;
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      cpu_relax();
+      if (pred(p, arg)) return true;
+    }
+    t = now_ns();
+    if (t - start >= p->spin_ns) return false;
+    if (t - start >= 20000) sched_yield();
+  }
+}
+
+static bool job_posted(const smelt_pool *p, uint64_t seen) {
+  return atomic_load(&p->generation) != seen || atomic_load(&p->stop);
+}
+
+static bool job_idle(const smelt_pool *p, uint64_t unused) {
+  (void)unused;
+  return atomic_load(&p->busy) == 0;
+}
+
+static uint32_t job_tag(uint64_t gen) { return (uint32_t)gen; }
+
+/* Runs chunks of the job tagged `tag` until none is left. */
+static void run_chunks(smelt_pool *p, uint32_t tag) {
   const smelt_pool *saved = in_pool_job;
   in_pool_job = p;
+  bufcache *saved_bufs = bufcache_enter(p->job_bufs);
   for (;;) {
-    int64_t b = atomic_fetch_add(&p->next, p->chunk);
-    if (b >= p->n) break;
+    uint64_t w = atomic_fetch_add(&p->claim, 1);
+    if ((uint32_t)(w >> 32) != tag || (int64_t)(uint32_t)w >= p->n_chunks) break;
+    int64_t b = (int64_t)(uint32_t)w * p->chunk;
     int64_t e = b + p->chunk < p->n ? b + p->chunk : p->n;
     if (!p->job_obs) {
       p->fn(p->ctx, b, e);
       continue;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = now_ns();
     p->fn(p->ctx, b, e);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    p->job_obs(p->job_obs_ctx, b, e, t0.tv_sec * 1000000000LL + t0.tv_nsec,
-               t1.tv_sec * 1000000000LL + t1.tv_nsec);
+    p->job_obs(p->job_obs_ctx, b, e, t0, now_ns());
   }
+  bufcache_enter(saved_bufs);
   in_pool_job = saved;
 }
 
 static void *worker_main(void *arg) {
   smelt_pool *p = arg;
   uint64_t seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-    if (p->stop) break;
-    seen = p->generation;
-    pthread_mutex_unlock(&p->mu);
-    run_chunks(p);
-    pthread_mutex_lock(&p->mu);
-    if (--p->active == 0) pthread_cond_signal(&p->done);
+    if (!spin_until(p, job_posted, seen)) {
+      /* Dekker with the poster: it bumps generation then reads sleepers;
+       * we raise sleepers then re-read generation under mu. */
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (!job_posted(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) break;
+    seen = atomic_load(&p->generation);
+    /* Join, then check the job is still open (Dekker with the closer:
+     * it retags the claim word, then reads busy). */
+    atomic_fetch_add(&p->busy, 1);
+    if ((uint32_t)(atomic_load(&p->claim) >> 32) == job_tag(seen)) run_chunks(p, job_tag(seen));
+    if (atomic_fetch_sub(&p->busy, 1) == 1 && atomic_load(&p->caller_asleep)) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
+}
+
+static int64_t spin_from_env(void) {
+  const char *s = getenv("SMELT_SPIN_US");
+  if (!s || !*s) return 200000;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (*end || v < 0) return 200000;
+  return (int64_t)(v > 1000000 ? 1000000 : v) * 1000;
 }
 
 smelt_status pool_create(int n_threads, smelt_pool **out) {
@@ -81,10 +161,17 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   smelt_pool *p = calloc(1, sizeof *p);
   if (!p) return err_nomem("thread pool", sizeof *p);
   p->n_threads = n_threads;
+  p->spin_ns = spin_from_env();
   pthread_mutex_init(&p->job_lock, NULL);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
+  atomic_init(&p->generation, 0);
+  atomic_init(&p->stop, false);
+  atomic_init(&p->sleepers, 0);
+  atomic_init(&p->caller_asleep, false);
+  atomic_init(&p->claim, 0);
+  atomic_init(&p->busy, 0);
   if (n_threads > 1) {
     p->workers = calloc((size_t)n_threads - 1, sizeof(pthread_t));
     if (!p->workers) {
@@ -106,7 +193,7 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
 void pool_free(smelt_pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
-  p->stop = true;
+  atomic_store(&p->stop, true);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; p->workers && i < p->n_threads - 1; i++) pthread_join(p->workers[i], NULL);
@@ -132,22 +219,33 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   /* ~4 chunks per thread balances load without much claiming overhead. */
   int64_t chunk = (n + (int64_t)p->n_threads * 4 - 1) / ((int64_t)p->n_threads * 4);
   if (chunk < grain) chunk = grain;
-  pthread_mutex_lock(&p->mu);
+  if ((n + chunk - 1) / chunk > (int64_t)UINT32_MAX / 2) chunk = (n + UINT32_MAX / 2 - 1) / (UINT32_MAX / 2);
   p->fn = fn;
   p->ctx = ctx;
   p->n = n;
   p->chunk = chunk;
+  p->n_chunks = (n + chunk - 1) / chunk;
   p->job_obs = p->obs;
   p->job_obs_ctx = p->obs_ctx;
-  atomic_store(&p->next, 0);
-  p->active = p->n_threads - 1;
-  p->generation++;
-  pthread_cond_broadcast(&p->wake);
-  pthread_mutex_unlock(&p->mu);
-  run_chunks(p);
-  pthread_mutex_lock(&p->mu);
-  while (p->active > 0) pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  p->job_bufs = bufcache_current();
+  uint64_t gen = atomic_load(&p->generation) + 1;
+  atomic_store(&p->claim, (uint64_t)job_tag(gen) << 32);
+  atomic_store(&p->generation, gen); /* publishes the job */
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  run_chunks(p, job_tag(gen));
+  /* Close the job: workers that have not joined yet never will. */
+  atomic_store(&p->claim, (uint64_t)(job_tag(gen) ^ 0x80000000u) << 32);
+  if (!spin_until(p, job_idle, 0)) {
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_asleep, true);
+    while (!job_idle(p, 0)) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_asleep, false);
+    pthread_mutex_unlock(&p->mu);
+  }
   pthread_mutex_unlock(&p->job_lock);
 }
 

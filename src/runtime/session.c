@@ -7,6 +7,7 @@
 
 #include "compile/session_compile.h"
 #include "runtime/node_run.h"
+#include "util/bufcache.h"
 #include "util/err.h"
 
 smelt_session_options smelt_session_options_default(void) {
@@ -46,7 +47,8 @@ smelt_status smelt_session_create(const smelt_model *m, const smelt_session_opti
   s->model = m;
   s->opts = o;
   pthread_mutex_init(&s->stats_lock, NULL);
-  smelt_status st = pool_create(o.threads, &s->pool);
+  smelt_status st = bufcache_create(&s->bufs);
+  if (!st) st = pool_create(o.threads, &s->pool);
   if (!st) st = eager_plan_build(g, &s->plan);
   if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
   if (st) {
@@ -63,6 +65,7 @@ void smelt_session_free(smelt_session *s) {
   eager_plan_free(&s->plan);
   pool_free(s->pool);
   pthread_mutex_destroy(&s->stats_lock);
+  bufcache_free_all(s->bufs);
   free(s);
 }
 
@@ -115,12 +118,17 @@ smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor
   for (int k = 0; !st && k < g->n_inputs; k++) st = session_check_input(g, k, inputs[k], sym_vals);
   free(sym_vals);
   if (st) return st;
-  if (s->sc) return session_compiled_run(s, inputs, outputs, stats ? stats->hook : NULL);
-  eager_stats local = {0};
-  st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
-  pthread_mutex_lock(&s->stats_lock);
-  s->stats.eager_peak_bytes = (stats ? stats : &local)->peak_bytes;
-  pthread_mutex_unlock(&s->stats_lock);
+  bufcache *prev = bufcache_enter(s->bufs);
+  if (s->sc) {
+    st = session_compiled_run(s, inputs, outputs, stats ? stats->hook : NULL);
+  } else {
+    eager_stats local = {0};
+    st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
+    pthread_mutex_lock(&s->stats_lock);
+    s->stats.eager_peak_bytes = (stats ? stats : &local)->peak_bytes;
+    pthread_mutex_unlock(&s->stats_lock);
+  }
+  bufcache_enter(prev);
   return st;
 }
 

@@ -14,6 +14,7 @@ struct smelt_session {
   eager_plan plan;
   smelt_session_stats stats; /* guarded by stats_lock */
   pthread_mutex_t stats_lock;
+  struct bufcache *bufs; /* large blocks kept between runs (util/bufcache.h) */
   struct session_compiler *sc; /* compiled modes (compile/session_compile.h); NULL in eager */
 };
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "runtime/session.h"
+#include "util/bufcache.h"
 #include "util/err.h"
 
 /* Index of the graph input/output a descriptor refers to: by name, or by position. */
@@ -91,7 +92,11 @@ smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, siz
     st = match_slot(g, g->outputs, g->n_outputs, &outputs[i], i, "output", &slots[i]);
   if (!st) st = session_run_tensors(s, ptrs, res, NULL);
   for (size_t i = 0; !st && i < n_outputs; i++) st = deliver(g, slots[i], &res[slots[i]], &outputs[i]);
+  /* results not handed over (copied into the caller's buffers, or not
+   * asked for) go back to the session's cache for the next run */
+  bufcache *prev = bufcache_enter(s->bufs);
   for (int k = 0; res && k < g->n_outputs; k++) tensor_release(&res[k]);
+  bufcache_enter(prev);
   free(views);
   free(ptrs);
   free(res);

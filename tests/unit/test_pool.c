@@ -1,4 +1,7 @@
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "check.h"
 #include "runtime/pool.h"
@@ -9,6 +12,56 @@ static void add_range(void *ctx, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; i++) s += (long)i;
   atomic_fetch_add(&total, s);
   (void)ctx;
+}
+
+/* Every index of a job is visited exactly once, by that job's fn and ctx:
+ * a worker that joined late, or ran a chunk of the previous job, would show
+ * as a count of 0 or 2, or as a write to the wrong job's array. */
+typedef struct {
+  atomic_int *hits;
+  int64_t n;
+  int job;
+  atomic_int *wrong;
+} job_ctx;
+
+static void mark(void *ctx, int64_t b, int64_t e) {
+  job_ctx *j = ctx;
+  if (b < 0 || e > j->n || b >= e) atomic_fetch_add(j->wrong, 1);
+  for (int64_t i = b; i < e && i < j->n; i++) atomic_fetch_add(&j->hits[i], 1);
+}
+
+static int run_jobs(smelt_pool *p, int jobs, int sleep_every) {
+  atomic_int wrong = 0;
+  int bad = 0;
+  for (int k = 0; k < jobs; k++) {
+    int64_t n = 1 + (k * 7919) % 257;
+    atomic_int *hits = calloc((size_t)n, sizeof *hits);
+    job_ctx j = {hits, n, k, &wrong};
+    pool_parallel_for(p, n, 1 + k % 3, mark, &j);
+    for (int64_t i = 0; i < n; i++) bad += atomic_load(&hits[i]) != 1;
+    free(hits);
+    if (sleep_every && k % sleep_every == 0) {
+      struct timespec ts = {0, 300000}; /* past a short spin: workers go to sleep */
+      nanosleep(&ts, NULL);
+    }
+  }
+  return bad + atomic_load(&wrong);
+}
+
+typedef struct {
+  smelt_pool *p;
+  int bad;
+} caller_arg;
+
+static void *caller(void *arg) {
+  caller_arg *a = arg;
+  a->bad = run_jobs(a->p, 2000, 0);
+  return NULL;
+}
+
+static void nested(void *ctx, int64_t b, int64_t e) {
+  smelt_pool *p = ctx;
+  for (int64_t i = b; i < e; i++) pool_parallel_for(p, 10, 1, add_range, NULL);
 }
 
 int main(void) {
@@ -26,5 +79,32 @@ int main(void) {
   atomic_store(&total, 0);
   pool_parallel_for(NULL, 10, 1, add_range, NULL);
   CHECK(atomic_load(&total) == 45);
+
+  /* spinning hand-over (default), short spins that run out, and no spin
+   * (workers always sleep), each with back-to-back and spaced jobs */
+  const char *spins[] = {NULL, "50", "0"};
+  for (int s = 0; s < 3; s++) {
+    if (spins[s]) setenv("SMELT_SPIN_US", spins[s], 1);
+    for (int threads = 2; threads <= 5; threads += 3) {
+      smelt_pool *p = NULL;
+      CHECK_OK(pool_create(threads, &p));
+      CHECK(run_jobs(p, 3000, 0) == 0);
+      CHECK(run_jobs(p, 300, 7) == 0);
+      /* two callers at once: jobs serialize */
+      caller_arg a = {p, 0}, b = {p, 0};
+      pthread_t ta, tb;
+      CHECK(pthread_create(&ta, NULL, caller, &a) == 0);
+      CHECK(pthread_create(&tb, NULL, caller, &b) == 0);
+      pthread_join(ta, NULL);
+      pthread_join(tb, NULL);
+      CHECK(a.bad == 0 && b.bad == 0);
+      /* a parallel_for inside a job runs inline */
+      atomic_store(&total, 0);
+      pool_parallel_for(p, 64, 1, nested, p);
+      CHECK(atomic_load(&total) == 64 * 45);
+      pool_free(p);
+    }
+  }
+  unsetenv("SMELT_SPIN_US");
   return test_report("pool");
 }

@@ -1,0 +1,130 @@
+/* See bufcache.h.  The block size comes from malloc_usable_size, so blocks
+ * need no header; where the C library cannot tell a block's size nothing is
+ * cached. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "util/bufcache.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "util/err.h"
+
+#if defined(__GLIBC__) || defined(__linux__)
+#include <malloc.h>
+#define HAVE_USABLE_SIZE 1
+#endif
+
+#define SLOTS 64
+
+struct bufcache {
+  pthread_mutex_t mu;
+  void *p[SLOTS];
+  size_t size[SLOTS];
+  int n;
+  size_t held, cap;
+};
+
+static _Thread_local bufcache *current;
+
+static size_t cap_from_env(void) {
+  const size_t dflt = (size_t)256 << 20;
+  const char *s = getenv("SMELT_BUFCACHE_MB");
+  if (!s || !*s) return dflt;
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (*end || v < 0) return dflt;
+  if ((unsigned long long)v > (SIZE_MAX >> 21)) v = (long long)(SIZE_MAX >> 21);
+  return (size_t)v << 20;
+}
+
+smelt_status bufcache_create(bufcache **out) {
+  bufcache *c = calloc(1, sizeof *c);
+  if (!c) return err_nomem("buffer cache", sizeof *c);
+  pthread_mutex_init(&c->mu, NULL);
+  c->cap = cap_from_env();
+  *out = c;
+  return SMELT_OK;
+}
+
+void bufcache_free_all(bufcache *c) {
+  if (!c) return;
+  for (int i = 0; i < c->n; i++) free(c->p[i]);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+bufcache *bufcache_enter(bufcache *c) {
+  bufcache *prev = current;
+  current = c;
+  return prev;
+}
+
+bufcache *bufcache_current(void) { return current; }
+
+static size_t block_size(void *p) {
+#ifdef HAVE_USABLE_SIZE
+  return malloc_usable_size(p);
+#else
+  (void)p;
+  return 0;
+#endif
+}
+
+/* The smallest cached block that fits sz without wasting over a quarter. */
+static void *take(bufcache *c, size_t sz) {
+  pthread_mutex_lock(&c->mu);
+  int best = -1;
+  for (int i = 0; i < c->n; i++)
+    if (c->size[i] >= sz && c->size[i] - sz <= sz / 4 && (best < 0 || c->size[i] < c->size[best]))
+      best = i;
+  void *p = NULL;
+  if (best >= 0) {
+    p = c->p[best];
+    c->held -= c->size[best];
+    c->n--;
+    c->p[best] = c->p[c->n];
+    c->size[best] = c->size[c->n];
+  }
+  pthread_mutex_unlock(&c->mu);
+  return p;
+}
+
+void *bufcache_alloc(size_t n) {
+  size_t sz = (n + 63) & ~(size_t)63;
+  if (sz == 0) sz = 64;
+  if (sz < n) return NULL;
+  bufcache *c = current;
+  if (c && sz >= BUFCACHE_MIN) {
+    void *p = take(c, sz);
+    if (p) return p;
+  }
+  return aligned_alloc(64, sz);
+}
+
+void bufcache_release(void *p) {
+  if (!p) return;
+  bufcache *c = current;
+  size_t sz = c ? block_size(p) : 0;
+  if (sz >= BUFCACHE_MIN) {
+    pthread_mutex_lock(&c->mu);
+    if (c->n < SLOTS && c->held <= c->cap && sz <= c->cap - c->held) {
+      c->p[c->n] = p;
+      c->size[c->n++] = sz;
+      c->held += sz;
+      p = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+  }
+  free(p);
+}
+
+size_t bufcache_held(const bufcache *c) {
+  if (!c) return 0;
+  pthread_mutex_lock((pthread_mutex_t *)&c->mu);
+  size_t h = c->held;
+  pthread_mutex_unlock((pthread_mutex_t *)&c->mu);
+  return h;
+}

@@ -1,0 +1,41 @@
+/* Large-buffer recycling, owned by a session.  A model run allocates and
+ * frees the same buffer sizes every time (operator outputs, GEMM packing,
+ * convolution scratch); through malloc each large block is mmapped, or carved
+ * from a heap top that free() trims again, so every run pays page faults and
+ * the kernel's zero-filling.  A session keeps blocks of BUFCACHE_MIN bytes
+ * and more after they are freed and hands them out again for requests they
+ * fit closely, up to a byte cap (SMELT_BUFCACHE_MB, default 256; 0 turns
+ * caching off); the blocks go back to the system with the session.
+ *
+ * tensor_data_alloc/free use the cache made current on the calling thread
+ * (bufcache_enter); a session run enters its session's cache, and a pool job
+ * carries its caller's to the workers.  With no cache current they are
+ * aligned_alloc and free.  Blocks carry no header: any block may be freed
+ * with or without a cache current, so outputs handed to a caller are freed
+ * with plain free().  Thread-safe.  Buffers are 64-byte aligned, not cleared. */
+#ifndef SMELT_UTIL_BUFCACHE_H
+#define SMELT_UTIL_BUFCACHE_H
+
+#include <stddef.h>
+
+#include "smelt.h"
+
+#define BUFCACHE_MIN ((size_t)64 * 1024)
+
+typedef struct bufcache bufcache;
+
+/* *out owned by the caller: free with bufcache_free_all.  Cap from the
+ * environment (SMELT_BUFCACHE_MB). */
+smelt_status bufcache_create(bufcache **out);
+void bufcache_free_all(bufcache *c); /* frees every cached block and c; NULL ok */
+
+/* Makes c current on this thread (NULL: none); returns the one it replaces,
+ * for the caller to restore. */
+bufcache *bufcache_enter(bufcache *c);
+bufcache *bufcache_current(void);
+
+void *bufcache_alloc(size_t n); /* from the current cache; NULL when out of memory */
+void bufcache_release(void *p); /* into the current cache, or free(); NULL ok */
+size_t bufcache_held(const bufcache *c); /* bytes held now */
+
+#endif
