@@ -116,6 +116,8 @@ typedef struct smelt_session_stats {
   double compile_seconds;  /* total time spent compiling */
   size_t arena_bytes;      /* planned arena of the last compiled plan (0 in eager) */
   size_t eager_peak_bytes; /* eager: peak bytes of intermediates in the last run */
+  int prepared_loaded;     /* prepared weights (e.g. Winograd-transformed) mapped from the cache */
+  int prepared_saved;      /* prepared weights written to the cache by this session */
 } smelt_session_stats;
 
 /* ---- library ---- */

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/pool.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -119,7 +121,44 @@ cache_key key_final(const key_hasher *h) {
   return k;
 }
 
-uint64_t cache_checksum(const void *p, size_t n) { return mix(hash_bytes(HASH_SEED, p, n) ^ n); }
+/* Checksums (and prepared weights' source hashes) hash 1 MiB blocks
+ * independently and combine the block hashes in order: the same value
+ * whether the blocks ran on one thread or on a pool. */
+#define SUM_BLOCK ((size_t)1 << 20)
+
+typedef struct sum_job {
+  const unsigned char *p;
+  size_t n;
+  uint64_t *h;
+} sum_job;
+
+static uint64_t block_hash(const unsigned char *p, size_t n, size_t i);
+
+static void sum_blocks(void *ctx, int64_t b, int64_t e) {
+  const sum_job *j = ctx;
+  for (int64_t i = b; i < e; i++) j->h[i] = block_hash(j->p, j->n, (size_t)i);
+}
+
+static uint64_t block_hash(const unsigned char *p, size_t n, size_t i) {
+  size_t off = i * SUM_BLOCK;
+  return hash_fast(p + off, n - off < SUM_BLOCK ? n - off : SUM_BLOCK);
+}
+
+uint64_t cache_checksum_pool(smelt_pool *pool, const void *p, size_t n) {
+  size_t nb = n / SUM_BLOCK + (n % SUM_BLOCK != 0);
+  if (nb <= 1) return hash_fast(p, n);
+  uint64_t small[64], *h = nb <= 64 ? small : malloc(sizeof(uint64_t) * nb);
+  if (h) {
+    sum_job j = {p, n, h};
+    pool_parallel_for(pool, (int64_t)nb, 2, sum_blocks, &j);
+  }
+  uint64_t acc = mix(n); /* without room for the block hashes: one at a time */
+  for (size_t i = 0; i < nb; i++) acc = mix(acc ^ (h ? h[i] : block_hash(p, n, i)));
+  if (h != small) free(h);
+  return acc;
+}
+
+uint64_t cache_checksum(const void *p, size_t n) { return cache_checksum_pool(NULL, p, n); }
 
 /* ---- entries ---- */
 
@@ -167,10 +206,43 @@ static bool parse_meta(const char *text, const cache_key *k, const char *kind, s
   if (sscanf(text, "smelt-cache %d\nkey %63s\nkind %63s\nsize %llu\nsum %llx\n", &ver, key, knd, &sz,
              &cs) != 5)
     return false;
-  if (ver != 1 || strcmp(key, k->hex) || strcmp(knd, kind)) return false;
+  if (ver != 3 || strcmp(key, k->hex) || strcmp(knd, kind)) return false;
   *size = (size_t)sz;
   *sum = (uint64_t)cs;
   return true;
+}
+
+/* Opens entry KEY.kind's data after checking its meta and its size: the
+ * descriptor, or -1 (a miss; *why says why when the entry was rejected). */
+static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind, size_t *size,
+                      uint64_t *sum, char *why, size_t why_n) {
+  why[0] = 0;
+  if (!c->enabled) return -1;
+  char mpath[1200], dpath[1200], meta[META_MAX + 1];
+  cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  struct stat ms, ds;
+  int mfd = open_checked(mpath, &ms, why, why_n);
+  if (mfd < 0) return -1;
+  size_t mlen = ms.st_size > META_MAX ? META_MAX : (size_t)ms.st_size;
+  bool ok = read_fd(mfd, (uint8_t *)meta, mlen);
+  close(mfd);
+  meta[ok ? mlen : 0] = 0;
+  if (!ok || !parse_meta(meta, k, kind, size, sum) || *size > DATA_MAX) {
+    snprintf(why, why_n, "'%s' is damaged", mpath);
+    return -1;
+  }
+  int dfd = open_checked(dpath, &ds, why, why_n);
+  if (dfd < 0) {
+    if (!why[0]) snprintf(why, why_n, "'%s' is missing", dpath);
+    return -1;
+  }
+  if ((size_t)ds.st_size != *size) {
+    snprintf(why, why_n, "'%s' is truncated or grown", dpath);
+    close(dfd);
+    return -1;
+  }
+  return dfd;
 }
 
 void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8_t **data,
@@ -178,34 +250,17 @@ void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8
   *data = NULL;
   *len = 0;
   *hit = false;
-  why[0] = 0;
-  if (!c->enabled) return;
-  char mpath[1200], dpath[1200], meta[META_MAX + 1];
-  cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
-  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-  struct stat ms, ds;
-  int mfd = open_checked(mpath, &ms, why, why_n);
-  if (mfd < 0) return;
-  size_t mlen = ms.st_size > META_MAX ? META_MAX : (size_t)ms.st_size;
-  bool ok = read_fd(mfd, (uint8_t *)meta, mlen);
-  close(mfd);
-  meta[ok ? mlen : 0] = 0;
   size_t size = 0;
   uint64_t sum = 0;
-  if (!ok || !parse_meta(meta, k, kind, &size, &sum) || size > DATA_MAX) {
-    snprintf(why, why_n, "'%s' is damaged", mpath);
-    return;
-  }
-  int dfd = open_checked(dpath, &ds, why, why_n);
-  if (dfd < 0) {
-    if (!why[0]) snprintf(why, why_n, "'%s' is missing", dpath);
-    return;
-  }
-  uint8_t *buf = (size_t)ds.st_size == size ? malloc(size + 1) : NULL;
-  ok = buf && read_fd(dfd, buf, size);
+  int dfd = open_entry(c, k, kind, &size, &sum, why, why_n);
+  if (dfd < 0) return;
+  uint8_t *buf = malloc(size + 1);
+  bool ok = buf && read_fd(dfd, buf, size);
   close(dfd);
   if (!ok || cache_checksum(buf, size) != sum) {
-    snprintf(why, why_n, "'%s' is %s", dpath, (size_t)ds.st_size != size ? "truncated or grown" : "corrupt");
+    char dpath[1200];
+    cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+    snprintf(why, why_n, "'%s' is %s", dpath, buf ? "corrupt" : "too large to read");
     free(buf);
     return;
   }
@@ -214,14 +269,60 @@ void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8
   *hit = true;
 }
 
+void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+               const void **data, size_t *len, bool *hit, char *why, size_t why_n) {
+  *data = NULL;
+  *len = 0;
+  *hit = false;
+  size_t size = 0;
+  uint64_t sum = 0;
+  int dfd = open_entry(c, k, kind, &size, &sum, why, why_n);
+  if (dfd < 0) return;
+  if (size == 0) {
+    close(dfd);
+    snprintf(why, why_n, "an empty '%s' entry", kind);
+    return;
+  }
+#ifdef MAP_POPULATE
+  void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, dfd, 0);
+#else
+  void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, dfd, 0);
+#endif
+  close(dfd);
+  if (m == MAP_FAILED) {
+    snprintf(why, why_n, "cannot map a '%s' entry of %zu bytes: %s", kind, size, strerror(errno));
+    return;
+  }
+  if (cache_checksum_pool(pool, m, size) != sum) {
+    char dpath[1200];
+    cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+    snprintf(why, why_n, "'%s' is corrupt", dpath);
+    munmap(m, size);
+    return;
+  }
+  *data = m;
+  *len = size;
+  *hit = true;
+}
+
+void cache_unmap(const void *data, size_t len) {
+  if (data) munmap((void *)data, len);
+}
+
 smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kind, const void *data,
                        size_t len) {
+  return cache_put_pool(c, NULL, k, kind, data, len);
+}
+
+smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+                            const void *data, size_t len) {
   if (!c->enabled) return SMELT_OK;
   char mpath[1200], dpath[1200], meta[META_MAX];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-  int n = snprintf(meta, sizeof meta, "smelt-cache 1\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
-                   k->hex, kind, len, cache_checksum(data, len));
-  TRY(file_write_atomic(dpath, data, len));
-  return file_write_atomic(mpath, meta, (size_t)n);
+  int n = snprintf(meta, sizeof meta, "smelt-cache 3\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
+                   k->hex, kind, len, cache_checksum_pool(pool, data, len));
+  /* no fsync: a torn entry fails its size or checksum check and is rebuilt */
+  TRY(file_write_atomic_ex(dpath, data, len, false));
+  return file_write_atomic_ex(mpath, meta, (size_t)n, false);
 }

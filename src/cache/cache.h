@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/pool.h"
 #include "smelt.h"
 
 typedef struct smelt_cache {
@@ -46,18 +47,29 @@ void key_add_str(key_hasher *h, const char *s);
 void key_add_i64(key_hasher *h, int64_t v);
 cache_key key_final(const key_hasher *h);
 
-/* Checksum of entry data (64-bit). */
+/* Checksum of entry data (64-bit); the _pool form splits it over a thread
+ * pool (NULL: this thread) and gives the same value. */
 uint64_t cache_checksum(const void *p, size_t n);
+uint64_t cache_checksum_pool(smelt_pool *pool, const void *p, size_t n);
 
 /* Reads entry KEY.kind.  *hit false (and *data NULL) on a miss or a rejected
  * entry; *why then says why it was rejected ("" for a plain miss).  *data is
  * malloc'd (caller frees). */
 void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8_t **data,
                size_t *len, bool *hit, char *why, size_t why_n);
+/* As cache_get, but maps the data read-only instead of copying it (page-cache
+ * pages, nothing to zero or copy: for large entries).  Release *data with
+ * cache_unmap(*data, *len). */
+void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+               const void **data, size_t *len, bool *hit, char *why, size_t why_n);
+void cache_unmap(const void *data, size_t len);
 /* Writes entry KEY.kind atomically.  Failures are reported (the caller
  * warns); the entry is simply not cached. */
 smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kind, const void *data,
                        size_t len);
+/* cache_put with the checksum split over pool (NULL: this thread). */
+smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k,
+                            const char *kind, const void *data, size_t len);
 /* Path of entry data KEY.kind (for tests). */
 void cache_entry_path(const smelt_cache *c, const cache_key *k, const char *kind, bool meta,
                       char *out, size_t n);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/prep_store.h"
 #include "compile/bucket.h"
 #include "runtime/op_cache.h"
 #include "runtime/plan_run.h"
@@ -15,6 +16,12 @@
 #include "util/err.h"
 
 #define DYNAMIC_MAX_PLANS 64
+
+/* Unset, empty or anything but 0/off/no: on. */
+static bool getenv_flag_on(const char *name) {
+  const char *v = getenv(name);
+  return !v || !*v || (strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no"));
+}
 
 smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
   session_compiler *sc = calloc(1, sizeof *sc);
@@ -35,6 +42,14 @@ smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
   bool warn = false;
   cache_open(&sc->cache, s->opts.cache_dir, &warn);
   if (warn) fprintf(stderr, "smelt: warning: compile cache off: %s\n", sc->cache.why_off);
+  if (sc->cache.enabled && getenv_flag_on("SMELT_CACHE_WEIGHTS")) {
+    st = prep_store_create(&sc->cache, &sc->prep);
+    if (st) {
+      session_compiler_free(sc);
+      return st;
+    }
+    sc->op_cache->store = sc->prep;
+  }
   const char *dbg = getenv("SMELT_DEBUG");
   if (dbg && *dbg) snprintf(sc->debug_root, sizeof sc->debug_root, "%s", dbg);
   *out = sc;
@@ -57,6 +72,7 @@ void session_compiler_free(session_compiler *sc) {
   kernel_memo_free(&sc->memo);
   if (sc->op_cache) op_cache_free_all(sc->op_cache, 1);
   free(sc->op_cache);
+  prep_store_free(sc->prep); /* after the op cache: its weights may view the mappings */
   pthread_mutex_destroy(&sc->lock);
   pthread_mutex_destroy(&sc->compile_lock);
   free(sc);
@@ -163,6 +179,13 @@ static smelt_status compile_for(smelt_session *s, tensor *const *inputs, compile
   memset(&local, 0, sizeof local);
   compile_report *r = rep ? rep : &local;
   smelt_status st = compile_model(mg, inputs, &o, out, r);
+  if (!st) {
+    st = plan_prepare(*out);
+    if (st) {
+      compiled_plan_free(*out);
+      *out = NULL;
+    }
+  }
   if (!st && r->warning[0]) {
     bool nocc = r->no_codegen;
     if (!nocc || !sc->warned_nocc) fprintf(stderr, "smelt: warning: %s\n", r->warning);

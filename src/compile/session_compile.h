@@ -39,6 +39,7 @@ typedef struct session_compiler {
   bool warned_nocc;
   kernel_memo memo;
   op_cache *op_cache; /* prepared weights shared by all plans (runtime/op_cache.h) */
+  struct prep_store *prep; /* their copies on disk (cache/prep_store.h); NULL: cache off */
   bucket_spec *buckets;
   int n_buckets;
   true_shape_entry *truth;

@@ -65,11 +65,21 @@ conv_algo conv_algo_from_env(void);
 /* Weights prepared for one algorithm and ISA (opaque). */
 typedef struct conv2d_weights conv2d_weights;
 
-/* Packs/transforms W ([M, C/G, KH, KW]) for algo (not IM2COL) on isa.
+/* Packs/transforms W ([M, C/G, KH, KW]) for algo (not IM2COL) on isa,
+ * split over pool's threads (NULL: the calling thread).
  * On success *out is owned by the caller: free with conv2d_weights_free. */
-smelt_status conv2d_prepare(const conv2d_desc *d, conv_algo algo, isa_level isa, const float *W,
-                            conv2d_weights **out);
+smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo algo, isa_level isa,
+                            const float *W, conv2d_weights **out);
 void conv2d_weights_free(conv2d_weights *w);
+/* Floats conv2d_prepare makes for (d, algo, isa). */
+smelt_status conv2d_prepared_floats(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t *n);
+/* Weights over data prepared earlier (n floats, as conv2d_prepare made them
+ * for the same d, algo and isa: a saved copy).  data is not copied and must
+ * outlive *out, which the caller frees with conv2d_weights_free. */
+smelt_status conv2d_weights_wrap(const conv2d_desc *d, conv_algo algo, isa_level isa, const float *data,
+                                 int64_t n, conv2d_weights **out);
+/* The prepared floats (n of them), e.g. to save them. */
+const float *conv2d_weights_data(const conv2d_weights *w, int64_t *n);
 /* The value for op_cache_add's free_fn. */
 void conv2d_weights_free_v(void *w);
 

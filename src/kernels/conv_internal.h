@@ -11,6 +11,7 @@ struct conv2d_weights {
   const conv_kernels *k;
   conv2d_desc d;   /* the geometry it was prepared for */
   float *data;     /* packed or transformed weights (64-byte aligned) */
+  bool owns_data;  /* false: a view of memory someone else keeps (a mapped cache entry) */
   int64_t n_data;  /* floats */
   int64_t cp, mp;  /* winograd: channels padded to the vector width, outputs to the panel width */
 };
@@ -19,10 +20,12 @@ struct conv2d_weights {
 smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t n,
                               conv2d_weights **out);
 
-smelt_status conv_direct_prepare(conv2d_weights *w, const float *W);
+smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                              const float *B, float *Y);
-smelt_status conv_wino_prepare(conv2d_weights *w, const float *W);
+smelt_status conv_wino_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
+/* Sets the padded sizes (cp, mp) the transformed layout uses. */
+void conv_wino_layout(conv2d_weights *w);
 smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                            const float *B, float *Y);
 smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,

@@ -146,6 +146,7 @@ smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level is
   w->k = conv_kernels_get(isa);
   w->d = *d;
   w->n_data = n;
+  w->owns_data = true;
   if (n < 0 || (uint64_t)n > SIZE_MAX / 8 || !(w->data = tensor_data_alloc(sizeof(float) * (size_t)n))) {
     free(w);
     return err_nomem("conv weights", n > 0 ? sizeof(float) * (size_t)n : 0);
@@ -184,8 +185,8 @@ static smelt_status check_desc(const conv2d_desc *d) {
   return SMELT_OK;
 }
 
-smelt_status conv2d_prepare(const conv2d_desc *d, conv_algo algo, isa_level isa, const float *W,
-                            conv2d_weights **out) {
+smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo algo, isa_level isa,
+                            const float *W, conv2d_weights **out) {
   TRY(check_desc(d));
   if (!conv2d_supports(d, algo) || algo == CONV_ALGO_IM2COL || algo == CONV_ALGO_WINOGRAD)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: %s cannot be prepared for this shape",
@@ -195,9 +196,9 @@ smelt_status conv2d_prepare(const conv2d_desc *d, conv_algo algo, isa_level isa,
   conv2d_weights *w = NULL;
   TRY(conv_weights_new(d, algo, isa, n, &w));
   smelt_status st = SMELT_OK;
-  if (algo == CONV_ALGO_DIRECT) st = conv_direct_prepare(w, W);
+  if (algo == CONV_ALGO_DIRECT) st = conv_direct_prepare(pool, w, W);
   else if (algo == CONV_ALGO_DEPTHWISE) memcpy(w->data, W, sizeof(float) * (size_t)n);
-  else st = conv_wino_prepare(w, W);
+  else st = conv_wino_prepare(pool, w, W);
   if (st) {
     conv2d_weights_free(w);
     return st;
@@ -206,9 +207,42 @@ smelt_status conv2d_prepare(const conv2d_desc *d, conv_algo algo, isa_level isa,
   return SMELT_OK;
 }
 
+smelt_status conv2d_prepared_floats(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t *n) {
+  TRY(check_desc(d));
+  if (!conv2d_supports(d, algo) || algo == CONV_ALGO_IM2COL || algo == CONV_ALGO_WINOGRAD)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: %s has no prepared form for this shape",
+                   conv_algo_name(algo));
+  return prepared_size(d, algo, conv_kernels_get(isa), n);
+}
+
+smelt_status conv2d_weights_wrap(const conv2d_desc *d, conv_algo algo, isa_level isa, const float *data,
+                                 int64_t n, conv2d_weights **out) {
+  int64_t want = 0;
+  TRY(conv2d_prepared_floats(d, algo, isa, &want));
+  if (n != want)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: %lld prepared floats given, %s needs %lld",
+                   (long long)n, conv_algo_name(algo), (long long)want);
+  conv2d_weights *w = calloc(1, sizeof *w);
+  if (!w) return err_nomem("conv weights", sizeof *w);
+  w->algo = algo;
+  w->k = conv_kernels_get(isa);
+  w->d = *d;
+  w->n_data = n;
+  w->data = (float *)data;
+  w->owns_data = false;
+  if (algo == CONV_ALGO_WINO2 || algo == CONV_ALGO_WINO4) conv_wino_layout(w);
+  *out = w;
+  return SMELT_OK;
+}
+
+const float *conv2d_weights_data(const conv2d_weights *w, int64_t *n) {
+  *n = w->n_data;
+  return w->data;
+}
+
 void conv2d_weights_free(conv2d_weights *w) {
   if (!w) return;
-  tensor_data_free(w->data);
+  if (w->owns_data) tensor_data_free(w->data);
   free(w);
 }
 

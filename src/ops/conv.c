@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/prep_store.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "ops/conv_core.h"
@@ -329,34 +330,88 @@ static void conv_desc_of(const conv_geom *g, conv2d_desc *d) {
                      .pt = two ? w->pad_lo[0] : 0, .pl = w->pad_lo[two]};
 }
 
+/* Prepared weights through the session's store on disk (cache/prep_store.h):
+ * a saved copy is mapped instead of transforming W again. */
+typedef struct conv_prep_desc {
+  int64_t algo, isa, C, M, G, KH, KW;
+} conv_prep_desc;
+
+static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_algo algo, isa_level isa,
+                                        const float *W, conv2d_weights **pw) {
+  prep_store *ps = c->cache ? c->cache->store : NULL;
+  if (!ps) return conv2d_prepare(c->pool, d, algo, isa, W, pw);
+  conv_prep_desc pd = {algo, isa, d->C, d->M, d->G, d->KH, d->KW};
+  size_t w_bytes = sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW);
+  int64_t n = 0;
+  TRY(conv2d_prepared_floats(d, algo, isa, &n));
+  const float *saved = prep_store_get(ps, c->pool, "conv", &pd, sizeof pd, W, w_bytes, sizeof(float) * (size_t)n);
+  if (saved) return conv2d_weights_wrap(d, algo, isa, saved, n, pw);
+  TRY(conv2d_prepare(c->pool, d, algo, isa, W, pw));
+  const float *data = conv2d_weights_data(*pw, &n);
+  prep_store_put(ps, c->pool, "conv", &pd, sizeof pd, W, w_bytes, data, sizeof(float) * (size_t)n);
+  return SMELT_OK;
+}
+
+/* The algorithm for the shape and, unless it is im2col, its prepared
+ * weights: from the session's op cache, from the store on disk, or made now
+ * (*own: the caller frees them; otherwise the cache holds them). */
+static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
+                                     conv_algo *algo, conv2d_weights **pw, bool *own) {
+  *pw = NULL;
+  *own = false;
+  *algo = CONV_ALGO_IM2COL;
+  if (g->w.nsp > 2 || g->Kdim <= 0) return SMELT_OK;
+  conv_desc_of(g, d);
+  isa_level isa = isa_active();
+  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  *algo = conv2d_select(d, isa, pool_threads(c->pool), conv_algo_from_env(), cacheable);
+  if (*algo == CONV_ALGO_IM2COL) return SMELT_OK;
+  conv_cache_key key;
+  memset(&key, 0, sizeof key);
+  key = (conv_cache_key){.w = c->in[1]->data, .algo = *algo, .isa = isa,
+                         .dtype = c->in[1]->dtype, .C = d->C, .M = d->M, .G = d->G, .KH = d->KH,
+                         .KW = d->KW};
+  *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
+  if (*pw) return SMELT_OK;
+  TRY(cacheable ? conv_prepare_stored(c, d, *algo, isa, W, pw)
+                : conv2d_prepare(c->pool, d, *algo, isa, W, pw));
+  void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, *pw, conv2d_weights_free_v) : NULL;
+  if (kept) *pw = kept;
+  else *own = true;
+  return SMELT_OK;
+}
+
 /* Runs the convolution on a fast kernel when one is chosen for the shape
  * (*done); otherwise leaves it to the im2col path. */
 static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                               const float *B, float *Y, bool *done) {
   *done = false;
-  if (g->w.nsp > 2 || g->Kdim <= 0) return SMELT_OK;
   conv2d_desc d;
-  conv_desc_of(g, &d);
-  isa_level isa = isa_active();
-  bool cacheable = c->cache && op_input_is_constant(c, 1);
-  conv_algo algo = conv2d_select(&d, isa, pool_threads(c->pool), conv_algo_from_env(), cacheable);
+  conv_algo algo;
+  conv2d_weights *pw;
+  bool own;
+  TRY(conv_weights_for(c, g, W, &d, &algo, &pw, &own));
   if (algo == CONV_ALGO_IM2COL) return SMELT_OK;
-  conv_cache_key key;
-  memset(&key, 0, sizeof key);
-  key = (conv_cache_key){.w = c->in[1]->data, .algo = algo, .isa = isa,
-                         .dtype = c->in[1]->dtype, .C = d.C, .M = d.M, .G = d.G, .KH = d.KH,
-                         .KW = d.KW};
-  conv2d_weights *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
-  bool own = pw == NULL;
-  if (!pw) {
-    TRY(conv2d_prepare(&d, algo, isa, W, &pw));
-    void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, pw, conv2d_weights_free_v) : NULL;
-    if (kept) pw = kept, own = false;
-  }
   smelt_status st = conv2d_run(c->pool, &d, pw, X, B, Y);
   if (own) conv2d_weights_free(pw);
   *done = true;
   return st;
+}
+
+smelt_status conv_op_prepare(op_ctx *c) {
+  const tensor *x = c->in[0], *w = c->in[1];
+  if (!c->cache || !op_input_is_constant(c, 1) || x->dtype != SMELT_F32 || w->dtype != SMELT_F32)
+    return SMELT_OK;
+  conv_geom g;
+  TRY(conv_plan(c, &g));
+  if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
+  conv2d_desc d;
+  conv_algo algo;
+  conv2d_weights *pw;
+  bool own;
+  TRY(conv_weights_for(c, &g, w->data, &d, &algo, &pw, &own));
+  if (own) conv2d_weights_free(pw);
+  return SMELT_OK;
 }
 
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,

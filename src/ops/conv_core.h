@@ -17,5 +17,7 @@ smelt_status conv_op_infer(op_ctx *c);
 /* Conv's kernel: Y = act(conv(X, W) + B + residual).  A non-trivial epilogue
  * needs float32 (the caller checks). */
 smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e);
+/* op_def.prepare of Conv and smelt.Conv: the fast kernel's weights into the cache. */
+smelt_status conv_op_prepare(op_ctx *c);
 
 #endif

@@ -60,6 +60,14 @@ struct op_ctx {
 
 /* Finds the op for (domain, op_type); NULL if smelt has none. */
 const op_def *ops_find(const char *domain, const char *op_type);
+
+/* The op's prepare function, or NULL: it prepares what run would prepare on
+ * its first call (packed or transformed constant weights, into c->cache)
+ * from the inputs' shapes and the constant inputs' data alone (non-constant
+ * inputs come with data NULL, outputs as shapes only).  A compiled plan calls
+ * it for every step when it is made, so the first run is as fast as the rest. */
+typedef smelt_status (*op_prepare_fn)(op_ctx *c);
+op_prepare_fn ops_prepare_fn(const op_def *op);
 /* Calls fn for every registered op (for listings). */
 void ops_foreach(void (*fn)(const op_def *op, void *user), void *user);
 

@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "ops/conv_core.h"
 #include "ops/op.h"
 
 #define OP_FAMILY(name) extern const op_def op_family_##name[];
@@ -22,6 +23,19 @@ const op_def *ops_find(const char *domain, const char *op_type) {
   for (int f = 0; families[f]; f++)
     for (const op_def *d = families[f]; d->name; d++)
       if (!strcmp(d->name, op_type) && domain_eq(d->domain, domain)) return d;
+  return NULL;
+}
+
+/* Ops with a prepare step (few: a table here rather than a field every
+ * family's table would have to spell out). */
+static const struct {
+  const char *domain, *name;
+  op_prepare_fn fn;
+} prepares[] = {{"", "Conv", conv_op_prepare}, {"smelt", "Conv", conv_op_prepare}};
+
+op_prepare_fn ops_prepare_fn(const op_def *op) {
+  for (size_t i = 0; op && i < sizeof prepares / sizeof *prepares; i++)
+    if (!strcmp(op->name, prepares[i].name) && domain_eq(op->domain, prepares[i].domain)) return prepares[i].fn;
   return NULL;
 }
 

@@ -22,6 +22,9 @@ typedef struct op_cache_entry op_cache_entry;
 
 struct op_cache {
   _Atomic(op_cache_entry *) head;
+  /* Where prepared data may also be saved to and loaded from across sessions
+   * (cache/prep_store.h); NULL: memory only.  Not owned. */
+  struct prep_store *store;
 };
 
 /* The data stored under key, or NULL.  c may be NULL (returns NULL). */

@@ -134,6 +134,50 @@ static smelt_status run_library(run_ctx *r, const pstep *st) {
   return SMELT_OK;
 }
 
+/* ---- preparation ---- */
+
+/* A shape-only view of value v: constants keep their data, the rest NULL. */
+static bool prep_view(const compiled_plan *p, int v, tensor *t) {
+  const vloc *l = &p->loc[v];
+  if (l->kind == VL_DYN) return false;
+  const ir_value *val = &p->g->values[v];
+  tensor_view(t, val->dtype, val->rank, val->dims, l->kind == VL_CONST ? l->cst->data : NULL);
+  return true;
+}
+
+smelt_status plan_prepare(compiled_plan *p) {
+  const ir_graph *g = p->g;
+  for (int i = 0; i < p->n_steps; i++) {
+    const pstep *st = &p->steps[i];
+    if (!(st->kind == PS_LIBRARY || (st->kind == PS_KERNEL && st->use_lib)) || st->gemm) continue;
+    const ir_node *nd = &g->nodes[st->node];
+    op_prepare_fn prepare = ops_prepare_fn(nd->op);
+    if (!prepare || nd->n_inputs > MAX_ARGS || nd->n_outputs > MAX_ARGS) continue;
+    tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];
+    bool ok = true;
+    for (int k = 0; ok && k < nd->n_inputs; k++) {
+      in[k] = nd->inputs[k] >= 0 ? &inb[k] : NULL;
+      if (in[k]) ok = prep_view(p, nd->inputs[k], &inb[k]);
+    }
+    for (int o = 0; ok && o < nd->n_outputs; o++) {
+      out[o] = &outb[o];
+      memset(&outb[o], 0, sizeof outb[o]);
+      outb[o].rank = -1;
+      if (nd->outputs[o] >= 0) ok = prep_view(p, nd->outputs[o], &outb[o]);
+    }
+    if (!ok) continue; /* shapes known only when it runs */
+    op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .n_out = nd->n_outputs,
+                .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : p->pool,
+                .cache = node_cache(p, st->node)};
+    smelt_status s = prepare(&c);
+    if (s) {
+      char lb[256];
+      return err_prefix(s, "%s: preparing: ", ir_node_label(g, st->node, lb, sizeof lb));
+    }
+  }
+  return SMELT_OK;
+}
+
 /* A graph break: the eager path, results copied into the plan's buffers
  * (or kept in the dynamic table when their shape is only known now). */
 static smelt_status run_break(run_ctx *r, const pstep *st) {

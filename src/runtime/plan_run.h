@@ -24,6 +24,10 @@ smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *out
                             double *step_seconds);
 
 
+/* Prepares every library step's constant weights (ops_prepare_fn) into the
+ * plan's op caches, so that the first run does no one-time work. */
+smelt_status plan_prepare(compiled_plan *p);
+
 /* Frees the plan's arenas (at plan destruction). */
 void compiled_plan_instances_free(compiled_plan *p);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/prep_store.h"
 #include "compile/session_compile.h"
 #include "runtime/node_run.h"
 #include "util/bufcache.h"
@@ -30,6 +31,34 @@ static smelt_status check_supported(const ir_graph *g) {
   return SMELT_OK;
 }
 
+/* A model whose inputs all have fixed shapes is compiled, and its weights
+ * prepared, when the session is made, not on the first run: the work (or
+ * the cache lookup) happens once, where users expect it, and the first run
+ * is as fast as every other.  Symbolic dims, dynamic and bucketed sessions
+ * compile for the shapes runs bring. */
+static smelt_status compile_declared_shapes(smelt_session *s) {
+  const ir_graph *g = s->model->onnx->graph;
+  if (s->opts.dynamic || (s->opts.buckets && *s->opts.buckets) || g->n_inputs == 0) return SMELT_OK;
+  for (int k = 0; k < g->n_inputs; k++) {
+    const ir_value *v = &g->values[g->inputs[k]];
+    if (v->kind != TENSOR_KIND_TENSOR || v->rank < 0 || dtype_bits(v->dtype) == 0) return SMELT_OK;
+    for (int d = 0; d < v->rank; d++)
+      if (v->dims[d] < 0) return SMELT_OK;
+  }
+  tensor *shapes = calloc((size_t)g->n_inputs, sizeof *shapes);
+  tensor **ptrs = calloc((size_t)g->n_inputs, sizeof *ptrs);
+  smelt_status st = shapes && ptrs ? SMELT_OK : err_nomem("input shapes", sizeof *shapes * (size_t)g->n_inputs);
+  for (int k = 0; !st && k < g->n_inputs; k++) {
+    const ir_value *v = &g->values[g->inputs[k]];
+    tensor_view(&shapes[k], v->dtype, v->rank, v->dims, NULL); /* shapes only: compiling reads no data */
+    ptrs[k] = &shapes[k];
+  }
+  if (!st) st = session_compile(s, ptrs, NULL);
+  free(shapes);
+  free(ptrs);
+  return st;
+}
+
 smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
                                   smelt_session **out) {
   if (!m || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_create: model and out must not be NULL");
@@ -51,6 +80,7 @@ smelt_status smelt_session_create(const smelt_model *m, const smelt_session_opti
   if (!st) st = pool_create(o.threads, &s->pool);
   if (!st) st = eager_plan_build(g, &s->plan);
   if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
+  if (!st && s->sc) st = compile_declared_shapes(s);
   if (st) {
     smelt_session_free(s);
     return st;
@@ -137,5 +167,6 @@ smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats
   pthread_mutex_lock((pthread_mutex_t *)&s->stats_lock);
   *out = s->stats;
   pthread_mutex_unlock((pthread_mutex_t *)&s->stats_lock);
+  if (s->sc && s->sc->prep) prep_store_counts(s->sc->prep, &out->prepared_loaded, &out->prepared_saved);
   return SMELT_OK;
 }

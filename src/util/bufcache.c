@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "util/err.h"
 
@@ -92,6 +93,23 @@ static void *take(bufcache *c, size_t sz) {
   return p;
 }
 
+/* Blocks this large start on a 2 MiB boundary and ask for transparent huge
+ * pages: first touch then faults 512 times less often (prepared weights,
+ * copied initializers: tens of MB at session start). */
+#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static void *fresh(size_t sz) {
+#ifdef MADV_HUGEPAGE
+  if (sz >= HUGE_MIN) {
+    void *p = aligned_alloc(HUGE_PAGE, (sz + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+    if (p) madvise(p, sz & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice only: failure is harmless */
+    return p;
+  }
+#endif
+  return aligned_alloc(64, sz);
+}
+
 void *bufcache_alloc(size_t n) {
   size_t sz = (n + 63) & ~(size_t)63;
   if (sz == 0) sz = 64;
@@ -101,7 +119,7 @@ void *bufcache_alloc(size_t n) {
     void *p = take(c, sz);
     if (p) return p;
   }
-  return aligned_alloc(64, sz);
+  return fresh(sz);
 }
 
 void bufcache_release(void *p) {

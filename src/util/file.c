@@ -145,6 +145,10 @@ static int write_full(int fd, const uint8_t *p, size_t len) {
 }
 
 smelt_status file_write_atomic(const char *path, const void *buf, size_t len) {
+  return file_write_atomic_ex(path, buf, len, true);
+}
+
+smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len, bool durable) {
   if (!path || !*path) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: no path given");
   if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: NULL data");
   size_t tn = strlen(path) + 32;
@@ -165,7 +169,7 @@ smelt_status file_write_atomic(const char *path, const void *buf, size_t len) {
   }
   const char *step = "writing";
   int e = write_full(fd, buf, len);
-  if (!e && fsync(fd)) e = errno, step = "syncing";
+  if (!e && durable && fsync(fd)) e = errno, step = "syncing";
   if (close(fd) && !e) e = errno, step = "closing";
   if (!e && rename(tmp, path)) e = errno, step = "renaming the temporary file onto it";
   smelt_status s = SMELT_OK;
@@ -174,7 +178,7 @@ smelt_status file_write_atomic(const char *path, const void *buf, size_t len) {
     s = err_set(SMELT_ERR_IO, "cannot write '%s' (%zu bytes): %s: %s", path, len, step,
                 errstr(e, b, sizeof b));
     unlink(tmp);
-  } else {
+  } else if (durable) {
     sync_parent_dir(path);
   }
   free(tmp);

@@ -3,6 +3,7 @@
 #ifndef SMELT_UTIL_FILE_H
 #define SMELT_UTIL_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,5 +24,9 @@ smelt_status file_read_all(const char *path, uint8_t **buf, size_t *len, size_t 
  * removed and an existing file at path is left untouched.  A symlink at path
  * is replaced by the file, not followed. */
 smelt_status file_write_atomic(const char *path, const void *buf, size_t len);
+/* durable false: no fsync of the file and its directory (the rename stays
+ * atomic, but after a crash the file may be empty or partly written: for
+ * data that carries its own checksum, like cache entries). */
+smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len, bool durable);
 
 #endif

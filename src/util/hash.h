@@ -1,4 +1,6 @@
-/* Small non-cryptographic hashing (FNV-1a, 64-bit) for tables and cache keys. */
+/* Non-cryptographic hashing: FNV-1a (64-bit) for small keys and tables;
+ * hash_fast for bulk data (weights, cache entries), eight independent lanes
+ * of xxHash64-style rounds, memory-bound on large buffers. */
 #ifndef SMELT_UTIL_HASH_H
 #define SMELT_UTIL_HASH_H
 
@@ -17,5 +19,7 @@ static inline uint64_t hash_str(const char *s) {
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
   return h;
 }
+
+uint64_t hash_fast(const void *p, size_t n);
 
 #endif

@@ -87,7 +87,7 @@ static void test_entries(void) {
   /* a damaged meta file */
   char meta[1200];
   cache_entry_path(&c, &k, "so", true, meta, sizeof meta);
-  write_bytes(meta, "smelt-cache 1\nkey nonsense\n", 27);
+  write_bytes(meta, "smelt-cache 3\nkey nonsense\n", 27);
   cache_get(&c, &k, "so", &got, &len, &hit, why, sizeof why);
   CHECK(!hit && strstr(why, "damaged"));
   CHECK_OK(cache_put(&c, &k, "so", data, sizeof data));

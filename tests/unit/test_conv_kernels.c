@@ -82,7 +82,7 @@ static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
       if (!conv2d_supports(d, algos[a])) continue;
       conv2d_weights *pw = NULL;
-      CHECK_OK(conv2d_prepare(d, algos[a], (isa_level)isa, W, &pw));
+      CHECK_OK(conv2d_prepare(pool, d, algos[a], (isa_level)isa, W, &pw));
       if (!pw) continue;
       for (int64_t i = 0; i < ny; i++) Y[i] = NAN;
       CHECK_OK(conv2d_run(pool, d, pw, X, bias ? B : NULL, Y));

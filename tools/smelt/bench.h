@@ -49,6 +49,7 @@ typedef struct bench_config {
 /* What smelt_session_get_stats said about one session. */
 typedef struct bench_session_stats {
   int compiles, cache_hits, eager_fallback, graph_breaks, kernels_generated;
+  int prepared_loaded, prepared_saved;
   double compile_seconds;
 } bench_session_stats;
 

@@ -116,7 +116,8 @@ static void read_session_stats(smelt_session *s, bench_session_stats *b, bench_r
   smelt_session_stats ss;
   if (smelt_session_get_stats(s, &ss)) return;
   *b = (bench_session_stats){ss.compiles, ss.cache_hits, ss.eager_fallback, ss.graph_breaks,
-                             ss.kernels_generated, ss.compile_seconds};
+                             ss.kernels_generated, ss.prepared_loaded, ss.prepared_saved,
+                             ss.compile_seconds};
   r->arena_mb = (double)ss.arena_bytes / (1024.0 * 1024.0);
   r->eager_peak_mb = (double)ss.eager_peak_bytes / (1024.0 * 1024.0);
 }

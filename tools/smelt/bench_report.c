@@ -32,6 +32,9 @@ void bench_print_result(const bench_report *rep, const bench_result *r) {
            "                  %d generated kernels, %d graph breaks%s\n", r->cold.compiles,
            r->cold.compile_seconds, r->warm.compiles, r->warm.cache_hits, r->warm.compile_seconds,
            r->warm.kernels_generated, r->warm.graph_breaks, r->warm.eager_fallback ? ", FELL BACK to eager" : "");
+  if (r->cold.prepared_saved || r->warm.prepared_loaded)
+    printf("  prepared weights cold: %d saved to the cache; warm: %d mapped from it\n", r->cold.prepared_saved,
+           r->warm.prepared_loaded);
   printf("  first run       %.3f ms (warm session: %.3f ms)\n", r->first_run_ms, r->first_run_warm_ms);
   printf("  latency         median %.4f ms, 95%% CI [%.4f, %.4f] (x(%zu)..x(%zu), coverage %.1f%%)\n",
          s->median, s->ci_lo, s->ci_hi, s->ci_lo_rank, s->ci_hi_rank, s->ci_coverage * 100);
@@ -137,6 +140,8 @@ static void json_session_stats(json_writer *w, const bench_session_stats *b) {
   json_kv_int(w, "graph_breaks", b->graph_breaks);
   json_kv_int(w, "kernels_generated", b->kernels_generated);
   json_kv_number(w, "compile_seconds", b->compile_seconds);
+  json_kv_int(w, "prepared_loaded", b->prepared_loaded);
+  json_kv_int(w, "prepared_saved", b->prepared_saved);
   json_object_end(w);
 }
 

@@ -1,0 +1,41 @@
+/* Prepared weights on disk.  Kernels transform constant weights once per
+ * session (Winograd's G g G^T, packed panels); for resnet18 that is 74 MB of
+ * fresh memory, and first-touching fresh memory, not the arithmetic, is most
+ * of a warm start.  The store keeps each prepared array in the session's
+ * compile cache, keyed by what it was made from (a kind, the caller's
+ * description of the layout -- algorithm, ISA, geometry -- and a hash of the
+ * source weights' bytes), and maps it back read-only on later sessions:
+ * page-cache pages, nothing to zero or copy.  An entry is checksummed like
+ * every cache entry; a damaged one is a miss and is written again.
+ *
+ * Hashing and checksums run on pool (NULL: the calling thread).
+ * Mappings belong to the store and stay valid until prep_store_free.
+ * Thread-safe. */
+#ifndef SMELT_CACHE_PREP_STORE_H
+#define SMELT_CACHE_PREP_STORE_H
+
+#include <stddef.h>
+
+#include "cache/cache.h"
+
+typedef struct prep_store prep_store;
+
+/* c (enabled, outliving the store) is where entries go.  *out owned by the
+ * caller: prep_store_free. */
+smelt_status prep_store_create(const smelt_cache *c, prep_store **out);
+void prep_store_free(prep_store *s); /* unmaps everything it handed out; NULL ok */
+
+/* The prepared array for (kind, desc, src) if the cache holds one of exactly
+ * len bytes, else NULL. */
+const void *prep_store_get(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
+                           const void *src, size_t src_len, size_t len);
+/* Saves data (len bytes) as the prepared array for (kind, desc, src).  A
+ * failure (disk full, read-only cache) is reported once on stderr and
+ * otherwise ignored: the session goes on preparing in memory. */
+void prep_store_put(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
+                    const void *src, size_t src_len, const void *data, size_t len);
+
+/* Entries mapped / written so far. */
+void prep_store_counts(prep_store *s, int *loaded, int *saved);
+
+#endif

@@ -1,0 +1,163 @@
+/* Prepared weights on disk (cache/prep_store.h): the store's entries, and a
+ * session end to end -- a compiled Conv model with fixed input shapes is
+ * compiled and its Winograd/packed weights prepared when the session is
+ * made, saved to the cache, mapped back by the next session, and a damaged
+ * entry is rebuilt; results always equal eager's. */
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache/prep_store.h"
+#include "check.h"
+#include "onnx_test_util.h"
+#include "smelt.h"
+
+static char root[256];
+
+static void corrupt_first(const char *dir, const char *suffix) {
+  char cmd[700];
+  /* flip a byte in the middle of the first matching data file */
+  snprintf(cmd, sizeof cmd,
+           "f=$(ls %s/*%s | head -1) && printf '\\377' | dd of=\"$f\" bs=1 seek=100 conv=notrunc 2>/dev/null",
+           dir, suffix);
+  CHECK(system(cmd) == 0);
+}
+
+static void test_store(void) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/store", root);
+  smelt_cache c;
+  bool warn;
+  cache_open(&c, dir, &warn);
+  CHECK(c.enabled);
+  prep_store *s = NULL;
+  CHECK_OK(prep_store_create(&c, &s));
+  float src[300], prep[1000], other[300];
+  for (int i = 0; i < 300; i++) src[i] = other[i] = (float)i * 0.5f;
+  other[299] += 1;
+  for (int i = 0; i < 1000; i++) prep[i] = (float)i * -0.25f;
+  int desc = 7;
+  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep));
+  prep_store_put(s, NULL, "test", &desc, sizeof desc, src, sizeof src, prep, sizeof prep);
+  const float *got = prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep);
+  CHECK(got && !memcmp(got, prep, sizeof prep));
+  /* another source, description or size is another entry */
+  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, other, sizeof other, sizeof prep));
+  int desc2 = 8;
+  CHECK(!prep_store_get(s, NULL, "test", &desc2, sizeof desc2, src, sizeof src, sizeof prep));
+  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep - 4));
+  /* a damaged entry is a miss; put writes it again */
+  corrupt_first(dir, ".test");
+  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep));
+  prep_store_put(s, NULL, "test", &desc, sizeof desc, src, sizeof src, prep, sizeof prep);
+  got = prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep);
+  CHECK(got && !memcmp(got, prep, sizeof prep));
+  int loaded, saved;
+  prep_store_counts(s, &loaded, &saved);
+  CHECK(loaded == 2 && saved == 2);
+  prep_store_free(s); /* unmaps */
+}
+
+/* x[1,16,20,20] -> Conv 3x3 pad 1 (W[24,16,3,3], B) -> Relu -> Conv 1x1 (W2[8,24,1,1]) -> y */
+static void write_conv_model(const char *path) {
+  pb_buf g = {0}, model = {0}, a1 = {0}, a2 = {0};
+  b_input(&g, "x", 1, "1,16,20,20");
+  int64_t wd[4] = {24, 16, 3, 3}, bd[1] = {24}, w2d[4] = {8, 24, 1, 1};
+  static float w[24 * 16 * 9], b[24], w2[8 * 24];
+  unsigned seed = 5;
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) w[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 9 & 0xffff) / 65536.f - .5f;
+  for (int i = 0; i < 24; i++) b[i] = (float)i * 0.01f;
+  for (int i = 0; i < 8 * 24; i++) w2[i] = (float)((i * 37) % 17) / 17.f - .5f;
+  b_init_f32(&g, "W", 4, wd, w, sizeof w / sizeof *w);
+  b_init_f32(&g, "B", 1, bd, b, 24);
+  b_init_f32(&g, "W2", 4, w2d, w2, 8 * 24);
+  b_attr_ints(&a1, "pads", (int64_t[]){1, 1, 1, 1}, 4, 1);
+  b_node(&g, "conv1", "Conv", NULL, "x,W,B", "c1", &a1);
+  b_node(&g, "relu", "Relu", NULL, "c1", "r", NULL);
+  b_node(&g, "conv2", "Conv", NULL, "r,W2", "y", &a2);
+  b_output(&g, "y", 1, "1,8,20,20");
+  b_model(&model, 8, 17, &g);
+  uint8_t *data;
+  size_t len;
+  CHECK_OK(pb_buf_finish(&model, &data, &len));
+  CHECK(test_write_file(path, data, len) == 0);
+  free(data);
+}
+
+static double run_diff(smelt_session *s, smelt_session *ref) {
+  static float x[16 * 400], a[8 * 400], b[8 * 400];
+  for (int i = 0; i < 16 * 400; i++) x[i] = sinf((float)i * 0.37f);
+  smelt_tensor in = {.dtype = SMELT_F32, .rank = 4, .dims = {1, 16, 20, 20}, .data = x, .nbytes = sizeof x};
+  smelt_tensor oa = {.dtype = SMELT_F32, .data = a, .nbytes = sizeof a}, ob = oa;
+  ob.data = b;
+  if (smelt_session_run(s, &in, 1, &oa, 1) || smelt_session_run(ref, &in, 1, &ob, 1)) return 1e30;
+  double m = 0;
+  for (int i = 0; i < 8 * 400; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+  return m;
+}
+
+static void test_session(void) {
+  char dir[512], path[600];
+  snprintf(dir, sizeof dir, "%s/cache", root);
+  snprintf(path, sizeof path, "%s/conv.onnx", root);
+  write_conv_model(path);
+  setenv("SMELT_CONV", "winograd", 1); /* prepared weights whatever the cost model says */
+  smelt_model *m = NULL;
+  CHECK_OK(smelt_model_load(path, &m));
+  if (!m) return;
+  smelt_session_options o = smelt_session_options_default();
+  o.threads = 2;
+  smelt_session *ref = NULL, *s = NULL;
+  CHECK_OK(smelt_session_create(m, &o, &ref));
+  o.mode = SMELT_MODE_DEFAULT;
+  o.cache_dir = dir;
+  smelt_session_stats st;
+  /* cold: compiled and prepared at creation, before any run */
+  CHECK_OK(smelt_session_create(m, &o, &s));
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.compiles == 1 && st.cache_hits == 0 && st.prepared_saved >= 1 && st.prepared_loaded == 0);
+  int saved = st.prepared_saved;
+  CHECK(run_diff(s, ref) < 1e-4);
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.compiles == 1 && st.prepared_saved == saved); /* the run prepared nothing more */
+  smelt_session_free(s);
+  /* warm: everything from the cache */
+  CHECK_OK(smelt_session_create(m, &o, &s));
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.compiles == 1 && st.prepared_loaded == saved && st.prepared_saved == 0);
+  CHECK(run_diff(s, ref) < 1e-4);
+  smelt_session_free(s);
+  /* a damaged entry is prepared again, saved again, and the results hold */
+  corrupt_first(dir, ".conv");
+  CHECK_OK(smelt_session_create(m, &o, &s));
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.prepared_loaded == saved - 1 && st.prepared_saved == 1);
+  CHECK(run_diff(s, ref) < 1e-4);
+  smelt_session_free(s);
+  /* SMELT_CACHE_WEIGHTS=off: compiled from the cache, weights in memory only */
+  setenv("SMELT_CACHE_WEIGHTS", "off", 1);
+  CHECK_OK(smelt_session_create(m, &o, &s));
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.compiles == 1 && st.prepared_loaded == 0 && st.prepared_saved == 0);
+  CHECK(run_diff(s, ref) < 1e-4);
+  smelt_session_free(s);
+  unsetenv("SMELT_CACHE_WEIGHTS");
+  unsetenv("SMELT_CONV");
+  smelt_session_free(ref);
+  smelt_model_free(m);
+}
+
+int main(void) {
+  snprintf(root, sizeof root, "/tmp/smelt_prep_XXXXXX");
+  if (!mkdtemp(root)) return 1;
+  unsetenv("SMELT_CACHE");
+  test_store();
+  test_session();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+  CHECK(system(cmd) == 0);
+  return test_report("test_prep_store");
+}
