@@ -48,7 +48,8 @@ class Tensor(ctypes.Structure):
 class Options(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("mode", ctypes.c_int), ("fullgraph", ctypes.c_int),
                 ("dynamic", ctypes.c_int), ("recompile_limit", ctypes.c_int),
-                ("buckets", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p)]
+                ("buckets", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
+                ("dims", ctypes.c_char_p)]
 
 
 class Smelt:

@@ -104,6 +104,11 @@ typedef struct smelt_session_options {
   int recompile_limit; /* compiled modes: new shapes compiled before falling back to eager (default 8) */
   const char *buckets; /* compiled modes: "NAME:AXIS=64,128,256[;...]" pads an input axis up to a bucket */
   const char *cache_dir; /* NULL: $SMELT_CACHE_DIR, else $XDG_CACHE_HOME/smelt, else ~/.cache/smelt */
+  /* compiled modes: sizes for symbolic dims, "batch=1,seq=128".  When they
+   * (or the model itself) fix every input shape, the session compiles and
+   * prepares its weights at creation, so the first run does no one-time
+   * work; other shapes still compile on their first run.  NULL: none. */
+  const char *dims;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */

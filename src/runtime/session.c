@@ -31,31 +31,61 @@ static smelt_status check_supported(const ir_graph *g) {
   return SMELT_OK;
 }
 
-/* A model whose inputs all have fixed shapes is compiled, and its weights
- * prepared, when the session is made, not on the first run: the work (or
- * the cache lookup) happens once, where users expect it, and the first run
- * is as fast as every other.  Symbolic dims, dynamic and bucketed sessions
- * compile for the shapes runs bring. */
+/* opts.dims ("batch=1,seq=128") into vals (one per symbol, -1 = not given). */
+static smelt_status parse_dims(const ir_graph *g, const char *text, int64_t *vals) {
+  for (int i = 0; i < g->n_syms; i++) vals[i] = -1;
+  const char *p = text;
+  while (p && *p) {
+    const char *eq = strchr(p, '='), *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    if (!eq || eq > end || eq == p)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: '%.*s' is not NAME=SIZE", (int)(end - p), p);
+    int sym = -1;
+    for (int i = 0; i < g->n_syms && sym < 0; i++)
+      if (strlen(g->syms[i]) == (size_t)(eq - p) && !strncmp(g->syms[i], p, (size_t)(eq - p))) sym = i;
+    if (sym < 0)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: '%.*s' is not a symbolic dimension of this model",
+                     (int)(eq - p), p);
+    char *stop;
+    long long v = strtoll(eq + 1, &stop, 10);
+    if (stop != end || eq + 1 == end || v < 0)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: '%.*s' needs a size >= 0", (int)(end - p), p);
+    vals[sym] = v;
+    p = *end ? end + 1 : end;
+  }
+  return SMELT_OK;
+}
+
+/* A model whose inputs all have fixed shapes (declared, or fixed by
+ * opts.dims) is compiled, and its weights prepared, when the session is
+ * made, not on the first run: the work (or the cache lookup) happens once,
+ * where users expect it, and the first run is as fast as every other.
+ * Otherwise, and in dynamic and bucketed sessions, plans are made for the
+ * shapes runs bring. */
 static smelt_status compile_declared_shapes(smelt_session *s) {
   const ir_graph *g = s->model->onnx->graph;
-  if (s->opts.dynamic || (s->opts.buckets && *s->opts.buckets) || g->n_inputs == 0) return SMELT_OK;
-  for (int k = 0; k < g->n_inputs; k++) {
+  int64_t *vals = malloc(sizeof(int64_t) * (size_t)(g->n_syms + 1));
+  if (!vals) return err_nomem("dims", sizeof(int64_t) * (size_t)g->n_syms);
+  smelt_status st = parse_dims(g, s->opts.dims, vals);
+  bool fixed = !st && !s->opts.dynamic && !(s->opts.buckets && *s->opts.buckets) && g->n_inputs > 0;
+  tensor *shapes = fixed ? calloc((size_t)g->n_inputs, sizeof *shapes) : NULL;
+  tensor **ptrs = fixed ? calloc((size_t)g->n_inputs, sizeof *ptrs) : NULL;
+  if (fixed && (!shapes || !ptrs)) st = err_nomem("input shapes", sizeof *shapes * (size_t)g->n_inputs);
+  for (int k = 0; !st && fixed && k < g->n_inputs; k++) {
     const ir_value *v = &g->values[g->inputs[k]];
-    if (v->kind != TENSOR_KIND_TENSOR || v->rank < 0 || dtype_bits(v->dtype) == 0) return SMELT_OK;
-    for (int d = 0; d < v->rank; d++)
-      if (v->dims[d] < 0) return SMELT_OK;
-  }
-  tensor *shapes = calloc((size_t)g->n_inputs, sizeof *shapes);
-  tensor **ptrs = calloc((size_t)g->n_inputs, sizeof *ptrs);
-  smelt_status st = shapes && ptrs ? SMELT_OK : err_nomem("input shapes", sizeof *shapes * (size_t)g->n_inputs);
-  for (int k = 0; !st && k < g->n_inputs; k++) {
-    const ir_value *v = &g->values[g->inputs[k]];
-    tensor_view(&shapes[k], v->dtype, v->rank, v->dims, NULL); /* shapes only: compiling reads no data */
+    fixed = v->kind == TENSOR_KIND_TENSOR && v->rank >= 0 && dtype_bits(v->dtype) != 0;
+    int64_t dims[SMELT_MAX_RANK];
+    for (int d = 0; fixed && d < v->rank; d++) {
+      dims[d] = v->dims[d] <= DIM_SYM_BASE ? vals[dim_sym_index(v->dims[d])] : v->dims[d];
+      fixed = dims[d] >= 0;
+    }
+    if (fixed) tensor_view(&shapes[k], v->dtype, v->rank, dims, NULL); /* shapes only: compiling reads no data */
     ptrs[k] = &shapes[k];
   }
-  if (!st) st = session_compile(s, ptrs, NULL);
+  if (!st && fixed) st = session_compile(s, ptrs, NULL);
   free(shapes);
   free(ptrs);
+  free(vals);
   return st;
 }
 

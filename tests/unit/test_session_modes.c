@@ -93,6 +93,37 @@ static void test_buckets(void) {
   CHECK(smelt_session_create(model, &o, &s) == SMELT_ERR_INVALID_ARGUMENT && !s);
 }
 
+/* dims fixes symbolic sizes: the session compiles at creation for them. */
+static void test_dims(void) {
+  smelt_session_options o = smelt_session_options_default();
+  o.mode = SMELT_MODE_DEFAULT;
+  o.threads = 2;
+  o.dims = "batch=3";
+  smelt_session *s = NULL;
+  CHECK_OK(smelt_session_create(model, &o, &s));
+  smelt_session_stats st;
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.compiles == 1); /* before any run */
+  CHECK(same_as_eager(s, 3, 11));
+  CHECK(same_as_eager(s, 2, 12)); /* another batch compiles on its first run */
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.compiles == 2);
+  smelt_session_free(s);
+  o.dims = NULL; /* batch unknown: nothing compiled yet */
+  s = NULL;
+  CHECK_OK(smelt_session_create(model, &o, &s));
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.compiles == 0);
+  smelt_session_free(s);
+  const char *bad[] = {"nosuch=1", "batch", "batch=", "batch=-1", "batch=2x", "=4"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    o.dims = bad[i];
+    s = NULL;
+    CHECK(smelt_session_create(model, &o, &s) == SMELT_ERR_INVALID_ARGUMENT && !s);
+    CHECK(strstr(smelt_last_error(), "dims: ") != NULL);
+  }
+}
+
 typedef struct worker {
   smelt_session *s;
   int id, bad;
@@ -214,6 +245,7 @@ int main(void) {
   eager = make(SMELT_MODE_EAGER, 8, NULL);
   test_recompile_limit();
   test_buckets();
+  test_dims();
   test_concurrent(SMELT_MODE_DEFAULT);
   test_concurrent(SMELT_MODE_REDUCE_OVERHEAD);
   test_replay();
