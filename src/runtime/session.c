@@ -79,10 +79,12 @@ static smelt_status compile_declared_shapes(smelt_session *s) {
       dims[d] = v->dims[d] <= DIM_SYM_BASE ? vals[dim_sym_index(v->dims[d])] : v->dims[d];
       fixed = dims[d] >= 0;
     }
-    if (fixed) tensor_view(&shapes[k], v->dtype, v->rank, dims, NULL); /* shapes only: compiling reads no data */
+    /* zeros: max-autotune times its variants on real buffers */
+    if (fixed) st = tensor_alloc(&shapes[k], v->dtype, v->rank, dims);
     ptrs[k] = &shapes[k];
   }
   if (!st && fixed) st = session_compile(s, ptrs, NULL);
+  for (int k = 0; shapes && k < g->n_inputs; k++) tensor_release(&shapes[k]);
   free(shapes);
   free(ptrs);
   free(vals);

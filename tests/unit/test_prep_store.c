@@ -61,7 +61,7 @@ static void test_store(void) {
   prep_store_free(s); /* unmaps */
 }
 
-/* x[1,16,20,20] -> Conv 3x3 pad 1 (W[24,16,3,3], B) -> Relu -> Conv 1x1 (W2[8,24,1,1]) -> y */
+/* x[1,16,20,20] -> x*x -> Conv 3x3 pad 1 (W[24,16,3,3], B) -> Relu -> Conv 1x1 (W2[8,24,1,1]) -> y */
 static void write_conv_model(const char *path) {
   pb_buf g = {0}, model = {0}, a1 = {0}, a2 = {0};
   b_input(&g, "x", 1, "1,16,20,20");
@@ -75,7 +75,8 @@ static void write_conv_model(const char *path) {
   b_init_f32(&g, "B", 1, bd, b, 24);
   b_init_f32(&g, "W2", 4, w2d, w2, 8 * 24);
   b_attr_ints(&a1, "pads", (int64_t[]){1, 1, 1, 1}, 4, 1);
-  b_node(&g, "conv1", "Conv", NULL, "x,W,B", "c1", &a1);
+  b_node(&g, "square", "Mul", NULL, "x,x", "x2", NULL); /* a generated kernel reading the input */
+  b_node(&g, "conv1", "Conv", NULL, "x2,W,B", "c1", &a1);
   b_node(&g, "relu", "Relu", NULL, "c1", "r", NULL);
   b_node(&g, "conv2", "Conv", NULL, "r,W2", "y", &a2);
   b_output(&g, "y", 1, "1,8,20,20");
@@ -145,6 +146,17 @@ static void test_session(void) {
   CHECK(run_diff(s, ref) < 1e-4);
   smelt_session_free(s);
   unsetenv("SMELT_CACHE_WEIGHTS");
+  /* the other compiled modes compile at creation too (max-autotune times
+   * its variants there, on buffers of the declared shapes) */
+  const smelt_mode modes[] = {SMELT_MODE_REDUCE_OVERHEAD, SMELT_MODE_MAX_AUTOTUNE};
+  for (int i = 0; i < 2; i++) {
+    o.mode = modes[i];
+    CHECK_OK(smelt_session_create(m, &o, &s));
+    CHECK_OK(smelt_session_get_stats(s, &st));
+    CHECK(st.compiles == 1);
+    CHECK(run_diff(s, ref) < 1e-4);
+    smelt_session_free(s);
+  }
   unsetenv("SMELT_CONV");
   smelt_session_free(ref);
   smelt_model_free(m);
