@@ -24,6 +24,8 @@ struct bufcache {
   pthread_mutex_t mu;
   void *p[SLOTS];
   size_t size[SLOTS];
+  uint64_t age[SLOTS]; /* when it was cached: the oldest goes first when full */
+  uint64_t clock;
   int n;
   size_t held, cap;
 };
@@ -88,6 +90,7 @@ static void *take(bufcache *c, size_t sz) {
     c->n--;
     c->p[best] = c->p[c->n];
     c->size[best] = c->size[c->n];
+    c->age[best] = c->age[c->n];
   }
   pthread_mutex_unlock(&c->mu);
   return p;
@@ -101,9 +104,10 @@ static void *take(bufcache *c, size_t sz) {
 
 static void *fresh(size_t sz) {
 #ifdef MADV_HUGEPAGE
-  if (sz >= HUGE_MIN) {
-    void *p = aligned_alloc(HUGE_PAGE, (sz + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-    if (p) madvise(p, sz & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice only: failure is harmless */
+  if (sz >= HUGE_MIN) { /* not rounded up: the block's size must stay close to sz to be reused */
+    void *p = NULL;
+    if (posix_memalign(&p, HUGE_PAGE, sz)) return NULL;
+    madvise(p, sz & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* advice only: failure is harmless */
     return p;
   }
 #endif
@@ -126,16 +130,31 @@ void bufcache_release(void *p) {
   if (!p) return;
   bufcache *c = current;
   size_t sz = c ? block_size(p) : 0;
-  if (sz >= BUFCACHE_MIN) {
+  void *evict[SLOTS];
+  int n_evict = 0;
+  if (sz >= BUFCACHE_MIN && sz <= c->cap) {
     pthread_mutex_lock(&c->mu);
-    if (c->n < SLOTS && c->held <= c->cap && sz <= c->cap - c->held) {
-      c->p[c->n] = p;
-      c->size[c->n++] = sz;
-      c->held += sz;
-      p = NULL;
+    /* room by dropping the oldest blocks: sizes no run asks for any more
+     * (a shape that changed) age out instead of pinning the cap */
+    while (c->n > 0 && (c->n == SLOTS || c->cap - c->held < sz)) {
+      int o = 0;
+      for (int i = 1; i < c->n; i++)
+        if (c->age[i] < c->age[o]) o = i;
+      evict[n_evict++] = c->p[o];
+      c->held -= c->size[o];
+      c->n--;
+      c->p[o] = c->p[c->n];
+      c->size[o] = c->size[c->n];
+      c->age[o] = c->age[c->n];
     }
+    c->p[c->n] = p;
+    c->size[c->n] = sz;
+    c->age[c->n++] = ++c->clock;
+    c->held += sz;
+    p = NULL;
     pthread_mutex_unlock(&c->mu);
   }
+  for (int i = 0; i < n_evict; i++) free(evict[i]);
   free(p);
 }
 
