@@ -138,21 +138,24 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
 
 /* ---- prepare / run ---- */
 
-smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t n,
-                              conv2d_weights **out) {
+/* A weights object over data (n floats; owned or a view). */
+static smelt_status weights_over(const conv2d_desc *d, conv_algo algo, isa_level isa, float *data, int64_t n,
+                                 bool owns, conv2d_weights **out) {
   conv2d_weights *w = calloc(1, sizeof *w);
   if (!w) return err_nomem("conv weights", sizeof *w);
-  w->algo = algo;
-  w->k = conv_kernels_get(isa);
-  w->d = *d;
-  w->n_data = n;
-  w->owns_data = true;
-  if (n < 0 || (uint64_t)n > SIZE_MAX / 8 || !(w->data = tensor_data_alloc(sizeof(float) * (size_t)n))) {
-    free(w);
-    return err_nomem("conv weights", n > 0 ? sizeof(float) * (size_t)n : 0);
-  }
+  *w = (conv2d_weights){.algo = algo, .k = conv_kernels_get(isa), .d = *d, .data = data, .n_data = n,
+                        .owns_data = owns};
   *out = w;
   return SMELT_OK;
+}
+
+smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t n,
+                              conv2d_weights **out) {
+  float *data = n >= 0 && (uint64_t)n <= SIZE_MAX / 8 ? tensor_data_alloc(sizeof(float) * (size_t)n) : NULL;
+  if (!data) return err_nomem("conv weights", n > 0 ? sizeof(float) * (size_t)n : 0);
+  smelt_status st = weights_over(d, algo, isa, data, n, true, out);
+  if (st) tensor_data_free(data);
+  return st;
 }
 
 static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const conv_kernels *k,
@@ -222,16 +225,8 @@ smelt_status conv2d_weights_wrap(const conv2d_desc *d, conv_algo algo, isa_level
   if (n != want)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: %lld prepared floats given, %s needs %lld",
                    (long long)n, conv_algo_name(algo), (long long)want);
-  conv2d_weights *w = calloc(1, sizeof *w);
-  if (!w) return err_nomem("conv weights", sizeof *w);
-  w->algo = algo;
-  w->k = conv_kernels_get(isa);
-  w->d = *d;
-  w->n_data = n;
-  w->data = (float *)data;
-  w->owns_data = false;
-  if (algo == CONV_ALGO_WINO2 || algo == CONV_ALGO_WINO4) conv_wino_layout(w);
-  *out = w;
+  TRY(weights_over(d, algo, isa, (float *)data, n, false, out));
+  if (algo == CONV_ALGO_WINO2 || algo == CONV_ALGO_WINO4) conv_wino_layout(*out);
   return SMELT_OK;
 }
 
