@@ -140,20 +140,6 @@ static smelt_status vec_alloc(double **p, int64_t n) {
 
 /* ---- MatMulInteger ---- */
 
-static smelt_status mmi_infer(op_ctx *c) {
-  TRY(check_q8(c, 0, "A"));
-  TRY(check_q8(c, 1, "B"));
-  const tensor *a = c->in[0], *b = c->in[1];
-  if (c->static_infer && (a->rank < 0 || b->rank < 0 || tensor_numel(a) < 0 || tensor_numel(b) < 0)) {
-    nn_out_unknown(c, 0, SMELT_I32);
-    return SMELT_OK;
-  }
-  imm_shape s;
-  TRY(imm_plan(a, b, &s));
-  op_set_out(c, 0, SMELT_I32, s.rank, s.dims);
-  return SMELT_OK;
-}
-
 /* Runs the exact product with the given zero points (inputs za, zb). */
 static smelt_status imm_run_with(op_ctx *c, int ia, int ib, int za, int zb, int64_t **acc,
                                  imm_shape *s) {
@@ -182,22 +168,6 @@ static smelt_status mmi_run(op_ctx *c) {
 }
 
 /* ---- QLinearMatMul ---- */
-
-static smelt_status qlmm_infer(op_ctx *c) {
-  TRY(check_q8(c, 0, "a"));
-  TRY(check_q8(c, 3, "b"));
-  TRY(check_q8(c, 7, "y_zero_point"));
-  const tensor *a = c->in[0], *b = c->in[3], *yz = op_in(c, 7);
-  smelt_dtype dt = yz ? yz->dtype : a->dtype;
-  if (c->static_infer && (a->rank < 0 || b->rank < 0 || tensor_numel(a) < 0 || tensor_numel(b) < 0)) {
-    nn_out_unknown(c, 0, dt);
-    return SMELT_OK;
-  }
-  imm_shape s;
-  TRY(imm_plan(a, b, &s));
-  op_set_out(c, 0, dt, s.rank, s.dims);
-  return SMELT_OK;
-}
 
 /* The requantization multipliers a_scale[m] * b_scale[n] / y_scale[n] in the
  * scales' type, and the output zero points. */
@@ -244,24 +214,40 @@ static smelt_status requant_setup(op_ctx *c, int ias, int ibs, int iys, int iyz,
   return st;
 }
 
+/* Requantizes acc[rows][cols] into output 0 with the scales and zero point
+ * of inputs 1, 4, 6, 7 (M "row" scales, N channels), and frees acc.  In a
+ * matmul a row of acc is row m = row % M of A and a column is channel n; in
+ * a conv (chan_rows) a row is channel n = row % N's plane and m is 0. */
+static smelt_status requant_out(op_ctx *c, int64_t *acc, int64_t rows, int64_t cols, int64_t M,
+                                int64_t N, bool chan_rows) {
+  requant r;
+  smelt_status st = requant_setup(c, 1, 4, 6, 7, M, N, &r);
+  if (st) {
+    free(acc);
+    return st;
+  }
+  int64_t *q = NULL;
+  st = nn_alloc((void **)&q, cols ? cols : 1, sizeof(int64_t), "row");
+  size_t es = dtype_size(c->out[0]->dtype);
+  for (int64_t row = 0; !st && row < rows; row++) {
+    int64_t m = chan_rows ? 0 : row % M;
+    for (int64_t j = 0; j < cols; j++)
+      q[j] = q_round_clamp(requant_value(&r, acc[row * cols + j], m, chan_rows ? row % N : j), r.lo,
+                           r.hi);
+    cvt_store_i64(c->out[0]->dtype, q, false, cols,
+                  (char *)c->out[0]->data + (size_t)(row * cols) * es, false);
+  }
+  requant_free(&r);
+  free(q);
+  free(acc);
+  return st;
+}
+
 static smelt_status qlmm_run(op_ctx *c) {
   int64_t *acc = NULL;
   imm_shape s;
   TRY(imm_run_with(c, 0, 3, 2, 5, &acc, &s));
-  requant r;
-  smelt_status st = requant_setup(c, 1, 4, 6, 7, s.M, s.N, &r);
-  int64_t *q = NULL;
-  if (!st) st = nn_alloc((void **)&q, s.N ? s.N : 1, sizeof(int64_t), "row");
-  size_t es = dtype_size(c->out[0]->dtype);
-  for (int64_t row = 0; !st && row < s.batch * s.M; row++) {
-    for (int64_t n = 0; n < s.N; n++)
-      q[n] = q_round_clamp(requant_value(&r, acc[row * s.N + n], row % s.M, n), r.lo, r.hi);
-    cvt_store_i64(c->out[0]->dtype, q, false, s.N, (char *)c->out[0]->data + (size_t)(row * s.N) * es, false);
-  }
-  if (!st) requant_free(&r);
-  free(q);
-  free(acc);
-  return st;
+  return requant_out(c, acc, s.batch * s.M, s.N, s.M, s.N, false);
 }
 
 /* ---- integer convolution ---- */
@@ -369,22 +355,6 @@ static smelt_status iconv_acc(op_ctx *c, int ix, int iw, int ixz, int iwz, const
 
 /* ---- ConvInteger ---- */
 
-static smelt_status convi_infer(op_ctx *c) {
-  TRY(check_q8(c, 0, "x"));
-  TRY(check_q8(c, 1, "w"));
-  const tensor *x = c->in[0], *w = c->in[1];
-  if (c->static_infer && (x->rank < 0 || w->rank < 0 || tensor_numel(x) < 0 || tensor_numel(w) < 0)) {
-    nn_out_unknown(c, 0, SMELT_I32);
-    return SMELT_OK;
-  }
-  iconv g = {0};
-  TRY(iconv_plan(c, x, w, &g));
-  int64_t d[SMELT_MAX_RANK];
-  iconv_out_dims(x, &g, d);
-  op_set_out(c, 0, SMELT_I32, x->rank, d);
-  return SMELT_OK;
-}
-
 static smelt_status convi_run(op_ctx *c) {
   iconv g = {0};
   int64_t *acc = NULL;
@@ -397,43 +367,49 @@ static smelt_status convi_run(op_ctx *c) {
 
 /* ---- QLinearConv ---- */
 
-static smelt_status qlconv_infer(op_ctx *c) {
-  TRY(check_q8(c, 0, "x"));
-  TRY(check_q8(c, 3, "w"));
-  TRY(check_q8(c, 7, "y_zero_point"));
-  const tensor *x = c->in[0], *w = c->in[3], *yz = op_in(c, 7);
-  smelt_dtype dt = yz ? yz->dtype : x->dtype;
-  if (c->static_infer && (x->rank < 0 || w->rank < 0 || tensor_numel(x) < 0 || tensor_numel(w) < 0)) {
+static smelt_status qlconv_run(op_ctx *c) {
+  iconv g = {0};
+  int64_t *acc = NULL;
+  TRY(iconv_acc(c, 0, 3, 2, 5, op_in(c, 8), &g, &acc));
+  /* "rows" are the input scale (one), channels the output channels */
+  return requant_out(c, acc, g.N * g.M, g.S_out, 1, g.M, true);
+}
+
+/* ---- inference ---- */
+
+/* Input 0 and input ib (named na, nb) are 8-bit, and so is y's zero point
+ * (input 7) of the QLinear forms, whose type is the output's (else input
+ * 0's); the Integer forms give int32.  The shape is the matmul's or (conv)
+ * the convolution's; unknown while static inference lacks the operands'. */
+static smelt_status q_infer(op_ctx *c, int ib, const char *na, const char *nb, bool qlinear,
+                            bool conv) {
+  TRY(check_q8(c, 0, na));
+  TRY(check_q8(c, ib, nb));
+  if (qlinear) TRY(check_q8(c, 7, "y_zero_point"));
+  const tensor *a = c->in[0], *b = c->in[ib], *yz = qlinear ? op_in(c, 7) : NULL;
+  smelt_dtype dt = !qlinear ? SMELT_I32 : yz ? yz->dtype : a->dtype;
+  if (c->static_infer && (a->rank < 0 || b->rank < 0 || tensor_numel(a) < 0 || tensor_numel(b) < 0)) {
     nn_out_unknown(c, 0, dt);
     return SMELT_OK;
   }
-  iconv g = {0};
-  TRY(iconv_plan(c, x, w, &g));
-  int64_t d[SMELT_MAX_RANK];
-  iconv_out_dims(x, &g, d);
-  op_set_out(c, 0, dt, x->rank, d);
+  if (conv) {
+    iconv g = {0};
+    TRY(iconv_plan(c, a, b, &g));
+    int64_t d[SMELT_MAX_RANK];
+    iconv_out_dims(a, &g, d);
+    op_set_out(c, 0, dt, a->rank, d);
+  } else {
+    imm_shape s;
+    TRY(imm_plan(a, b, &s));
+    op_set_out(c, 0, dt, s.rank, s.dims);
+  }
   return SMELT_OK;
 }
 
-static smelt_status qlconv_run(op_ctx *c) {
-  iconv g = {0};
-  int64_t *acc = NULL, *q = NULL;
-  TRY(iconv_acc(c, 0, 3, 2, 5, op_in(c, 8), &g, &acc));
-  requant r; /* "rows" are the input scale (one), "columns" the output channels */
-  smelt_status st = requant_setup(c, 1, 4, 6, 7, 1, g.M, &r);
-  if (!st) st = nn_alloc((void **)&q, g.S_out ? g.S_out : 1, sizeof(int64_t), "row");
-  size_t es = dtype_size(c->out[0]->dtype);
-  for (int64_t nm = 0; !st && nm < g.N * g.M; nm++) {
-    for (int64_t p = 0; p < g.S_out; p++)
-      q[p] = q_round_clamp(requant_value(&r, acc[nm * g.S_out + p], 0, nm % g.M), r.lo, r.hi);
-    cvt_store_i64(c->out[0]->dtype, q, false, g.S_out, (char *)c->out[0]->data + (size_t)(nm * g.S_out) * es,
-                  false);
-  }
-  if (!st) requant_free(&r);
-  free(q);
-  free(acc);
-  return st;
-}
+static smelt_status mmi_infer(op_ctx *c) { return q_infer(c, 1, "A", "B", false, false); }
+static smelt_status qlmm_infer(op_ctx *c) { return q_infer(c, 3, "a", "b", true, false); }
+static smelt_status convi_infer(op_ctx *c) { return q_infer(c, 1, "x", "w", false, true); }
+static smelt_status qlconv_infer(op_ctx *c) { return q_infer(c, 3, "x", "w", true, true); }
 
 const op_def op_family_qlinear[] = {
     {"MatMulInteger", "", 2, 4, 1, 1, mmi_infer, mmi_run, false},
