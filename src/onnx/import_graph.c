@@ -94,14 +94,22 @@ static smelt_status imp_initializer(onnx_imp *c, ir_graph *g, const pb_msg *tm, 
 
 /* ---- 2. inputs ---- */
 
-static smelt_status imp_input(onnx_imp *c, ir_graph *g, const pb_msg *vm, int index) {
+/* ValueInfoProto number index of list `what` ("graph input", ...): its type
+ * and its name as a C string (scratch slot 0; "" where it has none, which
+ * only `named` lists refuse). */
+static smelt_status listed_info(onnx_imp *c, ir_graph *g, const pb_msg *vm, const char *what,
+                                int index, bool named, imp_type *t, const char **cname) {
   pb_str name;
+  smelt_status s = imp_value_info(c, vm, g, &name, t);
+  if (s) return imp_prefix(s, "%s[%d]: ", what, index);
+  if (named && !name.n) return err_set(SMELT_ERR_INVALID_MODEL, "%s[%d] has no name", what, index);
+  return imp_cstr(c, name, 0, cname);
+}
+
+static smelt_status imp_input(onnx_imp *c, ir_graph *g, const pb_msg *vm, int index) {
   imp_type t;
   const char *cname;
-  smelt_status s = imp_value_info(c, vm, g, &name, &t);
-  if (s) return imp_prefix(s, "graph input[%d]: ", index);
-  if (!name.n) return err_set(SMELT_ERR_INVALID_MODEL, "graph input[%d] has no name", index);
-  TRY(imp_cstr(c, name, 0, &cname));
+  TRY(listed_info(c, g, vm, "graph input", index, true, &t, &cname));
   int vid = ir_graph_find_value(g, cname);
   if (vid >= 0) {
     if (!(g->values[vid].flags & IR_VALUE_INITIALIZER))
@@ -194,13 +202,9 @@ static smelt_status imp_node(onnx_imp *c, ir_graph *g, const pb_msg *nm, int ind
 /* ---- 4. outputs and value_info ---- */
 
 static smelt_status imp_output(onnx_imp *c, ir_graph *g, const pb_msg *vm, int index) {
-  pb_str name;
   imp_type t;
   const char *cname;
-  smelt_status s = imp_value_info(c, vm, g, &name, &t);
-  if (s) return imp_prefix(s, "graph output[%d]: ", index);
-  if (!name.n) return err_set(SMELT_ERR_INVALID_MODEL, "graph output[%d] has no name", index);
-  TRY(imp_cstr(c, name, 0, &cname));
+  TRY(listed_info(c, g, vm, "graph output", index, true, &t, &cname));
   int vid = ir_graph_resolve_value(g, cname);
   if (vid < 0)
     return err_set(SMELT_ERR_INVALID_MODEL,
@@ -212,13 +216,10 @@ static smelt_status imp_output(onnx_imp *c, ir_graph *g, const pb_msg *vm, int i
 }
 
 static smelt_status imp_value_info_entry(onnx_imp *c, ir_graph *g, const pb_msg *vm, int index) {
-  pb_str name;
   imp_type t;
   const char *cname;
-  smelt_status s = imp_value_info(c, vm, g, &name, &t);
-  if (s) return imp_prefix(s, "value_info[%d]: ", index);
-  TRY(imp_cstr(c, name, 0, &cname));
-  int vid = name.n ? ir_graph_find_value(g, cname) : -1;
+  TRY(listed_info(c, g, vm, "value_info", index, false, &t, &cname));
+  int vid = cname[0] ? ir_graph_find_value(g, cname) : -1; /* names hold no NUL (imp_name) */
   if (vid >= 0) imp_apply_type(&g->values[vid], &t, true); /* unknown names: nothing to type */
   return SMELT_OK;
 }
