@@ -78,6 +78,20 @@ static smelt_status rownorm_run(smelt_pool *pool, rownorm *j) {
   return SMELT_OK;
 }
 
+/* Runs j with the scale and bias its caller just loaded (st: how loading
+ * went), then frees them. */
+static smelt_status rownorm_run_with(smelt_pool *pool, rownorm *j, double *scale, double *bias,
+                                     smelt_status st) {
+  if (!st) {
+    j->scale = scale;
+    j->bias = bias;
+    st = rownorm_run(pool, j);
+  }
+  free(scale);
+  free(bias);
+  return st;
+}
+
 /* Loads a float tensor (scale, bias, statistics) into a new double array. */
 static smelt_status load_doubles(const tensor *t, double **out) {
   int64_t n = tensor_numel(t);
@@ -204,14 +218,7 @@ static smelt_status ln_run_kind(op_ctx *c, bool rms) {
   int r = x->rank - axis;
   smelt_status st = expand_param(scale, r, x->dims + axis, "Scale", 1, &sc);
   if (!st && bias) st = expand_param(bias, r, x->dims + axis, "B", 2, &bi);
-  if (!st) {
-    j.scale = sc;
-    j.bias = bi;
-    st = rownorm_run(c->pool, &j);
-  }
-  free(sc);
-  free(bi);
-  return st;
+  return rownorm_run_with(c->pool, &j, sc, bi, st);
 }
 
 static smelt_status ln_infer(op_ctx *c) { return ln_infer_kind(c, false); }
@@ -274,14 +281,7 @@ static smelt_status channel_norm_run(op_ctx *c, bool group) {
   double *sc = NULL, *bi = NULL;
   smelt_status st = load_doubles(c->in[1], &sc);
   if (!st) st = load_doubles(c->in[2], &bi);
-  if (!st) {
-    j.scale = sc;
-    j.bias = bi;
-    st = rownorm_run(c->pool, &j);
-  }
-  free(sc);
-  free(bi);
-  return st;
+  return rownorm_run_with(c->pool, &j, sc, bi, st);
 }
 
 static smelt_status in_infer(op_ctx *c) { return channel_norm_infer(c, false); }
