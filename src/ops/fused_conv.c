@@ -11,37 +11,18 @@
 #include <string.h>
 
 #include "ops/conv_core.h"
+#include "ops/fused_util.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
 
 static smelt_status fconv_check(op_ctx *c) {
-  static const smelt_dtype f32_only[] = {SMELT_F32, SMELT_UNDEFINED};
-  for (int i = 0; i < c->n_in; i++)
-    if (op_in(c, i) && !(c->static_infer && op_in(c, i)->dtype == SMELT_UNDEFINED))
-      TRY(op_check_dtype(c, i, f32_only));
-  const char *names[2] = {"has_bias", "has_residual"};
-  for (int i = 0; i < 2; i++) {
-    int64_t f = op_attr_int(c, names[i], -1);
-    bool present = op_in(c, 2 + i) != NULL;
-    if (f >= 0 && (f != 0) != present)
-      return err_set(SMELT_ERR_INVALID_MODEL, "%s is %lld but input %d is %s", names[i], (long long)f,
-                     2 + i, present ? "given" : "absent");
-  }
+  TRY(fused_check_inputs(c));
   fused_act act;
   return fused_act_read(c->node, &act);
 }
 
 static smelt_status check_residual(op_ctx *c) {
-  const tensor *res = op_in(c, 3), *y = c->out[0];
-  if (!res || res->rank < 0 || y->rank < 0) return SMELT_OK;
-  bool ok = res->rank == y->rank;
-  for (int d = 0; ok && d < y->rank; d++)
-    ok = !dim_known(res->dims[d]) || !dim_known(y->dims[d]) || res->dims[d] == y->dims[d];
-  if (ok) return SMELT_OK;
-  char a[128], b[128];
-  return err_set(SMELT_ERR_INVALID_ARGUMENT, "residual shape %s is not the output shape %s",
-                 shape_str(a, sizeof a, res->rank, res->dims, NULL),
-                 shape_str(b, sizeof b, y->rank, y->dims, NULL));
+  return fused_check_residual(c, c->out[0]->rank, c->out[0]->dims);
 }
 
 static smelt_status fconv_infer(op_ctx *c) {

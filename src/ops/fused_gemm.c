@@ -22,6 +22,7 @@
 
 #include "kernels/gemm.h"
 #include "ops/fused_act.h"
+#include "ops/fused_util.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
 
@@ -34,25 +35,9 @@ typedef struct fgemm_plan {
   int64_t dims[SMELT_MAX_RANK];
 } fgemm_plan;
 
-static smelt_status check_flags(op_ctx *c) {
-  const char *names[2] = {"has_bias", "has_residual"};
-  for (int i = 0; i < 2; i++) {
-    int64_t f = op_attr_int(c, names[i], -1);
-    bool present = op_in(c, 2 + i) != NULL;
-    if (f >= 0 && (f != 0) != present)
-      return err_set(SMELT_ERR_INVALID_MODEL, "%s is %lld but input %d is %s", names[i], (long long)f,
-                     2 + i, present ? "given" : "absent");
-  }
-  return SMELT_OK;
-}
-
 static smelt_status fgemm_shape(op_ctx *c, fgemm_plan *p) {
   const tensor *a = c->in[0], *b = c->in[1];
-  static const smelt_dtype f32_only[] = {SMELT_F32, SMELT_UNDEFINED};
-  for (int i = 0; i < c->n_in; i++)
-    if (op_in(c, i) && !(c->static_infer && op_in(c, i)->dtype == SMELT_UNDEFINED))
-      TRY(op_check_dtype(c, i, f32_only));
-  TRY(check_flags(c));
+  TRY(fused_check_inputs(c));
   p->ta = op_attr_int(c, "transA", 0) != 0;
   p->tb = op_attr_int(c, "transB", 0) != 0;
   if (b->rank >= 0 && b->rank != 2) return err_set(SMELT_ERR_INVALID_MODEL, "input 1 (B) has rank %d, expected 2", b->rank);
@@ -75,7 +60,7 @@ static smelt_status fgemm_shape(op_ctx *c, fgemm_plan *p) {
 }
 
 static smelt_status check_extras(op_ctx *c, const fgemm_plan *p) {
-  const tensor *bias = op_in(c, 2), *res = op_in(c, 3);
+  const tensor *bias = op_in(c, 2);
   if (bias && bias->rank >= 0) {
     for (int d = 0; d + 1 < bias->rank; d++)
       if (dim_known(bias->dims[d]) && bias->dims[d] != 1)
@@ -84,17 +69,7 @@ static smelt_status check_extras(op_ctx *c, const fgemm_plan *p) {
     if (dim_known(bn) && dim_known(p->N) && bn != p->N)
       return err_set(SMELT_ERR_INVALID_ARGUMENT, "bias has %lld values for %lld columns", (long long)bn, (long long)p->N);
   }
-  if (res && res->rank >= 0 && p->rank >= 0) {
-    bool ok = res->rank == p->rank;
-    for (int d = 0; ok && d < p->rank; d++)
-      ok = !dim_known(res->dims[d]) || !dim_known(p->dims[d]) || res->dims[d] == p->dims[d];
-    if (!ok) {
-      char a[128], b[128];
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "residual shape %s is not the output shape %s",
-                     shape_str(a, sizeof a, res->rank, res->dims, NULL),
-                     shape_str(b, sizeof b, p->rank, p->dims, NULL));
-    }
-  }
+  TRY(fused_check_residual(c, p->rank, p->dims));
   fused_act act;
   return fused_act_read(c->node, &act);
 }
