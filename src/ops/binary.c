@@ -102,13 +102,7 @@ static smelt_status same_type_infer(op_ctx *c, const ew_row_fn *tab) {
   for (int k = 0; k < c->n_in; k++)
     if (!op_in(c, k)) return err_set(SMELT_ERR_INVALID_MODEL, "input %d is missing", k);
   TRY(check_legacy(c));
-  TRY(ew_check_table(c, 0, tab));
-  TRY(ew_check_same_dtype(c, 0, c->n_in));
-  int r;
-  int64_t d[SMELT_MAX_RANK];
-  TRY(ew_broadcast_inputs(c, 0, c->n_in, &r, d));
-  op_set_out(c, 0, c->in[0]->dtype, r, d);
-  return SMELT_OK;
+  return ew_table_infer(c, tab, SMELT_UNDEFINED);
 }
 
 /* out = in0 op in1 op in2 ..., folding left in place in out. */

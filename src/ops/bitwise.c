@@ -23,13 +23,7 @@ static const ew_table and_tab = {EW_TABLE_INTS(And)}, or_tab = {EW_TABLE_INTS(Or
                       shl_tab = {EW_TABLE_UINTS(Shl)}, shr_tab = {EW_TABLE_UINTS(Shr)};
 
 static smelt_status bitwise_infer(op_ctx *c, const ew_row_fn *tab) {
-  TRY(ew_check_table(c, 0, tab));
-  TRY(ew_check_same_dtype(c, 0, c->n_in));
-  int r;
-  int64_t d[SMELT_MAX_RANK];
-  TRY(ew_broadcast_inputs(c, 0, c->n_in, &r, d));
-  op_set_out(c, 0, c->in[0]->dtype, r, d);
-  return SMELT_OK;
+  return ew_table_infer(c, tab, SMELT_UNDEFINED);
 }
 
 static smelt_status bitwise_run(op_ctx *c, const ew_row_fn *tab) {

@@ -54,6 +54,16 @@ smelt_status ew_check_same_dtype(op_ctx *c, int first, int n) {
   return SMELT_OK;
 }
 
+smelt_status ew_table_infer(op_ctx *c, const ew_row_fn *tab, smelt_dtype out) {
+  TRY(ew_check_table(c, 0, tab));
+  TRY(ew_check_same_dtype(c, 0, c->n_in));
+  int r;
+  int64_t d[SMELT_MAX_RANK];
+  TRY(ew_broadcast_inputs(c, 0, c->n_in, &r, d));
+  op_set_out(c, 0, out == SMELT_UNDEFINED ? c->in[0]->dtype : out, r, d);
+  return SMELT_OK;
+}
+
 /* ---- the walk ---- */
 
 typedef struct ew_plan {

@@ -73,6 +73,10 @@ typedef ew_row_fn ew_table[SMELT_DTYPE_COUNT];
 
 /* Checks input i's dtype has a kernel in tab (unknown passes statically). */
 smelt_status ew_check_table(op_ctx *c, int i, const ew_row_fn *tab);
+/* Infers an op over inputs [0, n_in) of one type with a kernel in tab:
+ * output 0 gets their broadcast shape, and type out (SMELT_UNDEFINED: the
+ * inputs' type). */
+smelt_status ew_table_infer(op_ctx *c, const ew_row_fn *tab, smelt_dtype out);
 
 /* A row function over one operand: out[i] = EXPR with x = the input element.
  * TI/TO are the input/output element types; P *p points at the op's typed

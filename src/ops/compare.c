@@ -33,13 +33,7 @@ static const ew_table eq_tab = {EW_TABLE_FLOATS(Eq), EW_TABLE_INTS(Eq), [SMELT_B
 /* ---- infer/run: same-typed inputs, bool output ---- */
 
 static smelt_status to_bool_infer(op_ctx *c, const ew_row_fn *tab) {
-  TRY(ew_check_table(c, 0, tab));
-  TRY(ew_check_same_dtype(c, 0, c->n_in));
-  int r;
-  int64_t d[SMELT_MAX_RANK];
-  TRY(ew_broadcast_inputs(c, 0, c->n_in, &r, d));
-  op_set_out(c, 0, SMELT_BOOL, r, d);
-  return SMELT_OK;
+  return ew_table_infer(c, tab, SMELT_BOOL);
 }
 
 static smelt_status to_bool_run(op_ctx *c, const ew_row_fn *tab) {
