@@ -65,24 +65,14 @@ EW_ROW1(Gelu_f64, double, double, 0.5 * x * (1 + erf(x * 0.70710678118654752)))
 EW_ROW1(GeluTanh_f64, double, double, gelu_tanh_f64(x))
 
 /* f32 rows with the vmath kernels for contiguous rows (params: act_params) */
-#define VMATH_ROW(NAME, OP, EXPR)                                                       \
-  static void NAME(const void *params, int64_t n, void *out_, const void *const *in,  \
-                   const int64_t *st) {                                                \
-    const act_params *p = params;                                                      \
-    const float *a = in[0];                                                            \
-    float *o = out_;                                                                   \
-    if (st[0] == 1 && p && p->vm) {                                                    \
-      p->vm->op[OP](a, o, n);                                                          \
-      return;                                                                          \
-    }                                                                                  \
-    for (int64_t i = 0; i < n; i++) {                                                  \
-      float x = a[i * st[0]];                                                          \
-      o[i] = (EXPR);                                                                   \
-    }                                                                                  \
-  }
-VMATH_ROW(Sigmoid_f32, VMATH_SIGMOID, sigmoid_f32(x))
-VMATH_ROW(Gelu_f32, VMATH_GELU_ERF, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))
-VMATH_ROW(GeluTanh_f32, VMATH_GELU_TANH, gelu_tanh_f32(x))
+static inline const vmath_kernels *act_vm(const void *params) {
+  const act_params *p = params;
+  return p ? p->vm : NULL;
+}
+EW_ROW1_VMATH(Sigmoid_f32, VMATH_SIGMOID, act_vm(params), sigmoid_f32(x))
+EW_ROW1_VMATH(Gelu_f32, VMATH_GELU_ERF, act_vm(params),
+              0.5f * x * (1.0f + erff(x * 0.70710678118654752f)))
+EW_ROW1_VMATH(GeluTanh_f32, VMATH_GELU_TANH, act_vm(params), gelu_tanh_f32(x))
 
 /* Integer Relu, PRelu and Shrink (whose bias and threshold stay floats). */
 #define SINT_ACT_ROWS(sfx, T, U)                                                          \

@@ -104,6 +104,26 @@ smelt_status ew_table_infer(op_ctx *c, const ew_row_fn *tab, smelt_dtype out);
 /* The same for ops without parameters. */
 #define EW_ROW1(NAME, TI, TO, EXPR) EW_ROW1P(NAME, char, TI, TO, EXPR)
 
+/* An f32 row function that hands contiguous rows to a vectorized kernel: VK
+ * (an expression of `params`) is a vmath_kernels table (kernels/vmath.h) or
+ * NULL, OP the kernel's index in it; strided rows, or no table, compute
+ * EXPR of x element by element. */
+#define EW_ROW1_VMATH(NAME, OP, VK, EXPR)                                                   \
+  static void NAME(const void *params, int64_t n, void *out_, const void *const *in,       \
+                   const int64_t *st) {                                                    \
+    const vmath_kernels *vk = (VK);                                                        \
+    const float *a = in[0];                                                                \
+    float *o = out_;                                                                       \
+    if (st[0] == 1 && vk) {                                                                \
+      vk->op[OP](a, o, n);                                                                 \
+      return;                                                                              \
+    }                                                                                      \
+    for (int64_t i = 0; i < n; i++) {                                                      \
+      float x = a[i * st[0]];                                                              \
+      o[i] = (EXPR);                                                                       \
+    }                                                                                      \
+  }
+
 /* A row function over two operands: out[i] = EXPR with x, y the elements.
  * The contiguous/broadcast cases are separate loops so each vectorizes. */
 #define EW_ROW2(NAME, TA, TB, TO, EXPR)                                                     \

@@ -46,24 +46,9 @@ EW_ROW1(Erf_f64, double, double, erf(x))
 EW_ROW1(Tanh_f64, double, double, tanh(x))
 
 /* f32 rows: params is the vmath table (kernels/vmath.h) for contiguous rows. */
-#define VMATH_ROW(NAME, OP, EXPR)                                                       \
-  static void NAME(const void *params, int64_t n, void *out_, const void *const *in,  \
-                   const int64_t *st) {                                                \
-    const vmath_kernels *vk = params;                                                  \
-    const float *a = in[0];                                                            \
-    float *o = out_;                                                                   \
-    if (st[0] == 1 && vk) {                                                            \
-      vk->op[OP](a, o, n);                                                             \
-      return;                                                                          \
-    }                                                                                  \
-    for (int64_t i = 0; i < n; i++) {                                                  \
-      float x = a[i * st[0]];                                                          \
-      o[i] = (EXPR);                                                                   \
-    }                                                                                  \
-  }
-VMATH_ROW(Exp_f32, VMATH_EXP, expf(x))
-VMATH_ROW(Erf_f32, VMATH_ERF, erff(x))
-VMATH_ROW(Tanh_f32, VMATH_TANH, tanhf(x))
+EW_ROW1_VMATH(Exp_f32, VMATH_EXP, params, expf(x))
+EW_ROW1_VMATH(Erf_f32, VMATH_ERF, params, erff(x))
+EW_ROW1_VMATH(Tanh_f32, VMATH_TANH, params, tanhf(x))
 
 #define SINT_UNARY(sfx, T, U)                                     \
   EW_ROW1(Abs_##sfx, T, T, x < 0 ? (T)(0u - (U)x) : x)           \
