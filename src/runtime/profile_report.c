@@ -69,24 +69,24 @@ void profile_summary_free(profile_summary *s) {
   memset(s, 0, sizeof *s);
 }
 
-static void thread_name_event(json_writer *w, long pid, int tid, const char *name, int sort) {
+/* Opens a metadata event ("ph": "M") of thread tid, up to its args; the
+ * caller writes the args and closes both objects. */
+static void meta_event_begin(json_writer *w, const char *kind, long pid, int tid) {
   json_object_begin(w);
-  json_kv_string(w, "name", "thread_name");
+  json_kv_string(w, "name", kind);
   json_kv_string(w, "ph", "M");
   json_kv_int(w, "pid", pid);
   json_kv_int(w, "tid", tid);
   json_key(w, "args");
   json_object_begin(w);
+}
+
+static void thread_name_event(json_writer *w, long pid, int tid, const char *name, int sort) {
+  meta_event_begin(w, "thread_name", pid, tid);
   json_kv_string(w, "name", name);
   json_object_end(w);
   json_object_end(w);
-  json_object_begin(w);
-  json_kv_string(w, "name", "thread_sort_index");
-  json_kv_string(w, "ph", "M");
-  json_kv_int(w, "pid", pid);
-  json_kv_int(w, "tid", tid);
-  json_key(w, "args");
-  json_object_begin(w);
+  meta_event_begin(w, "thread_sort_index", pid, tid);
   json_kv_int(w, "sort_index", sort);
   json_object_end(w);
   json_object_end(w);
