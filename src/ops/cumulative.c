@@ -3,6 +3,7 @@
  * step, as a sequential loop in that type would. */
 #include <string.h>
 
+#include "ops/nn_util.h"
 #include "ops/shape_util.h"
 #include "util/err.h"
 
@@ -94,9 +95,9 @@ static smelt_status cum_run_common(op_ctx *c, bool prod) {
   tensor *x = c->in[0], *y = c->out[0];
   int axis;
   TRY(cum_axis(c, x->rank, &axis));
-  cum_shape s = {shape_numel(axis, x->dims), x->dims[axis],
-                 shape_numel(x->rank - axis - 1, x->dims + axis + 1),
-                 op_attr_int(c, "exclusive", 0) != 0, op_attr_int(c, "reverse", 0) != 0, prod};
+  cum_shape s = {.exclusive = op_attr_int(c, "exclusive", 0) != 0,
+                 .reverse = op_attr_int(c, "reverse", 0) != 0, .prod = prod};
+  nn_split_axis(x, axis, false, &s.outer, &s.n, &s.inner);
   switch (x->dtype) {
     case SMELT_F32: cum_f32(x->data, y->data, &s); break;
     case SMELT_F64: cum_f64(x->data, y->data, &s); break;
