@@ -59,6 +59,32 @@ AVX2_INLINE void avx2_edge_end(const avx2_edge *e, int NR, float *c, int64_t ldc
   for (int i = 0; i < mr; i++) memcpy(c + i * ldc, e->c + i * NR, sizeof(float) * (size_t)nr);
 }
 
+/* The 6 x 16 tile of the AVX2 GEMM kernels, acc[row][half], stored whole
+ * with the epilogue: column bias from st->bias[0], row bias st->bias[row]. */
+AVX2_INLINE void avx2_store_6x16_full(__m256 acc[6][2], float *c, int64_t ldc, const gemm_store *st) {
+  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias : NULL;
+#pragma GCC unroll 8
+  for (int i = 0; i < 6; i++) {
+    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
+    avx2_store(acc[i][0], c + i * ldc, st, cb, rb);
+    avx2_store(acc[i][1], c + i * ldc + 8, st, cb ? cb + 8 : NULL, rb);
+  }
+}
+
+/* Rows [0, mr) x columns [0, nr) of that tile: a full tile straight to c,
+ * an edge tile through the temp. */
+AVX2_INLINE void avx2_store_6x16(__m256 acc[6][2], float *c, int64_t ldc, int mr, int nr,
+                                 const gemm_store *st) {
+  if (mr == 6 && nr == 16) {
+    avx2_store_6x16_full(acc, c, ldc, st);
+    return;
+  }
+  avx2_edge e;
+  avx2_edge_begin(&e, 6, 16, c, ldc, mr, nr, st);
+  avx2_store_6x16_full(acc, e.c, 16, &e.st);
+  avx2_edge_end(&e, 16, c, ldc, mr, nr);
+}
+
 /* Lanes [0, n) as a maskload mask, n clamped to [0, 8]. */
 AVX2_INLINE __m256i avx2_mask(int64_t n) {
   int v = n < 0 ? 0 : (n > 8 ? 8 : (int)n);

@@ -36,4 +36,20 @@ AVX512_INLINE void avx512_store(__m512 acc, float *c, __mmask16 m, const gemm_st
   _mm512_mask_storeu_ps(c, m, x);
 }
 
+/* Rows [0, mr) of the 8 x 32 tile of the AVX-512 GEMM kernels,
+ * acc[row][vector], stored with the epilogue; m[v] masks vector v's
+ * columns.  Column bias from st->bias[0], row bias st->bias[row]. */
+AVX512_INLINE void avx512_store_8x32(__m512 acc[8][2], float *c, int64_t ldc, int mr,
+                                     const __mmask16 m[2], const gemm_store *st) {
+  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias : NULL;
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++) {
+    if (i >= mr) break;
+    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; v++)
+      avx512_store(acc[i][v], c + i * ldc + 16 * v, m[v], st, cb ? cb + 16 * v : NULL, rb);
+  }
+}
+
 #endif

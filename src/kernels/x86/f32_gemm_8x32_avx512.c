@@ -48,14 +48,6 @@ void f32_gemm_8x32_avx512(int64_t kc, const float *restrict a, const float *rest
   __mmask16 m[NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; v++) m[v] = avx512_mask(nr - 16 * v);
-  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias : NULL;
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; i++) {
-    if (i >= mr) break;
-    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; v++)
-      avx512_store(acc[i][v], c + i * ldc + 16 * v, m[v], st, cb ? cb + 16 * v : NULL, rb);
-  }
+  avx512_store_8x32(acc, c, ldc, mr, m, st);
 }
 #endif

@@ -9,16 +9,6 @@
 #define MR 6
 #define NR 16
 
-AVX2_INLINE void store_tile(__m256 acc[MR][2], float *c, int64_t ldc, const gemm_store *st) {
-  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias : NULL;
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; i++) {
-    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
-    avx2_store(acc[i][0], c + i * ldc, st, cb, rb);
-    avx2_store(acc[i][1], c + i * ldc + 8, st, cb ? cb + 8 : NULL, rb);
-  }
-}
-
 SMELT_TARGET_AVX2
 void f32_gemm_6x16_avx2(int64_t kc, const float *restrict a, const float *restrict b,
                         float *restrict c, int64_t ldc, int mr, int nr, const gemm_store *st_arg) {
@@ -39,13 +29,6 @@ void f32_gemm_6x16_avx2(int64_t kc, const float *restrict a, const float *restri
     a += MR;
     b += NR;
   }
-  if (mr == MR && nr == NR) {
-    store_tile(acc, c, ldc, st);
-    return;
-  }
-  avx2_edge e;
-  avx2_edge_begin(&e, MR, NR, c, ldc, mr, nr, st);
-  store_tile(acc, e.c, NR, &e.st);
-  avx2_edge_end(&e, NR, c, ldc, mr, nr);
+  avx2_store_6x16(acc, c, ldc, mr, nr, st);
 }
 #endif

@@ -10,16 +10,6 @@
 #define MR 6
 #define NR 16
 
-AVX2_INLINE void store_rows(__m256 acc[MR][2], float *c, int64_t ldc, const gemm_store *st) {
-  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias : NULL;
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; i++) {
-    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
-    avx2_store(acc[i][0], c + i * ldc, st, cb, rb);
-    avx2_store(acc[i][1], c + i * ldc + 8, st, cb ? cb + 8 : NULL, rb);
-  }
-}
-
 SMELT_TARGET_AVX2
 void f32_gemm_direct_6x16_avx2(int64_t K, const float *a, int64_t rsa, int64_t csa,
                                const float *b, int64_t ldb, float *c, int64_t ldc, int mr, int nr,
@@ -55,13 +45,6 @@ void f32_gemm_direct_6x16_avx2(int64_t K, const float *a, int64_t rsa, int64_t c
       }
     }
   }
-  if (mr == MR && nr == NR) {
-    store_rows(acc, c, ldc, st);
-    return;
-  }
-  avx2_edge e;
-  avx2_edge_begin(&e, MR, NR, c, ldc, mr, nr, st);
-  store_rows(acc, e.c, NR, &e.st);
-  avx2_edge_end(&e, NR, c, ldc, mr, nr);
+  avx2_store_6x16(acc, c, ldc, mr, nr, st);
 }
 #endif

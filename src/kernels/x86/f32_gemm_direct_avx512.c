@@ -45,14 +45,6 @@ void f32_gemm_direct_8x32_avx512(int64_t K, const float *a, int64_t rsa, int64_t
       for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
   }
-  const float *cb = st->bias_kind == GEMM_BIAS_COL ? st->bias : NULL;
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; i++) {
-    if (i >= mr) break;
-    float rb = st->bias_kind == GEMM_BIAS_ROW ? st->bias[i] : 0.f;
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; v++)
-      avx512_store(acc[i][v], c + i * ldc + 16 * v, m[v], st, cb ? cb + 16 * v : NULL, rb);
-  }
+  avx512_store_8x32(acc, c, ldc, mr, m, st);
 }
 #endif
