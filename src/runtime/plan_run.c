@@ -63,6 +63,17 @@ static op_cache *node_cache(const compiled_plan *p, int node) {
   return p->shared_cache ? p->shared_cache : &p->caches[node];
 }
 
+/* Points in[i] at a view (in inb[i]) of node input i, NULL where absent. */
+static void bind_inputs(run_ctx *r, const ir_node *nd, tensor *inb, tensor **in) {
+  for (int i = 0; i < nd->n_inputs; i++) {
+    in[i] = NULL;
+    if (nd->inputs[i] >= 0) {
+      vtensor(r, nd->inputs[i], &inb[i]);
+      in[i] = &inb[i];
+    }
+  }
+}
+
 static smelt_status run_kernel(run_ctx *r, const pstep *st) {
   void *a[MAX_ARGS];
   for (int i = 0; i < st->n_args; i++) a[i] = vptr(r, st->args[i]);
@@ -92,13 +103,7 @@ static smelt_status run_library(run_ctx *r, const pstep *st) {
   const ir_node *nd = &g->nodes[st->node];
   tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];
   bool scratch = false;
-  for (int i = 0; i < nd->n_inputs; i++) {
-    in[i] = NULL;
-    if (nd->inputs[i] >= 0) {
-      vtensor(r, nd->inputs[i], &inb[i]);
-      in[i] = &inb[i];
-    }
-  }
+  bind_inputs(r, nd, inb, in);
   for (int o = 0; o < nd->n_outputs; o++) {
     out[o] = &outb[o];
     memset(&outb[o], 0, sizeof outb[o]);
@@ -184,13 +189,7 @@ static smelt_status run_break(run_ctx *r, const pstep *st) {
   const ir_graph *g = r->p->g;
   const ir_node *nd = &g->nodes[st->node];
   tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];
-  for (int i = 0; i < nd->n_inputs; i++) {
-    in[i] = NULL;
-    if (nd->inputs[i] >= 0) {
-      vtensor(r, nd->inputs[i], &inb[i]);
-      in[i] = &inb[i];
-    }
-  }
+  bind_inputs(r, nd, inb, in);
   for (int o = 0; o < nd->n_outputs; o++) {
     memset(&outb[o], 0, sizeof outb[o]);
     out[o] = &outb[o];
