@@ -18,9 +18,8 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void compiled_plan_free(compiled_plan *p) {
-  if (!p) return;
-  compiled_plan_instances_free(p);
+/* Frees the plan's steps and value locations, leaving both NULL. */
+static void free_steps(compiled_plan *p) {
   for (int i = 0; i < p->n_steps; i++) {
     free(p->steps[i].args);
     free(p->steps[i].params);
@@ -28,6 +27,14 @@ void compiled_plan_free(compiled_plan *p) {
   }
   free(p->steps);
   free(p->loc);
+  p->steps = NULL;
+  p->loc = NULL;
+}
+
+void compiled_plan_free(compiled_plan *p) {
+  if (!p) return;
+  compiled_plan_instances_free(p);
+  free_steps(p);
   if (p->caches) op_cache_free_all(p->caches, p->g->n_nodes);
   free(p->caches);
   if (p->owns_lib) kernel_lib_close(&p->lib);
@@ -198,15 +205,7 @@ static smelt_status build_steps(compiled_plan *p, const cgraph *cg, const compil
              smelt_last_error());
     r->no_codegen = true;
     r->kernels = 0;
-    for (int i = 0; i < p->n_steps; i++) {
-      free(p->steps[i].args);
-      free(p->steps[i].params);
-      free(p->steps[i].gemm);
-    }
-    free(p->steps);
-    free(p->loc);
-    p->steps = NULL;
-    p->loc = NULL;
+    free_steps(p);
     p->n_steps = p->n_kernels = p->n_breaks = p->n_library = 0;
     s = schedule_plan(cg, &fu, false, p);
   } else if (s && o->fullgraph) {
