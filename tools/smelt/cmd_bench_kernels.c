@@ -404,6 +404,21 @@ static void run_layernorm(void *v) {
     c->k->layernorm_row(c->x + r * c->n, c->y + r * c->n, c->n, c->scale, c->bias, 1e-5f, NULL, NULL);
 }
 
+/* A row kernel (run) over rows x n floats in and out, on ISA isa. */
+static void bench_rows(bk *b, const char *kernel, void (*run)(void *), vm_ctx *c, int64_t rows,
+                       int64_t n, int isa) {
+  char shape[96];
+  c->rows = rows, c->n = n;
+  snprintf(shape, sizeof shape, "%lld rows x %lld, %s, 1 thread", (long long)rows, (long long)n,
+           isa_name((isa_level)isa));
+  if (!bk_want(b, kernel, shape)) return;
+  double t = bk_time(b, run, c);
+  bk_row r = row0();
+  r.gbs = 8.0 * rows * n / t * 1e-9;
+  r.gelems = rows * n / t * 1e-9;
+  bk_add(b, kernel, shape, r);
+}
+
 static void bench_vmath(bk *b) {
   int64_t n = 1 << 18; /* 1 MiB in, 1 MiB out: cache-resident, so compute is measured */
   vm_ctx c = {.x = bk_rand(n), .y = bk_rand(n), .scale = bk_rand(768), .bias = bk_rand(768), .n = n};
@@ -425,26 +440,8 @@ static void bench_vmath(bk *b) {
       r.note = "ref: libm, scalar";
       bk_add(b, kernel, shape, r);
     }
-    c.rows = 12 * 128, c.n = 128;
-    snprintf(shape, sizeof shape, "%lld rows x %lld, %s, 1 thread", (long long)c.rows, (long long)c.n,
-             isa_name((isa_level)isa));
-    if (bk_want(b, "softmax_row", shape)) {
-      double t = bk_time(b, run_softmax, &c);
-      bk_row r = row0();
-      r.gbs = 8.0 * c.rows * c.n / t * 1e-9;
-      r.gelems = c.rows * c.n / t * 1e-9;
-      bk_add(b, "softmax_row", shape, r);
-    }
-    c.rows = 128, c.n = 768;
-    snprintf(shape, sizeof shape, "%lld rows x %lld, %s, 1 thread", (long long)c.rows, (long long)c.n,
-             isa_name((isa_level)isa));
-    if (bk_want(b, "layernorm_row", shape)) {
-      double t = bk_time(b, run_layernorm, &c);
-      bk_row r = row0();
-      r.gbs = 8.0 * c.rows * c.n / t * 1e-9;
-      r.gelems = c.rows * c.n / t * 1e-9;
-      bk_add(b, "layernorm_row", shape, r);
-    }
+    bench_rows(b, "softmax_row", run_softmax, &c, 12 * 128, 128, isa);
+    bench_rows(b, "layernorm_row", run_layernorm, &c, 128, 768, isa);
     c.n = n;
   }
   tensor_data_free(c.x), tensor_data_free(c.y), tensor_data_free(c.scale), tensor_data_free(c.bias);
