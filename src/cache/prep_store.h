@@ -38,8 +38,7 @@ typedef struct prep_key {
 bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
                     const void *src, size_t src_len, size_t len, prep_key *out);
 /* k: from prep_store_key on this store.  The prepared array under k if the
- * cache holds one of exactly k->len
- * bytes, else NULL. */
+ * cache holds one of exactly k->len bytes, else NULL. */
 const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k);
 /* Saves data (k->len bytes) under k.  A failure (disk full, read-only cache)
  * is reported once on stderr and otherwise ignored: the session goes on
