@@ -27,7 +27,7 @@
  * eviction leaves, the cache rarely goes past its cap, and then by a few
  * percent.  At the default 2 GB cap a 100 KB kernel library scans one put in
  * ~650 and resnet18's 74 MB of prepared weights about once; a scan lists the
- * directory and stats our files (about a millisecond per thousand entries).
+ * directory and stats our files (2.5 ms for 570 entries, 117 MB, here).
  * Reads never scan. */
 #define BUDGET_FRACTION 32
 

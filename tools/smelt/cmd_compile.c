@@ -80,7 +80,7 @@ static void print_report(const smelt_session *s, const compile_report *r) {
     cache_usage(&sc->cache, &bytes, &entries);
     char cap[48] = "no cap";
     if (sc->cache.max_bytes) snprintf(cap, sizeof cap, "cap %" PRIu64 " MB", sc->cache.max_bytes >> 20);
-    printf("cache: %s (%s: %" PRId64 " entries, %.1f MB, %s)\n", r->cache_hit ? "hit" : "miss, entry written",
+    printf("cache: %s (%s: %" PRId64 " entries, %.2f MB, %s)\n", r->cache_hit ? "hit" : "miss, entry written",
            sc->cache.dir, entries, (double)bytes / (1 << 20), cap);
   } else {
     printf("cache: off (%s)\n", sc->cache.why_off);
