@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/evict.h"
 #include "runtime/pool.h"
 #include "util/err.h"
 #include "util/file.h"
@@ -18,6 +19,7 @@
 
 #define META_MAX 1024
 #define DATA_MAX ((size_t)1 << 30)
+#define DEFAULT_MAX_MB 2048
 
 static void off(smelt_cache *c, bool *warn, bool w, const char *fmt, const char *a, const char *b) {
   c->enabled = false;
@@ -39,12 +41,33 @@ static int make_dirs(const char *path) {
   return 0;
 }
 
+/* SMELT_CACHE_MAX_MB in bytes (unset: the default); false when it is not a
+ * whole number of megabytes that fits. */
+static bool parse_max(uint64_t *bytes) {
+  *bytes = (uint64_t)DEFAULT_MAX_MB << 20;
+  const char *v = getenv("SMELT_CACHE_MAX_MB");
+  if (!v || !*v) return true;
+  uint64_t mb = 0;
+  for (const char *p = v; *p; p++) {
+    if (*p < '0' || *p > '9' || mb > (UINT64_MAX >> 20) / 10) return false;
+    mb = mb * 10 + (uint64_t)(*p - '0');
+  }
+  if (mb > UINT64_MAX >> 20) return false;
+  *bytes = mb << 20;
+  return true;
+}
+
 void cache_open(smelt_cache *c, const char *dir_option, bool *warn) {
   memset(c, 0, sizeof *c);
   *warn = false;
   const char *e = getenv("SMELT_CACHE");
   if (e && (!strcmp(e, "off") || !strcmp(e, "0"))) {
     off(c, warn, false, "SMELT_CACHE=%s%s", e, "");
+    return;
+  }
+  if (!parse_max(&c->max_bytes)) {
+    off(c, warn, true, "SMELT_CACHE_MAX_MB='%s' is not a whole number of megabytes%s",
+        getenv("SMELT_CACHE_MAX_MB"), "");
     return;
   }
   const char *d = dir_option && *dir_option ? dir_option : getenv("SMELT_CACHE_DIR");
@@ -226,22 +249,22 @@ static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind
   if (mfd < 0) return -1;
   size_t mlen = ms.st_size > META_MAX ? META_MAX : (size_t)ms.st_size;
   bool ok = read_fd(mfd, (uint8_t *)meta, mlen);
-  close(mfd);
   meta[ok ? mlen : 0] = 0;
   if (!ok || !parse_meta(meta, k, kind, size, sum) || *size > DATA_MAX) {
     snprintf(why, why_n, "'%s' is damaged", mpath);
+    close(mfd);
     return -1;
   }
   int dfd = open_checked(dpath, &ds, why, why_n);
-  if (dfd < 0) {
-    if (!why[0]) snprintf(why, why_n, "'%s' is missing", dpath);
-    return -1;
-  }
-  if ((size_t)ds.st_size != *size) {
+  if (dfd >= 0 && (size_t)ds.st_size != *size) {
     snprintf(why, why_n, "'%s' is truncated or grown", dpath);
     close(dfd);
-    return -1;
-  }
+    dfd = -1;
+  } /* a missing data file is a plain miss: evicted between our two opens */
+  /* A use for eviction's recency.  An entry whose checksum then fails is
+   * rewritten by the caller at once, so touching it early costs nothing. */
+  if (dfd >= 0) cache_touch(mfd, &ms.st_mtim);
+  close(mfd);
   return dfd;
 }
 
@@ -317,6 +340,12 @@ smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kin
 smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
                             const void *data, size_t len) {
   if (!c->enabled) return SMELT_OK;
+  if (!cache_kind_ok(kind))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_put: kind '%s' is not 1 to 32 letters, digits, '_' or '-'",
+                   kind);
+  if (c->max_bytes && (len > c->max_bytes || c->max_bytes - len < META_MAX))
+    return err_set(SMELT_ERR_IO, "a '%s' cache entry of %zu bytes does not fit the cache's cap of %" PRIu64
+                   " MB (SMELT_CACHE_MAX_MB)", kind, len, c->max_bytes >> 20);
   char mpath[1200], dpath[1200], meta[META_MAX];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
@@ -324,5 +353,11 @@ smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_
                    k->hex, kind, len, cache_checksum_pool(pool, data, len));
   /* no fsync: a torn entry fails its size or checksum check and is rebuilt */
   TRY(file_write_atomic_ex(dpath, data, len, false));
-  return file_write_atomic_ex(mpath, meta, (size_t)n, false);
+  TRY(file_write_atomic_ex(mpath, meta, (size_t)n, false));
+  if (cache_evict_due(c->max_bytes, len + (size_t)n, k, kind)) {
+    char keep[128];
+    snprintf(keep, sizeof keep, "%s.%s", k->hex, kind);
+    cache_evict(c, keep);
+  }
+  return SMELT_OK;
 }

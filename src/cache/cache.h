@@ -11,7 +11,19 @@
  * checks that both files belong to the current user and are not writable by
  * others, and that size and checksum match; anything else is a miss (the
  * caller rebuilds and the new entry replaces the bad one): a corrupt,
- * truncated or foreign entry is never used. */
+ * truncated or foreign entry is never used.
+ *
+ * Size: SMELT_CACHE_MAX_MB caps the bytes of the entries' files (default
+ * 2048; 0 = unlimited; anything but a whole number turns the cache off with
+ * a warning, so that a cap meant to bound the disk is never ignored).  A hit
+ * touches the entry's meta (its mtime is the entry's last use, updated at
+ * most once a minute) and a put writes it; after some puts (see evict.c for
+ * when) the least recently used entries are deleted, meta first, until the
+ * entries fill at most 90% of the cap.  The entry just written is kept, and
+ * one larger than the whole cap is not written.  Files that are not our
+ * entries are left alone, but for temporaries of an interrupted write that
+ * are over an hour old.  Processes may share the directory: eviction takes
+ * no lock, a deleted entry is a miss, and a mapping of it stays valid. */
 #ifndef SMELT_CACHE_CACHE_H
 #define SMELT_CACHE_CACHE_H
 
@@ -24,6 +36,7 @@
 
 typedef struct smelt_cache {
   bool enabled;
+  uint64_t max_bytes; /* the size cap; 0: none */
   char dir[1024];
   char why_off[1400]; /* when not enabled: the reason (for --explain / warnings) */
 } smelt_cache;
@@ -70,6 +83,9 @@ smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kin
 /* cache_put with the checksum split over pool (NULL: this thread). */
 smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k,
                             const char *kind, const void *data, size_t len);
+/* Bytes in the cache's entries and their number: a directory scan, for
+ * reports (0 and 0 when the cache is off or unreadable). */
+void cache_usage(const smelt_cache *c, uint64_t *bytes, int64_t *entries);
 /* Path of entry data KEY.kind (for tests). */
 void cache_entry_path(const smelt_cache *c, const cache_key *k, const char *kind, bool meta,
                       char *out, size_t n);

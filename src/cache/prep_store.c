@@ -39,8 +39,9 @@ void prep_store_free(prep_store *s) {
   free(s);
 }
 
-static cache_key entry_key(smelt_pool *pool, const char *kind, const void *desc, size_t desc_len, const void *src,
-                           size_t src_len, size_t len) {
+bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
+                    const void *src, size_t src_len, size_t len, prep_key *out) {
+  if (!s || !s->cache->enabled || len == 0) return false;
   key_hasher h;
   key_init(&h);
   key_add_str(&h, "prepared");
@@ -51,18 +52,17 @@ static cache_key entry_key(smelt_pool *pool, const char *kind, const void *desc,
   key_add_i64(&h, (int64_t)src_len);
   key_add_i64(&h, (int64_t)cache_checksum_pool(pool, src, src_len));
   key_add_i64(&h, (int64_t)len);
-  return key_final(&h);
+  *out = (prep_key){key_final(&h), kind, len};
+  return true;
 }
 
-const void *prep_store_get(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
-                           const void *src, size_t src_len, size_t len) {
-  if (!s || !s->cache->enabled || len == 0) return NULL;
-  cache_key k = entry_key(pool, kind, desc, desc_len, src, src_len, len);
+const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k) {
+  size_t len = k->len;
   const void *data;
   size_t got;
   bool hit;
   char why[1400];
-  cache_map(s->cache, pool, &k, kind, &data, &got, &hit, why, sizeof why);
+  cache_map(s->cache, pool, &k->key, k->kind, &data, &got, &hit, why, sizeof why);
   if (!hit) return NULL;
   if (got != len) {
     cache_unmap(data, got);
@@ -86,11 +86,8 @@ const void *prep_store_get(prep_store *s, smelt_pool *pool, const char *kind, co
   return data;
 }
 
-void prep_store_put(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
-                    const void *src, size_t src_len, const void *data, size_t len) {
-  if (!s || !s->cache->enabled || len == 0) return;
-  cache_key k = entry_key(pool, kind, desc, desc_len, src, src_len, len);
-  smelt_status st = cache_put_pool(s->cache, pool, &k, kind, data, len);
+void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data) {
+  smelt_status st = cache_put_pool(s->cache, pool, &k->key, k->kind, data, k->len);
   pthread_mutex_lock(&s->mu);
   if (!st) s->saved++;
   bool warn = st && !s->warned;

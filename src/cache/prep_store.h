@@ -14,6 +14,7 @@
 #ifndef SMELT_CACHE_PREP_STORE_H
 #define SMELT_CACHE_PREP_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cache/cache.h"
@@ -25,15 +26,24 @@ typedef struct prep_store prep_store;
 smelt_status prep_store_create(const smelt_cache *c, prep_store **out);
 void prep_store_free(prep_store *s); /* unmaps everything it handed out; NULL ok */
 
-/* The prepared array for (kind, desc, src) if the cache holds one of exactly
- * len bytes, else NULL. */
-const void *prep_store_get(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
-                           const void *src, size_t src_len, size_t len);
-/* Saves data (len bytes) as the prepared array for (kind, desc, src).  A
- * failure (disk full, read-only cache) is reported once on stderr and
- * otherwise ignored: the session goes on preparing in memory. */
-void prep_store_put(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
-                    const void *src, size_t src_len, const void *data, size_t len);
+/* Where the prepared array of len bytes made from (kind, desc, src) lives:
+ * computed once (it hashes src) for a get and, on a miss, the put. */
+typedef struct prep_key {
+  cache_key key;
+  const char *kind; /* borrowed: a string literal */
+  size_t len;
+} prep_key;
+
+/* false (nothing to get or put) when s is NULL, its cache is off or len 0. */
+bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
+                    const void *src, size_t src_len, size_t len, prep_key *out);
+/* k: from prep_store_key on this store.  The prepared array under k if the
+ * cache holds one of exactly k->len bytes, else NULL. */
+const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k);
+/* Saves data (k->len bytes) under k.  A failure (disk full, read-only cache)
+ * is reported once on stderr and otherwise ignored: the session goes on
+ * preparing in memory. */
+void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data);
 
 /* Entries mapped / written so far. */
 void prep_store_counts(prep_store *s, int *loaded, int *saved);

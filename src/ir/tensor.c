@@ -42,7 +42,24 @@ const char *shape_str(char *buf, size_t n, int rank, const int64_t *dims, const 
 void *tensor_data_alloc(size_t n) { return bufcache_alloc(n); }
 void tensor_data_free(void *p) { bufcache_release(p); }
 
+static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, bool zero);
+
 smelt_status tensor_alloc(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
+  return alloc_shaped(t, dtype, rank, dims, true);
+}
+
+/* SMELT_POISON=1 fills uninitialized tensors with 0xff bytes (NaN for
+ * floats, -1 for integers), so a kernel that reads an output it did not
+ * write shows up in tests instead of passing on memory that happened to be
+ * zero. */
+smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
+  TRY(alloc_shaped(t, dtype, rank, dims, false));
+  const char *poison = getenv("SMELT_POISON");
+  if (poison && *poison && strcmp(poison, "0")) memset(t->data, 0xff, t->nbytes);
+  return SMELT_OK;
+}
+
+static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, bool zero) {
   memset(t, 0, sizeof *t);
   if (rank < 0 || rank > SMELT_MAX_RANK)
     return err_set(SMELT_ERR_UNSUPPORTED, "rank %d is outside 0..%d", rank, SMELT_MAX_RANK);
@@ -59,7 +76,7 @@ smelt_status tensor_alloc(tensor *t, smelt_dtype dtype, int rank, const int64_t 
   if (!dtype_nbytes(dtype, n, &nb) || nb > (SIZE_MAX >> 5)) return err_nomem("tensor", SIZE_MAX);
   void *p = tensor_data_alloc(nb);
   if (!p) return err_nomem("tensor", nb);
-  memset(p, 0, nb);
+  if (zero) memset(p, 0, nb);
   t->dtype = dtype;
   t->rank = rank;
   if (rank) memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);

@@ -96,6 +96,9 @@ void tensor_set_f64(tensor *t, int64_t i, double v);
 
 /* 64-byte aligned allocation for tensor data; never returns NULL for n == 0. */
 void *tensor_data_alloc(size_t n);
+/* tensor_alloc without clearing the data: for outputs a kernel writes in
+ * full (operator outputs).  SMELT_POISON=1 fills it with 0xff bytes. */
+smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims);
 void tensor_data_free(void *p);
 
 #endif

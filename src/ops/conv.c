@@ -344,11 +344,13 @@ static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_al
   size_t w_bytes = sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW);
   int64_t n = 0;
   TRY(conv2d_prepared_floats(d, algo, isa, &n));
-  const float *saved = prep_store_get(ps, c->pool, "conv", &pd, sizeof pd, W, w_bytes, sizeof(float) * (size_t)n);
+  prep_key k;
+  if (!prep_store_key(ps, c->pool, "conv", &pd, sizeof pd, W, w_bytes, sizeof(float) * (size_t)n, &k))
+    return conv2d_prepare(c->pool, d, algo, isa, W, pw);
+  const float *saved = prep_store_get(ps, c->pool, &k);
   if (saved) return conv2d_weights_wrap(d, algo, isa, saved, n, pw);
   TRY(conv2d_prepare(c->pool, d, algo, isa, W, pw));
-  const float *data = conv2d_weights_data(*pw, &n);
-  prep_store_put(ps, c->pool, "conv", &pd, sizeof pd, W, w_bytes, data, sizeof(float) * (size_t)n);
+  prep_store_put(ps, c->pool, &k, conv2d_weights_data(*pw, &n));
   return SMELT_OK;
 }
 

@@ -424,6 +424,7 @@ static smelt_status unpool_run(op_ctx *c) {
                    (long long)tensor_numel(ind), (long long)n);
   size_t es = dtype_size(y->dtype);
   const int64_t *I = ind->data;
+  memset(y->data, 0, y->nbytes); /* positions no index names are 0 */
   for (int64_t i = 0; i < n; i++) {
     int64_t k = I[i];
     if (k < 0 || k >= ndef)

@@ -499,7 +499,10 @@ static smelt_status cos_run(op_ctx *c) {
   const tensor *v;
   TRY(cos_value(c, &v));
   tensor *y = c->out[0];
-  if (!v) return SMELT_OK; /* tensor_alloc zeroed it: float 0 */
+  if (!v) { /* no value: float 0 */
+    memset(y->data, 0, y->nbytes);
+    return SMELT_OK;
+  }
   size_t es = dtype_size(v->dtype);
   char *p = y->data;
   for (size_t off = 0; off < y->nbytes; off += es) memcpy(p + off, v->data, es);
@@ -610,6 +613,7 @@ static smelt_status eyelike_infer(op_ctx *c) {
 static smelt_status eyelike_run(op_ctx *c) {
   tensor *y = c->out[0];
   int64_t k = op_attr_int(c, "k", 0), r = y->dims[0], cols = y->dims[1];
+  memset(y->data, 0, y->nbytes);
   for (int64_t i = 0; i < r; i++) {
     if (k > cols || i > cols - 1 - k) break;
     if (i + k >= 0) tensor_set_f64(y, i * cols + i + k, 1.0);

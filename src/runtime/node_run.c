@@ -52,7 +52,7 @@ smelt_status node_run_cached(const ir_graph *g, int node_id, tensor **in, tensor
       if (shape.rank < 0 || tensor_numel(&shape) < 0)
         s = err_set(SMELT_ERR_INTERNAL, "output %d has no concrete shape after inference", i);
       else if (shape.kind == TENSOR_KIND_TENSOR)
-        s = tensor_alloc(out[i], shape.dtype, shape.rank, shape.dims);
+        s = tensor_alloc_uninit(out[i], shape.dtype, shape.rank, shape.dims);
     }
   }
   if (!s) s = n->op->run(&c);

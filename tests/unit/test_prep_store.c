@@ -39,21 +39,24 @@ static void test_store(void) {
   for (int i = 0; i < 300; i++) src[i] = other[i] = (float)i * 0.5f;
   other[299] += 1;
   for (int i = 0; i < 1000; i++) prep[i] = (float)i * -0.25f;
-  int desc = 7;
-  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep));
-  prep_store_put(s, NULL, "test", &desc, sizeof desc, src, sizeof src, prep, sizeof prep);
-  const float *got = prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep);
+  int desc = 7, desc2 = 8;
+  prep_key k, k_other, k_desc, k_len;
+  CHECK(prep_store_key(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep, &k));
+  CHECK(!prep_store_key(s, NULL, "test", &desc, sizeof desc, src, sizeof src, 0, &k_len)); /* nothing to store */
+  CHECK(!prep_store_get(s, NULL, &k));
+  prep_store_put(s, NULL, &k, prep);
+  const float *got = prep_store_get(s, NULL, &k);
   CHECK(got && !memcmp(got, prep, sizeof prep));
   /* another source, description or size is another entry */
-  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, other, sizeof other, sizeof prep));
-  int desc2 = 8;
-  CHECK(!prep_store_get(s, NULL, "test", &desc2, sizeof desc2, src, sizeof src, sizeof prep));
-  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep - 4));
+  CHECK(prep_store_key(s, NULL, "test", &desc, sizeof desc, other, sizeof other, sizeof prep, &k_other));
+  CHECK(prep_store_key(s, NULL, "test", &desc2, sizeof desc2, src, sizeof src, sizeof prep, &k_desc));
+  CHECK(prep_store_key(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep - 4, &k_len));
+  CHECK(!prep_store_get(s, NULL, &k_other) && !prep_store_get(s, NULL, &k_desc) && !prep_store_get(s, NULL, &k_len));
   /* a damaged entry is a miss; put writes it again */
   corrupt_first(dir, ".test");
-  CHECK(!prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep));
-  prep_store_put(s, NULL, "test", &desc, sizeof desc, src, sizeof src, prep, sizeof prep);
-  got = prep_store_get(s, NULL, "test", &desc, sizeof desc, src, sizeof src, sizeof prep);
+  CHECK(!prep_store_get(s, NULL, &k));
+  prep_store_put(s, NULL, &k, prep);
+  got = prep_store_get(s, NULL, &k);
   CHECK(got && !memcmp(got, prep, sizeof prep));
   int loaded, saved;
   prep_store_counts(s, &loaded, &saved);

@@ -1,4 +1,5 @@
 /* The profiler: nested steps, pool chunks on several threads, summary, trace. */
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -12,9 +13,33 @@ static void spin_us(int us) {
   while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 }
 
+/* Threads that have run a chunk of the current parallel_for.  The pool's
+ * caller does not wait for a worker that has not started (it runs the
+ * chunks itself), so on a loaded machine one thread could take them all:
+ * each chunk waits (up to a second) until a second thread has joined, which
+ * makes the two-track check below deterministic. */
+static atomic_int joined;
+static _Thread_local int joined_gen;
+static atomic_int gen;
+
 static void work(void *ctx, int64_t b, int64_t e) {
   (void)ctx;
+  int g = atomic_load(&gen);
+  if (joined_gen != g) {
+    joined_gen = g;
+    atomic_fetch_add(&joined, 1);
+  }
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while (atomic_load(&joined) < 2 && (t.tv_sec - t0.tv_sec) < 1);
   spin_us((int)(e - b) * 50);
+}
+
+static void parallel_work(smelt_pool *pool) {
+  atomic_store(&joined, 0);
+  atomic_fetch_add(&gen, 1);
+  pool_parallel_for(pool, 64, 1, work, NULL);
 }
 
 /* One run: "Conv" (with parallel work and a nested subgraph step) then "Re\"lu". */
@@ -22,7 +47,7 @@ static void one_run(profiler *p, smelt_pool *pool) {
   const run_hook *h = profiler_hook(p);
   profiler_run_begin(p);
   h->begin(h->ctx, "Conv", "conv_1");
-  pool_parallel_for(pool, 64, 1, work, NULL);
+  parallel_work(pool);
   h->begin(h->ctx, "Add", "inner");
   spin_us(100);
   h->end(h->ctx);
@@ -43,7 +68,7 @@ int main(void) {
   one_run(p, pool);
   one_run(p, pool);
   profiler_detach_pool(p);
-  pool_parallel_for(pool, 64, 1, work, NULL); /* detached: not recorded */
+  parallel_work(pool); /* detached: not recorded */
 
   size_t n;
   const profile_event *ev = profiler_events(p, &n);

@@ -1,6 +1,7 @@
 /* smelt compile MODEL [--mode M] [--shape NAME=D0xD1...]... [--explain] —
  * compiles ahead of time (filling the cache) and optionally explains what the
  * compiler did. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,8 +74,17 @@ static void print_report(const smelt_session *s, const compile_report *r) {
          r->seconds * 1e3, r->t_front * 1e3, r->t_passes * 1e3, r->t_fuse * 1e3, r->t_plan * 1e3,
          r->t_emit * 1e3, r->t_cc * 1e3, r->t_load * 1e3, r->t_tune * 1e3);
   const session_compiler *sc = s->sc;
-  if (sc->cache.enabled) printf("cache: %s (%s)\n", r->cache_hit ? "hit" : "miss, entry written", sc->cache.dir);
-  else printf("cache: off (%s)\n", sc->cache.why_off);
+  if (sc->cache.enabled) {
+    uint64_t bytes;
+    int64_t entries;
+    cache_usage(&sc->cache, &bytes, &entries);
+    char cap[48] = "no cap";
+    if (sc->cache.max_bytes) snprintf(cap, sizeof cap, "cap %" PRIu64 " MB", sc->cache.max_bytes >> 20);
+    printf("cache: %s (%s: %" PRId64 " entries, %.2f MB, %s)\n", r->cache_hit ? "hit" : "miss, entry written",
+           sc->cache.dir, entries, (double)bytes / (1 << 20), cap);
+  } else {
+    printf("cache: off (%s)\n", sc->cache.why_off);
+  }
 }
 
 int cmd_compile(int argc, char **argv) {
