@@ -179,12 +179,15 @@ static bool direct_fits(const gemm_params *p) {
   int64_t limit = p->trans_a ? 48 * 1024 : 128 * 1024;
   if (p->K <= 256 && (p->M + p->N) * p->K <= limit) return true;
   /* Few rows (transformer prefill, small batches): each strip of B serves
-   * every row tile while it is still in L1/L2, so B streams from memory
-   * once, and packing it would cost about as much as the product.  Measured
-   * on Zen 5 at M 17..48, K up to 4096, B up to 16 MB: direct 1.1-2x the
-   * packed path (32x1024x256: 398 vs 243 GFLOP/s at 2 threads); past that
-   * (M 64, or B far beyond L3) packing wins. */
-  return !p->trans_a && p->M <= 48 && p->K <= 4096 && p->K * p->N <= ((int64_t)4 << 20);
+   * every row tile while it is still in L1/L2, so B is read once, and
+   * packing it would cost about as much as the product.  But a strip is a
+   * strided walk over B: once B is wide, and cold (a model streams its
+   * weights from memory each run), the packer's row-contiguous reads win.
+   * Measured on Zen 5 with B cold, 2 threads: direct 1.1-1.4x the packed
+   * path at N <= 1024 and B <= 4 MB (32x1024x256: 222 vs 157, 48x768x768:
+   * 261 vs 240, 17x768x768: 146 vs 125 GFLOP/s), even at 32x2048x512, and
+   * 0.85x at 32x256x4096. */
+  return !p->trans_a && p->M <= 48 && p->N <= 1024 && p->K * p->N <= ((int64_t)1 << 20);
 }
 
 typedef struct direct_ctx {
