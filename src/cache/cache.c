@@ -130,17 +130,10 @@ void key_add_str(key_hasher *h, const char *s) {
 
 void key_add_i64(key_hasher *h, int64_t v) { key_add(h, &v, sizeof v); }
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
 
 cache_key key_final(const key_hasher *h) {
   cache_key k;
-  snprintf(k.hex, sizeof k.hex, "%016" PRIx64 "%016" PRIx64, mix(h->a), mix(h->b ^ h->a));
+  snprintf(k.hex, sizeof k.hex, "%016" PRIx64 "%016" PRIx64, hash_mix64(h->a), hash_mix64(h->b ^ h->a));
   return k;
 }
 
@@ -175,8 +168,8 @@ uint64_t cache_checksum_pool(smelt_pool *pool, const void *p, size_t n) {
     sum_job j = {p, n, h};
     pool_parallel_for(pool, (int64_t)nb, 2, sum_blocks, &j);
   }
-  uint64_t acc = mix(n); /* without room for the block hashes: one at a time */
-  for (size_t i = 0; i < nb; i++) acc = mix(acc ^ (h ? h[i] : block_hash(p, n, i)));
+  uint64_t acc = hash_mix64(n); /* without room for the block hashes: one at a time */
+  for (size_t i = 0; i < nb; i++) acc = hash_mix64(acc ^ (h ? h[i] : block_hash(p, n, i)));
   if (h != small) free(h);
   return acc;
 }

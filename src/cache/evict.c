@@ -31,20 +31,13 @@
  * Reads never scan. */
 #define BUDGET_FRACTION 32
 
-static uint64_t fmix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  return x ^ (x >> 33);
-}
 
 bool cache_evict_due(uint64_t cap, uint64_t bytes, const cache_key *k, const char *kind) {
   if (!cap) return false;
   uint64_t budget = cap / BUDGET_FRACTION ? cap / BUDGET_FRACTION : 1;
   if (bytes >= budget) return true;
   uint64_t h = hash_bytes(HASH_SEED, k->hex, strlen(k->hex));
-  h = fmix(hash_bytes(h, kind, strlen(kind)));
+  h = hash_mix64(hash_bytes(h, kind, strlen(kind)));
   return h % budget < bytes;
 }
 

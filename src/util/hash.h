@@ -20,6 +20,15 @@ static inline uint64_t hash_str(const char *s) {
   return h;
 }
 
+/* MurmurHash3's 64-bit finalizer: every input bit reaches every output bit. */
+static inline uint64_t hash_mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+
 uint64_t hash_fast(const void *p, size_t n);
 
 #endif
