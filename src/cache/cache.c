@@ -148,16 +148,14 @@ typedef struct sum_job {
   uint64_t *h;
 } sum_job;
 
-static uint64_t block_hash(const unsigned char *p, size_t n, size_t i);
+static uint64_t block_hash(const unsigned char *p, size_t n, size_t i) {
+  size_t off = i * SUM_BLOCK;
+  return hash_fast(p + off, n - off < SUM_BLOCK ? n - off : SUM_BLOCK);
+}
 
 static void sum_blocks(void *ctx, int64_t b, int64_t e) {
   const sum_job *j = ctx;
   for (int64_t i = b; i < e; i++) j->h[i] = block_hash(j->p, j->n, (size_t)i);
-}
-
-static uint64_t block_hash(const unsigned char *p, size_t n, size_t i) {
-  size_t off = i * SUM_BLOCK;
-  return hash_fast(p + off, n - off < SUM_BLOCK ? n - off : SUM_BLOCK);
 }
 
 uint64_t cache_checksum_pool(smelt_pool *pool, const void *p, size_t n) {

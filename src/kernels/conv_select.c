@@ -188,14 +188,18 @@ static smelt_status check_desc(const conv2d_desc *d) {
   return SMELT_OK;
 }
 
-smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo algo, isa_level isa,
-                            const float *W, conv2d_weights **out) {
+smelt_status conv2d_prepared_floats(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t *n) {
   TRY(check_desc(d));
   if (!conv2d_supports(d, algo) || algo == CONV_ALGO_IM2COL || algo == CONV_ALGO_WINOGRAD)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: %s cannot be prepared for this shape",
                    conv_algo_name(algo));
+  return prepared_size(d, algo, conv_kernels_get(isa), n);
+}
+
+smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo algo, isa_level isa,
+                            const float *W, conv2d_weights **out) {
   int64_t n = 0;
-  TRY(prepared_size(d, algo, conv_kernels_get(isa), &n));
+  TRY(conv2d_prepared_floats(d, algo, isa, &n));
   conv2d_weights *w = NULL;
   TRY(conv_weights_new(d, algo, isa, n, &w));
   smelt_status st = SMELT_OK;
@@ -208,14 +212,6 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   }
   *out = w;
   return SMELT_OK;
-}
-
-smelt_status conv2d_prepared_floats(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t *n) {
-  TRY(check_desc(d));
-  if (!conv2d_supports(d, algo) || algo == CONV_ALGO_IM2COL || algo == CONV_ALGO_WINOGRAD)
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "conv: %s has no prepared form for this shape",
-                   conv_algo_name(algo));
-  return prepared_size(d, algo, conv_kernels_get(isa), n);
 }
 
 smelt_status conv2d_weights_wrap(const conv2d_desc *d, conv_algo algo, isa_level isa, const float *data,

@@ -49,9 +49,9 @@ typedef struct wino_prep_job {
  * are transformed together (u = G g G^T, the loops over the panel's lanes
  * vectorize) and their alpha^2 values land as alpha^2 runs of wnr floats,
  * finished before the next channel (a channel-major walk would touch every
- * line wnr times, far apart). Padding channels and outputs are zero.  In
- * float: the transform's own rounding (about 1e-7 relative) is far below
- * F(4,3)'s error (see the top of this file). */
+ * line wnr times, far apart). Padding channels and outputs are zero.  The
+ * transform runs in double and rounds once to float, as a per-kernel
+ * transform would. */
 static void wino_prep_panels(void *ctx, int64_t p0, int64_t p1) {
   const wino_prep_job *j = ctx;
   conv2d_weights *w = j->w;

@@ -82,6 +82,17 @@ static size_t block_size(void *p) {
 #endif
 }
 
+/* Takes slot i out (the last slot moves into its place); returns its block. */
+static void *drop_slot(bufcache *c, int i) {
+  void *p = c->p[i];
+  c->held -= c->size[i];
+  c->n--;
+  c->p[i] = c->p[c->n];
+  c->size[i] = c->size[c->n];
+  c->age[i] = c->age[c->n];
+  return p;
+}
+
 /* The smallest cached block that fits sz without wasting over a quarter
  * (huge blocks: or their alignment slack, up to 2 MiB of pages never
  * touched, which malloc_usable_size counts in). */
@@ -93,19 +104,10 @@ static void *take(bufcache *c, size_t sz) {
   for (int i = 0; i < c->n; i++)
     if (c->size[i] >= sz && c->size[i] - sz <= slack && (best < 0 || c->size[i] < c->size[best]))
       best = i;
-  void *p = NULL;
-  if (best >= 0) {
-    p = c->p[best];
-    c->held -= c->size[best];
-    c->n--;
-    c->p[best] = c->p[c->n];
-    c->size[best] = c->size[c->n];
-    c->age[best] = c->age[c->n];
-  }
+  void *p = best >= 0 ? drop_slot(c, best) : NULL;
   pthread_mutex_unlock(&c->mu);
   return p;
 }
-
 
 static void *fresh(size_t sz) {
 #ifdef MADV_HUGEPAGE
@@ -145,12 +147,7 @@ void bufcache_release(void *p) {
       int o = 0;
       for (int i = 1; i < c->n; i++)
         if (c->age[i] < c->age[o]) o = i;
-      evict[n_evict++] = c->p[o];
-      c->held -= c->size[o];
-      c->n--;
-      c->p[o] = c->p[c->n];
-      c->size[o] = c->size[c->n];
-      c->age[o] = c->age[c->n];
+      evict[n_evict++] = drop_slot(c, o);
     }
     c->p[c->n] = p;
     c->size[c->n] = sz;
