@@ -4,6 +4,7 @@
 usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
                             [--block K] [--settle-ms MS] [--ort-no-spin] [--lib build/libsmelt.so]
                             [--baseline-lib OTHER.so] [--env K=V]... [--json FILE]
+                            [--mode eager|default|reduce-overhead|max-autotune]
 
 MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout).
 Both runtimes live in this one process and get the same inputs (read by
@@ -35,6 +36,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_RANK = 12
+MODES = {"eager": 0, "default": 1, "reduce-overhead": 2, "max-autotune": 3}
 NP_OF_DTYPE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
                9: "bool", 10: "float16", 11: "float64"}
 
@@ -86,7 +88,7 @@ def tensor_to_numpy(np, t):
 class SmeltRunner:
     """One smelt build's session on one model, with the inputs loaded."""
 
-    def __init__(self, np, sm, path, inputs, threads):
+    def __init__(self, np, sm, path, inputs, threads, mode=0):
         self.np, self.sm = np, sm
         self.loaded = (Tensor * len(inputs))()
         for k, p in enumerate(inputs):
@@ -96,6 +98,7 @@ class SmeltRunner:
         sm.check(sm.lib.smelt_model_load(path.encode(), ctypes.byref(self.model)), "load model")
         opts = sm.lib.smelt_session_options_default()
         opts.threads = threads
+        opts.mode = mode
         self.session = ctypes.c_void_p()
         sm.check(sm.lib.smelt_session_create(self.model, ctypes.byref(opts), ctypes.byref(self.session)),
                  "create session")
@@ -131,7 +134,7 @@ def bench_model(np, ort, sms, model_dir, args):
     path = os.path.join(model_dir, "model.onnx")
     inputs = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
                     key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0]))
-    runners = [SmeltRunner(np, sm, path, inputs, args.threads) for sm in sms]
+    runners = [SmeltRunner(np, sm, path, inputs, args.threads, MODES[args.mode]) for sm in sms]
     arrays = runners[0].arrays()
 
     so = ort.SessionOptions()
@@ -200,6 +203,8 @@ def main():
                          "run, taking CPU from the runs that follow it)")
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--json")
+    ap.add_argument("--mode", default="eager", choices=list(MODES),
+                    help="smelt's mode for every smelt build in the rotation (default eager)")
     args = ap.parse_args()
     for kv in args.env:
         k, _, v = kv.partition("=")
