@@ -88,7 +88,7 @@ def tensor_to_numpy(np, t):
 class SmeltRunner:
     """One smelt build's session on one model, with the inputs loaded."""
 
-    def __init__(self, np, sm, path, inputs, threads, mode=0):
+    def __init__(self, np, sm, path, inputs, threads, mode=0, dims=None):
         self.np, self.sm = np, sm
         self.loaded = (Tensor * len(inputs))()
         for k, p in enumerate(inputs):
@@ -99,6 +99,9 @@ class SmeltRunner:
         opts = sm.lib.smelt_session_options_default()
         opts.threads = threads
         opts.mode = mode
+        if dims:  # "name=v,name=v": sizes for symbolic dims, so a compiled mode compiles here
+            self.dims = dims.encode()
+            opts.dims = self.dims
         self.session = ctypes.c_void_p()
         sm.check(sm.lib.smelt_session_create(self.model, ctypes.byref(opts), ctypes.byref(self.session)),
                  "create session")
