@@ -29,7 +29,9 @@ typedef enum smelt_status {
   SMELT_ERR_IO,               /* a file could not be read or written */
   SMELT_ERR_NOMEM,            /* an allocation failed or a size is implausible */
   SMELT_ERR_RUNTIME,          /* a kernel failed on the given data (index out of range...) */
-  SMELT_ERR_INTERNAL          /* a bug in smelt: please report it */
+  SMELT_ERR_INTERNAL,         /* a bug in smelt: please report it */
+  SMELT_CANCELLED,            /* the run was stopped through smelt_run_options.cancel */
+  SMELT_TIMEOUT               /* the run took longer than smelt_run_options.timeout_s */
 } smelt_status;
 
 /* Element types, numbered as ONNX's TensorProto.DataType. */
@@ -170,6 +172,31 @@ const char *smelt_mode_name(smelt_mode m);
  * writes into it.  Thread-safe: concurrent calls on one session are allowed. */
 smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
                                smelt_tensor *outputs, size_t n_outputs);
+/* ---- run options: cancellation and deadlines ----
+ * Like ONNX Runtime's RunOptions with its terminate flag.  A run given
+ * options stops early when *cancel becomes non-zero (set it from any thread,
+ * e.g. with __atomic_store_n(&flag, 1, __ATOMIC_RELAXED) or a plain store)
+ * or when it has taken longer than timeout_s seconds, and returns
+ * SMELT_CANCELLED or SMELT_TIMEOUT.  The run is checked between nodes (and
+ * steps of a compiled plan), at every Loop/Scan iteration and between the
+ * chunks of parallel kernels, so it stops within about one chunk of work.
+ * Everything the run allocated is released (outputs too: no output
+ * descriptor is filled; caller-owned output buffers hold unspecified
+ * bytes), and the session stays usable.  A compile for new input shapes
+ * or a weight preparation that a run triggers is not interrupted (what it
+ * makes is kept for later runs) but counts toward timeout_s. */
+typedef struct smelt_run_options {
+  size_t struct_size;         /* sizeof(smelt_run_options): set by smelt_run_options_default */
+  double timeout_s;           /* > 0: the run's deadline, in seconds from its start; 0 = none */
+  const volatile int *cancel; /* non-NULL: the run stops once *cancel != 0; NULL = none */
+} smelt_run_options;
+
+smelt_run_options smelt_run_options_default(void);
+/* smelt_session_run with options (NULL = none: the same as smelt_session_run). */
+smelt_status smelt_session_run_with(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
+                                    smelt_tensor *outputs, size_t n_outputs,
+                                    const smelt_run_options *options);
+
 /* Frees data that smelt allocated for an output and clears the descriptor. */
 void smelt_tensor_release(smelt_tensor *t);
 

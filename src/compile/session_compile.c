@@ -12,6 +12,7 @@
 #include "compile/bucket.h"
 #include "runtime/op_cache.h"
 #include "runtime/plan_run.h"
+#include "runtime/run_ctl.h"
 #include "runtime/session.h"
 #include "util/err.h"
 
@@ -222,7 +223,10 @@ static smelt_status get_plan(smelt_session *s, tensor *const *inputs, compiled_p
   } else if (!*out) {
     compile_report rep;
     memset(&rep, 0, sizeof rep);
+    /* the plan outlives this run (tuning, prepared weights, the cache): not interrupted */
+    run_ctl *saved = run_ctl_enter(NULL);
     st = compile_for(s, inputs, out, &rep);
+    run_ctl_enter(saved);
     /* dynamic: a new shape that reuses loaded kernels costs no C compile */
     if (!st && (!dyn || !rep.cache_hit)) sc->counted++;
     compile_report_free(&rep);

@@ -343,6 +343,7 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
     float *abuf = x->abuf + s * x->abuf_len;
     int64_t packed_ic = -1;
     for (;;) {
+      if (pool_stopping()) break; /* a slot is a whole pass: stop between its items */
       int64_t item = atomic_fetch_add(&x->next, 1);
       if (item >= x->n_ic * x->n_jt) break;
       packed_item(x, abuf, item, &packed_ic);

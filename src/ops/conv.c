@@ -27,6 +27,7 @@
 #include "ops/conv_core.h"
 #include "ops/nn_util.h"
 #include "runtime/op_cache.h"
+#include "runtime/run_ctl.h"
 #include "util/err.h"
 
 typedef struct conv_geom {
@@ -375,8 +376,12 @@ static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float 
                          .KW = d->KW};
   *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
   if (*pw) return SMELT_OK;
-  TRY(cacheable ? conv_prepare_stored(c, d, *algo, isa, W, pw)
-                : conv2d_prepare(c->pool, d, *algo, isa, W, pw));
+  /* kept for later runs (and maybe on disk): a run stopping now must not cut it short */
+  run_ctl *saved = run_ctl_enter(NULL);
+  smelt_status st = cacheable ? conv_prepare_stored(c, d, *algo, isa, W, pw)
+                              : conv2d_prepare(c->pool, d, *algo, isa, W, pw);
+  run_ctl_enter(saved);
+  TRY(st);
   void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, *pw, conv2d_weights_free_v) : NULL;
   if (kept) *pw = kept;
   else *own = true;

@@ -6,6 +6,7 @@
 
 #include "runtime/node_run.h"
 #include "runtime/op_cache.h"
+#include "runtime/run_ctl.h"
 #include "util/err.h"
 
 typedef struct eager_frame {
@@ -102,6 +103,9 @@ static smelt_status run_subgraph(void *exec, const ir_graph *body, int n_in, ten
     return err_set(SMELT_ERR_INVALID_MODEL, "subgraph '%s' takes %d inputs and gives %d outputs, "
                    "but was called with %d and %d", body->name, body->n_inputs, body->n_outputs,
                    n_in, n_out);
+  /* every If branch, Loop/Scan iteration and SequenceMap element comes
+   * through here: a loop stops even when its body has no nodes */
+  TRY(run_ctl_check(run_ctl_current(), SMELT_OK));
   eager_plan p;
   TRY(eager_plan_build(body, &p));
   smelt_status s = eager_run(&p, f->pool, f, ins, outs, f->stats);
@@ -200,9 +204,12 @@ smelt_status eager_run(const eager_plan *p, smelt_pool *pool, eager_frame *paren
   const ir_graph *g = p->graph;
   eager_frame f = {p, calloc((size_t)g->n_values + 1, sizeof(tensor)), parent, pool, stats};
   if (!f.vals) return err_nomem("value table", sizeof(tensor) * (size_t)g->n_values);
+  run_ctl *ctl = run_ctl_current();
   smelt_status s = frame_bind(&f, inputs);
+  if (ctl) s = run_ctl_check(ctl, s);
   for (int step = 0; !s && step < g->n_nodes; step++) {
     s = run_step(&f, step);
+    if (ctl) s = run_ctl_check(ctl, s); /* a kernel stopped mid-way left garbage: never read it */
     for (int k = p->free_start[step]; !s && k < p->free_start[step + 1]; k++)
       frame_release(&f, p->free_list[k]);
   }

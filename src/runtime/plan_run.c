@@ -8,6 +8,7 @@
 #include "compile/gemm_step.h"
 #include "runtime/node_run.h"
 #include "runtime/op_cache.h"
+#include "runtime/run_ctl.h"
 #include "util/err.h"
 
 #define MAX_ARGS 128
@@ -376,8 +377,12 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
     const vloc *l = &p->loc[p->g->inputs[k]];
     if (l->kind == VL_ARENA && inputs[k]->nbytes) memcpy(r->arena + l->off, inputs[k]->data, inputs[k]->nbytes);
   }
-  if (in->calls && !step_seconds && !hook) {
+  run_ctl *ctl = run_ctl_current(); /* checked before the first step and after each */
+  if (ctl) s = run_ctl_check(ctl, s);
+  if (in->calls && !step_seconds && !hook && !ctl) {
     for (int i = 0; !s && i < p->n_steps; i++) s = in->calls[i].fn(in->calls[i].arg);
+  } else if (in->calls && !step_seconds && !hook) {
+    for (int i = 0; !s && i < p->n_steps; i++) s = run_ctl_check(ctl, in->calls[i].fn(in->calls[i].arg));
   } else {
     for (int i = 0; !s && i < p->n_steps; i++) {
       double t0 = step_seconds ? now_s() : 0;
@@ -385,6 +390,7 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
       s = in->calls ? in->calls[i].fn(in->calls[i].arg) : run_step(r, i);
       if (hook) hook->end(hook->ctx);
       if (step_seconds) step_seconds[i] += now_s() - t0;
+      if (ctl) s = run_ctl_check(ctl, s);
     }
   }
   if (!s && outputs) s = deliver_outputs(r, outputs);

@@ -4,7 +4,9 @@
  * in a model run -- hand work over without a kernel round trip, while an idle
  * session costs no CPU once the spin has run out.  The caller waits for the
  * workers the same way.  One job at a time (callers serialize on job_lock);
- * work is split into chunks claimed with an atomic counter. */
+ * work is split into chunks claimed with an atomic counter.  A job made
+ * inside a run that can be stopped (runtime/run_ctl.h) checks the run before
+ * each chunk and leaves the rest undone once it has stopped. */
 #include "runtime/pool.h"
 
 #include <pthread.h>
@@ -15,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/run_ctl.h"
 #include "util/bufcache.h"
 #include "util/err.h"
 
@@ -50,6 +53,7 @@ struct smelt_pool {
   atomic_uint_fast64_t claim;
   atomic_int busy; /* workers inside the current job */
   struct bufcache *job_bufs; /* the caller's buffer cache, current in workers during the job */
+  run_ctl *job_ctl; /* the caller's run control (runtime/run_ctl.h): checked before each chunk */
   pool_chunk_observer obs, job_obs; /* set / in force for the current job */
   void *obs_ctx, *job_obs_ctx;
 };
@@ -102,6 +106,8 @@ static void run_chunks(smelt_pool *p, uint32_t tag) {
   in_pool_job = p;
   bufcache *saved_bufs = bufcache_enter(p->job_bufs);
   for (;;) {
+    /* a stopped run leaves its remaining chunks undone */
+    if (p->job_ctl && run_ctl_poll(p->job_ctl)) break;
     uint64_t w = atomic_fetch_add(&p->claim, 1);
     if ((uint32_t)(w >> 32) != tag || (int64_t)(uint32_t)w >= p->n_chunks) break;
     int64_t b = (int64_t)(uint32_t)w * p->chunk;
@@ -212,7 +218,14 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   if (!p || p->n_threads == 1 || n <= grain || in_pool_job) {
-    fn(ctx, 0, n);
+    run_ctl *ctl = p && !in_pool_job && n > grain ? run_ctl_current() : NULL;
+    if (!ctl) {
+      fn(ctx, 0, n);
+      return;
+    }
+    /* one thread, in a run that may be stopped: 8 chunks with a check before each */
+    int64_t chunk = (n + 7) / 8 > grain ? (n + 7) / 8 : grain;
+    for (int64_t b = 0; b < n && !run_ctl_poll(ctl); b += chunk) fn(ctx, b, b + chunk < n ? b + chunk : n);
     return;
   }
   pthread_mutex_lock(&p->job_lock);
@@ -228,6 +241,7 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   p->job_obs = p->obs;
   p->job_obs_ctx = p->obs_ctx;
   p->job_bufs = bufcache_current();
+  p->job_ctl = run_ctl_current();
   uint64_t gen = atomic_load(&p->generation) + 1;
   atomic_store(&p->claim, (uint64_t)job_tag(gen) << 32);
   atomic_store(&p->generation, gen); /* publishes the job */
@@ -247,6 +261,11 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
     pthread_mutex_unlock(&p->mu);
   }
   pthread_mutex_unlock(&p->job_lock);
+}
+
+bool pool_stopping(void) {
+  run_ctl *c = in_pool_job ? in_pool_job->job_ctl : run_ctl_current();
+  return c && run_ctl_poll(c);
 }
 
 void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx) {

@@ -1,8 +1,9 @@
-/* smelt_session_run: public tensor descriptors in and out. */
+/* smelt_session_run(_with): public tensor descriptors in and out. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/run_ctl.h"
 #include "runtime/session.h"
 #include "util/bufcache.h"
 #include "util/err.h"
@@ -77,8 +78,17 @@ static smelt_status deliver(const ir_graph *g, int slot, tensor *r, smelt_tensor
 
 smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
                                smelt_tensor *outputs, size_t n_outputs) {
+  return smelt_session_run_with(s, inputs, n_inputs, outputs, n_outputs, NULL);
+}
+
+smelt_status smelt_session_run_with(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
+                                    smelt_tensor *outputs, size_t n_outputs,
+                                    const smelt_run_options *options) {
   if (!s || (n_inputs && !inputs) || (n_outputs && !outputs))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_run: NULL session, inputs or outputs");
+  run_ctl ctl; /* the deadline starts here */
+  bool active = false;
+  TRY(run_ctl_init(&ctl, options, &active));
   const ir_graph *g = s->model->onnx->graph;
   if (n_outputs > (size_t)g->n_outputs)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "%zu outputs asked for, the model has %d", n_outputs, g->n_outputs);
@@ -90,7 +100,11 @@ smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, siz
   if (!st) st = bind_inputs(g, inputs, n_inputs, views, ptrs);
   for (size_t i = 0; !st && i < n_outputs; i++)
     st = match_slot(g, g->outputs, g->n_outputs, &outputs[i], i, "output", &slots[i]);
-  if (!st) st = session_run_tensors(s, ptrs, res, NULL);
+  if (!st) {
+    run_ctl *prev = run_ctl_enter(active ? &ctl : NULL);
+    st = session_run_tensors(s, ptrs, res, NULL);
+    run_ctl_enter(prev);
+  }
   for (size_t i = 0; !st && i < n_outputs; i++) st = deliver(g, slots[i], &res[slots[i]], &outputs[i]);
   /* results not handed over (copied into the caller's buffers, or not
    * asked for) go back to the session's cache for the next run */

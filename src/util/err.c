@@ -50,6 +50,8 @@ const char *smelt_status_name(smelt_status s) {
     case SMELT_ERR_NOMEM: return "out of memory";
     case SMELT_ERR_RUNTIME: return "runtime error";
     case SMELT_ERR_INTERNAL: return "internal error";
+    case SMELT_CANCELLED: return "cancelled";
+    case SMELT_TIMEOUT: return "timeout";
   }
   return "unknown status";
 }

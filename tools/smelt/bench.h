@@ -43,6 +43,7 @@ typedef struct bench_config {
   int warmup;
   int64_t runs;      /* > 0: exactly this many timed runs */
   double seconds;    /* > 0: time runs until this long has passed */
+  double timeout_s;  /* > 0: a run taking longer fails the mode (--timeout) */
   const char *tmp;   /* this bench's private temporary folder */
 } bench_config;
 

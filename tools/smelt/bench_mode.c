@@ -60,9 +60,10 @@ static void release_all(tensor *t, int n) {
 }
 
 /* One timed run; outputs released. */
-static smelt_status timed_run(smelt_session *s, tensor *const *in, tensor *out, int n_out, double *ms) {
+static smelt_status timed_run(smelt_session *s, tensor *const *in, tensor *out, int n_out,
+                              double timeout_s, double *ms) {
   double t0 = now_s();
-  smelt_status st = session_run_tensors(s, in, out, NULL);
+  smelt_status st = cli_session_run(s, in, out, NULL, timeout_s);
   *ms = (now_s() - t0) * 1e3;
   release_all(out, n_out);
   return st;
@@ -83,7 +84,7 @@ static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_o
                        const bench_config *c, bench_result *r) {
   double ms;
   for (int i = 0; i < c->warmup; i++)
-    if (timed_run(s, in, out, n_out, &ms)) return fail(r, "warm-up run");
+    if (timed_run(s, in, out, n_out, c->timeout_s, &ms)) return fail(r, "warm-up run");
   double min_s = c->runs > 0 ? 0 : c->seconds > 0 ? c->seconds : BENCH_DEFAULT_MIN_SECONDS;
   int64_t min_runs = c->runs > 0 ? c->runs : c->seconds > 0 ? 1 : BENCH_DEFAULT_MIN_RUNS;
   int64_t max_runs = c->runs > 0 ? c->runs : BENCH_MAX_RUNS;
@@ -100,7 +101,7 @@ static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_o
       samples = g;
       cap *= 2;
     }
-    if (timed_run(s, in, out, n_out, &samples[n])) {
+    if (timed_run(s, in, out, n_out, c->timeout_s, &samples[n])) {
       free(samples);
       return fail(r, "timed run");
     }
@@ -124,7 +125,7 @@ static void read_session_stats(smelt_session *s, bench_session_stats *b, bench_r
 
 /* Creates a session and runs it once: the creation and first-run times. */
 static smelt_session *create_and_first_run(const smelt_model *m, const smelt_session_options *o,
-                                           tensor *const *in, tensor *out, int n_out,
+                                           tensor *const *in, tensor *out, int n_out, double timeout_s,
                                            double *create_s, double *first_ms, bench_result *r) {
   smelt_session *s = NULL;
   double t0 = now_s();
@@ -134,7 +135,7 @@ static smelt_session *create_and_first_run(const smelt_model *m, const smelt_ses
   }
   *create_s = now_s() - t0;
   t0 = now_s();
-  if (session_run_tensors(s, in, out, NULL)) {
+  if (cli_session_run(s, in, out, NULL, timeout_s)) {
     release_all(out, n_out);
     smelt_session_free(s);
     fail(r, "first run");
@@ -191,7 +192,7 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
   o.dims = dims;
   tensor *out = calloc((size_t)n_out + 1, sizeof *out);
   if (!out) return (void)snprintf(r->error, sizeof r->error, "out of memory");
-  smelt_session *s = create_and_first_run(m, &o, in, out, n_out, &r->create_cold_s, &r->first_run_ms, r);
+  smelt_session *s = create_and_first_run(m, &o, in, out, n_out, c->timeout_s, &r->create_cold_s, &r->first_run_ms, r);
   if (!s) goto done;
   r->threads = pool_threads(s->pool);
   read_session_stats(s, &r->cold, r);
@@ -203,12 +204,12 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
     goto done;
   }
   smelt_session_free(s); /* the second creation finds the cache filled */
-  s = create_and_first_run(m, &o, in, out, n_out, &r->create_warm_s, &r->first_run_warm_ms, r);
+  s = create_and_first_run(m, &o, in, out, n_out, c->timeout_s, &r->create_warm_s, &r->first_run_warm_ms, r);
   if (!s) goto done;
   release_all(out, n_out);
   r->warmup = c->warmup;
   if (!timed_loop(s, in, out, n_out, c, r)) goto done;
-  if (session_run_tensors(s, in, out, NULL)) { /* outputs of the steady state, for parity */
+  if (cli_session_run(s, in, out, NULL, c->timeout_s)) { /* outputs of the steady state, for parity */
     fail(r, "last run");
     goto done;
   }

@@ -36,6 +36,16 @@ bool cli_double(const char *flag, const char *s, double *out);
 /* True if argv[i] is flag (and takes the next argument, which must exist). */
 bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
 
+/* --timeout S (seconds > 0): true if argv[*i] is that flag (consumed); *bad on a bad value. */
+bool cli_timeout_flag(int argc, char **argv, int *i, double *timeout_s, bool *bad);
+#define CLI_TIMEOUT_HELP \
+  "  --timeout S      stop a run that takes longer than S seconds (an error naming the timeout)\n"
+/* session_run_tensors with a deadline of timeout_s seconds (0 = none): past
+ * it the run stops with SMELT_TIMEOUT (runtime/run_ctl.h). */
+struct eager_stats;
+smelt_status cli_session_run(smelt_session *s, tensor *const *inputs, tensor *outputs,
+                             struct eager_stats *stats, double timeout_s);
+
 /* snprintf for paths and messages; false if the result was cut short. */
 bool cli_path(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

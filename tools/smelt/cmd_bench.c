@@ -1,5 +1,6 @@
 /* smelt bench MODEL [--mode M]... [--compare] [--warmup N] [--runs N | --seconds S]
- *                   [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S] [--json FILE] */
+ *                   [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S] [--json FILE]
+ *                   [--timeout S] */
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,8 @@
 static int usage(int code) {
   printf(
       "usage: smelt bench MODEL [--mode M]... [--compare] [--warmup N] [--runs N | --seconds S]\n"
-      "                   [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S] [--json FILE]\n\n"
+      "                   [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S] [--json FILE]\n"
+      "                   [--timeout S]\n\n"
       "Measures the model's latency per execution mode, the way benchmarks are trusted:\n"
       "  --mode M        eager, default, reduce-overhead or max-autotune (repeatable;\n"
       "                  default: the session default mode)\n"
@@ -27,7 +29,9 @@ static int usage(int code) {
       "  --dim NAME=V    value of a symbolic dimension for generated inputs (default 1)\n"
       "  -i NAME=FILE    input from a .npy or .pb file instead of a generated one\n"
       "  --seed S        seed of generated inputs (default 0), as `smelt run`\n"
-      "  --json FILE     also write the results as JSON\n\n"
+      "  --json FILE     also write the results as JSON\n"
+      "  --timeout S     a run taking longer than S seconds fails its mode (reported as\n"
+      "                  the mode's error, 'timeout: ...')\n\n"
       "Every mode sees the same inputs.  Per mode, in a child process of its own:\n"
       "  - session creation with an empty cache (a fresh temporary cache_dir: cold)\n"
       "    and again with the cache it filled (warm); compiled modes compile and\n"
@@ -73,6 +77,7 @@ static bool add_mode(bench_args *a, int m) {
 /* 0: parsed; else the exit code. */
 static int parse_args(int argc, char **argv, bench_args *a) {
   const char *v;
+  bool bad_timeout = false;
   int64_t n;
   a->cfg.warmup = BENCH_DEFAULT_WARMUP;
   for (int i = 1; i < argc; i++) {
@@ -93,6 +98,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       a->cfg.warmup = (int)n;
     } else if (cli_flag_arg(argc, argv, &i, "--runs", &v)) {
       if (!v || !cli_int("--runs", v, 1, BENCH_MAX_RUNS, &a->cfg.runs)) return 2;
+    } else if (cli_timeout_flag(argc, argv, &i, &a->cfg.timeout_s, &bad_timeout)) {
+      if (bad_timeout) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--seconds", &v)) {
       if (!v || !cli_double("--seconds", v, &a->cfg.seconds)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--threads", &v)) {

@@ -1,4 +1,4 @@
-/* smelt profile MODEL [--mode M] [--runs N] -o trace.json [--top N] */
+/* smelt profile MODEL [--mode M] [--runs N] -o trace.json [--top N] [--timeout S] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,8 @@
 
 static int usage(int code) {
   printf("usage: smelt profile MODEL -o TRACE.json [--mode M] [--runs N] [--warmup N] [--top N]\n"
-         "                     [--by op|node] [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S]\n\n"
+         "                     [--by op|node] [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S]\n"
+         "                     [--timeout S]\n\n"
          "Times every kernel of N runs (default 10, after 1 untimed warm-up) and writes a\n"
          "Chrome trace: one track for the thread running the graph (a span per node or\n"
          "kernel, nested for subgraphs) and one per pool worker (a span per chunk of\n"
@@ -25,7 +26,8 @@ static int usage(int code) {
          "for; outside 100%% +- %.0f%% it warns that time goes somewhere unmeasured (in\n"
          "runs of a few microseconds, the executor's fixed cost per run: input checks,\n"
          "the value table, frees).\n"
-         "Inputs as for `smelt run` (--dim, -i, --seed).\n",
+         "Inputs as for `smelt run` (--dim, -i, --seed).  --timeout S: a run taking\n"
+         "longer than S seconds stops the profile with an error.\n",
          COVERAGE_TOLERANCE * 100);
   return code;
 }
@@ -34,6 +36,7 @@ typedef struct profile_args {
   const char *model, *trace;
   smelt_mode mode;
   int64_t runs, warmup, top, threads, seed;
+  double timeout_s;
   bool by_name;
   cli_kv files[MAX_KV], dims[MAX_KV];
   int n_files, n_dims;
@@ -41,6 +44,7 @@ typedef struct profile_args {
 
 static int parse_args(int argc, char **argv, profile_args *a) {
   const char *v;
+  bool bad_timeout = false;
   a->mode = smelt_session_options_default().mode;
   a->runs = 10, a->warmup = 1, a->top = 15;
   for (int i = 1; i < argc; i++) {
@@ -58,6 +62,8 @@ static int parse_args(int argc, char **argv, profile_args *a) {
       if (!v || !cli_int("--runs", v, 1, 100000, &a->runs)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--warmup", &v)) {
       if (!v || !cli_int("--warmup", v, 0, 100000, &a->warmup)) return 2;
+    } else if (cli_timeout_flag(argc, argv, &i, &a->timeout_s, &bad_timeout)) {
+      if (bad_timeout) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--top", &v)) {
       if (!v || !cli_int("--top", v, 1, 100000, &a->top)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--threads", &v)) {
@@ -92,22 +98,22 @@ static int parse_args(int argc, char **argv, profile_args *a) {
 static smelt_status profile_runs(const profile_args *a, smelt_session *s, tensor *const *in, tensor *out,
                                  int n_out, profiler *p) {
   for (int64_t i = 0; i < a->warmup; i++) {
-    smelt_status st = session_run_tensors(s, in, out, NULL);
+    smelt_status st = cli_session_run(s, in, out, NULL, a->timeout_s);
     for (int k = 0; k < n_out; k++) tensor_release(&out[k]);
     TRY(st);
   }
   profiler_attach_pool(p, s->pool);
-  for (int64_t i = 0; i < a->runs; i++) {
+  smelt_status st = SMELT_OK;
+  for (int64_t i = 0; !st && i < a->runs; i++) {
     eager_stats es = {0};
     es.hook = profiler_hook(p);
     profiler_run_begin(p);
-    smelt_status st = session_run_tensors(s, in, out, &es);
+    st = cli_session_run(s, in, out, &es, a->timeout_s);
     profiler_run_end(p);
     for (int k = 0; k < n_out; k++) tensor_release(&out[k]);
-    TRY(st);
   }
   profiler_detach_pool(p);
-  return SMELT_OK;
+  return st;
 }
 
 static void print_summary(const profile_args *a, const profile_summary *sum, int threads) {

@@ -1,4 +1,4 @@
-/* smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] */
+/* smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] [--timeout S] */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,14 +15,15 @@
 static int usage(int code) {
   printf("usage: smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] [--dim NAME=V]...\n"
          "                 [--seed S] [--strict-inputs] [--mode M] [--fullgraph] [--dynamic]\n"
-         "                 [--bucket NAME:AXIS=S1,S2,...]\n\n"
+         "                 [--bucket NAME:AXIS=S1,S2,...] [--timeout S]\n\n"
          "Runs the model once and writes each output to DIR/NAME.npy (default DIR: .).\n"
          "  -i NAME=FILE     input from a .npy or ONNX TensorProto .pb file\n"
          "  -o DIR           where outputs go (created if missing)\n"
          "  --threads N      worker threads (default: the machine's cores)\n"
          "  --dim NAME=V     value of a symbolic dimension for generated inputs (default 1)\n"
          "  --seed S         seed for generated inputs (default 0)\n"
-         "  --strict-inputs  every input must be given with -i\n\n"
+         "  --strict-inputs  every input must be given with -i\n"
+         CLI_TIMEOUT_HELP "\n"
          "Inputs not given are generated: floats uniform in [-1,1), integers uniform in\n"
          "[0,100) (or [0,V) when the input indexes an embedding of V rows), bools 0/1;\n"
          "input k draws from a PRNG seeded with (S, k), so runs are reproducible.\n\n%s",
@@ -54,7 +55,8 @@ int cmd_run(int argc, char **argv) {
   cli_kv files[MAX_KV], dims[MAX_KV];
   int n_files = 0, n_dims = 0;
   int64_t threads = 0, seed = 0;
-  bool strict = false, bad_mode = false;
+  bool strict = false, bad_mode = false, bad_timeout = false;
+  double timeout_s = 0;
   cli_mode_opts mo;
   cli_mode_init(&mo);
   for (int i = 1; i < argc; i++) {
@@ -63,7 +65,9 @@ int cmd_run(int argc, char **argv) {
       if (bad_mode) return 2;
       continue;
     }
-    if (cli_flag_arg(argc, argv, &i, "-i", &v)) {
+    if (cli_timeout_flag(argc, argv, &i, &timeout_s, &bad_timeout)) {
+      if (bad_timeout) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "-i", &v)) {
       if (!v || n_files == MAX_KV || !cli_split_kv("-i", argv[i], &files[n_files++])) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--dim", &v)) {
       if (!v || n_dims == MAX_KV || !cli_split_kv("--dim", argv[i], &dims[n_dims++])) return 2;
@@ -108,7 +112,7 @@ int cmd_run(int argc, char **argv) {
   if (cli_make_inputs(g, files, n_files, dims, n_dims, strict, (uint64_t)seed, inputs)) goto done;
   for (int k = 0; k < g->n_inputs; k++) ptrs[k] = &inputs[k];
   double t0 = now_ms();
-  if (session_run_tensors(s, ptrs, outputs, NULL)) {
+  if (cli_session_run(s, ptrs, outputs, NULL, timeout_s)) {
     rc = cli_fail(NULL);
     goto done;
   }

@@ -13,19 +13,23 @@
 typedef struct test_opts {
   double rtol, atol;
   int threads;
+  double timeout_s; /* per data set run; 0 = none */
   cli_mode_opts mode;
 } test_opts;
 
 typedef enum { T_PASS, T_FAIL, T_SKIP } test_result;
 
 static int usage(int code) {
-  printf("usage: smelt test DIR... [--rtol R] [--atol A] [--threads N] [--mode M] [--fullgraph]\n"
-         "                [--dynamic] [--bucket NAME:AXIS=S1,S2,...]\n\n"
+  printf("usage: smelt test DIR... [--rtol R] [--atol A] [--threads N] [--timeout S] [--mode M]\n"
+         "                [--fullgraph] [--dynamic] [--bucket NAME:AXIS=S1,S2,...]\n\n"
          "Runs ONNX backend-test folders (model.onnx + test_data_set_N/{input,output}_K.pb)\n"
          "and compares with the expected outputs: floats pass when |a-e| <= atol + rtol*|e|\n"
          "(defaults rtol 1e-3, atol 1e-4; NaN equals NaN), integers and bools exactly.\n"
          "Prints one line per test and closes with 'N passed, N failed, N skipped';\n"
-         "exits 1 if any test failed.\n\n%s", cli_mode_help());
+         "exits 1 if any test failed.\n"
+         "  --timeout S   a run of a test that takes longer than S seconds fails it\n"
+         "                ('FAIL NAME  timeout: ...') and the next test starts\n\n%s",
+         cli_mode_help());
   return code;
 }
 
@@ -102,7 +106,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
     }
     inp[k] = &in[k];
   }
-  if (session_run_tensors(s, inp, out, NULL)) {
+  if (cli_session_run(s, inp, out, NULL, o->timeout_s)) {
     snprintf(why, nwhy, "%s", smelt_last_error());
     goto done;
   }
@@ -181,7 +185,7 @@ int cmd_test(int argc, char **argv) {
   test_opts o = {.rtol = 1e-3, .atol = 1e-4};
   cli_mode_init(&o.mode);
   const char *v;
-  bool bad_mode = false;
+  bool bad_mode = false, bad_timeout = false;
   int64_t threads;
   char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   int n_dirs = 0;
@@ -193,6 +197,8 @@ int cmd_test(int argc, char **argv) {
     }
     if (cli_mode_flag(argc, argv, &i, &o.mode, &bad_mode)) {
       if (bad_mode) goto bad;
+    } else if (cli_timeout_flag(argc, argv, &i, &o.timeout_s, &bad_timeout)) {
+      if (bad_timeout) goto bad;
     } else if (cli_flag_arg(argc, argv, &i, "--rtol", &v)) {
       if (!v || !cli_double("--rtol", v, &o.rtol)) goto bad;
     } else if (cli_flag_arg(argc, argv, &i, "--atol", &v)) {
