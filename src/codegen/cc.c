@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 extern char **environ;
 
@@ -51,8 +52,8 @@ static smelt_status spawn(const cc_toolchain *tc, char **argv, int out_fd, const
   posix_spawn_file_actions_destroy(&fa);
   if (rc)
     return err_set(SMELT_ERR_UNSUPPORTED,
-                   "no C compiler: CC='%s' cannot be run (%s); install one or set CC to a C compiler",
-                   tc->cmd, strerror(rc));
+                   "no C compiler: CC=%s cannot be run (%s); install one or set CC to a C compiler",
+                   q(tc->cmd), strerror(rc));
   return SMELT_OK;
 }
 
@@ -133,11 +134,11 @@ typedef struct job {
 
 static smelt_status write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
-  if (!f) return err_set(SMELT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  if (!f) return err_set(SMELT_ERR_IO, "cannot write %s: %s", q_path(path), strerror(errno));
   size_t n = strlen(text);
   bool ok = fwrite(text, 1, n, f) == n;
   ok = !fclose(f) && ok;
-  if (!ok) return err_set(SMELT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  if (!ok) return err_set(SMELT_ERR_IO, "cannot write %s: %s", q_path(path), strerror(errno));
   return SMELT_OK;
 }
 

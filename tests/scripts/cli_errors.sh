@@ -47,5 +47,22 @@ open(p, "wb").write(b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr 
 PY
 expect_error "wrong input shape" "$smelt" run "$model" -i x="$tmp/bad.npy" -o "$tmp/o"
 expect_exit 2 "unknown option (usage error)" "$smelt" run "$model" --bogus
+
+# Model strings in messages are quoted with control characters escaped: a node
+# name and an attribute holding ESC [2J and a newline must not reach the terminal.
+here=$(cd "$(dirname "$0")" && pwd)
+cat >"$tmp/evil.json" <<'JSON'
+{"opset": 20, "inputs": [["x", [2, 3]]], "outputs": [["y", [2, 3]]],
+ "nodes": [{"op": "Gelu", "name": "evil\u001b[2J\n", "inputs": ["x"], "outputs": ["y"],
+            "attrs": {"approximate": "\u001b[2J\n"}}]}
+JSON
+python3 "$here/tiny_onnx.py" "$tmp/evil.onnx" "$tmp/evil.json"
+expect_error "ESC in node name and attribute" "$smelt" run "$tmp/evil.onnx" -o "$tmp/o"
+if grep -q "$(printf '\033')" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -ne 1 ] ||
+   ! grep -qF "node 'evil\x1b[2J\n' (Gelu)" "$tmp/err" || ! grep -qF "approximate is '\x1b[2J\n'" "$tmp/err"; then
+  echo "FAIL the message is not escaped:"; od -c "$tmp/err" | head; fails=$((fails + 1))
+else
+  echo "ok   the message is escaped: $(cat "$tmp/err")"
+fi
 [ $fails -eq 0 ] && echo "all CLI error checks passed" || echo "$fails CLI error checks failed"
 [ $fails -eq 0 ]
