@@ -97,12 +97,10 @@ const char *q_path(const char *s) {
 const char *q_ident(const char *s) {
   size_t n = 0;
   for (; s && s[n] && n <= QUOTE_MAX; n++) {
-    char c = s[n];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-          c == '.' || c == '-'))
-      return q(s);
+    unsigned char c = (unsigned char)s[n];
+    if (c <= ' ' || c >= 0x7f || c == '\'' || c == '\\') return q(s);
   }
-  return n && n <= QUOTE_MAX ? s : q(s);
+  return n <= QUOTE_MAX ? s ? s : "" : q(s);
 }
 
 char *str_escape_controls(char *dst, size_t cap, const char *src, bool keep_nl) {

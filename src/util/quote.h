@@ -31,9 +31,10 @@ const char *q(const char *s);
 const char *q_n(const char *s, size_t n);
 /* A path (from a model or from the user): cut at QUOTE_PATH_MAX bytes. */
 const char *q_path(const char *s);
-/* s itself when it is a plain identifier (letters, digits, '_', '.', '-';
- * 1..QUOTE_MAX bytes), as op types and domains are, else q(s): for names
- * shown without quotes, such as the op type in "node 'x' (Conv)". */
+/* s itself when it is a plain word (0..QUOTE_MAX bytes of printable ASCII
+ * other than space, quote and backslash), as op types, domains and most value
+ * names are, else q(s): for names shown without quotes, such as the op type
+ * in "node 'x' (Conv)" or an output name in smelt run's listing. */
 const char *q_ident(const char *s);
 
 /* Quotes n bytes at s into dst (cap bytes, cap >= 8), cutting at max source

@@ -64,5 +64,43 @@ if grep -q "$(printf '\033')" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -ne 1 ] ||
 else
   echo "ok   the message is escaped: $(cat "$tmp/err")"
 fi
+# smelt run -o: outputs "a/b" and "a_b" (Relu(x) and Neg(x)) both map to a_b.npy;
+# each must get its own file, with a note on stderr.
+cat >"$tmp/clash.json" <<'JSON'
+{"opset": 17, "inputs": [["x", [2, 3]]], "outputs": [["a/b", [2, 3]], ["a_b", [2, 3]]],
+ "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["a/b"]},
+           {"op": "Neg", "inputs": ["x"], "outputs": ["a_b"]}]}
+JSON
+python3 "$here/tiny_onnx.py" "$tmp/clash.onnx" "$tmp/clash.json"
+if "$smelt" run "$tmp/clash.onnx" -o "$tmp/clash" >"$tmp/out" 2>"$tmp/err" &&
+   grep -qF "'a/b' went to '$tmp/clash/a_b_1.npy'" "$tmp/err" &&
+   [ "$(ls -A "$tmp/clash" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ] &&
+   python3 - "$tmp/clash" <<'PY'
+import struct, sys
+def load(p):  # float32 .npy without numpy
+    b = open(p, "rb").read()
+    n = int.from_bytes(b[8:10], "little")
+    d = b[10 + n:]
+    return struct.unpack("<%df" % (len(d) // 4), d)
+neg, relu = load(sys.argv[1] + "/a_b.npy"), load(sys.argv[1] + "/a_b_1.npy")
+assert len(neg) == 6 and any(v > 0 for v in neg) and any(v < 0 for v in neg), neg
+assert all(r == max(-v, 0.0) for r, v in zip(relu, neg)), (neg, relu)
+PY
+then
+  echo "ok   clashing output names: $(cat "$tmp/err")"
+else
+  echo "FAIL clashing output names:"; cat "$tmp/out" "$tmp/err"; ls -A "$tmp/clash"; fails=$((fails + 1))
+fi
+# -o writes all outputs or none: with a_b_1.npy taken by a folder, the run
+# fails and the existing a_b.npy is left as it was, with nothing beside it.
+mkdir -p "$tmp/keep/a_b_1.npy"
+echo sentinel >"$tmp/keep/a_b.npy"
+expect_error "an output file cannot be written" "$smelt" run "$tmp/clash.onnx" -o "$tmp/keep"
+if [ "$(cat "$tmp/keep/a_b.npy")" = sentinel ] && [ "$(ls -A "$tmp/keep" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ]; then
+  echo "ok   nothing was written"
+else
+  echo "FAIL -o left changes behind:"; ls -lA "$tmp/keep"; fails=$((fails + 1))
+fi
+
 [ $fails -eq 0 ] && echo "all CLI error checks passed" || echo "$fails CLI error checks failed"
 [ $fails -eq 0 ]

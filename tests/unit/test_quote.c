@@ -47,7 +47,8 @@ static void test_quote(void) {
   for (int i = 0; i < 8; i++) r[i] = q(i % 2 ? "odd" : "even");
   for (int i = 0; i < 8; i++) CHECK(!strcmp(r[i], i % 2 ? "'odd'" : "'even'"));
   CHECK(!strcmp(q_ident("Conv"), "Conv") && !strcmp(q_ident("com.microsoft"), "com.microsoft"));
-  CHECK(!strcmp(q_ident("Re\x1bLU"), "'Re\\x1bLU'") && !strcmp(q_ident(""), "''"));
+  CHECK(!strcmp(q_ident("Re\x1bLU"), "'Re\\x1bLU'") && !strcmp(q_ident(""), ""));
+  CHECK(!strcmp(q_ident("/model/a:0"), "/model/a:0") && !strcmp(q_ident("a b"), "'a b'"));
 }
 
 static void test_err_net(void) {
