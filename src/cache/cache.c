@@ -16,6 +16,7 @@
 #include "util/err.h"
 #include "util/file.h"
 #include "util/hash.h"
+#include "util/quote.h"
 
 #define META_MAX 1024
 #define DATA_MAX ((size_t)1 << 30)
@@ -66,8 +67,8 @@ void cache_open(smelt_cache *c, const char *dir_option, bool *warn) {
     return;
   }
   if (!parse_max(&c->max_bytes)) {
-    off(c, warn, true, "SMELT_CACHE_MAX_MB='%s' is not a whole number of megabytes%s",
-        getenv("SMELT_CACHE_MAX_MB"), "");
+    off(c, warn, true, "SMELT_CACHE_MAX_MB=%s is not a whole number of megabytes%s",
+        q(getenv("SMELT_CACHE_MAX_MB")), "");
     return;
   }
   const char *d = dir_option && *dir_option ? dir_option : getenv("SMELT_CACHE_DIR");
@@ -87,16 +88,16 @@ void cache_open(smelt_cache *c, const char *dir_option, bool *warn) {
     return;
   }
   if (make_dirs(c->dir)) {
-    off(c, warn, true, "cannot create the cache directory '%s': %s", c->dir, strerror(errno));
+    off(c, warn, true, "cannot create the cache directory %s: %s", q_path(c->dir), strerror(errno));
     return;
   }
   struct stat st;
   if (stat(c->dir, &st) || !S_ISDIR(st.st_mode)) {
-    off(c, warn, true, "the cache path '%s' is not a directory%s", c->dir, "");
+    off(c, warn, true, "the cache path %s is not a directory%s", q_path(c->dir), "");
     return;
   }
   if (st.st_uid != geteuid() || (st.st_mode & 022)) {
-    off(c, warn, true, "the cache directory '%s' %s; not using it", c->dir,
+    off(c, warn, true, "the cache directory %s %s; not using it", q_path(c->dir),
         st.st_uid != geteuid() ? "belongs to another user" : "is writable by others");
     return;
   }
@@ -332,8 +333,8 @@ smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_
                             const void *data, size_t len) {
   if (!c->enabled) return SMELT_OK;
   if (!cache_kind_ok(kind))
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_put: kind '%s' is not 1 to 32 letters, digits, '_' or '-'",
-                   kind);
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_put: kind %s is not 1 to 32 letters, digits, '_' or '-'",
+                   q(kind));
   if (c->max_bytes && (len > c->max_bytes || c->max_bytes - len < META_MAX))
     return err_set(SMELT_ERR_IO, "a '%s' cache entry of %zu bytes does not fit the cache's cap of %" PRIu64
                    " MB (SMELT_CACHE_MAX_MB)", kind, len, c->max_bytes >> 20);

@@ -12,13 +12,30 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernels/isa.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 extern char **environ;
 
-static const char base_flags[] =
-    "-std=c11 -O3 -march=native -fPIC -ffp-contract=fast -fno-math-errno -fno-trapping-math "
-    "-fvisibility=hidden -w";
+#define BASE_FLAGS                                                                          \
+  "-std=c11 -O3 -march=native -fPIC -ffp-contract=fast -fno-math-errno -fno-trapping-math " \
+  "-fvisibility=hidden -w"
+
+/* Generated code follows the ISA the library's own kernels use (SMELT_ISA,
+ * clamped to what the CPU reports): below AVX-512 the compiler is told not to
+ * use it, below AVX2 not to use AVX at all.  -march=native alone would use
+ * every extension of the CPU the compiler runs on, which is not what a
+ * process under valgrind (no AVX-512: SIGILL) or asked for SMELT_ISA=avx2 can
+ * run.  The flags are part of the kernel cache key. */
+static const char *base_flags(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  isa_level l = isa_active();
+  if (l == ISA_SCALAR) return BASE_FLAGS " -mno-avx";
+  if (l == ISA_AVX2) return BASE_FLAGS " -mno-avx512f";
+#endif
+  return BASE_FLAGS;
+}
 
 static smelt_status split_cc(cc_toolchain *tc) {
   const char *env = getenv("CC");
@@ -34,7 +51,7 @@ static smelt_status split_cc(cc_toolchain *tc) {
     tc->argv[tc->argc++] = w;
   }
   if (!tc->argc) return err_set(SMELT_ERR_INVALID_ARGUMENT, "CC is blank");
-  tc->flags = base_flags;
+  tc->flags = base_flags();
   return SMELT_OK;
 }
 
@@ -51,8 +68,8 @@ static smelt_status spawn(const cc_toolchain *tc, char **argv, int out_fd, const
   posix_spawn_file_actions_destroy(&fa);
   if (rc)
     return err_set(SMELT_ERR_UNSUPPORTED,
-                   "no C compiler: CC='%s' cannot be run (%s); install one or set CC to a C compiler",
-                   tc->cmd, strerror(rc));
+                   "no C compiler: CC=%s cannot be run (%s); install one or set CC to a C compiler",
+                   q(tc->cmd), strerror(rc));
   return SMELT_OK;
 }
 
@@ -133,11 +150,11 @@ typedef struct job {
 
 static smelt_status write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
-  if (!f) return err_set(SMELT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  if (!f) return err_set(SMELT_ERR_IO, "cannot write %s: %s", q_path(path), strerror(errno));
   size_t n = strlen(text);
   bool ok = fwrite(text, 1, n, f) == n;
   ok = !fclose(f) && ok;
-  if (!ok) return err_set(SMELT_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+  if (!ok) return err_set(SMELT_ERR_IO, "cannot write %s: %s", q_path(path), strerror(errno));
   return SMELT_OK;
 }
 

@@ -13,6 +13,7 @@
 #include "compile/session_compile.h"
 #include "runtime/session.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 void bucket_free(bucket_spec *b, int n) {
   for (int i = 0; i < n; i++) free(b[i].sizes);
@@ -29,19 +30,19 @@ static smelt_status parse_one(const ir_graph *g, char *item, bucket_spec *b) {
   char *eq = strchr(item, '=');
   char *colon = eq ? memrchr(item, ':', (size_t)(eq - item)) : NULL;
   if (!eq || !colon || colon == item)
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket '%s': expected NAME:AXIS=SIZE,SIZE,...", item);
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket %s: expected NAME:AXIS=SIZE,SIZE,...", q(item));
   *colon = 0;
   *eq = 0;
   b->input = -1;
   for (int k = 0; k < g->n_inputs; k++)
     if (!strcmp(g->values[g->inputs[k]].name, item)) b->input = k;
-  if (b->input < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket: the model has no input named '%s'", item);
+  if (b->input < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket: the model has no input named %s", q(item));
   char *end;
   long axis = strtol(colon + 1, &end, 10);
   int rank = g->values[g->inputs[b->input]].rank;
   if (end == colon + 1 || *end || axis < 0 || (rank >= 0 && axis >= rank))
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket '%s': axis '%s' is not an axis of the input (rank %d)",
-                   item, colon + 1, rank);
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket %s: axis %s is not an axis of the input (rank %d)",
+                   q(item), q(colon + 1), rank);
   b->axis = (int)axis;
   int cap = 1;
   for (const char *p = eq + 1; *p; p++) cap += *p == ',';
@@ -51,10 +52,10 @@ static smelt_status parse_one(const ir_graph *g, char *item, bucket_spec *b) {
   for (char *t = strtok_r(eq + 1, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     long long v = strtoll(t, &end, 10);
     if (end == t || *end || v < 1 || v > (1LL << 40))
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket '%s': size '%s' is not a positive integer", item, t);
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket %s: size %s is not a positive integer", q(item), q(t));
     b->sizes[b->n++] = v;
   }
-  if (!b->n) return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket '%s': no sizes given", item);
+  if (!b->n) return err_set(SMELT_ERR_INVALID_ARGUMENT, "bucket %s: no sizes given", q(item));
   qsort(b->sizes, (size_t)b->n, sizeof(int64_t), cmp_i64);
   return SMELT_OK;
 }
@@ -169,8 +170,8 @@ static smelt_status true_shapes(const ir_graph *mg, tensor *const *inputs, tenso
     bool ok = v->rank >= 0;
     for (int d = 0; ok && d < v->rank; d++) ok = dim_known(v->dims[d]);
     if (!ok)
-      st = err_set(SMELT_ERR_UNSUPPORTED, "bucketing: the shape of output '%s' cannot be inferred for the real "
-                   "input shapes, so the padded result cannot be cut back", v->name);
+      st = err_set(SMELT_ERR_UNSUPPORTED, "bucketing: the shape of output %s cannot be inferred for the real "
+                   "input shapes, so the padded result cannot be cut back", q(v->name));
     out[k].dtype = v->dtype;
     out[k].rank = v->rank;
     memcpy(out[k].dims, v->dims, sizeof out[k].dims);

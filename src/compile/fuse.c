@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef struct edge {
   int p, c;     /* producer and consumer nodes */
@@ -37,7 +38,8 @@ void fusion_log(fusion *f, const char *fmt, ...) {
     f->log = nl;
     f->cap_log = nc;
   }
-  char *s = strdup(buf);
+  char clean[1024];
+  char *s = strdup(str_escape_controls(clean, sizeof clean, buf, false));
   if (s) f->log[f->n_log++] = s;
 }
 
@@ -273,8 +275,9 @@ static smelt_status greedy(fstate *s, kir_group *kg, int *tmp) {
     if (a == b) continue;
     if (!try_merge(s, a, b, kg, tmp)) continue;
     int n = s->n_mem[a] + s->n_mem[b];
-    fusion_log(s->f, "fused '%s' (%s) -> '%s' (%s): %zu bytes stay in registers", nname(cg->g, e[i].p),
-               cg->g->nodes[e[i].p].op_type, nname(cg->g, e[i].c), cg->g->nodes[e[i].c].op_type, e[i].bytes);
+    fusion_log(s->f, "fused %s (%s) -> %s (%s): %zu bytes stay in registers", q(nname(cg->g, e[i].p)),
+               q_ident(cg->g->nodes[e[i].p].op_type), q(nname(cg->g, e[i].c)),
+               q_ident(cg->g->nodes[e[i].c].op_type), e[i].bytes);
     st = commit_merge(s, a, b, tmp, n);
   }
   free(e);

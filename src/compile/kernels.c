@@ -17,6 +17,7 @@
 #include "compile/compile.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/quote.h"
 
 typedef struct kvariant {
   int lanes, unroll;
@@ -223,7 +224,7 @@ static smelt_status make_workdir(const compile_options *o, char *dir, size_t n) 
   const char *base = o->cache && o->cache->enabled ? o->cache->dir : getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
   snprintf(dir, n, "%s/build-XXXXXX", base);
-  if (!mkdtemp(dir)) return err_set(SMELT_ERR_IO, "cannot create a build directory in '%s': %s", base, strerror(errno));
+  if (!mkdtemp(dir)) return err_set(SMELT_ERR_IO, "cannot create a build directory in %s: %s", q_path(base), strerror(errno));
   return SMELT_OK;
 }
 

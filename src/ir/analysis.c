@@ -4,6 +4,7 @@
 
 #include "ir/ir.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* Adds to deps (a list of value ids of g, length *n, capacity cap) every value of g
  * that the subgraphs hanging off node nd read from the enclosing scope. */
@@ -57,12 +58,12 @@ static smelt_status find_producers(const ir_graph *g, int *producer) {
       char a[256], b[256];
       if (v >= g->n_values) return err_set(SMELT_ERR_INTERNAL, "output value id out of range");
       if (producer[v] >= 0)
-        return err_set(SMELT_ERR_INVALID_MODEL, "value '%s' is produced by both %s and %s",
-                       g->values[v].name, ir_node_label(g, producer[v], a, sizeof a),
+        return err_set(SMELT_ERR_INVALID_MODEL, "value %s is produced by both %s and %s",
+                       q(g->values[v].name), ir_node_label(g, producer[v], a, sizeof a),
                        ir_node_label(g, i, b, sizeof b));
       if (g->values[v].flags & (IR_VALUE_INPUT | IR_VALUE_INITIALIZER))
-        return err_set(SMELT_ERR_INVALID_MODEL, "%s writes '%s', which is a graph %s",
-                       ir_node_label(g, i, a, sizeof a), g->values[v].name,
+        return err_set(SMELT_ERR_INVALID_MODEL, "%s writes %s, which is a graph %s",
+                       ir_node_label(g, i, a, sizeof a), q(g->values[v].name),
                        g->values[v].flags & IR_VALUE_INPUT ? "input" : "initializer");
       producer[v] = i;
     }
@@ -153,15 +154,15 @@ smelt_status ir_graph_validate(const ir_graph *g) {
       if (v < 0) continue;
       const ir_value *val = &g->values[v];
       if (producer[v] < 0 && !(val->flags & (IR_VALUE_INPUT | IR_VALUE_INITIALIZER | IR_VALUE_OUTER)))
-        s = err_set(SMELT_ERR_INVALID_MODEL, "%s: input %d '%s' is not produced by any node, "
-                    "nor a graph input or initializer", ir_node_label(g, i, lb, sizeof lb), k, val->name);
+        s = err_set(SMELT_ERR_INVALID_MODEL, "%s: input %d %s is not produced by any node, "
+                    "nor a graph input or initializer", ir_node_label(g, i, lb, sizeof lb), k, q(val->name));
     }
   }
   for (int k = 0; !s && k < g->n_outputs; k++) {
     int v = g->outputs[k];
     const ir_value *val = &g->values[v];
     if (producer[v] < 0 && !(val->flags & (IR_VALUE_INPUT | IR_VALUE_INITIALIZER | IR_VALUE_OUTER)))
-      s = err_set(SMELT_ERR_INVALID_MODEL, "graph output '%s' is not produced by any node", val->name);
+      s = err_set(SMELT_ERR_INVALID_MODEL, "graph output %s is not produced by any node", q(val->name));
   }
   free(producer);
   if (s) return s;

@@ -14,6 +14,7 @@
 
 #include "ir/ir.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef struct copy_job {
   const ir_graph *src;
@@ -128,7 +129,7 @@ static smelt_status header_copy(copy_job *j) {
     int64_t dim;
     TRY(ir_graph_sym(d, s->syms[i], &dim));
     if (dim != dim_sym(i))
-      return err_set(SMELT_ERR_INTERNAL, "symbol '%s' appears twice in graph '%s'", s->syms[i], s->name);
+      return err_set(SMELT_ERR_INTERNAL, "symbol %s appears twice in graph %s", q(s->syms[i]), q(s->name));
   }
   return SMELT_OK;
 }
@@ -181,8 +182,8 @@ static smelt_status nodes_copy(copy_job *j) {
     }
     for (int k = 0; k < sn->n_inputs; k++)
       if (sn->inputs[k] >= 0 && dn->inputs[k] < 0)
-        return err_set(SMELT_ERR_INTERNAL, "compaction dropped value '%s' that node '%s' reads",
-                       s->values[sn->inputs[k]].name, sn->name);
+        return err_set(SMELT_ERR_INTERNAL, "compaction dropped value %s that node %s reads",
+                       q(s->values[sn->inputs[k]].name), q(sn->name));
   }
   for (int v = 0; v < s->n_values; v++)
     if (j->vmap[v] >= 0) j->dst->values[j->vmap[v]].producer = map_id(j->nmap, s->values[v].producer);
@@ -216,7 +217,7 @@ smelt_status ir_graph_clone(const ir_graph *src, ir_graph **out) {
   smelt_status s = graph_copy(&j);
   if (s) {
     ir_graph_free(g);
-    return err_prefix(s, "cloning graph '%s': ", src->name ? src->name : "");
+    return err_prefix(s, "cloning graph %s: ", q(src->name ? src->name : ""));
   }
   *out = g;
   return SMELT_OK;
@@ -290,7 +291,7 @@ smelt_status ir_graph_compact(ir_graph *g, const bool *dead) {
     free(keep);
     free(j.vmap);
     free(j.nmap);
-    return err_prefix(s, "compacting graph '%s': ", g->name);
+    return err_prefix(s, "compacting graph %s: ", q(g->name));
   }
   /* kept objects now belong to ng: take them off g before g's old body is freed */
   for (int v = 0; v < g->n_values; v++)

@@ -6,6 +6,7 @@
 #include "ir/ir.h"
 #include "util/err.h"
 #include "util/hash.h"
+#include "util/quote.h"
 
 typedef struct ir_name_map {
   const char **keys;
@@ -115,7 +116,7 @@ static smelt_status grow(void **arr, int *cap, int n, size_t elem, const char *w
 
 smelt_status ir_graph_add_value(ir_graph *g, const char *name, int *id) {
   if (map_get(g->names, name) >= 0)
-    return err_set(SMELT_ERR_INVALID_MODEL, "value '%s' is defined more than once", name);
+    return err_set(SMELT_ERR_INVALID_MODEL, "value %s is defined more than once", q(name));
   TRY(grow((void **)&g->values, &g->cap_values, g->n_values, sizeof(ir_value), "values"));
   ir_value *v = &g->values[g->n_values];
   memset(v, 0, sizeof *v);
@@ -216,8 +217,8 @@ int64_t ir_graph_opset(const ir_graph *g, const char *domain) {
 const char *ir_node_label(const ir_graph *g, int node_id, char *buf, size_t n) {
   const ir_node *nd = &g->nodes[node_id];
   if (nd->name && *nd->name)
-    snprintf(buf, n, "node '%s' (%s)", nd->name, nd->op_type);
+    snprintf(buf, n, "node %s (%s)", q(nd->name), q_ident(nd->op_type));
   else
-    snprintf(buf, n, "node #%d (%s)", node_id, nd->op_type);
+    snprintf(buf, n, "node #%d (%s)", node_id, q_ident(nd->op_type));
   return buf;
 }

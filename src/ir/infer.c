@@ -10,6 +10,7 @@
 #include "ops/op.h"
 #include "runtime/node_run.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define INFER_FOLD_MAX_ELEMS 4096
 
@@ -80,8 +81,8 @@ static smelt_status merge_value(ir_graph *g, int node_id, int o, ir_value *v, co
   if (t->dtype != SMELT_UNDEFINED) {
     if (v->dtype != SMELT_UNDEFINED && v->dtype != t->dtype && !(v->flags & IR_VALUE_OUTER)) {
       char lb[256];
-      return err_set(SMELT_ERR_INVALID_MODEL, "%s: output %d '%s' is declared %s but computes %s",
-                     ir_node_label(g, node_id, lb, sizeof lb), o, v->name, dtype_name(v->dtype),
+      return err_set(SMELT_ERR_INVALID_MODEL, "%s: output %d %s is declared %s but computes %s",
+                     ir_node_label(g, node_id, lb, sizeof lb), o, q(v->name), dtype_name(v->dtype),
                      dtype_name(t->dtype));
     }
     v->dtype = t->dtype;

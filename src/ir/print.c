@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "util/quote.h"
 
 #define PRINT_MAX_ELEMS 8
 
@@ -123,7 +124,7 @@ static void print_attr(FILE *f, const ir_graph *g, const ir_attr *a) {
         print_elems(f, a->t);
       }
       break;
-    case IR_ATTR_GRAPH: fprintf(f, "<graph '%s'>", a->g && a->g->name ? a->g->name : ""); break;
+    case IR_ATTR_GRAPH: fprintf(f, "<graph %s>", q(a->g ? a->g->name : "")); break;
     case IR_ATTR_GRAPHS: fprintf(f, "<%d graphs>", a->n); break;
     case IR_ATTR_TENSORS: fprintf(f, "<%d tensors>", a->n); break;
     default: fprintf(f, "<attribute type %d>", (int)a->type); break;
@@ -141,7 +142,7 @@ static void print_node(FILE *f, const ir_graph *g, int id, int depth) {
     print_value(f, g, nd->outputs[k]);
     if (nd->outputs[k] >= 0 && g->values[nd->outputs[k]].constant) fputs("=const", f);
   }
-  fprintf(f, " = %s%s%s(", *nd->domain ? nd->domain : "", *nd->domain ? "." : "", nd->op_type);
+  fprintf(f, " = %s%s%s(", *nd->domain ? q_ident(nd->domain) : "", *nd->domain ? "." : "", q_ident(nd->op_type));
   for (int k = 0; k < nd->n_inputs; k++) {
     if (k) fputs(", ", f);
     if (nd->inputs[k] < 0) fputs("_", f);
@@ -156,7 +157,7 @@ static void print_node(FILE *f, const ir_graph *g, int id, int depth) {
     }
     fputc('}', f);
   }
-  if (*nd->name) fprintf(f, "  '%s'", nd->name);
+  if (*nd->name) fprintf(f, "  %s", q(nd->name));
   if (!nd->op) fputs("  (unsupported)", f);
   fputc('\n', f);
   for (int k = 0; k < nd->n_attrs; k++) {
@@ -169,7 +170,7 @@ static void print_node(FILE *f, const ir_graph *g, int id, int depth) {
 
 static void print_graph(FILE *f, const ir_graph *g, int depth) {
   indent(f, depth);
-  fprintf(f, "graph '%s'", g->name ? g->name : "");
+  fprintf(f, "graph %s", q(g->name));
   for (int i = 0; i < g->n_opsets; i++)
     fprintf(f, "%s%s=%lld", i ? ", " : "  opsets: ", *g->opsets[i].domain ? g->opsets[i].domain : "ai.onnx",
             (long long)g->opsets[i].version);

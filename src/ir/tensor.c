@@ -8,6 +8,7 @@
 #include "ir/subbyte.h"
 #include "util/bufcache.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 int64_t shape_numel(int rank, const int64_t *dims) {
   int64_t n = 1;
@@ -31,7 +32,7 @@ const char *shape_str(char *buf, size_t n, int rank, const int64_t *dims, const 
     if (dims[i] >= 0)
       o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%lld", sep, (long long)dims[i]);
     else if (dims[i] <= DIM_SYM_BASE && syms)
-      o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s", sep, syms[dim_sym_index(dims[i])]);
+      o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s%s", sep, q_ident(syms[dim_sym_index(dims[i])]));
     else
       o += (size_t)snprintf(buf + o, o < n ? n - o : 0, "%s?", sep);
   }

@@ -15,21 +15,21 @@
 
 #include "onnx/import_internal.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 static smelt_status check_location(pb_str loc) {
-  char b[80];
   if (!loc.n) return err_set(SMELT_ERR_INVALID_MODEL, "external data location is empty");
   if (loc.s[0] == '/')
     return err_set(SMELT_ERR_INVALID_MODEL,
-                   "external data location '%s' is an absolute path; it must be relative to "
-                   "the model's folder", imp_show(loc, b, sizeof b));
+                   "external data location %s is an absolute path; it must be relative to "
+                   "the model's folder", q_n(loc.s, loc.n));
   for (size_t i = 0; i < loc.n;) {
     size_t j = i;
     while (j < loc.n && loc.s[j] != '/') j++;
     if (j - i == 2 && loc.s[i] == '.' && loc.s[i + 1] == '.')
       return err_set(SMELT_ERR_INVALID_MODEL,
-                     "external data location '%s' contains '..'; it must stay inside the "
-                     "model's folder", imp_show(loc, b, sizeof b));
+                     "external data location %s contains '..'; it must stay inside the "
+                     "model's folder", q_n(loc.s, loc.n));
     i = j + 1;
   }
   return SMELT_OK;
@@ -37,11 +37,10 @@ static smelt_status check_location(pb_str loc) {
 
 /* realpath of base_dir/loc; checks it lies under the model's folder. */
 static smelt_status resolve(onnx_imp *c, pb_str loc, char **real) {
-  char b[80];
   if (!c->base_real) {
     c->base_real = realpath(c->base_dir, NULL);
     if (!c->base_real)
-      return err_set(SMELT_ERR_IO, "cannot resolve the model's folder '%s': %s", c->base_dir,
+      return err_set(SMELT_ERR_IO, "cannot resolve the model's folder %s: %s", q(c->base_dir),
                      strerror(errno));
   }
   size_t bl = strlen(c->base_dir);
@@ -57,7 +56,7 @@ static smelt_status resolve(onnx_imp *c, pb_str loc, char **real) {
   int e = errno;
   free(path);
   if (!*real)
-    return err_set(SMELT_ERR_IO, "external data file '%s': %s", imp_show(loc, b, sizeof b),
+    return err_set(SMELT_ERR_IO, "external data file %s: %s", q_n(loc.s, loc.n),
                    strerror(e));
   size_t rl = strlen(c->base_real);
   bool root = !strcmp(c->base_real, "/");
@@ -66,8 +65,8 @@ static smelt_status resolve(onnx_imp *c, pb_str loc, char **real) {
     free(*real);
     *real = NULL;
     return err_set(SMELT_ERR_INVALID_MODEL,
-                   "external data location '%s' resolves outside the model's folder",
-                   imp_show(loc, b, sizeof b));
+                   "external data location %s resolves outside the model's folder",
+                   q_n(loc.s, loc.n));
   }
   return SMELT_OK;
 }
@@ -78,18 +77,18 @@ static smelt_status map_file(onnx_imp *c, char *real, onnx_mapping **out) {
   struct stat st;
   smelt_status s = SMELT_OK;
   if (fd < 0)
-    s = err_set(SMELT_ERR_IO, "cannot open external data file '%s': %s", real, strerror(errno));
+    s = err_set(SMELT_ERR_IO, "cannot open external data file %s: %s", q(real), strerror(errno));
   else if (fstat(fd, &st) != 0)
-    s = err_set(SMELT_ERR_IO, "cannot stat '%s': %s", real, strerror(errno));
+    s = err_set(SMELT_ERR_IO, "cannot stat %s: %s", q(real), strerror(errno));
   else if (!S_ISREG(st.st_mode))
-    s = err_set(SMELT_ERR_INVALID_MODEL, "external data '%s' is not a regular file", real);
+    s = err_set(SMELT_ERR_INVALID_MODEL, "external data %s is not a regular file", q(real));
   onnx_mapping *mp = s ? NULL : calloc(1, sizeof *mp);
   if (!s && !mp) s = err_nomem("mapping", sizeof *mp);
   if (!s && st.st_size > 0) {
     mp->len = (size_t)st.st_size;
     mp->addr = mmap(NULL, mp->len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mp->addr == MAP_FAILED)
-      s = err_set(SMELT_ERR_IO, "cannot map '%s': %s", real, strerror(errno));
+      s = err_set(SMELT_ERR_IO, "cannot map %s: %s", q(real), strerror(errno));
   }
   if (fd >= 0) close(fd);
   if (s) {
@@ -106,11 +105,10 @@ static smelt_status map_file(onnx_imp *c, char *real, onnx_mapping **out) {
 
 smelt_status imp_external(onnx_imp *c, pb_str loc, uint64_t offset, int64_t length,
                           size_t nbytes, const uint8_t **data) {
-  char b[80];
   if (!c->base_dir || !c->m)
     return err_set(SMELT_ERR_INVALID_MODEL,
-                   "tensor data is in an external file ('%s'), which needs the model's folder "
-                   "(load the model from its file)", imp_show(loc, b, sizeof b));
+                   "tensor data is in an external file (%s), which needs the model's folder "
+                   "(load the model from its file)", q_n(loc.s, loc.n));
   TRY(check_location(loc));
   if (length >= 0 && (uint64_t)length != nbytes)
     return err_set(SMELT_ERR_INVALID_MODEL,
@@ -126,8 +124,8 @@ smelt_status imp_external(onnx_imp *c, pb_str loc, uint64_t offset, int64_t leng
     TRY(map_file(c, real, &mp));
   if (offset > mp->len || nbytes > mp->len - offset)
     return err_set(SMELT_ERR_INVALID_MODEL,
-                   "external data '%s': bytes [%llu, +%zu) lie outside the %zu-byte file",
-                   mp->path, (unsigned long long)offset, nbytes, mp->len);
+                   "external data %s: bytes [%llu, +%zu) lie outside the %zu-byte file",
+                   q_path(mp->path), (unsigned long long)offset, nbytes, mp->len);
   *data = mp->addr ? (const uint8_t *)mp->addr + offset : (const uint8_t *)"";
   return SMELT_OK;
 }

@@ -13,6 +13,7 @@
 
 #include "onnx/import_internal.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 enum {
   A_NAME = 1, A_F = 2, A_I = 3, A_S = 4, A_T = 5, A_G = 6, A_FLOATS = 7, A_INTS = 8,
@@ -260,11 +261,10 @@ static smelt_status attr_body(onnx_imp *c, const pb_msg *am, ir_graph *g, const 
 
 smelt_status imp_attr(onnx_imp *c, const pb_msg *am, ir_graph *g, int node_id, ir_attr *a) {
   ascan s;
-  char b[80];
   smelt_status st = scan_attr(am, &s);
   if (!st && !s.name.n) st = err_set(SMELT_ERR_INVALID_MODEL, "attribute has no name");
   if (!st) st = imp_strdup(g, s.name, &a->name);
   if (!st) st = attr_body(c, am, g, &s, a);
-  if (st) return imp_prefix(st, "attribute '%s': ", imp_show(s.name, b, sizeof b));
+  if (st) return imp_prefix(st, "attribute %s: ", q_n(s.name.s, s.name.n));
   return SMELT_OK;
 }

@@ -15,6 +15,7 @@
 #include "onnx/import_internal.h"
 #include "ops/op.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 enum { G_NODE = 1, G_NAME = 2, G_INIT = 5, G_INPUT = 11, G_OUTPUT = 12, G_VALUE_INFO = 13,
        G_SPARSE_INIT = 15 };
@@ -57,7 +58,7 @@ static smelt_status add_initializer(onnx_imp *c, ir_graph *g, tensor *t, pb_str 
   if (!name.n) return err_set(SMELT_ERR_INVALID_MODEL, "initializer[%d] has no name", index);
   TRY(imp_cstr(c, name, 0, &cname));
   if (ir_graph_find_value(g, cname) >= 0)
-    return err_set(SMELT_ERR_INVALID_MODEL, "initializer '%s' is defined more than once", cname);
+    return err_set(SMELT_ERR_INVALID_MODEL, "initializer %s is defined more than once", q(cname));
   int vid;
   TRY(ir_graph_add_value(g, cname, &vid));
   ir_value *v = &g->values[vid];
@@ -73,9 +74,8 @@ static smelt_status imp_initializer(onnx_imp *c, ir_graph *g, const pb_msg *tm, 
   tensor *t;
   pb_str name = {"", 0};
   bool viewed;
-  char b[80];
   smelt_status s = imp_tensor_new(c, tm, &t, &name, &viewed);
-  if (s) return imp_prefix(s, "initializer[%d] '%s': ", index, imp_show(name, b, sizeof b));
+  if (s) return imp_prefix(s, "initializer[%d] %s: ", index, q_n(name.s, name.n));
   s = add_initializer(c, g, t, name, index);
   if (s) {
     tensor_free(t);
@@ -113,9 +113,9 @@ static smelt_status imp_input(onnx_imp *c, ir_graph *g, const pb_msg *vm, int in
   int vid = ir_graph_find_value(g, cname);
   if (vid >= 0) {
     if (!(g->values[vid].flags & IR_VALUE_INITIALIZER))
-      return err_set(SMELT_ERR_INVALID_MODEL, "graph input '%s' is listed more than once", cname);
+      return err_set(SMELT_ERR_INVALID_MODEL, "graph input %s is listed more than once", q(cname));
     if (g->parent) /* subgraph inputs are bound by position: dropping one would shift them */
-      return err_set(SMELT_ERR_UNSUPPORTED, "subgraph input '%s' is also an initializer", cname);
+      return err_set(SMELT_ERR_UNSUPPORTED, "subgraph input %s is also an initializer", q(cname));
     return SMELT_OK; /* an input with a default value: keep the constant */
   }
   TRY(ir_graph_add_value(g, cname, &vid));
@@ -172,8 +172,8 @@ static smelt_status node_outputs(onnx_imp *c, ir_graph *g, const pb_msg *nm, int
     TRY(imp_cstr(c, on, 0, &cname));
     int prev = ir_graph_find_value(g, cname);
     if (prev >= 0)
-      return err_set(SMELT_ERR_INVALID_MODEL, "%s: output '%s' is also produced by %s",
-                     ir_node_label(g, id, b1, sizeof b1), cname,
+      return err_set(SMELT_ERR_INVALID_MODEL, "%s: output %s is also produced by %s",
+                     ir_node_label(g, id, b1, sizeof b1), q(cname),
                      value_origin(g, prev, b2, sizeof b2));
     int vid;
     TRY(ir_graph_add_value(g, cname, &vid));
@@ -184,9 +184,8 @@ static smelt_status node_outputs(onnx_imp *c, ir_graph *g, const pb_msg *nm, int
 
 static smelt_status imp_node(onnx_imp *c, ir_graph *g, const pb_msg *nm, int index) {
   node_scan s;
-  char b[80];
   smelt_status st = scan_node(nm, &s);
-  if (st) return imp_prefix(st, "node[%d] '%s': ", index, imp_show(s.name, b, sizeof b));
+  if (st) return imp_prefix(st, "node[%d] %s: ", index, q_n(s.name.s, s.name.n));
   const char *name, *op_type, *domain;
   TRY(imp_cstr(c, s.name, 0, &name));
   TRY(imp_cstr(c, s.op_type, 1, &op_type));
@@ -208,7 +207,7 @@ static smelt_status imp_output(onnx_imp *c, ir_graph *g, const pb_msg *vm, int i
   int vid = ir_graph_resolve_value(g, cname);
   if (vid < 0)
     return err_set(SMELT_ERR_INVALID_MODEL,
-                   "graph output '%s' is not produced by any node, input or initializer", cname);
+                   "graph output %s is not produced by any node, input or initializer", q(cname));
   ir_value *v = &g->values[vid];
   bool declared = v->flags & (IR_VALUE_INPUT | IR_VALUE_INITIALIZER | IR_VALUE_OUTER);
   imp_apply_type(v, &t, declared);
@@ -239,7 +238,7 @@ static smelt_status check_attr_names(const ir_node *n) {
   smelt_status s = SMELT_OK;
   for (int i = 1; i < n->n_attrs && !s; i++)
     if (!strcmp(names[i - 1], names[i]))
-      s = err_set(SMELT_ERR_INVALID_MODEL, "attribute '%s' is given more than once", names[i]);
+      s = err_set(SMELT_ERR_INVALID_MODEL, "attribute %s is given more than once", q(names[i]));
   free(names);
   return s;
 }
@@ -262,8 +261,8 @@ static smelt_status node_links(onnx_imp *c, ir_graph *g, const pb_msg *nm, int i
       int vid = ir_graph_resolve_value(g, cname);
       if (vid < 0)
         return err_set(SMELT_ERR_INVALID_MODEL,
-                       "input %d '%s' is not defined by any node, graph input or initializer",
-                       slot, cname);
+                       "input %d %s is not defined by any node, graph input or initializer",
+                       slot, q(cname));
       g->nodes[id].inputs[slot] = vid;
     } else if (f.num == N_ATTR) {
       TRY(pb_want(&m, &f, PB_LEN, "attribute"));
@@ -327,6 +326,6 @@ smelt_status imp_subgraph(onnx_imp *c, const pb_msg *gm, ir_graph *parent, ir_gr
   c->depth++;
   smelt_status s = imp_graph(c, gm, g);
   c->depth--;
-  if (s && *g->name) return imp_prefix(s, "graph '%s': ", g->name);
+  if (s && *g->name) return imp_prefix(s, "graph %s: ", q(g->name));
   return s;
 }

@@ -57,8 +57,7 @@ void imp_scratch_free(onnx_imp *c);
  * middle of the context path rather than the cause at its end. */
 smelt_status imp_prefix(smelt_status code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Prints at most 64 bytes of s for messages (into buf). */
-const char *imp_show(pb_str s, char *buf, size_t n);
+/* Model strings in messages: q_n(s.s, s.n) (util/quote.h). */
 
 /* ---- model ---- */
 smelt_status imp_model(onnx_imp *c, const uint8_t *buf, size_t len);

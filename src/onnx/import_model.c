@@ -9,6 +9,7 @@
 
 #include "onnx/import_internal.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 enum { M_IR_VERSION = 1, M_PRODUCER_NAME = 2, M_PRODUCER_VERSION = 3, M_DOMAIN = 4,
        M_MODEL_VERSION = 5, M_GRAPH = 7, M_OPSET = 8 };
@@ -95,8 +96,8 @@ static smelt_status imp_opset(const pb_msg *om, ir_graph *g, ir_opset *o) {
   }
   TRY(imp_strdup(g, domain, &o->domain));
   if (o->version < 1 || o->version > 1000000)
-    return err_set(SMELT_ERR_INVALID_MODEL, "opset_import: domain '%s' has version %lld",
-                   o->domain, (long long)o->version);
+    return err_set(SMELT_ERR_INVALID_MODEL, "opset_import: domain %s has version %lld",
+                   q(o->domain), (long long)o->version);
   return SMELT_OK;
 }
 
@@ -116,7 +117,7 @@ static smelt_status imp_opsets(const pb_msg *mm, ir_graph *g, size_t n) {
     int64_t prev = ir_graph_opset(g, o->domain);
     if (prev >= 0 && prev != o->version)
       return err_set(SMELT_ERR_INVALID_MODEL,
-                     "opset_import lists domain '%s' twice (versions %lld and %lld)", o->domain,
+                     "opset_import lists domain %s twice (versions %lld and %lld)", q(o->domain),
                      (long long)prev, (long long)o->version);
     g->n_opsets++;
   }

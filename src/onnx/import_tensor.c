@@ -10,6 +10,7 @@
 
 #include "onnx/import_internal.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 enum {
   T_DIMS = 1,
@@ -90,7 +91,6 @@ static smelt_status scan_external_entry(const pb_msg *em, tscan *s) {
     if (f.num == 1) TRY(imp_name(&m, &f, "key", &key));
     if (f.num == 2) TRY(imp_bytes(&m, &f, "value", &val));
   }
-  char b[80];
   if (key.n == 8 && !memcmp(key.s, "location", 8)) {
     if (memchr(val.s, 0, val.n))
       return err_set(SMELT_ERR_INVALID_MODEL, "external data location contains a NUL byte");
@@ -98,13 +98,13 @@ static smelt_status scan_external_entry(const pb_msg *em, tscan *s) {
     s->has_loc = true;
   } else if (key.n == 6 && !memcmp(key.s, "offset", 6)) {
     if (!parse_u64(val, &s->ext_off))
-      return err_set(SMELT_ERR_INVALID_MODEL, "external data offset '%s' is not a number",
-                     imp_show(val, b, sizeof b));
+      return err_set(SMELT_ERR_INVALID_MODEL, "external data offset %s is not a number",
+                     q_n(val.s, val.n));
   } else if (key.n == 6 && !memcmp(key.s, "length", 6)) {
     uint64_t v;
     if (!parse_u64(val, &v) || v > INT64_MAX)
-      return err_set(SMELT_ERR_INVALID_MODEL, "external data length '%s' is not a number",
-                     imp_show(val, b, sizeof b));
+      return err_set(SMELT_ERR_INVALID_MODEL, "external data length %s is not a number",
+                     q_n(val.s, val.n));
     s->ext_len = (int64_t)v;
   }
   return SMELT_OK; /* "checksum" and unknown keys are ignored */

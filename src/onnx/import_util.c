@@ -31,16 +31,6 @@ smelt_status imp_strdup(ir_graph *g, pb_str s, const char **out) {
   return SMELT_OK;
 }
 
-const char *imp_show(pb_str s, char *buf, size_t n) {
-  if (s.n + 1 <= n) {
-    snprintf(buf, n, "%.*s", (int)s.n, s.s);
-  } else {
-    int keep = n > 4 ? (int)(n - 4) : 0;
-    snprintf(buf, n, "%.*s...", keep, s.s);
-  }
-  return buf;
-}
-
 smelt_status imp_cstr(onnx_imp *c, pb_str s, int slot, const char **out) {
   if (s.n + 1 > c->scratch_cap[slot]) {
     size_t cap = s.n + 1 > 256 ? s.n + 1 : 256;

@@ -12,6 +12,7 @@
 #include "kernels/vmath.h"
 #include "ops/broadcast.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* Attribute values of one node (double so f64 kernels see them unrounded). */
 typedef struct act_params {
@@ -160,8 +161,8 @@ static smelt_status gelu_tab_of(op_ctx *c, const ew_row_fn **tab) {
   if (!strcmp(ap, "none")) *tab = gelu_tab;
   else if (!strcmp(ap, "tanh")) *tab = gelu_tanh_tab;
   else
-    return err_set(SMELT_ERR_INVALID_MODEL, "attribute approximate is '%s', expected none or tanh",
-                   ap);
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute approximate is %s, expected none or tanh",
+                   q(ap));
   return SMELT_OK;
 }
 static smelt_status infer_gelu(op_ctx *c) {

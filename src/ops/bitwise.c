@@ -5,6 +5,7 @@
 
 #include "ops/broadcast.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define BITWISE_ROWS(sfx, T, U)                                 \
   EW_ROW2(And_##sfx, T, T, T, (T)(x & y))                      \
@@ -44,8 +45,8 @@ static smelt_status shift_tab(op_ctx *c, const ew_row_fn **tab) {
   if (!strcmp(dir, "LEFT")) *tab = shl_tab;
   else if (!strcmp(dir, "RIGHT")) *tab = shr_tab;
   else
-    return err_set(SMELT_ERR_INVALID_MODEL, "attribute direction is '%s', expected LEFT or RIGHT",
-                   dir);
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute direction is %s, expected LEFT or RIGHT",
+                   q_path(dir));
   return SMELT_OK;
 }
 static smelt_status infer_bitshift(op_ctx *c) {

@@ -5,6 +5,7 @@
 #include "ops/broadcast.h"
 #include "ops/convert.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define CAST_TILE 256 /* a multiple of every packing factor: tiles start on bytes */
 
@@ -76,7 +77,7 @@ static smelt_status round_mode_attr(op_ctx *c, cvt_round *r) {
   else if (!strcmp(a->s, "nearest")) *r = CVT_ROUND_NEAREST;
   else
     return err_set(SMELT_ERR_INVALID_MODEL,
-                   "attribute 'round_mode' is '%.40s', expected 'up', 'down' or 'nearest'", a->s);
+                   "attribute 'round_mode' is %s, expected 'up', 'down' or 'nearest'", q(a->s));
   return SMELT_OK;
 }
 

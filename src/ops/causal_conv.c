@@ -11,6 +11,7 @@
 
 #include "ops/nn_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 static smelt_status ccs_plan(op_ctx *c, int64_t *k, bool *silu) {
   const tensor *x = c->in[0], *w = c->in[1], *ps = op_in(c, 3);
@@ -23,7 +24,7 @@ static smelt_status ccs_plan(op_ctx *c, int64_t *k, bool *silu) {
   TRY(nn_check_rank(c, 3, "past_state", 3));
   const char *act = ir_attr_string(c->node, "activation", "none");
   if (strcmp(act, "none") && strcmp(act, "silu") && strcmp(act, "swish"))
-    return err_set(SMELT_ERR_INVALID_MODEL, "activation '%s' is not one of none, silu, swish", act);
+    return err_set(SMELT_ERR_INVALID_MODEL, "activation %s is not one of none, silu, swish", q(act));
   *silu = strcmp(act, "none") != 0;
   *k = w->dims[2];
   if (dim_known(*k) && *k < 1) return err_set(SMELT_ERR_INVALID_ARGUMENT, "kernel size is 0");

@@ -18,6 +18,7 @@
 #include "kernels/gemm.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define EIN_LETTERS 52
 #define EIN_LABELS (EIN_LETTERS + SMELT_MAX_RANK)
@@ -103,7 +104,7 @@ static smelt_status ein_parse_operands(op_ctx *c, ein_plan *p, const char *eq, c
     const char *e = memchr(s, ',', (size_t)(lhs_end - s));
     if (!e) e = lhs_end;
     if ((i == p->n_in - 1) != (e == lhs_end))
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "equation '%s' does not have %d operand terms", eq,
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "equation %s does not have %d operand terms", q(eq),
                      p->n_in);
     int lab[SMELT_MAX_RANK], nl, ell;
     char what[32];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 static const char *const act_names[] = {"none", "relu", "clip", "sigmoid", "tanh", "gelu"};
 
@@ -26,7 +27,7 @@ bool fused_act_parse(const char *name, fused_act_kind *k) {
 smelt_status fused_act_read(const ir_node *nd, fused_act *a) {
   const char *name = ir_attr_string(nd, "activation", "none");
   if (!fused_act_parse(name, &a->kind))
-    return err_set(SMELT_ERR_INVALID_MODEL, "unknown activation '%s'", name);
+    return err_set(SMELT_ERR_INVALID_MODEL, "unknown activation %s", q(name));
   a->lo = ir_attr_float(nd, "clip_min", -INFINITY);
   a->hi = ir_attr_float(nd, "clip_max", INFINITY);
   if (a->kind == FUSED_ACT_CLIP && !(a->lo <= a->hi))

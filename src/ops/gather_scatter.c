@@ -7,6 +7,7 @@
 
 #include "ops/shape_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* Normalizes index v for an axis of size n, or reports where it is bad. */
 static smelt_status fix_index(int64_t v, int64_t n, int64_t pos, int64_t *out) {
@@ -340,7 +341,7 @@ static smelt_status tscatter_check(op_ctx *c, int *axis, bool *circular) {
   tensor *past = c->in[0], *upd = c->in[1], *wi = op_in(c, 2);
   const char *m = ir_attr_string(c->node, "mode", "linear");
   if (strcmp(m, "linear") && strcmp(m, "circular"))
-    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is not linear or circular", m);
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is not linear or circular", q(m));
   *circular = !strcmp(m, "circular");
   if (upd->dtype != past->dtype && upd->dtype && past->dtype)
     return err_set(SMELT_ERR_INVALID_MODEL, "update has type %s, past_cache %s",

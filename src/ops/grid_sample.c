@@ -14,6 +14,7 @@
 
 #include "ops/nn_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define GS_MAX_DIMS 3
 #define GS_MAX_TAPS 4
@@ -35,11 +36,11 @@ static smelt_status gs_attrs(op_ctx *c, gs_cfg *g) {
   if (!strcmp(m, "nearest")) g->mode = GS_NEAREST;
   else if (!strcmp(m, "linear") || !strcmp(m, "bilinear")) g->mode = GS_LINEAR;
   else if (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) g->mode = GS_CUBIC;
-  else return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is unknown", m);
+  else return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is unknown", q(m));
   if (!strcmp(p, "zeros")) g->pad = GS_ZEROS;
   else if (!strcmp(p, "border")) g->pad = GS_BORDER;
   else if (!strcmp(p, "reflection")) g->pad = GS_REFLECTION;
-  else return err_set(SMELT_ERR_INVALID_MODEL, "attribute padding_mode '%s' is unknown", p);
+  else return err_set(SMELT_ERR_INVALID_MODEL, "attribute padding_mode %s is unknown", q(p));
   g->align = op_attr_int(c, "align_corners", 0) != 0;
   return SMELT_OK;
 }

@@ -16,6 +16,7 @@
 
 #include "ops/nn_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef struct la_geom {
   int64_t B, T, Hq, Hkv, dk, dv, decay_w, beta_w; /* decay/beta last dims (0: absent) */
@@ -29,11 +30,11 @@ static smelt_status la_rule(op_ctx *c, la_geom *g) {
   else if (!strcmp(r, "gated")) g->gating = true, g->delta = false;
   else if (!strcmp(r, "delta")) g->gating = false, g->delta = true;
   else if (!strcmp(r, "gated_delta")) g->gating = true, g->delta = true;
-  else return err_set(SMELT_ERR_INVALID_MODEL, "update_rule '%s' is not one of linear, gated, delta, gated_delta", r);
+  else return err_set(SMELT_ERR_INVALID_MODEL, "update_rule %s is not one of linear, gated, delta, gated_delta", q(r));
   if (g->gating != (op_in(c, 4) != NULL))
-    return err_set(SMELT_ERR_INVALID_MODEL, "update_rule '%s' %s the decay input", r, g->gating ? "requires" : "forbids");
+    return err_set(SMELT_ERR_INVALID_MODEL, "update_rule %s %s the decay input", q(r), g->gating ? "requires" : "forbids");
   if (g->delta != (op_in(c, 5) != NULL))
-    return err_set(SMELT_ERR_INVALID_MODEL, "update_rule '%s' %s the beta input", r, g->delta ? "requires" : "forbids");
+    return err_set(SMELT_ERR_INVALID_MODEL, "update_rule %s %s the beta input", q(r), g->delta ? "requires" : "forbids");
   return SMELT_OK;
 }
 

@@ -13,6 +13,7 @@
 
 #include "ops/nn_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef enum loss_red { LOSS_NONE, LOSS_SUM, LOSS_MEAN } loss_red;
 
@@ -21,7 +22,7 @@ static smelt_status loss_reduction(op_ctx *c, loss_red *r) {
   if (!strcmp(s, "none")) *r = LOSS_NONE;
   else if (!strcmp(s, "sum")) *r = LOSS_SUM;
   else if (!strcmp(s, "mean")) *r = LOSS_MEAN;
-  else return err_set(SMELT_ERR_INVALID_MODEL, "reduction '%s' is not one of none, sum, mean", s);
+  else return err_set(SMELT_ERR_INVALID_MODEL, "reduction %s is not one of none, sum, mean", q(s));
   return SMELT_OK;
 }
 

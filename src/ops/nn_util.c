@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 /* ---- dtypes and checks ---- */
 
@@ -221,7 +222,7 @@ static smelt_status parse_auto_pad(op_ctx *c, nn_auto_pad *ap) {
   else if (!strcmp(s, "SAME_UPPER")) *ap = NN_SAME_UPPER;
   else if (!strcmp(s, "SAME_LOWER")) *ap = NN_SAME_LOWER;
   else if (!strcmp(s, "VALID")) *ap = NN_VALID;
-  else return err_set(SMELT_ERR_INVALID_MODEL, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", s);
+  else return err_set(SMELT_ERR_INVALID_MODEL, "auto_pad %s is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", q(s));
   return SMELT_OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include "ops/shape_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* ---- Pad core, shared with CenterCropPad ---- */
 
@@ -100,8 +101,8 @@ static smelt_status pad_mode_of(op_ctx *c, pad_mode *m) {
       *m = (pad_mode)i;
       return SMELT_OK;
     }
-  return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is not constant, reflect, edge or "
-                 "wrap", s);
+  return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is not constant, reflect, edge or "
+                 "wrap", q(s));
 }
 
 /* Axes the pads apply to: input 3 (opset 18+) or all. */

@@ -14,6 +14,7 @@
 
 #include "ops/shape_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC } rz_mode;
 typedef enum {
@@ -53,19 +54,19 @@ static smelt_status rz_attrs(op_ctx *c, bool upsample, rz_params *p) {
   const char *m = ir_attr_string(c->node, "mode", "nearest");
   int mi = find_name(m, modes, 4);
   if (mi < 0 || (mi == RZ_CUBIC && (upsample || c->opset < 11)))
-    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is not supported", m);
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is not supported", q(m));
   p->mode = mi == 3 ? RZ_LINEAR : (rz_mode)mi;
   bool legacy = upsample || c->opset < 11;
   const char *ct = legacy ? "asymmetric" : ir_attr_string(c->node, "coordinate_transformation_mode",
                                                           "half_pixel");
   int ci = find_name(ct, coords, 6);
   if (ci < 0 || (ci == CT_HALF_PIXEL_SYMMETRIC && c->opset < 19))
-    return err_set(SMELT_ERR_INVALID_MODEL, "coordinate_transformation_mode '%s' is not valid",
-                   ct);
+    return err_set(SMELT_ERR_INVALID_MODEL, "coordinate_transformation_mode %s is not valid",
+                   q(ct));
   p->coord = (rz_coord)ci;
   const char *nm = ir_attr_string(c->node, "nearest_mode", "round_prefer_floor");
   int ni = find_name(nm, nearests, 4);
-  if (ni < 0) return err_set(SMELT_ERR_INVALID_MODEL, "nearest_mode '%s' is not valid", nm);
+  if (ni < 0) return err_set(SMELT_ERR_INVALID_MODEL, "nearest_mode %s is not valid", q(nm));
   p->nearest = legacy ? NM_SIMPLE : (rz_nearest)ni;
   p->cubic_a = op_attr_float(c, "cubic_coeff_a", -0.75f);
   p->exclude_outside = op_attr_int(c, "exclude_outside", 0) != 0;
@@ -113,7 +114,7 @@ static smelt_status rz_from_sizes(op_ctx *c, const tensor *x, const tensor *sz, 
   const char *pol = ir_attr_string(c->node, "keep_aspect_ratio_policy", "stretch");
   int pi = find_name(pol, (const char *const[]){"stretch", "not_larger", "not_smaller"}, 3);
   if (pi < 0)
-    return err_set(SMELT_ERR_INVALID_MODEL, "keep_aspect_ratio_policy '%s' is not valid", pol);
+    return err_set(SMELT_ERR_INVALID_MODEL, "keep_aspect_ratio_policy %s is not valid", q(pol));
   double keep = pi == 1 ? INFINITY : 0;
   for (int i = 0; i < n; i++) {
     int a = p->axes[i];

@@ -16,6 +16,7 @@
 #include "ops/nn_util.h"
 #include "ops/rnn_act.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef enum rnn_kind { K_RNN, K_GRU, K_LSTM } rnn_kind;
 
@@ -50,7 +51,7 @@ static smelt_status rnn_config(op_ctx *c, rnn_kind kind, rnn_cfg *g) {
   const char *dir = ir_attr_string(c->node, "direction", "forward");
   if (!strcmp(dir, "forward") || !strcmp(dir, "reverse")) g->n_dir = 1;
   else if (!strcmp(dir, "bidirectional")) g->n_dir = 2;
-  else return err_set(SMELT_ERR_INVALID_MODEL, "attribute direction '%s' is unknown", dir);
+  else return err_set(SMELT_ERR_INVALID_MODEL, "attribute direction %s is unknown", q_path(dir));
   g->reverse = !strcmp(dir, "reverse");
   g->layout = op_attr_int(c, "layout", 0) != 0;
   g->lbr = op_attr_int(c, "linear_before_reset", 0) != 0;

@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef struct act_name {
   const char *name;
@@ -51,7 +52,7 @@ smelt_status rnn_acts_parse(op_ctx *c, int n_dir, int per_dir, const rnn_act_kin
   for (int i = 0; i < per_dir * n_dir; i++) {
     const act_name *e = n ? find_act(a->strings[i % n]) : find_kind(defaults[i % per_dir]);
     if (!e)
-      return err_set(SMELT_ERR_UNSUPPORTED, "activation '%s' is not supported", a->strings[i % n]);
+      return err_set(SMELT_ERR_UNSUPPORTED, "activation %s is not supported", q(a->strings[i % n]));
     acts[i].kind = e->kind;
     acts[i].alpha = e->alpha;
     acts[i].beta = e->beta;

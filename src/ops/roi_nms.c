@@ -11,6 +11,7 @@
 #include "ops/nn_util.h"
 #include "ops/shape_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* ---- RoiAlign ---- */
 
@@ -25,9 +26,9 @@ static smelt_status roi_attrs(op_ctx *c, roi_cfg *g) {
   const char *t = ir_attr_string(c->node, "coordinate_transformation_mode",
                                  c->opset >= 16 ? "half_pixel" : "output_half_pixel");
   if (strcmp(m, "avg") && strcmp(m, "max"))
-    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is unknown", m);
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is unknown", q(m));
   if (strcmp(t, "half_pixel") && strcmp(t, "output_half_pixel"))
-    return err_set(SMELT_ERR_INVALID_MODEL, "attribute coordinate_transformation_mode '%s' is unknown", t);
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute coordinate_transformation_mode %s is unknown", q(t));
   g->max_mode = !strcmp(m, "max");
   g->half_pixel = !strcmp(t, "half_pixel");
   g->ph = op_attr_int(c, "output_height", 1);

@@ -8,6 +8,7 @@
 
 #include "ops/shape_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* Reshape-like ops: the output holds the input's bytes under a new shape. */
 static smelt_status run_copy(op_ctx *c) {
@@ -401,8 +402,8 @@ static smelt_status constant_value(op_ctx *c, tensor *v) {
     const ir_attr *a = &c->node->attrs[i];
     if (strncmp(a->name, "value", 5) && strcmp(a->name, "sparse_value")) continue;
     if (found)
-      return err_set(SMELT_ERR_INVALID_MODEL, "has both attributes %s and %s", found->name,
-                     a->name);
+      return err_set(SMELT_ERR_INVALID_MODEL, "has both attributes %s and %s", q(found->name),
+                     q(a->name));
     found = a;
   }
   if (!found) return err_set(SMELT_ERR_INVALID_MODEL, "has no value attribute");

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 /* SMELT_UNDEFINED passes: during static inference a type may be unknown yet. */
 smelt_status su_check_index_type(const tensor *t, const char *what) {
@@ -343,8 +344,8 @@ smelt_status su_parse_reduction(op_ctx *c, su_reduce *out) {
       *out = (su_reduce)i;
       return SMELT_OK;
     }
-  return err_set(SMELT_ERR_INVALID_MODEL, "attribute reduction '%s' is not one of none, add, "
-                 "mul, max, min", r);
+  return err_set(SMELT_ERR_INVALID_MODEL, "attribute reduction %s is not one of none, add, "
+                 "mul, max, min", q(r));
 }
 
 smelt_status su_check_reducible(smelt_dtype dt, su_reduce r) {

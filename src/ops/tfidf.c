@@ -13,6 +13,7 @@
 #include "ops/nn_util.h"
 #include "ops/shape_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define TF_MAX_N 64
 
@@ -57,7 +58,7 @@ static smelt_status tf_attrs(op_ctx *c, tf_model *m, const int64_t **counts, int
                              int *ni, int *np) {
   const char *mode = ir_attr_string(c->node, "mode", "");
   m->mode = !strcmp(mode, "TF") ? 1 : !strcmp(mode, "IDF") ? 2 : !strcmp(mode, "TFIDF") ? 3 : 0;
-  if (!m->mode) return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is not TF, IDF or TFIDF", mode);
+  if (!m->mode) return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is not TF, IDF or TFIDF", q(mode));
   m->min_n = op_attr_int(c, "min_gram_length", 0);
   m->max_n = op_attr_int(c, "max_gram_length", 0);
   m->max_skip = op_attr_int(c, "max_skip_count", 0);

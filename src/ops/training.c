@@ -9,6 +9,7 @@
 
 #include "ops/nn_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef enum opt_kind { OPT_ADAGRAD, OPT_ADAM, OPT_MOMENTUM } opt_kind;
 
@@ -41,7 +42,7 @@ static smelt_status opt_attrs(op_ctx *c, opt_kind kind, opt_cfg *g) {
         !ir_attr_find(c->node, "norm_coefficient"))
       return err_set(SMELT_ERR_INVALID_MODEL, "Momentum needs the attributes alpha, beta and norm_coefficient");
     if (strcmp(mode, "standard") && strcmp(mode, "nesterov"))
-      return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is unknown", mode);
+      return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is unknown", q(mode));
     g->nesterov = !strcmp(mode, "nesterov");
   }
   return SMELT_OK;

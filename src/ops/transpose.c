@@ -4,6 +4,7 @@
 
 #include "ops/shape_util.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* perm from the attribute, or reversed axes when absent; checked to be a
  * permutation of [0, rank). */
@@ -98,7 +99,7 @@ static smelt_status d2s_infer(op_ctx *c) {
   TRY(block_size(c, &b));
   const char *m = ir_attr_string(c->node, "mode", "DCR");
   if (strcmp(m, "DCR") && strcmp(m, "CRD"))
-    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode '%s' is not DCR or CRD", m);
+    return err_set(SMELT_ERR_INVALID_MODEL, "attribute mode %s is not DCR or CRD", q(m));
   TRY(check_nchw(x, b * b, 1));
   int64_t d[4] = {DIM_UNKNOWN, DIM_UNKNOWN, DIM_UNKNOWN, DIM_UNKNOWN};
   if (x->rank == 4)

@@ -12,6 +12,7 @@
 
 #include "passes/rewrite.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 static bool float_const(rewriter *w, int v, int64_t n, const tensor **t) {
   *t = v >= 0 ? rw_const(w, v) : NULL;
@@ -84,8 +85,8 @@ static smelt_status fold_pair(rewriter *w, int conv_id, bool *done) {
   TRY(rw_set_input(w, nid, 1, wv));
   TRY(rw_set_input(w, nid, 2, bv));
   char a[160], b[160];
-  pass_log(w->r, "folded %s (BatchNormalization) into %s (Conv) -> Conv writing '%s'",
-           rw_name(w, bn_id, b, sizeof b), rw_name(w, conv_id, a, sizeof a), rw_val(w, y)->name);
+  pass_log(w->r, "folded %s (BatchNormalization) into %s (Conv) -> Conv writing %s",
+           rw_name(w, bn_id, b, sizeof b), rw_name(w, conv_id, a, sizeof a), q(rw_val(w, y)->name));
   *done = true;
   return SMELT_OK;
 }

@@ -26,6 +26,7 @@
 
 #include "passes/rewrite.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define MASKED_BELOW (-1e30)
 
@@ -237,10 +238,10 @@ static bool match_at(rewriter *w, int sm, attn_match *m) {
 static smelt_status build(rewriter *w, attn_match *m) {
   int id;
   char a[160], b[160];
-  pass_log(w->r, "fused %s .. %s (%d nodes) -> smelt.Attention(rank %d, scale %g%s%s) writing '%s'",
+  pass_log(w->r, "fused %s .. %s (%d nodes) -> smelt.Attention(rank %d, scale %g%s%s) writing %s",
            rw_name(w, m->first, a, sizeof a), rw_name(w, m->last, b, sizeof b),
            m->n, m->rank, m->scale, m->causal ? ", causal" : "",
-           m->mask >= 0 ? (m->mask_bool ? ", bool mask" : ", additive mask") : "", rw_val(w, m->y)->name);
+           m->mask >= 0 ? (m->mask_bool ? ", bool mask" : ", additive mask") : "", q(rw_val(w, m->y)->name));
   TRY(rw_replace_node(w, m->last, "Attention", "smelt", 4, 8, &id));
   for (int k = 0; k < m->n; k++) rw_kill(w, m->nodes[k]);
   TRY(rw_set_input(w, id, 0, m->q.v));

@@ -20,6 +20,7 @@
 
 #include "passes/rewrite.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 static bool near(double x, double want) { return fabs(x - want) <= 1e-6 * fabs(want); }
 
@@ -105,8 +106,8 @@ static smelt_status fuse_gelu(rewriter *w, int e, bool *done) {
   if (!match_gelu(w, e, &x, &y, nodes, &n)) return SMELT_OK;
   int last = rw_producer(w, y), id;
   char a[160], b[160];
-  pass_log(w->r, "fused %s .. %s (%d nodes, erf GELU) -> Gelu writing '%s'",
-           rw_name(w, nodes[0], a, sizeof a), rw_name(w, last, b, sizeof b), n, rw_val(w, y)->name);
+  pass_log(w->r, "fused %s .. %s (%d nodes, erf GELU) -> Gelu writing %s",
+           rw_name(w, nodes[0], a, sizeof a), rw_name(w, last, b, sizeof b), n, q(rw_val(w, y)->name));
   TRY(rw_replace_node(w, last, "Gelu", "", 1, 0, &id));
   rw_node(w, id)->opset = 20;
   for (int k = 0; k < n; k++) rw_kill(w, nodes[k]);
@@ -252,8 +253,8 @@ static smelt_status fuse_ln(rewriter *w, int mean_id, bool *done) {
   }
   int last = rw_producer(w, m.y);
   char a[160];
-  pass_log(w->r, "fused %s .. (%d nodes, mean/variance) -> LayerNormalization(axis %d, eps %g) writing '%s'",
-           rw_name(w, mean_id, a, sizeof a), m.n, m.axis, m.eps, rw_val(w, m.y)->name);
+  pass_log(w->r, "fused %s .. (%d nodes, mean/variance) -> LayerNormalization(axis %d, eps %g) writing %s",
+           rw_name(w, mean_id, a, sizeof a), m.n, m.axis, m.eps, q(rw_val(w, m.y)->name));
   TRY(rw_replace_node(w, last, "LayerNormalization", "", 3, 2, &id));
   rw_node(w, id)->opset = rw_node(w, mean_id)->opset > 17 ? rw_node(w, mean_id)->opset : 17;
   for (int k = 0; k < m.n; k++) rw_kill(w, m.nodes[k]);

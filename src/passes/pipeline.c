@@ -15,6 +15,7 @@
 
 #include "passes/passes_list.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 #define PIPELINE_MAX_ROUNDS 8
 
@@ -50,9 +51,15 @@ void pass_log(pass_report *r, const char *fmt, ...) {
   }
   va_list ap;
   va_start(ap, fmt);
-  char *line = NULL;
-  if (vasprintf(&line, fmt, ap) >= 0) r->log[r->n_log++] = line;
+  char *raw = NULL;
+  int n = vasprintf(&raw, fmt, ap);
   va_end(ap);
+  if (n < 0) return;
+  /* one line, whatever a model name slipped into it holds */
+  size_t cap = 4 * (size_t)n + 1;
+  char *line = malloc(cap);
+  if (line) r->log[r->n_log++] = str_escape_controls(line, cap, raw, false);
+  free(raw);
 }
 
 void pass_report_free(pass_report *r) {
@@ -83,11 +90,11 @@ static smelt_status dump_text(const char *dir, int seq, const char *when, const 
                               const char *text, size_t len) {
   char path[4096];
   if (snprintf(path, sizeof path, "%s/%02d-%s-%s.txt", dir, seq, when, pass) >= (int)sizeof path)
-    return err_set(SMELT_ERR_IO, "debug directory path '%s' is too long", dir);
+    return err_set(SMELT_ERR_IO, "debug directory path %s is too long", q_path(dir));
   FILE *f = fopen(path, "w");
-  if (!f) return err_set(SMELT_ERR_IO, "cannot write IR dump '%s'", path);
+  if (!f) return err_set(SMELT_ERR_IO, "cannot write IR dump %s", q_path(path));
   size_t w = fwrite(text, 1, len, f);
-  if (fclose(f) || w != len) return err_set(SMELT_ERR_IO, "writing IR dump '%s' failed", path);
+  if (fclose(f) || w != len) return err_set(SMELT_ERR_IO, "writing IR dump %s failed", q_path(path));
   return SMELT_OK;
 }
 
@@ -115,10 +122,10 @@ static smelt_status run_pass(run_state *st, const pass_entry *p, int *changes) {
     ps->changes += c;
     ps->seconds += dt;
   }
-  if (s) s = err_prefix(s, "pass '%s': ", p->def.name);
+  if (s) s = err_prefix(s, "pass %s: ", q(p->def.name));
   if (!s && c > 0) {
     s = ir_graph_validate(st->g);
-    if (s) s = err_prefix(s, "pass '%s' left an invalid graph: ", p->def.name);
+    if (s) s = err_prefix(s, "pass %s left an invalid graph: ", q(p->def.name));
   }
   if (st->o->debug_dir && c > 0 && before) {
     int seq = ++st->dump_seq;

@@ -7,6 +7,7 @@
 
 #include "ops/op.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 static smelt_status uses_push(rw_uses *u, int node) {
   if (u->n == u->cap) {
@@ -355,14 +356,14 @@ static ir_attr *attr_slot(rewriter *w, int node, int slot, const char *name, ir_
 
 smelt_status rw_attr_int(rewriter *w, int node, int slot, const char *name, int64_t v) {
   ir_attr *a = attr_slot(w, node, slot, name, IR_ATTR_INT);
-  if (!a) return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for '%s' unavailable", slot, name);
+  if (!a) return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for %s unavailable", slot, q(name));
   a->i = v;
   return SMELT_OK;
 }
 
 smelt_status rw_attr_float(rewriter *w, int node, int slot, const char *name, float v) {
   ir_attr *a = attr_slot(w, node, slot, name, IR_ATTR_FLOAT);
-  if (!a) return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for '%s' unavailable", slot, name);
+  if (!a) return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for %s unavailable", slot, q(name));
   a->f = v;
   return SMELT_OK;
 }
@@ -370,7 +371,7 @@ smelt_status rw_attr_float(rewriter *w, int node, int slot, const char *name, fl
 smelt_status rw_attr_string(rewriter *w, int node, int slot, const char *name, const char *s) {
   ir_attr *a = attr_slot(w, node, slot, name, IR_ATTR_STRING);
   if (!a || !(a->s = arena_strdup(&w->g->arena, s)))
-    return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for '%s' unavailable", slot, name);
+    return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for %s unavailable", slot, q(name));
   a->s_len = strlen(s);
   return SMELT_OK;
 }
@@ -378,7 +379,7 @@ smelt_status rw_attr_string(rewriter *w, int node, int slot, const char *name, c
 smelt_status rw_attr_ints(rewriter *w, int node, int slot, const char *name, const int64_t *v, int n) {
   ir_attr *a = attr_slot(w, node, slot, name, IR_ATTR_INTS);
   if (!a || !(a->ints = arena_alloc(&w->g->arena, sizeof(int64_t) * (size_t)(n + 1))))
-    return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for '%s' unavailable", slot, name);
+    return err_set(SMELT_ERR_INTERNAL, "attribute slot %d for %s unavailable", slot, q(name));
   if (n) memcpy(a->ints, v, sizeof(int64_t) * (size_t)n);
   a->n = n;
   return SMELT_OK;
@@ -406,7 +407,7 @@ smelt_status rw_attr_copy(rewriter *w, int node, int slot, const ir_attr *src) {
       return SMELT_OK;
     }
     default:
-      return err_set(SMELT_ERR_INTERNAL, "cannot copy attribute '%s' of type %d", src->name,
+      return err_set(SMELT_ERR_INTERNAL, "cannot copy attribute %s of type %d", q(src->name),
                      (int)src->type);
   }
 }
@@ -417,7 +418,7 @@ smelt_status rw_tensor(tensor **t, smelt_dtype dt, int rank, const int64_t *dims
 
 const char *rw_name(const rewriter *w, int node, char *buf, size_t n) {
   const ir_node *nd = &w->g->nodes[node];
-  if (*nd->name) snprintf(buf, n, "'%s'", nd->name);
-  else snprintf(buf, n, "#%d %s", node, nd->op_type);
+  if (*nd->name) snprintf(buf, n, "%s", q(nd->name));
+  else snprintf(buf, n, "#%d %s", node, q_ident(nd->op_type));
   return buf;
 }

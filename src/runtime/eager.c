@@ -8,6 +8,7 @@
 #include "runtime/op_cache.h"
 #include "runtime/run_ctl.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 typedef struct eager_frame {
   const eager_plan *plan;
@@ -100,8 +101,8 @@ static smelt_status run_subgraph(void *exec, const ir_graph *body, int n_in, ten
                                  int n_out, tensor *outs) {
   eager_frame *f = exec;
   if (n_in != body->n_inputs || n_out != body->n_outputs)
-    return err_set(SMELT_ERR_INVALID_MODEL, "subgraph '%s' takes %d inputs and gives %d outputs, "
-                   "but was called with %d and %d", body->name, body->n_inputs, body->n_outputs,
+    return err_set(SMELT_ERR_INVALID_MODEL, "subgraph %s takes %d inputs and gives %d outputs, "
+                   "but was called with %d and %d", q(body->name), body->n_inputs, body->n_outputs,
                    n_in, n_out);
   /* every If branch, Loop/Scan iteration and SequenceMap element comes
    * through here: a loop stops even when its body has no nodes */
@@ -129,8 +130,8 @@ static smelt_status frame_bind(eager_frame *f, tensor *const *inputs) {
       f->vals[v].owns_data = false;
     } else if (val->flags & IR_VALUE_OUTER) {
       if (!f->parent || val->outer_id < 0)
-        return err_set(SMELT_ERR_INVALID_MODEL, "value '%s' refers to an enclosing graph that is not running",
-                       val->name);
+        return err_set(SMELT_ERR_INVALID_MODEL, "value %s refers to an enclosing graph that is not running",
+                       q(val->name));
       f->vals[v] = f->parent->vals[val->outer_id];
       f->vals[v].owns_data = false;
       f->vals[v].seq = NULL; /* sequences are read through the parent's copy */

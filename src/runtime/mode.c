@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 static const char *const mode_names[] = {"eager", "default", "reduce-overhead", "max-autotune"};
 
@@ -15,6 +16,6 @@ smelt_status smelt_mode_parse(const char *name, smelt_mode *out) {
       return SMELT_OK;
     }
   return err_set(SMELT_ERR_INVALID_ARGUMENT,
-                 "unknown mode '%s': expected eager, default, reduce-overhead or max-autotune",
-                 name ? name : "(null)");
+                 "unknown mode %s: expected eager, default, reduce-overhead or max-autotune",
+                 q(name ? name : "(null)"));
 }

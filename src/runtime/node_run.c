@@ -1,6 +1,7 @@
 #include "runtime/node_run.h"
 
 #include "util/err.h"
+#include "util/quote.h"
 
 smelt_status node_check_arity(const ir_graph *g, int node_id) {
   const ir_node *n = &g->nodes[node_id];
@@ -8,8 +9,8 @@ smelt_status node_check_arity(const ir_graph *g, int node_id) {
   char lb[256];
   if (!op)
     return err_set(SMELT_ERR_UNSUPPORTED, "%s: operator %s%s%s is not supported by smelt",
-                   ir_node_label(g, node_id, lb, sizeof lb), *n->domain ? n->domain : "",
-                   *n->domain ? "." : "", n->op_type);
+                   ir_node_label(g, node_id, lb, sizeof lb), *n->domain ? q_ident(n->domain) : "",
+                   *n->domain ? "." : "", q_ident(n->op_type));
   int ni = n->n_inputs;
   while (ni > 0 && n->inputs[ni - 1] < 0) ni--; /* trailing absent optionals */
   if (ni < op->min_inputs || (op->max_inputs >= 0 && ni > op->max_inputs))

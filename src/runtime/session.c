@@ -10,6 +10,7 @@
 #include "runtime/node_run.h"
 #include "util/bufcache.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 smelt_session_options smelt_session_options_default(void) {
   smelt_session_options o = {.threads = 0, .mode = SMELT_MODE_EAGER, .recompile_limit = 8};
@@ -39,17 +40,16 @@ static smelt_status parse_dims(const ir_graph *g, const char *text, int64_t *val
     const char *eq = strchr(p, '='), *end = strchr(p, ',');
     if (!end) end = p + strlen(p);
     if (!eq || eq > end || eq == p)
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: '%.*s' is not NAME=SIZE", (int)(end - p), p);
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: %s is not NAME=SIZE", q_n(p, (size_t)(end - p)));
     int sym = -1;
     for (int i = 0; i < g->n_syms && sym < 0; i++)
       if (strlen(g->syms[i]) == (size_t)(eq - p) && !strncmp(g->syms[i], p, (size_t)(eq - p))) sym = i;
     if (sym < 0)
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: '%.*s' is not a symbolic dimension of this model",
-                     (int)(eq - p), p);
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: %s is not a symbolic dimension of this model", q_n(p, (size_t)(eq - p)));
     char *stop;
     long long v = strtoll(eq + 1, &stop, 10);
     if (stop != end || eq + 1 == end || v < 0)
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: '%.*s' needs a size >= 0", (int)(end - p), p);
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: %s needs a size >= 0", q_n(p, (size_t)(end - p)));
     vals[sym] = v;
     p = *end ? end + 1 : end;
   }
@@ -133,7 +133,7 @@ void smelt_session_free(smelt_session *s) {
 
 static const char *describe_value(const ir_graph *g, const ir_value *v, char *buf, size_t n) {
   char sh[256];
-  snprintf(buf, n, "'%s' %s %s", v->name, dtype_name(v->dtype), shape_str(sh, sizeof sh, v->rank, v->dims, g->syms));
+  snprintf(buf, n, "%s %s %s", q(v->name), dtype_name(v->dtype), shape_str(sh, sizeof sh, v->rank, v->dims, g->syms));
   return buf;
 }
 
@@ -155,8 +155,8 @@ smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int6
     if (e <= DIM_SYM_BASE && sym_vals) {
       int si = dim_sym_index(e);
       if (sym_vals[si] >= 0 && sym_vals[si] != t->dims[d])
-        return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got shape %s, but '%s' is %lld in an earlier input",
-                       want, got, g->syms[si], (long long)sym_vals[si]);
+        return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got shape %s, but %s is %lld in an earlier input",
+                       want, got, q(g->syms[si]), (long long)sym_vals[si]);
       sym_vals[si] = t->dims[d];
     }
   }

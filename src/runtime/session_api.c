@@ -7,6 +7,7 @@
 #include "runtime/session.h"
 #include "util/bufcache.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 /* Index of the graph input/output a descriptor refers to: by name, or by position. */
 static smelt_status match_slot(const ir_graph *g, const int *ids, int n, const smelt_tensor *t,
@@ -25,9 +26,9 @@ static smelt_status match_slot(const ir_graph *g, const int *ids, int n, const s
   char list[512] = "";
   size_t o = 0;
   for (int k = 0; k < n && o < sizeof list; k++)
-    o += (size_t)snprintf(list + o, sizeof list - o, "%s'%s'", k ? ", " : "", g->values[ids[k]].name);
-  return err_set(SMELT_ERR_INVALID_ARGUMENT, "the model has no %s named '%s'; its %ss are: %s", what,
-                 t->name, what, list);
+    o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", k ? ", " : "", q(g->values[ids[k]].name));
+  return err_set(SMELT_ERR_INVALID_ARGUMENT, "the model has no %s named %s; its %ss are: %s", what,
+                 q(t->name), what, list);
 }
 
 static smelt_status bind_inputs(const ir_graph *g, const smelt_tensor *inputs, size_t n_inputs,
@@ -40,10 +41,10 @@ static smelt_status bind_inputs(const ir_graph *g, const smelt_tensor *inputs, s
     int slot = -1;
     TRY(match_slot(g, g->inputs, g->n_inputs, t, i, "input", &slot));
     if (ptrs[slot])
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "input '%s' is given twice", g->values[g->inputs[slot]].name);
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s is given twice", q(g->values[g->inputs[slot]].name));
     if (t->rank < 0 || t->rank > SMELT_MAX_RANK)
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "input '%s': rank %d is outside 0..%d",
-                     g->values[g->inputs[slot]].name, t->rank, SMELT_MAX_RANK);
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: rank %d is outside 0..%d",
+                     q(g->values[g->inputs[slot]].name), t->rank, SMELT_MAX_RANK);
     tensor_view(&views[slot], t->dtype, t->rank, t->dims, t->data);
     views[slot].nbytes = t->nbytes;
     ptrs[slot] = &views[slot];
@@ -55,11 +56,11 @@ static smelt_status bind_inputs(const ir_graph *g, const smelt_tensor *inputs, s
 static smelt_status deliver(const ir_graph *g, int slot, tensor *r, smelt_tensor *d) {
   const char *name = g->values[g->outputs[slot]].name;
   if (r->kind != TENSOR_KIND_TENSOR)
-    return err_set(SMELT_ERR_UNSUPPORTED, "output '%s' is a sequence or optional; the C API returns tensors only", name);
+    return err_set(SMELT_ERR_UNSUPPORTED, "output %s is a sequence or optional; the C API returns tensors only", q(name));
   if (d->data) {
     if (d->dtype != r->dtype || d->nbytes < r->nbytes)
-      return err_set(SMELT_ERR_INVALID_ARGUMENT, "output '%s' is %s of %zu bytes; the buffer given is %s of %zu bytes",
-                     name, dtype_name(r->dtype), r->nbytes, dtype_name(d->dtype), d->nbytes);
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "output %s is %s of %zu bytes; the buffer given is %s of %zu bytes",
+                     q(name), dtype_name(r->dtype), r->nbytes, dtype_name(d->dtype), d->nbytes);
     if (r->nbytes) memcpy(d->data, r->data, r->nbytes);
   } else if (r->owns_data) {
     d->data = r->data; /* moved: r keeps a non-owning pointer for a repeated request */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 /* Stands in for the data of an empty tensor given with data == NULL, keeping the
  * invariant that a tensor with a value has data != NULL.  Zero bytes of it are
@@ -11,7 +12,7 @@
 static const max_align_t empty_data;
 
 static smelt_status public_err(const smelt_tensor *in, const char *what, const char *detail) {
-  if (in->name) return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor '%s': %s%s", in->name, what, detail);
+  if (in->name) return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor %s: %s%s", q(in->name), what, detail);
   return err_set(SMELT_ERR_INVALID_ARGUMENT, "tensor: %s%s", what, detail);
 }
 

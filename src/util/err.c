@@ -1,25 +1,35 @@
 #include "util/err.h"
 
+#include "util/quote.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 static _Thread_local char err_buf[SMELT_ERR_MSG_MAX];
 
+/* Model strings reach messages quoted (util/quote.h); this is the safety net
+ * for any that do not: no control character but the library's own newlines
+ * (ESC, CR, ...) is ever stored in the message. */
+static void set_clean(const char *msg) { str_escape_controls(err_buf, sizeof err_buf, msg, true); }
+
 smelt_status err_set(smelt_status code, const char *fmt, ...) {
+  char msg[SMELT_ERR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  set_clean(msg);
   return code;
 }
 
 smelt_status err_prefix(smelt_status code, const char *fmt, ...) {
-  char pre[SMELT_ERR_MSG_MAX], old[SMELT_ERR_MSG_MAX];
+  char raw[SMELT_ERR_MSG_MAX], pre[SMELT_ERR_MSG_MAX], old[SMELT_ERR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(pre, sizeof pre, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  str_escape_controls(pre, sizeof pre, raw, true);
   memcpy(old, err_buf, sizeof old);
   size_t n = strlen(pre);
   if (n >= sizeof err_buf) n = sizeof err_buf - 1;

@@ -11,6 +11,7 @@
 
 #include "util/err.h"
 #include "util/hash.h"
+#include "util/quote.h"
 
 /* strerror is not required to be thread-safe; the two strerror_r flavours differ. */
 static const char *errstr(int e, char *b, size_t n) {
@@ -24,7 +25,7 @@ static const char *errstr(int e, char *b, size_t n) {
 
 static smelt_status io_err(const char *what, const char *path, int e) {
   char b[128];
-  return err_set(SMELT_ERR_IO, "%s '%s': %s", what, path, errstr(e, b, sizeof b));
+  return err_set(SMELT_ERR_IO, "%s %s: %s", what, q_path(path), errstr(e, b, sizeof b));
 }
 
 /* Reads fd to EOF into a buffer that starts with room for cap bytes and grows,
@@ -46,7 +47,7 @@ static smelt_status read_fd(int fd, const char *path, size_t cap, size_t max, ui
         int e = errno;
         free(p);
         if (r < 0) return io_err("cannot read", path, e);
-        return err_set(SMELT_ERR_IO, "'%s' is larger than the limit of %zu bytes", path, max);
+        return err_set(SMELT_ERR_IO, "%s is larger than the limit of %zu bytes", q_path(path), max);
       }
       size_t nc = cap < max / 2 ? (cap < 4096 ? 4096 : cap * 2) : max;
       if (nc > max) nc = max;
@@ -92,9 +93,9 @@ smelt_status file_read_all(const char *path, uint8_t **buf, size_t *len, size_t 
   }
   smelt_status s;
   if (S_ISDIR(st.st_mode)) {
-    s = err_set(SMELT_ERR_IO, "cannot read '%s': it is a directory", path);
+    s = err_set(SMELT_ERR_IO, "cannot read %s: it is a directory", q_path(path));
   } else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
-    s = err_set(SMELT_ERR_IO, "'%s' is %lld bytes, larger than the limit of %zu bytes", path,
+    s = err_set(SMELT_ERR_IO, "%s is %lld bytes, larger than the limit of %zu bytes", q_path(path),
                 (long long)st.st_size, max);
   } else {
     /* st_size is a hint only: the file may change while we read it. */
@@ -148,7 +149,8 @@ smelt_status file_write_atomic(const char *path, const void *buf, size_t len) {
   return file_write_atomic_ex(path, buf, len, true);
 }
 
-smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len, bool durable) {
+smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool durable, char **tmp_out) {
+  *tmp_out = NULL;
   if (!path || !*path) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: no path given");
   if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: NULL data");
   size_t tn = strlen(path) + 32;
@@ -162,8 +164,8 @@ smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len,
   }
   if (fd < 0) {
     char b[128];
-    smelt_status s = err_set(SMELT_ERR_IO, "cannot write '%s': cannot create temporary file '%s': %s",
-                             path, tmp, errstr(errno, b, sizeof b));
+    smelt_status s = err_set(SMELT_ERR_IO, "cannot write %s: cannot create temporary file %s: %s",
+                             q_path(path), q_path(tmp), errstr(errno, b, sizeof b));
     free(tmp);
     return s;
   }
@@ -171,12 +173,28 @@ smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len,
   int e = write_full(fd, buf, len);
   if (!e && durable && fsync(fd)) e = errno, step = "syncing";
   if (close(fd) && !e) e = errno, step = "closing";
-  if (!e && rename(tmp, path)) e = errno, step = "renaming the temporary file onto it";
-  smelt_status s = SMELT_OK;
   if (e) {
     char b[128];
-    s = err_set(SMELT_ERR_IO, "cannot write '%s' (%zu bytes): %s: %s", path, len, step,
-                errstr(e, b, sizeof b));
+    smelt_status s = err_set(SMELT_ERR_IO, "cannot write %s (%zu bytes): %s: %s", q_path(path), len, step,
+                             errstr(e, b, sizeof b));
+    unlink(tmp);
+    free(tmp);
+    return s;
+  }
+  *tmp_out = tmp;
+  return SMELT_OK;
+}
+
+void file_sync_dir_of(const char *path) { sync_parent_dir(path); }
+
+smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len, bool durable) {
+  char *tmp;
+  TRY(file_write_temp(path, buf, len, durable, &tmp));
+  smelt_status s = SMELT_OK;
+  if (rename(tmp, path)) {
+    char b[128];
+    s = err_set(SMELT_ERR_IO, "cannot write %s (%zu bytes): renaming the temporary file onto it: %s",
+                q_path(path), len, errstr(errno, b, sizeof b));
     unlink(tmp);
   } else if (durable) {
     sync_parent_dir(path);

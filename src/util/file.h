@@ -29,4 +29,12 @@ smelt_status file_write_atomic(const char *path, const void *buf, size_t len);
  * data that carries its own checksum, like cache entries). */
 smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len, bool durable);
 
+/* The two halves of file_write_atomic_ex, for writers that rename several
+ * files together (util/file_set.h): file_write_temp writes buf to a new
+ * temporary file beside path (fsync'd when durable) and gives its malloc'd
+ * name in *tmp (NULL on failure, when nothing is left behind);
+ * file_sync_dir_of fsyncs the directory holding path (best effort). */
+smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool durable, char **tmp);
+void file_sync_dir_of(const char *path);
+
 #endif

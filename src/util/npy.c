@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/quote.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define NPY_HOST_BIG 1
@@ -104,14 +105,6 @@ static smelt_status hdr_string(hdr *h, const char **str, size_t *len, const char
 }
 
 /* Copies file text for a message, replacing what would garble a terminal. */
-static const char *printable(char *dst, size_t dn, const char *s, size_t n) {
-  size_t i = 0;
-  for (; i < n && i + 4 < dn; i++) dst[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-  if (i < n) memcpy(dst + i, "...", 4);
-  else dst[i] = 0;
-  return dst;
-}
-
 static bool is_word(const hdr *h, const char *w) {
   size_t n = strlen(w);
   if (h->n - h->pos < n || memcmp(h->s + h->pos, w, n)) return false;
@@ -142,11 +135,10 @@ static smelt_status parse_descr_value(hdr *h) {
   if (i == n && digits)
     for (size_t k = 0; k < sizeof npy_types / sizeof *npy_types; k++)
       if (npy_types[k].kind == kind && npy_types[k].size == size) ty = &npy_types[k];
-  char pb[40];
   if (!ty)
     return err_set(SMELT_ERR_UNSUPPORTED,
-                   ".npy header: 'descr' '%s' at byte %zu is not a supported type (supported: "
-                   "f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1 c8 c16)", printable(pb, sizeof pb, d, n), at);
+                   ".npy header: 'descr' %s at byte %zu is not a supported type (supported: "
+                   "f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1 c8 c16)", q_n(d, n), at);
   h->dtype = ty->dtype;
   /* '|' and '=' mean native order; one-byte types have no order. */
   h->swap = ty->size > 1 && ((order == '>' && !NPY_HOST_BIG) || (order == '<' && NPY_HOST_BIG));
@@ -226,13 +218,11 @@ static smelt_status parse_entry(hdr *h) {
     seen = &h->seen_shape;
     parse = parse_shape_value;
   } else {
-    char pb[48];
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, ".npy header: unknown key '%s' at byte %zu",
-                   printable(pb, sizeof pb, k, kn), key_at);
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, ".npy header: unknown key %s at byte %zu",
+                   q_n(k, kn), key_at);
   }
   if (*seen)
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, ".npy header: key '%.*s' repeated at byte %zu",
-                   (int)kn, k, key_at);
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, ".npy header: key %s repeated at byte %zu", q_n(k, kn), key_at);
   *seen = true;
   return parse(h);
 }
@@ -259,7 +249,7 @@ static smelt_status parse_dict(hdr *h) {
   const char *missing = !h->seen_descr ? "descr" : !h->seen_order ? "fortran_order"
                         : !h->seen_shape ? "shape" : NULL;
   if (missing)
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, ".npy header: no '%s' key", missing);
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, ".npy header: no %s key", q(missing));
   return SMELT_OK;
 }
 

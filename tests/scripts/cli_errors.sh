@@ -47,5 +47,60 @@ open(p, "wb").write(b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr 
 PY
 expect_error "wrong input shape" "$smelt" run "$model" -i x="$tmp/bad.npy" -o "$tmp/o"
 expect_exit 2 "unknown option (usage error)" "$smelt" run "$model" --bogus
+
+# Model strings in messages are quoted with control characters escaped: a node
+# name and an attribute holding ESC [2J and a newline must not reach the terminal.
+here=$(cd "$(dirname "$0")" && pwd)
+cat >"$tmp/evil.json" <<'JSON'
+{"opset": 20, "inputs": [["x", [2, 3]]], "outputs": [["y", [2, 3]]],
+ "nodes": [{"op": "Gelu", "name": "evil\u001b[2J\n", "inputs": ["x"], "outputs": ["y"],
+            "attrs": {"approximate": "\u001b[2J\n"}}]}
+JSON
+python3 "$here/tiny_onnx.py" "$tmp/evil.onnx" "$tmp/evil.json"
+expect_error "ESC in node name and attribute" "$smelt" run "$tmp/evil.onnx" -o "$tmp/o"
+if grep -q "$(printf '\033')" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -ne 1 ] ||
+   ! grep -qF "node 'evil\x1b[2J\n' (Gelu)" "$tmp/err" || ! grep -qF "approximate is '\x1b[2J\n'" "$tmp/err"; then
+  echo "FAIL the message is not escaped:"; od -c "$tmp/err" | head; fails=$((fails + 1))
+else
+  echo "ok   the message is escaped: $(cat "$tmp/err")"
+fi
+# smelt run -o: outputs "a/b" and "a_b" (Relu(x) and Neg(x)) both map to a_b.npy;
+# each must get its own file, with a note on stderr.
+cat >"$tmp/clash.json" <<'JSON'
+{"opset": 17, "inputs": [["x", [2, 3]]], "outputs": [["a/b", [2, 3]], ["a_b", [2, 3]]],
+ "nodes": [{"op": "Relu", "inputs": ["x"], "outputs": ["a/b"]},
+           {"op": "Neg", "inputs": ["x"], "outputs": ["a_b"]}]}
+JSON
+python3 "$here/tiny_onnx.py" "$tmp/clash.onnx" "$tmp/clash.json"
+if "$smelt" run "$tmp/clash.onnx" -o "$tmp/clash" >"$tmp/out" 2>"$tmp/err" &&
+   grep -qF "'a/b' went to '$tmp/clash/a_b_1.npy'" "$tmp/err" &&
+   [ "$(ls -A "$tmp/clash" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ] &&
+   python3 - "$tmp/clash" <<'PY'
+import struct, sys
+def load(p):  # float32 .npy without numpy
+    b = open(p, "rb").read()
+    n = int.from_bytes(b[8:10], "little")
+    d = b[10 + n:]
+    return struct.unpack("<%df" % (len(d) // 4), d)
+neg, relu = load(sys.argv[1] + "/a_b.npy"), load(sys.argv[1] + "/a_b_1.npy")
+assert len(neg) == 6 and any(v > 0 for v in neg) and any(v < 0 for v in neg), neg
+assert all(r == max(-v, 0.0) for r, v in zip(relu, neg)), (neg, relu)
+PY
+then
+  echo "ok   clashing output names: $(cat "$tmp/err")"
+else
+  echo "FAIL clashing output names:"; cat "$tmp/out" "$tmp/err"; ls -A "$tmp/clash"; fails=$((fails + 1))
+fi
+# -o writes all outputs or none: with a_b_1.npy taken by a folder, the run
+# fails and the existing a_b.npy is left as it was, with nothing beside it.
+mkdir -p "$tmp/keep/a_b_1.npy"
+echo sentinel >"$tmp/keep/a_b.npy"
+expect_error "an output file cannot be written" "$smelt" run "$tmp/clash.onnx" -o "$tmp/keep"
+if [ "$(cat "$tmp/keep/a_b.npy")" = sentinel ] && [ "$(ls -A "$tmp/keep" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ]; then
+  echo "ok   nothing was written"
+else
+  echo "FAIL -o left changes behind:"; ls -lA "$tmp/keep"; fails=$((fails + 1))
+fi
+
 [ $fails -eq 0 ] && echo "all CLI error checks passed" || echo "$fails CLI error checks failed"
 [ $fails -eq 0 ]

@@ -62,6 +62,12 @@ bool cli_split_kv(const char *flag, char *arg, cli_kv *out);
 int cli_make_inputs(const ir_graph *g, const cli_kv *files, int n_files, const cli_kv *dims,
                     int n_dims, bool strict, uint64_t seed, tensor *inputs);
 
+/* Writes every output k of g to DIR/NAME.npy (util/file_name.h makes NAME
+ * safe and distinct; a note on stderr for each output whose file name had to
+ * be told apart), all of them or none (util/file_set.h), and lists them on
+ * stdout.  Returns 0, or 1 after printing the error. */
+int cli_write_outputs(const ir_graph *g, const tensor *outputs, const char *dir);
+
 /* Generates graph input k with the given shape (replacing nothing: *out is new). */
 int cli_make_input_shaped(const ir_graph *g, int k, int rank, const int64_t *dims, uint64_t seed,
                           tensor *out);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util/quote.h"
 
 typedef struct op_count {
   const char *op;
@@ -20,7 +21,7 @@ static void print_values(const ir_graph *g, const int *ids, int n) {
     const ir_value *v = &g->values[ids[k]];
     char sh[256];
     const char *kind = v->kind == TENSOR_KIND_SEQUENCE ? "sequence of " : "";
-    printf("  %-24s %s%s %s\n", v->name, kind, dtype_name(v->dtype), shape_str(sh, sizeof sh, v->rank, v->dims, g->syms));
+    printf("  %-24s %s%s %s\n", q_ident(v->name), kind, dtype_name(v->dtype), shape_str(sh, sizeof sh, v->rank, v->dims, g->syms));
   }
 }
 
@@ -37,14 +38,14 @@ static void print_histogram(const ir_graph *g) {
   }
   qsort(c, (size_t)n, sizeof *c, by_count);
   printf("nodes: %d (%d op types)\n", g->n_nodes, n);
-  for (int j = 0; j < n; j++) printf("  %-24s %d\n", c[j].op, c[j].n);
+  for (int j = 0; j < n; j++) printf("  %-24s %d\n", q_ident(c[j].op), c[j].n);
   if (unsupported) {
     printf("unsupported by smelt:");
     for (int i = 0; i < g->n_nodes; i++)
       if (!g->nodes[i].op) {
         bool seen = false;
         for (int k = 0; k < i; k++) seen |= !g->nodes[k].op && !strcmp(g->nodes[k].op_type, g->nodes[i].op_type);
-        if (!seen) printf(" %s", g->nodes[i].op_type);
+        if (!seen) printf(" %s", q_ident(g->nodes[i].op_type));
       }
     printf("\n");
   }
@@ -63,10 +64,10 @@ int cmd_info(int argc, char **argv) {
   const onnx_model *om = m->onnx;
   const ir_graph *g = om->graph;
   printf("model: %s\n", argv[1]);
-  printf("ir_version: %lld   producer: %s %s\n", (long long)om->ir_version, om->producer_name, om->producer_version);
+  printf("ir_version: %lld   producer: %s %s\n", (long long)om->ir_version, q_ident(om->producer_name), q_ident(om->producer_version));
   printf("opsets:");
   for (int i = 0; i < g->n_opsets; i++)
-    printf(" %s=%lld", *g->opsets[i].domain ? g->opsets[i].domain : "ai.onnx", (long long)g->opsets[i].version);
+    printf(" %s=%lld", *g->opsets[i].domain ? q_ident(g->opsets[i].domain) : "ai.onnx", (long long)g->opsets[i].version);
   printf("\ninputs:\n");
   print_values(g, g->inputs, g->n_inputs);
   printf("outputs:\n");

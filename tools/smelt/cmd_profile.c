@@ -8,6 +8,7 @@
 #include "runtime/session.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/quote.h"
 
 #define MAX_KV 256
 #define COVERAGE_TOLERANCE 0.10
@@ -127,7 +128,7 @@ static void print_summary(const profile_args *a, const profile_summary *sum, int
   for (int i = 0; i < sum->n_rows && i < a->top; i++) {
     const profile_row *r = &sum->rows[i];
     double ms = (double)r->total_ns / 1e6;
-    printf("| %-30.30s | %8lld | %10.3f | %9.4f | %5.1f%% |\n", r->label, (long long)r->calls, ms,
+    printf("| %-30.30s | %8lld | %10.3f | %9.4f | %5.1f%% |\n", q_ident(r->label), (long long)r->calls, ms,
            ms / sum->runs, run_ms > 0 ? 100 * ms / run_ms : 0);
     rest_ns -= r->total_ns;
   }

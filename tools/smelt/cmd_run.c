@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "runtime/session.h"
 #include "runtime/tensor_file.h"
+#include "util/quote.h"
 
 #define MAX_KV 256
 
@@ -16,7 +17,9 @@ static int usage(int code) {
   printf("usage: smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] [--dim NAME=V]...\n"
          "                 [--seed S] [--strict-inputs] [--mode M] [--fullgraph] [--dynamic]\n"
          "                 [--bucket NAME:AXIS=S1,S2,...] [--timeout S]\n\n"
-         "Runs the model once and writes each output to DIR/NAME.npy (default DIR: .).\n"
+         "Runs the model once and writes each output to DIR/NAME.npy (default DIR: .): NAME made\n"
+         "safe ([A-Za-z0-9._-], others become _) and distinct (_1, _2... with a note on stderr);\n"
+         "all outputs are written or none.\n"
          "  -i NAME=FILE     input from a .npy or ONNX TensorProto .pb file\n"
          "  -o DIR           where outputs go (created if missing)\n"
          "  --threads N      worker threads (default: the machine's cores)\n"
@@ -29,19 +32,6 @@ static int usage(int code) {
          "input k draws from a PRNG seeded with (S, k), so runs are reproducible.\n\n%s",
          cli_mode_help());
   return code;
-}
-
-/* Output file name from a value name: keeps [A-Za-z0-9._-], replaces the rest. */
-static void safe_name(const char *name, char *out, size_t n) {
-  size_t o = 0;
-  for (const char *p = name; *p && o + 1 < n; p++) {
-    char ch = *p;
-    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '.' || ch == '_' || ch == '-';
-    out[o++] = ok ? ch : '_';
-  }
-  if (o == 0 || out[0] == '.') out[o ? 0 : o++] = '_';
-  out[o] = 0;
 }
 
 static double now_ms(void) {
@@ -118,20 +108,10 @@ int cmd_run(int argc, char **argv) {
   }
   double t1 = now_ms();
   if (mkdir(outdir, 0777) && errno != EEXIST) {
-    fprintf(stderr, "smelt: cannot create output folder '%s'\n", outdir);
+    fprintf(stderr, "smelt: cannot create output folder %s: %s\n", q_path(outdir), strerror(errno));
     goto done;
   }
-  for (int k = 0; k < g->n_outputs; k++) {
-    char name[256], path[4096], sh[256];
-    safe_name(g->values[g->outputs[k]].name, name, sizeof name);
-    cli_path(path, sizeof path, "%s/%s.npy", outdir, name);
-    if (tensor_file_save(path, &outputs[k])) {
-      rc = cli_fail(NULL);
-      goto done;
-    }
-    printf("%s: %s %s -> %s\n", g->values[g->outputs[k]].name, dtype_name(outputs[k].dtype),
-           shape_str(sh, sizeof sh, outputs[k].rank, outputs[k].dims, NULL), path);
-  }
+  if (cli_write_outputs(g, outputs, outdir)) goto done;
   printf("ran in %.3f ms (%d threads, %s)\n", t1 - t0, pool_threads(s->pool), smelt_mode_name(o.mode));
   rc = 0;
 done:

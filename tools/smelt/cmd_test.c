@@ -9,6 +9,7 @@
 #include "runtime/compare.h"
 #include "runtime/session.h"
 #include "runtime/tensor_file.h"
+#include "util/quote.h"
 
 typedef struct test_opts {
   double rtol, atol;
@@ -123,7 +124,7 @@ static test_result run_data_set(smelt_session *s, const char *ds, const test_opt
     if (c.max_abs > *worst_abs) *worst_abs = c.max_abs;
     if (c.max_rel > *worst_rel) *worst_rel = c.max_rel;
     if (!c.ok) {
-      snprintf(why, nwhy, "output %d '%s': %s", k, g->values[g->outputs[k]].name, c.message);
+      snprintf(why, nwhy, "output %d %s: %s", k, q(g->values[g->outputs[k]].name), c.message);
       r = T_FAIL;
     }
     tensor_release(&expect);
