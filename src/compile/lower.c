@@ -533,9 +533,7 @@ static bool needed_outside(const cgraph *cg, const bool *in_group, int v) {
 bool lower_group(const cgraph *cg, const int *nodes, int n, const bool *in_group, int r, int k,
                  const int64_t *I, kir_group *kg) {
   kir_init(kg, r, k, I);
-  int *vexpr = malloc(sizeof(int) * ((size_t)cg->g->n_values + 1));
-  if (!vexpr) return false;
-  for (int v = 0; v < cg->g->n_values; v++) vexpr[v] = -1;
+  int *vexpr = cg->vexpr; /* all -1: only the group's outputs are set, and reset below */
   lower_state ls = {cg, kg, in_group, vexpr};
   bool ok = true;
   for (int i = 0; ok && i < n; i++) {
@@ -566,6 +564,10 @@ bool lower_group(const cgraph *cg, const int *nodes, int n, const bool *in_group
            kg->ex[vexpr[v]].dt == val->dtype && kir_store_out(kg, vexpr[v], v, stride) >= 0;
     }
   }
-  free(vexpr);
+  for (int i = 0; i < n; i++) {
+    const ir_node *nd = &cg->g->nodes[nodes[i]];
+    for (int o = 0; o < nd->n_outputs; o++)
+      if (nd->outputs[o] >= 0) vexpr[nd->outputs[o]] = -1;
+  }
   return ok && kg->n_st > 0 && kir_finish(kg);
 }
