@@ -23,6 +23,7 @@ typedef struct cn_info {
   int rank, k;
   int64_t dims[SMELT_MAX_RANK];
   win_geom win; /* CN_WIN */
+  int def;      /* CN_PW: index in lower.c's pointwise table; CN_RED: the reduction kind */
 } cn_info;
 
 typedef struct cgraph {

@@ -229,6 +229,7 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
     }
     if (ok) {
       info->kind = CN_PW;
+      info->def = (int)(pw - pw_defs); /* looked up once, not per lowering */
       info->rank = out->rank;
       memcpy(info->dims, out->dims, sizeof info->dims);
       return;
@@ -250,6 +251,7 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
     int64_t L = k >= 0 ? shape_numel(x->rank - k, x->dims + k) : 0;
     if (k >= 0 && L > 0 && x->dtype == SMELT_F32) {
       info->kind = CN_RED;
+      info->def = (int)kind;
       info->rank = x->rank;
       info->k = k;
       memcpy(info->dims, x->dims, sizeof info->dims);
@@ -426,7 +428,7 @@ static int lower_unary_param(kir_group *kg, const ir_node *nd, kir_fn fn, int x,
 
 /* Pointwise node: fills vexpr of its output. */
 static bool lower_pw(lower_state *ls, const ir_node *nd, int rout, const int64_t *out, int dom) {
-  const pw_def *pw = find_pw(nd);
+  const pw_def *pw = &pw_defs[ls->cg->info[nd - ls->cg->g->nodes].def];
   kir_group *kg = ls->kg;
   int x = operand(ls, nd, 0, rout, out, dom), r = -1;
   if (x < 0) return false;
@@ -466,7 +468,7 @@ static bool lower_red(lower_state *ls, const ir_node *nd) {
   if (out_domain(kg, xv->rank, xv->dims) != 0) return false;
   int x = operand(ls, nd, 0, xv->rank, xv->dims, 0);
   if (x < 0) return false;
-  rk kind = find_red(nd);
+  rk kind = (rk)ls->cg->info[nd - ls->cg->g->nodes].def;
   int64_t L = 1;
   for (int d = kg->k; d < kg->rank; d++) L *= kg->I[d];
   int invL = kir_const(kg, SMELT_F32, 1.0 / (double)L);
