@@ -1,4 +1,7 @@
-/* The compile pipeline (see compile.h) and what it reports. */
+/* The compile pipeline (see compile.h) and what it reports.
+ *
+ * Complexity: the stages' (see each file); the report and the eager-peak
+ * estimate here are O(n + v). */
 #include "compile/compile.h"
 
 #include <stdio.h>

@@ -1,4 +1,10 @@
-/* Greedy fusion by memory traffic (see fuse.h). */
+/* Greedy fusion by memory traffic (see fuse.h).
+ *
+ * Complexity: O(e log e) to sort the edges; per edge O(FUSE_MAX_NODES) to
+ * lower the candidate union, plus a cycle search that visits only steps
+ * ranked between the two groups (Pearce-Kelly: O(1) along chains, bounded by
+ * the steps between a producer and a far consumer otherwise) and, on a merge
+ * that has such steps, a backward search and a re-ranking of them. */
 #include "compile/fuse.h"
 
 #include <stdarg.h>

@@ -1,4 +1,7 @@
-/* Building and normalizing the kernel IR (see kir.h). */
+/* Building and normalizing the kernel IR (see kir.h).
+ *
+ * Complexity: bounded per group (KIR_MAX_EXPRS expressions, KIR_MAX_OPERANDS
+ * operands); kir_init clears the header only. */
 #include "compile/kir.h"
 
 #include <string.h>

@@ -5,7 +5,10 @@
  * Identity, ...) cost nothing: their output is their input's buffer.  Every
  * buffer gets a lifetime [producing step, last reading step]; an elementwise
  * kernel may write its output over an input that dies there (same bytes,
- * read and written at the same index); then memplan places the buffers. */
+ * read and written at the same index); then memplan places the buffers.
+ *
+ * Complexity: O(n + v + e) for units and locations, O((units + edges) log
+ * units) for the order (a heap of ready units), then memplan (see there). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,7 @@
-/* The graph rewriting toolkit: use lists, dead marks, bypassing, new nodes. */
+/* The graph rewriting toolkit: use lists, dead marks, bypassing, new nodes.
+ *
+ * Complexity: rw_begin / rw_end O(n + v + e); an edit O(uses of the values it
+ * touches); rw_add_value resumes its unique-name probe per base name. */
 #include "passes/rewrite.h"
 
 #include <stdio.h>
