@@ -16,3 +16,9 @@ done
 export SMELT_CACHE=off
 "$smelt" test "$dir"/chain1 "$dir"/chain2 "$dir"/chain3 "$dir/chain"
 "$smelt" test --mode default "$dir"/chain1 "$dir"/chain2 "$dir"/chain3 "$dir/chain"
+# smelt compile --explain reports the compile of a model whose input shapes
+# are all fixed (such a session would otherwise compile when created, and
+# the report would be empty)
+out=$("$smelt" compile "$dir/chain3/model.onnx" --explain)
+echo "$out" | grep -q '^fused groups: 1 -> 1 generated kernels' || { echo "FAIL: smelt compile --explain: $out"; exit 1; }
+echo "$out" | grep -q "^  kernel 0 over \[4\], 3 nodes" || { echo "FAIL: smelt compile --explain: $out"; exit 1; }
