@@ -1,6 +1,10 @@
 /* Running the C compiler (see cc.h).  Processes are started with
  * posix_spawnp (safe in a threaded process) and waited for by pid, so other
- * children of the process are never reaped here. */
+ * children of the process are never reaped here.
+ *
+ * Complexity: one compiler process per translation unit, at most `jobs` at
+ * once; kernels.c makes at most `jobs` units per variant, so the process
+ * count does not grow with the graph, only the units' sizes do. */
 #include "codegen/cc.h"
 
 #include <errno.h>

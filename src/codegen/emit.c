@@ -6,7 +6,10 @@
  * row per reduction phase (accumulating in `lanes` independent partial sums
  * that the compiler turns into vector registers), and a last loop that
  * stores.  Row expressions are recomputed in each loop that needs them:
- * cheaper than a round trip through memory for rows that fit in cache. */
+ * cheaper than a round trip through memory for rows that fit in cache.
+ *
+ * Complexity: O(expressions x operands) per kernel, bounded by the kernel IR's
+ * limits. */
 #include "codegen/emit.h"
 
 #include <inttypes.h>

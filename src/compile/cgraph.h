@@ -23,6 +23,7 @@ typedef struct cn_info {
   int rank, k;
   int64_t dims[SMELT_MAX_RANK];
   win_geom win; /* CN_WIN */
+  int def;      /* CN_PW: index in lower.c's pointwise table; CN_RED: the reduction kind */
 } cn_info;
 
 typedef struct cgraph {
@@ -32,6 +33,7 @@ typedef struct cgraph {
   int *use_start, *use_node; /* CSR: consumers of value v are use_node[use_start[v]..use_start[v+1]) */
   bool *is_output;           /* value is a graph output */
   cn_info *info;             /* per node */
+  int *vexpr;                /* per value, -1 between calls: lower_group's scratch */
   bool dynamic;              /* dynamic compile: no window kernels (their geometry is literal) */
   bool tune;                 /* max-autotune: generate candidates the library may beat */
   bool whole_eager;          /* subgraphs or sequences: the plan runs the graph eagerly */

@@ -1,4 +1,10 @@
-/* Greedy fusion by memory traffic (see fuse.h). */
+/* Greedy fusion by memory traffic (see fuse.h).
+ *
+ * Complexity: O(e log e) to sort the edges; per edge O(FUSE_MAX_NODES) to
+ * lower the candidate union, plus a cycle search that visits only steps
+ * ranked between the two groups (Pearce-Kelly: O(1) along chains, bounded by
+ * the steps between a producer and a far consumer otherwise) and, on a merge
+ * that has such steps, a backward search and a re-ranking of them. */
 #include "compile/fuse.h"
 
 #include <stdarg.h>
@@ -21,7 +27,11 @@ typedef struct fstate {
   int **mem;    /* per working group id: members (in execution order) */
   int *n_mem;
   bool *red;    /* per working group id: contains a reduction */
-  int *queue, *seen_gen, gen;
+  int *seen_gen, gen;   /* per step: visited in search number gen */
+  int *rank;            /* per step: topological rank (see makes_cycle) */
+  int *self;            /* self[n] = n: the member list of a node in no group */
+  int *fwd, *bwd, *pool; /* search results and the ranks they share */
+  int n_fwd, n_bwd;
   bool *in_group; /* scratch */
 } fstate;
 
@@ -77,61 +87,121 @@ static bool same_dims(int r, const int64_t *a, const int64_t *b) {
   return !r || !memcmp(a, b, sizeof(int64_t) * (size_t)r);
 }
 
-/* Marks node c reached; a member of a group brings its whole group (it
- * runs as one step). */
-static void reach(fstate *s, int c, int *tail) {
-  int grp = s->gid[c];
-  if (grp < 0) {
-    s->seen_gen[c] = s->gen;
-    s->queue[(*tail)++] = c;
-    return;
+/* The cycle check works on the graph of steps: a working group, or a node
+ * that is in no group (it runs as a step of its own).  rank[] holds a
+ * topological order of the steps (initially the nodes' execution positions)
+ * and is kept valid across merges, so a path from a to b through other
+ * steps can only visit steps ranked between them: both searches below are
+ * bounded by that window (Pearce & Kelly's dynamic topological order, as
+ * XLA's fusion uses it). */
+static int step_of(const fstate *s, int n) {
+  return s->gid[n] >= 0 ? s->gid[n] : n;
+}
+
+static const int *step_members(const fstate *s, int st, int *n) {
+  if (s->gid[st] < 0) {
+    *n = 1;
+    return &s->self[st];
   }
-  for (int i = 0; i < s->n_mem[grp]; i++) {
-    int m = s->mem[grp][i];
-    if (s->seen_gen[m] != s->gen) {
-      s->seen_gen[m] = s->gen;
-      s->queue[(*tail)++] = m;
+  *n = s->n_mem[st];
+  return s->mem[st];
+}
+
+/* Steps reachable from `from` (not through b) ranked below b, into s->fwd;
+ * true if one of them feeds b (merging a and b would make a cycle). */
+static bool search_forward(fstate *s, int a, int b) {
+  const cgraph *cg = s->cg;
+  const ir_graph *g = cg->g;
+  int lim = s->rank[b], head = 0;
+  s->gen++;
+  s->n_fwd = 0;
+  s->seen_gen[a] = s->seen_gen[b] = s->gen;
+  for (int from = a;; from = s->fwd[head++]) {
+    int nm;
+    const int *m = step_members(s, from, &nm);
+    for (int i = 0; i < nm; i++) {
+      const ir_node *nd = &g->nodes[m[i]];
+      for (int o = 0; o < nd->n_outputs; o++) {
+        int v = nd->outputs[o];
+        for (int u = v < 0 ? 0 : cg->use_start[v]; v >= 0 && u < cg->use_start[v + 1]; u++) {
+          int c = step_of(s, cg->use_node[u]);
+          if (c == b && from != a) return true;
+          if (s->seen_gen[c] == s->gen || s->rank[c] >= lim) continue;
+          s->seen_gen[c] = s->gen;
+          s->fwd[s->n_fwd++] = c;
+        }
+      }
     }
+    if (head == s->n_fwd) return false;
   }
 }
 
-/* Would merging groups a and b make a cycle through some other step?  A walk
- * from what a or b feed outside themselves; reaching a or b again is a cycle. */
-static bool makes_cycle(fstate *s, int a, int b) {
-  const cgraph *cg = s->cg;
-  const ir_graph *g = cg->g;
+/* Steps that feed b (not through a) ranked above a, into s->bwd. */
+static void search_backward(fstate *s, int a, int b) {
+  const ir_graph *g = s->cg->g;
+  int lim = s->rank[a], head = 0;
   s->gen++;
-  int head = 0, tail = 0, maxpos = 0;
-  for (int side = 0; side < 2; side++) {
-    int grp = side ? b : a;
-    for (int i = 0; i < s->n_mem[grp]; i++) {
-      int n = s->mem[grp][i];
-      if (cg->pos[n] > maxpos) maxpos = cg->pos[n];
-      s->seen_gen[n] = s->gen;
-      s->queue[tail++] = n;
-    }
-  }
-  while (head < tail) {
-    int n = s->queue[head++];
-    bool from_ab = s->gid[n] == a || s->gid[n] == b;
-    const ir_node *nd = &g->nodes[n];
-    for (int o = 0; o < nd->n_outputs; o++) {
-      int v = nd->outputs[o];
-      for (int u = v < 0 ? 0 : cg->use_start[v]; v >= 0 && u < cg->use_start[v + 1]; u++) {
-        int c = cg->use_node[u];
-        bool c_ab = s->gid[c] >= 0 && (s->gid[c] == a || s->gid[c] == b);
-        if (c_ab) {
-          if (!from_ab) return true;
-          continue;
-        }
-        if (s->seen_gen[c] == s->gen) continue;
-        /* a lone node after both groups cannot lead back into them */
-        if (s->gid[c] < 0 && cg->pos[c] > maxpos) continue;
-        reach(s, c, &tail);
+  s->n_bwd = 0;
+  s->seen_gen[a] = s->seen_gen[b] = s->gen;
+  for (int to = b;; to = s->bwd[head++]) {
+    int nm;
+    const int *m = step_members(s, to, &nm);
+    for (int i = 0; i < nm; i++) {
+      const ir_node *nd = &g->nodes[m[i]];
+      for (int k = 0; k < nd->n_inputs; k++) {
+        int v = nd->inputs[k];
+        if (v < 0 || g->values[v].producer < 0) continue;
+        int p = step_of(s, g->values[v].producer);
+        if (s->seen_gen[p] == s->gen || s->rank[p] <= lim) continue;
+        s->seen_gen[p] = s->gen;
+        s->bwd[s->n_bwd++] = p;
       }
     }
+    if (head == s->n_bwd) return;
   }
-  return false;
+}
+
+/* Would merging groups a and b (a feeds b) make a cycle through some other
+ * step?  Only if a reaches b through a step ranked between them. */
+static bool makes_cycle(fstate *s, int a, int b) {
+  if (s->rank[a] >= s->rank[b]) return true; /* cannot happen while ranks are topological */
+  return search_forward(s, a, b);
+}
+
+static const int *g_rank; /* qsort has no context argument */
+static int cmp_rank(const void *x, const void *y) {
+  int p = g_rank[*(const int *)x], q = g_rank[*(const int *)y];
+  return (p > q) - (p < q);
+}
+static int cmp_int(const void *x, const void *y) {
+  int p = *(const int *)x, q = *(const int *)y;
+  return (p > q) - (p < q);
+}
+
+/* After a (merged, keeping id a) absorbed b: the steps that feed b ranked
+ * above a go first, then a, then the steps a reaches ranked below b, in the
+ * ranks they held together (each keeps its relative order; the feeders only
+ * move earlier and the reached only later, so every other edge stays
+ * ordered).  s->fwd must still hold search_forward(a, b). */
+static void rerank(fstate *s, int a, int b) {
+  int nf = s->n_fwd;
+  if (!nf) { /* nothing a reaches lies between a and b: a can take b's place */
+    s->rank[a] = s->rank[b];
+    return;
+  }
+  search_backward(s, a, b);
+  int nb = s->n_bwd, *pool = s->pool, n = 0;
+  g_rank = s->rank;
+  qsort(s->fwd, (size_t)nf, sizeof(int), cmp_rank);
+  qsort(s->bwd, (size_t)nb, sizeof(int), cmp_rank);
+  for (int i = 0; i < nb; i++) pool[n++] = s->rank[s->bwd[i]];
+  for (int i = 0; i < nf; i++) pool[n++] = s->rank[s->fwd[i]];
+  pool[n++] = s->rank[a];
+  pool[n++] = s->rank[b];
+  qsort(pool, (size_t)n, sizeof(int), cmp_int);
+  for (int i = 0; i < nb; i++) s->rank[s->bwd[i]] = pool[i];
+  s->rank[a] = pool[nb];
+  for (int i = 0; i < nf; i++) s->rank[s->fwd[i]] = pool[n - nf + i];
 }
 
 /* Merged member list of a and b, in execution order. */
@@ -182,6 +252,7 @@ static smelt_status commit_merge(fstate *s, int a, int b, const int *tmp, int n)
   memcpy(m, tmp, sizeof(int) * (size_t)n);
   s->mem[a] = m;
   s->n_mem[a] = n;
+  rerank(s, a, b);
   for (int i = 0; i < s->n_mem[b]; i++) s->gid[s->mem[b][i]] = a;
   free(s->mem[b]);
   s->mem[b] = NULL;
@@ -232,7 +303,11 @@ static void fstate_free(fstate *s) {
   free(s->n_mem);
   free(s->gid);
   free(s->red);
-  free(s->queue);
+  free(s->rank);
+  free(s->self);
+  free(s->fwd);
+  free(s->bwd);
+  free(s->pool);
   free(s->seen_gen);
   free(s->in_group);
 }
@@ -246,13 +321,20 @@ static smelt_status fstate_init(fstate *s, const cgraph *cg, fusion *f) {
   s->mem = calloc(nn, sizeof(int *));
   s->n_mem = calloc(nn, sizeof(int));
   s->red = calloc(nn, sizeof(bool));
-  s->queue = malloc(sizeof(int) * nn * 2);
+  s->rank = malloc(sizeof(int) * nn);
+  s->self = malloc(sizeof(int) * nn);
+  s->fwd = malloc(sizeof(int) * nn);
+  s->bwd = malloc(sizeof(int) * nn);
+  s->pool = malloc(sizeof(int) * (nn + 2));
   s->seen_gen = calloc(nn, sizeof(int));
   s->in_group = calloc(nn, sizeof(bool));
-  if (!s->gid || !s->mem || !s->n_mem || !s->red || !s->queue || !s->seen_gen || !s->in_group)
+  if (!s->gid || !s->mem || !s->n_mem || !s->red || !s->seen_gen || !s->in_group || !s->rank ||
+      !s->self || !s->fwd || !s->bwd || !s->pool)
     return err_nomem("fusion state", sizeof(int) * nn * 8);
   for (int i = 0; i < cg->g->n_nodes; i++) {
     s->gid[i] = -1;
+    s->self[i] = i;
+    s->rank[i] = cg->pos[i];
     if (!fusable(cg, i)) continue;
     s->gid[i] = i;
     s->mem[i] = malloc(sizeof(int));

@@ -1,5 +1,7 @@
 /* GEMM steps (see gemm_step.h).  The semantics are smelt.Gemm's
- * (src/ops/fused_gemm.c) and MatMul's for these forms. */
+ * (src/ops/fused_gemm.c) and MatMul's for these forms.
+ *
+ * Complexity: O(1) per node. */
 #include "compile/gemm_step.h"
 
 #include <string.h>

@@ -3,7 +3,11 @@
  * Identical kernels (same text) are emitted once.  The kernels are spread
  * over several translation units compiled at once, plus one unit with the
  * table the loader looks up.  The library is keyed by everything that
- * determines its bytes (cache/keys.h) and taken from the cache when there. */
+ * determines its bytes (cache/keys.h) and taken from the cache when there.
+ *
+ * Complexity: O(kernel steps x kernel text) to emit; identical kernels are
+ * found in a hash table (O(1) expected per step, one strcmp on a hit); the C
+ * compile is proportional to the distinct kernels, spread over `jobs` units. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +21,7 @@
 #include "compile/compile.h"
 #include "util/err.h"
 #include "util/file.h"
+#include "util/hash.h"
 #include "util/quote.h"
 
 typedef struct kvariant {
@@ -42,7 +47,10 @@ typedef struct kset {
   char **text; /* emitted with the placeholder name (for dedup) */
   char **code; /* emitted with the real name */
   int *vflags; /* index into variants (for its flags) */
+  uint64_t *hash; /* of text and variant */
   int n, cap;
+  int *slot; /* open addressing over hash: kernel index + 1, 0 empty */
+  int n_slots; /* a power of two, at least twice cap */
 } kset;
 
 static void kset_free(kset *k) {
@@ -53,6 +61,41 @@ static void kset_free(kset *k) {
   free(k->text);
   free(k->code);
   free(k->vflags);
+  free(k->hash);
+  free(k->slot);
+}
+
+/* The slot holding the kernel with this text and variant, or the empty one
+ * where it would go. */
+static int kset_find(const kset *k, uint64_t h, const char *text, int v) {
+  int i = (int)(h & (uint64_t)(k->n_slots - 1));
+  for (;; i = (i + 1) & (k->n_slots - 1)) {
+    int e = k->slot[i] - 1;
+    if (e < 0 || (k->hash[e] == h && k->vflags[e] == v && !strcmp(k->text[e], text))) return i;
+  }
+}
+
+static smelt_status kset_grow(kset *k) {
+  int nc = k->cap ? k->cap * 2 : 16;
+  char **nt = realloc(k->text, sizeof(char *) * (size_t)nc);
+  if (nt) k->text = nt;
+  char **ncd = realloc(k->code, sizeof(char *) * (size_t)nc);
+  if (ncd) k->code = ncd;
+  int *nv = realloc(k->vflags, sizeof(int) * (size_t)nc);
+  if (nv) k->vflags = nv;
+  uint64_t *nh = realloc(k->hash, sizeof(uint64_t) * (size_t)nc);
+  if (nh) k->hash = nh;
+  int *ns = calloc((size_t)nc * 2, sizeof(int));
+  if (!nt || !ncd || !nv || !nh || !ns) {
+    free(ns);
+    return err_nomem("kernel list", sizeof(char *) * (size_t)nc);
+  }
+  free(k->slot);
+  k->slot = ns;
+  k->n_slots = nc * 2;
+  k->cap = nc;
+  for (int i = 0; i < k->n; i++) k->slot[kset_find(k, k->hash[i], k->text[i], k->vflags[i])] = i + 1;
+  return SMELT_OK;
 }
 
 static double now_s(void) {
@@ -77,25 +120,21 @@ static smelt_status kset_add(kset *k, const fgroup *fg, const kir_loops *lp, con
   strbuf t = {0};
   emit_one(&t, fg, lp, "smk_X", eo, params, n_params);
   if (t.oom) return err_nomem("kernel source", t.cap);
-  for (int i = 0; i < k->n; i++)
-    if (k->vflags[i] == v && !strcmp(k->text[i], t.s)) {
+  uint64_t h = hash_mix64(hash_str(t.s) ^ (uint64_t)v);
+  if (k->n_slots) {
+    int e = k->slot[kset_find(k, h, t.s, v)] - 1;
+    if (e >= 0) {
       sb_free(&t);
-      *idx = i;
+      *idx = e;
       return SMELT_OK;
     }
+  }
   if (k->n == k->cap) {
-    int nc = k->cap ? k->cap * 2 : 16;
-    char **nt = realloc(k->text, sizeof(char *) * (size_t)nc);
-    if (nt) k->text = nt;
-    char **ncd = realloc(k->code, sizeof(char *) * (size_t)nc);
-    if (ncd) k->code = ncd;
-    int *nv = realloc(k->vflags, sizeof(int) * (size_t)nc);
-    if (nv) k->vflags = nv;
-    if (!nt || !ncd || !nv) {
+    smelt_status st = kset_grow(k);
+    if (st) {
       sb_free(&t);
-      return err_nomem("kernel list", sizeof(char *) * (size_t)nc);
+      return st;
     }
-    k->cap = nc;
   }
   char name[32];
   snprintf(name, sizeof name, "smk_%d", k->n);
@@ -110,6 +149,8 @@ static smelt_status kset_add(kset *k, const fgroup *fg, const kir_loops *lp, con
   k->text[k->n] = t.s;
   k->code[k->n] = c.s;
   k->vflags[k->n] = v;
+  k->hash[k->n] = h;
+  k->slot[kset_find(k, h, t.s, v)] = k->n + 1;
   *idx = k->n++;
   return SMELT_OK;
 }

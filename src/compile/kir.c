@@ -1,4 +1,7 @@
-/* Building and normalizing the kernel IR (see kir.h). */
+/* Building and normalizing the kernel IR (see kir.h).
+ *
+ * Complexity: bounded per group (KIR_MAX_EXPRS expressions, KIR_MAX_OPERANDS
+ * operands); kir_init clears the header only. */
 #include "compile/kir.h"
 
 #include <string.h>
@@ -7,11 +10,14 @@ bool kir_dtype_ok(smelt_dtype t) {
   return t == SMELT_F32 || t == SMELT_BOOL || t == SMELT_I64 || t == SMELT_I32;
 }
 
+/* Only the header is cleared: the arrays (36 KB) are written before they are
+ * read, entry by entry, and fusion lowers a candidate group per merge. */
 void kir_init(kir_group *g, int rank, int k, const int64_t *I) {
-  memset(g, 0, sizeof *g);
   g->rank = rank;
   g->k = k;
+  memset(g->I, 0, sizeof g->I);
   if (rank > 0) memcpy(g->I, I, sizeof(int64_t) * (size_t)rank);
+  g->n_ex = g->n_red = g->n_in = g->n_out = g->n_st = g->n_phases = 0;
   for (int i = 0; i < KIR_MAX_OPERANDS; i++) g->inplace[i] = -1;
 }
 

@@ -1,7 +1,11 @@
 /* From ONNX nodes to the kernel IR: which nodes the compiler can generate
  * code for (classification) and what they compute (lowering).  The
  * expressions mirror the reference kernels' formulas (src/ops/), which are the
- * oracle: same NaN rules, same special cases. */
+ * oracle: same NaN rules, same special cases.
+ *
+ * Complexity: classification O(1) per node (bounded rank and arity, the
+ * op's table entry found once and kept in cn_info.def); lower_group
+ * O(group nodes x operands), a group being at most FUSE_MAX_NODES nodes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +233,7 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
     }
     if (ok) {
       info->kind = CN_PW;
+      info->def = (int)(pw - pw_defs); /* looked up once, not per lowering */
       info->rank = out->rank;
       memcpy(info->dims, out->dims, sizeof info->dims);
       return;
@@ -250,6 +255,7 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
     int64_t L = k >= 0 ? shape_numel(x->rank - k, x->dims + k) : 0;
     if (k >= 0 && L > 0 && x->dtype == SMELT_F32) {
       info->kind = CN_RED;
+      info->def = (int)kind;
       info->rank = x->rank;
       info->k = k;
       memcpy(info->dims, x->dims, sizeof info->dims);
@@ -426,7 +432,7 @@ static int lower_unary_param(kir_group *kg, const ir_node *nd, kir_fn fn, int x,
 
 /* Pointwise node: fills vexpr of its output. */
 static bool lower_pw(lower_state *ls, const ir_node *nd, int rout, const int64_t *out, int dom) {
-  const pw_def *pw = find_pw(nd);
+  const pw_def *pw = &pw_defs[ls->cg->info[nd - ls->cg->g->nodes].def];
   kir_group *kg = ls->kg;
   int x = operand(ls, nd, 0, rout, out, dom), r = -1;
   if (x < 0) return false;
@@ -466,7 +472,7 @@ static bool lower_red(lower_state *ls, const ir_node *nd) {
   if (out_domain(kg, xv->rank, xv->dims) != 0) return false;
   int x = operand(ls, nd, 0, xv->rank, xv->dims, 0);
   if (x < 0) return false;
-  rk kind = find_red(nd);
+  rk kind = (rk)ls->cg->info[nd - ls->cg->g->nodes].def;
   int64_t L = 1;
   for (int d = kg->k; d < kg->rank; d++) L *= kg->I[d];
   int invL = kir_const(kg, SMELT_F32, 1.0 / (double)L);
@@ -533,9 +539,7 @@ static bool needed_outside(const cgraph *cg, const bool *in_group, int v) {
 bool lower_group(const cgraph *cg, const int *nodes, int n, const bool *in_group, int r, int k,
                  const int64_t *I, kir_group *kg) {
   kir_init(kg, r, k, I);
-  int *vexpr = malloc(sizeof(int) * ((size_t)cg->g->n_values + 1));
-  if (!vexpr) return false;
-  for (int v = 0; v < cg->g->n_values; v++) vexpr[v] = -1;
+  int *vexpr = cg->vexpr; /* all -1: only the group's outputs are set, and reset below */
   lower_state ls = {cg, kg, in_group, vexpr};
   bool ok = true;
   for (int i = 0; ok && i < n; i++) {
@@ -566,6 +570,10 @@ bool lower_group(const cgraph *cg, const int *nodes, int n, const bool *in_group
            kg->ex[vexpr[v]].dt == val->dtype && kir_store_out(kg, vexpr[v], v, stride) >= 0;
     }
   }
-  free(vexpr);
+  for (int i = 0; i < n; i++) {
+    const ir_node *nd = &cg->g->nodes[nodes[i]];
+    for (int o = 0; o < nd->n_outputs; o++)
+      if (nd->outputs[o] >= 0) vexpr[nd->outputs[o]] = -1;
+  }
   return ok && kg->n_st > 0 && kir_finish(kg);
 }

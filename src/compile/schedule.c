@@ -5,7 +5,10 @@
  * Identity, ...) cost nothing: their output is their input's buffer.  Every
  * buffer gets a lifetime [producing step, last reading step]; an elementwise
  * kernel may write its output over an input that dies there (same bytes,
- * read and written at the same index); then memplan places the buffers. */
+ * read and written at the same index); then memplan places the buffers.
+ *
+ * Complexity: O(n + v + e) for units and locations, O((units + edges) log
+ * units) for the order (a heap of ready units), then memplan (see there). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,14 +175,35 @@ static smelt_status make_units(sched *s) {
   return SMELT_OK;
 }
 
-/* Kahn's algorithm, always taking the ready unit that came first in the model. */
+/* A min-heap of ready units by their position in the model's order. */
+static void heap_push(int *h, int *n, const unit *units, int u) {
+  int i = (*n)++;
+  for (; i > 0 && units[h[(i - 1) / 2]].pos > units[u].pos; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+  h[i] = u;
+}
+
+static int heap_pop(int *h, int *n, const unit *units) {
+  int top = h[0], last = h[--*n], i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && units[h[c + 1]].pos < units[h[c]].pos) c++;
+    if (units[h[c]].pos >= units[last].pos) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = last;
+  return top;
+}
+
+/* Kahn's algorithm, always taking the ready unit that came first in the
+ * model (a heap: O((units + edges) log units)). */
 static smelt_status order_units(sched *s) {
   int nu = s->n_units;
   int *indeg = calloc((size_t)nu + 1, sizeof(int)), *adj_start = calloc((size_t)nu + 2, sizeof(int));
-  int *adj = NULL, *fill = NULL;
-  bool *done = calloc((size_t)nu + 1, sizeof(bool));
+  int *adj = NULL, *fill = NULL, *heap = malloc(sizeof(int) * ((size_t)nu + 1)), n_heap = 0;
   s->order = malloc(sizeof(int) * ((size_t)nu + 1));
-  smelt_status st = (!indeg || !adj_start || !done || !s->order) ? err_nomem("schedule", sizeof(int) * (size_t)nu) : SMELT_OK;
+  smelt_status st = (!indeg || !adj_start || !heap || !s->order) ? err_nomem("schedule", sizeof(int) * (size_t)nu) : SMELT_OK;
   int *rd = s->tmp, n_edges = 0;
   for (int pass = 0; !st && pass < 2; pass++) {
     for (int u = 0; u < nu; u++) {
@@ -203,23 +227,23 @@ static smelt_status order_units(sched *s) {
       if (!adj || !fill) st = err_nomem("schedule edges", sizeof(int) * (size_t)n_edges);
     }
   }
+  for (int u = 0; !st && u < nu; u++)
+    if (!indeg[u]) heap_push(heap, &n_heap, s->units, u);
   for (int k = 0; !st && k < nu; k++) {
-    int best = -1;
-    for (int u = 0; u < nu; u++)
-      if (!done[u] && !indeg[u] && (best < 0 || s->units[u].pos < s->units[best].pos)) best = u;
-    if (best < 0) {
+    if (!n_heap) {
       st = err_set(SMELT_ERR_INTERNAL, "fusion produced a cycle between steps");
       break;
     }
-    done[best] = true;
+    int best = heap_pop(heap, &n_heap, s->units);
     s->order[k] = best;
-    for (int e = adj_start[best]; e < adj_start[best + 1]; e++) indeg[adj[e]]--;
+    for (int e = adj_start[best]; e < adj_start[best + 1]; e++)
+      if (--indeg[adj[e]] == 0) heap_push(heap, &n_heap, s->units, adj[e]);
   }
   free(indeg);
   free(adj_start);
   free(adj);
   free(fill);
-  free(done);
+  free(heap);
   return st;
 }
 

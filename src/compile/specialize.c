@@ -1,6 +1,9 @@
 /* The front half of a compile: a private copy of the model graph with the
  * concrete input shapes, every other shape inferred again from them, then
- * the graph passes. */
+ * the graph passes.
+ *
+ * Complexity: O(n + v) for the clone and each inference; the passes as
+ * src/passes/ states per pass. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

@@ -1,4 +1,7 @@
-/* Graph structure: producers, topological order, validation. */
+/* Graph structure: producers, topological order, validation.
+ *
+ * Complexity: O(n + v + e + subgraph captures) for producers, the
+ * topological order (Kahn) and validation. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -8,7 +8,9 @@
  *  - clone gives the copy its own tensor headers that VIEW the source's data
  *    (the source must outlive the clone) and deep copies of subgraphs;
  *  - compact hands the very same objects over to the new graph (no copy),
- *    then swaps the new contents into the old graph object. */
+ *    then swaps the new contents into the old graph object.
+ *
+ * Complexity: O(n + v + e) (names go through the graph's hash map). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,7 +3,9 @@
  * Each node's op infer() runs in topological order on the types and shapes
  * known so far (dims may be symbolic).  Small nodes whose inputs are all known
  * constants are evaluated on the spot, so that the shape arithmetic exporters
- * write (Shape → Gather → Concat → Reshape) yields concrete shapes. */
+ * write (Shape → Gather → Concat → Reshape) yields concrete shapes.
+ *
+ * Complexity: O(n + v + e) plus the small constant evaluations. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -7,7 +7,10 @@
  *      (subgraphs last, once every name of the enclosing scopes exists).
  * An input that is also an initializer (older exporters list every weight as
  * an input with a default) stays an initializer: a constant, not a required
- * input of the model. */
+ * input of the model.
+ *
+ * Complexity: O(file size + n + v): one scan of the GraphProto per pass
+ * above, names resolved through the graph's hash map. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,9 @@
 /* Dead-code elimination: nodes none of whose outputs reach a graph output
  * (through any chain of consumers, subgraph captures included), and
  * initializers nothing reads.  Graph inputs always stay: they are the
- * model's interface, used or not. */
+ * model's interface, used or not.
+ *
+ * Complexity: O(n + v) per run. */
 #include <stdlib.h>
 
 #include "passes/rewrite.h"

@@ -11,7 +11,9 @@
  * and outputs over FOLD_MAX_BYTES, or over FOLD_GROW_BYTES when they are more
  * than twice the inputs' size (Expand/Tile/ConstantOfShape materializing a
  * broadcast costs memory and saves no work).  A node that fails to evaluate
- * stays: the executor will report the problem at run time. */
+ * stays: the executor will report the problem at run time.
+ *
+ * Complexity: O(n + v) per run plus evaluating the folded nodes. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -10,7 +10,11 @@
  * becomes one smelt.Gemm / smelt.Conv node (ops/fused_gemm.c, fused_conv.c)
  * with attributes activation, clip_min, clip_max, has_bias, has_residual.
  * Each link must be the only consumer of the previous result.  A plain
- * product with nothing to fuse stays as it is.  One log line per fusion. */
+ * product with nothing to fuse stays as it is.  One log line per fusion.
+ *
+ * Complexity: O(n) per run for the bounded chains; a residual's dependency
+ * walk visits only ancestors placed after the anchor in a topological order. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,7 @@ typedef struct epi_match {
   tensor *new_bias;     /* a bias made here (owned until handed to the graph) */
   fused_act act;
   int out;              /* the value the fused node writes */
+  struct epi_order *ord;
 } epi_match;
 
 static bool is_f32(rewriter *w, int v) { return v >= 0 && rw_val(w, v)->dtype == SMELT_F32; }
@@ -43,38 +48,49 @@ static int sole_add(rewriter *w, int v, int *other) {
   return u;
 }
 
+/* Positions in a topological order, kept valid through the pass (a fused
+ * node takes the place of the node whose output it writes: its inputs come
+ * from before the chain, its consumers after it), so that a walk up from a
+ * value can stop at nodes placed before the anchor. */
+typedef struct epi_order {
+  int *pos, *seen, *stack, gen, cap;
+} epi_order;
+
+static smelt_status order_fit(epi_order *o, int n) {
+  if (n <= o->cap) return SMELT_OK;
+  int nc = n * 2 + 16;
+  int *p = realloc(o->pos, sizeof(int) * (size_t)nc);
+  if (p) o->pos = p;
+  int *sn = realloc(o->seen, sizeof(int) * (size_t)nc);
+  if (sn) o->seen = sn;
+  int *st = realloc(o->stack, sizeof(int) * (size_t)nc);
+  if (st) o->stack = st;
+  if (!p || !sn || !st) return err_nomem("dependency walk", sizeof(int) * (size_t)nc * 3);
+  for (int i = o->cap; i < nc; i++) o->pos[i] = INT_MAX, o->seen[i] = 0;
+  o->cap = nc;
+  return SMELT_OK;
+}
+
 /* Does value v depend on node `anchor`?  (A residual that did would make the
- * fused node read its own output.) */
-static smelt_status depends_on(rewriter *w, int v, int anchor, bool *dep) {
+ * fused node read its own output.)  Visits only ancestors of v placed after
+ * the anchor. */
+static smelt_status depends_on(rewriter *w, epi_order *o, int v, int anchor, bool *dep) {
   *dep = false;
-  int n = w->g->n_nodes;
-  int *stack = malloc(sizeof(int) * (size_t)(n + 1));
-  bool *seen = calloc((size_t)n + 1, 1);
-  if (!stack || !seen) {
-    free(stack);
-    free(seen);
-    return err_nomem("dependency walk", (size_t)n * 5);
-  }
-  int top = 0, p = rw_producer(w, v);
-  if (p >= 0) stack[top++] = p, seen[p] = true;
+  TRY(order_fit(o, w->g->n_nodes));
+  int top = 0, p = rw_producer(w, v), lim = o->pos[anchor];
+  o->gen++;
+  if (p >= 0 && o->pos[p] >= lim) o->stack[top++] = p, o->seen[p] = o->gen;
   while (top > 0 && !*dep) {
-    int id = stack[--top];
+    int id = o->stack[--top];
     if (id == anchor) *dep = true;
     int *deps = NULL, nd = 0;
-    smelt_status s = ir_node_deps(w->g, rw_node(w, id), &deps, &nd);
-    if (s) {
-      free(stack);
-      free(seen);
-      return s;
-    }
+    TRY(ir_node_deps(w->g, rw_node(w, id), &deps, &nd));
     for (int k = 0; k < nd; k++) {
       int q = rw_producer(w, deps[k]);
-      if (q >= 0 && !seen[q]) seen[q] = true, stack[top++] = q;
+      if (q >= 0 && o->seen[q] != o->gen && o->pos[q] >= lim) o->seen[q] = o->gen, o->stack[top++] = q;
     }
     free(deps);
   }
-  free(stack);
-  free(seen);
   return SMELT_OK;
 }
 
@@ -210,7 +226,7 @@ static smelt_status match_bias(rewriter *w, epi_match *m) {
   } else {
     if (m->bias >= 0 || m->new_bias || !is_row_vector(rw_val(w, other), last_dim(y))) return SMELT_OK;
     bool dep;
-    TRY(depends_on(w, other, m->anchor, &dep));
+    TRY(depends_on(w, m->ord, other, m->anchor, &dep));
     if (dep) return SMELT_OK;
     m->bias = other;
   }
@@ -226,7 +242,7 @@ static smelt_status match_residual(rewriter *w, epi_match *m) {
   const ir_value *y = rw_val(w, m->out);
   if (!rw_same_shape(y, rw_val(w, other)) || !rw_same_shape(y, rw_val(w, z))) return SMELT_OK;
   bool dep;
-  TRY(depends_on(w, other, m->anchor, &dep));
+  TRY(depends_on(w, m->ord, other, m->anchor, &dep));
   if (dep) return SMELT_OK;
   m->residual = other;
   m->chain[m->n_chain++] = u;
@@ -278,6 +294,8 @@ static smelt_status build(rewriter *w, epi_match *m) {
   int n_attrs = n_copy + 5 + (conv ? 0 : 3);
   log_fusion(w, m, conv ? "Conv" : "Gemm");
   TRY(rw_replace_node(w, last, conv ? "Conv" : "Gemm", "smelt", 4, n_attrs, &id));
+  TRY(order_fit(m->ord, w->g->n_nodes));
+  m->ord->pos[id] = m->ord->pos[last];
   for (int k = 0; k < m->n_chain - 1; k++) rw_kill(w, m->chain[k]);
   if (m->n_chain) rw_kill(w, m->anchor);
   const ir_node *anchor = rw_node(w, m->anchor);
@@ -294,11 +312,12 @@ static smelt_status build(rewriter *w, epi_match *m) {
   return set_epilogue_attrs(w, id, n_attrs - 5, m);
 }
 
-static smelt_status fuse_at(rewriter *w, int id, bool *done) {
+static smelt_status fuse_at(rewriter *w, epi_order *ord, int id, bool *done) {
   epi_match m;
   bool ok;
   *done = false;
   TRY(match_anchor(w, id, &m, &ok));
+  m.ord = ord;
   smelt_status s = SMELT_OK;
   if (ok) s = match_bias(w, &m);
   if (ok && !s) s = match_residual(w, &m);
@@ -316,16 +335,22 @@ smelt_status pass_fuse_epilogue(ir_graph *g, const pass_options *o, pass_report 
   rewriter w;
   TRY(rw_begin(&w, g, o, r));
   int *order = NULL;
+  epi_order ord = {0};
   smelt_status s = ir_graph_toposort(g, &order);
   int n = g->n_nodes;
+  if (!s) s = order_fit(&ord, n);
+  for (int k = 0; !s && k < n; k++) ord.pos[order[k]] = k;
   for (int k = 0; !s && k < n; k++) {
     int id = order[k];
     if (!rw_live(&w, id) || !(rw_is_op(&w, id, "MatMul") || rw_is_op(&w, id, "Gemm") || rw_is_op(&w, id, "Conv")))
       continue;
     bool done;
-    s = fuse_at(&w, id, &done);
+    s = fuse_at(&w, &ord, id, &done);
     w.changes += done;
   }
   free(order);
+  free(ord.pos);
+  free(ord.seen);
+  free(ord.stack);
   return rw_end(&w, s, changes);
 }

@@ -13,7 +13,9 @@
  *   y = d / Sqrt(v + eps) [* gamma] [+ beta]
  * becomes LayerNormalization(x, gamma (ones if absent), beta) with axis = the
  * first reduced axis and epsilon = eps.  Every intermediate must feed only
- * the pattern.  One log line per fusion. */
+ * the pattern.  One log line per fusion.
+ *
+ * Complexity: O(n) per run: bounded patterns around each candidate node. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

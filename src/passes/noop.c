@@ -9,7 +9,9 @@
  * A removed node's consumers read its input; when its output is a graph
  * output, the input's producer writes the output instead (rw_bypass), so
  * output names never change.  A node between a graph input (or an
- * initializer) and a graph output stays. */
+ * initializer) and a graph output stays.
+ *
+ * Complexity: O(n + e) per run (a bypass moves the removed output's uses). */
 #include <stdlib.h>
 #include <string.h>
 

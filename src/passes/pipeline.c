@@ -6,7 +6,11 @@
  *
  * r may be NULL; otherwise it must start zeroed (or hold an earlier report to
  * add to) and is freed with pass_report_free.  On failure g is in an
- * unspecified state: discard it (it is a private clone). */
+ * unspecified state: discard it (it is a private clone).
+ *
+ * Complexity: per pass run its own (O(n + v) each), at most
+ * PIPELINE_MAX_ROUNDS rounds of the cleanup group, an O(n + v + e) validation
+ * after each run that changed the graph and one final inference. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

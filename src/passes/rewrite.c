@@ -1,4 +1,7 @@
-/* The graph rewriting toolkit: use lists, dead marks, bypassing, new nodes. */
+/* The graph rewriting toolkit: use lists, dead marks, bypassing, new nodes.
+ *
+ * Complexity: rw_begin / rw_end O(n + v + e); an edit O(uses of the values it
+ * touches); rw_add_value resumes its unique-name probe per base name. */
 #include "passes/rewrite.h"
 
 #include <stdio.h>
@@ -301,8 +304,20 @@ smelt_status rw_add_value(rewriter *w, const char *base, int like, int *id) {
   size_t n = strlen(base) + 24;
   char *name = malloc(n);
   if (!name) return err_nomem("value name", n);
-  snprintf(name, n, "%s", base);
-  for (int k = 1; ir_graph_find_value(w->g, name) >= 0; k++) snprintf(name, n, "%s_%d", base, k);
+  struct rw_name_hint *hint = NULL;
+  for (int i = 0; i < w->n_hints && !hint; i++)
+    if (!strcmp(w->hints[i].base, base)) hint = &w->hints[i];
+  if (!hint && w->n_hints < (int)(sizeof w->hints / sizeof *w->hints) && strlen(base) < sizeof hint->base) {
+    hint = &w->hints[w->n_hints++];
+    snprintf(hint->base, sizeof hint->base, "%s", base);
+    hint->next = 1;
+  }
+  int k = hint ? hint->next : 1;
+  if (k == 1) snprintf(name, n, "%s", base);
+  else snprintf(name, n, "%s_%d", base, k - 1);
+  /* the first free name of base, base_1, base_2...: resumed where the last call stopped */
+  for (; ir_graph_find_value(w->g, name) >= 0; k++) snprintf(name, n, "%s_%d", base, k);
+  if (hint) hint->next = k;
   smelt_status s = ir_graph_add_value(w->g, name, id);
   free(name);
   if (!s) s = grow_values(w);

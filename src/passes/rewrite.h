@@ -30,6 +30,13 @@ typedef struct rewriter {
   int cap_values;
   int changes;    /* what the pass reports */
   bool touched;   /* the graph's structure changed: compact at rw_end */
+  /* rw_add_value: per name base, the suffix to try next (names are only
+   * added while a rewriter is open, so the first free one never goes down) */
+  struct rw_name_hint {
+    char base[32];
+    int next;
+  } hints[8];
+  int n_hints;
 } rewriter;
 
 smelt_status rw_begin(rewriter *w, ir_graph *g, const pass_options *o, pass_report *r);

@@ -1,3 +1,6 @@
+/* Eager execution of a graph (see eager.h).
+ * Complexity: plan O(n + v + e) (last uses bucketed per step); a run O(n)
+ * plus the kernels, each value freed at its last use. */
 #include "runtime/eager.h"
 
 #include <stdint.h>

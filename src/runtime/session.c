@@ -93,6 +93,11 @@ static smelt_status compile_declared_shapes(smelt_session *s) {
 
 smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
                                   smelt_session **out) {
+  return session_create(m, opts, true, out);
+}
+
+smelt_status session_create(const smelt_model *m, const smelt_session_options *opts, bool compile_declared,
+                            smelt_session **out) {
   if (!m || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_create: model and out must not be NULL");
   *out = NULL;
   smelt_session_options o = opts ? *opts : smelt_session_options_default();
@@ -112,7 +117,7 @@ smelt_status smelt_session_create(const smelt_model *m, const smelt_session_opti
   if (!st) st = pool_create(o.threads, &s->pool);
   if (!st) st = eager_plan_build(g, &s->plan);
   if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
-  if (!st && s->sc) st = compile_declared_shapes(s);
+  if (!st && s->sc && compile_declared) st = compile_declared_shapes(s);
   if (st) {
     smelt_session_free(s);
     return st;

@@ -18,6 +18,11 @@ struct smelt_session {
   struct session_compiler *sc; /* compiled modes (compile/session_compile.h); NULL in eager */
 };
 
+/* smelt_session_create; compile_declared false: a model whose input shapes
+ * are all fixed is not compiled at creation either, but by the first run or
+ * session_compile (smelt compile: so that its report has the compile). */
+smelt_status session_create(const smelt_model *m, const smelt_session_options *opts, bool compile_declared,
+                            smelt_session **out);
 /* Runs with internal tensors: inputs[k] for graph input k (checked against the
  * declared types), outputs[k] zeroed, receive owning results for every graph
  * output.  stats may be NULL. */

@@ -1,6 +1,7 @@
 /* The memory planner: no two live buffers overlap, alignment, the arena is
  * no larger than the peak of live bytes would need on simple cases, and
  * best fit reuses the tightest gap. */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -41,6 +42,77 @@ static void test_random(void) {
   }
 }
 
+/* The planner as first written (every placed buffer scanned for each new
+ * one, O(n^2)): the indexed one must place every buffer at the same offset. */
+static int cmp_ref_order(const void *a, const void *b, void *ctx) {
+  const mp_buffer *buf = ctx;
+  int x = *(const int *)a, y = *(const int *)b;
+  if (buf[x].size != buf[y].size) return buf[x].size > buf[y].size ? -1 : 1;
+  if (buf[x].first != buf[y].first) return buf[x].first - buf[y].first;
+  return x - y;
+}
+static int cmp_lo(const void *a, const void *b) {
+  const size_t *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+static size_t up64(size_t n) { return (n + 63) / 64 * 64; }
+static void reference_solve(mp_buffer *b, int n) {
+  int *order = malloc(sizeof(int) * (size_t)n), *placed = malloc(sizeof(int) * (size_t)n), n_placed = 0;
+  size_t(*occ)[2] = malloc(sizeof *occ * (size_t)n);
+  for (int i = 0; i < n; i++) order[i] = i;
+  qsort_r(order, (size_t)n, sizeof *order, cmp_ref_order, b);
+  for (int oi = 0; oi < n; oi++) {
+    mp_buffer *cur = &b[order[oi]];
+    cur->offset = 0;
+    if (!cur->size) continue;
+    int n_occ = 0;
+    for (int j = 0; j < n_placed; j++) {
+      const mp_buffer *o = &b[placed[j]];
+      if (cur->first <= o->last && o->first <= cur->last) {
+        occ[n_occ][0] = o->offset;
+        occ[n_occ++][1] = o->offset + up64(o->size);
+      }
+    }
+    qsort(occ, (size_t)n_occ, sizeof *occ, cmp_lo);
+    size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
+    for (int i = 0; i < n_occ; i++) {
+      if (occ[i][0] > cursor && occ[i][0] - cursor >= up64(cur->size) && occ[i][0] - cursor < best_gap) {
+        best_gap = occ[i][0] - cursor;
+        best = cursor;
+      }
+      if (occ[i][1] > cursor) cursor = occ[i][1];
+    }
+    cur->offset = best != SIZE_MAX ? best : cursor;
+    placed[n_placed++] = order[oi];
+  }
+  free(order);
+  free(placed);
+  free(occ);
+}
+
+static void test_same_as_reference(void) {
+  for (int trial = 0; trial < 60; trial++) {
+    int n = 1 + (int)(rng() % (trial < 50 ? 200 : 3000)), steps = 1 + (int)(rng() % (trial % 2 ? 50 : 5000));
+    int maxlen = 1 + (int)(rng() % (unsigned)steps);
+    mp_buffer *b = calloc((size_t)n, sizeof *b), *r = calloc((size_t)n, sizeof *r);
+    for (int i = 0; i < n; i++) {
+      b[i].size = rng() % 7 ? 1 + rng() % (rng() % 2 ? 300 : 100000) : 0; /* ties in size too */
+      b[i].first = (int)(rng() % (unsigned)steps) - 3;
+      b[i].last = b[i].first + (int)(rng() % (unsigned)maxlen);
+      r[i] = b[i];
+    }
+    size_t total = 0;
+    CHECK_OK(memplan_solve(b, n, &total));
+    reference_solve(r, n);
+    int same = 1;
+    for (int i = 0; i < n; i++) same &= b[i].offset == r[i].offset;
+    CHECK(same);
+    CHECK(memplan_check(b, n, total));
+    free(b);
+    free(r);
+  }
+}
+
 /* Disjoint lifetimes share everything; a chain a->b->c needs two slots. */
 static void test_reuse(void) {
   mp_buffer b[3] = {{1000, 0, 1, 0}, {1000, 1, 2, 0}, {1000, 2, 3, 0}};
@@ -72,6 +144,7 @@ static void test_best_fit(void) {
 
 int main(void) {
   test_random();
+  test_same_as_reference();
   test_reuse();
   test_best_fit();
   return test_report("test_memplan");

@@ -137,7 +137,7 @@ int cmd_compile(int argc, char **argv) {
     fprintf(stderr, "smelt: out of memory\n");
     goto done;
   }
-  if (smelt_session_create(m, &mo.opts, &s)) {
+  if (session_create(m, &mo.opts, false, &s)) { /* compiled below, with its report */
     rc = cli_fail(NULL);
     goto done;
   }
