@@ -88,4 +88,18 @@ void conv2d_weights_free_v(void *w);
 smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
                         const float *X, const float *B, float *Y);
 
+/* What conv2d_run_ep does to every output after the bias:
+ *   Y = min(hi, max(lo, Y + residual))
+ * (NaN passes through the clamp, as ONNX Clip; lo = -INFINITY, hi =
+ * INFINITY: no clamp, so Relu is lo = 0 and Relu6 lo = 0, hi = 6). */
+typedef struct conv2d_epilogue {
+  const float *residual; /* Y's shape, not Y itself; NULL: none */
+  float lo, hi;
+} conv2d_epilogue;
+
+/* conv2d_run with an epilogue (NULL: none).  Depthwise and direct apply it
+ * while each output is still in registers; Winograd in a pass over Y. */
+smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
+                           const float *X, const float *B, const conv2d_epilogue *ep, float *Y);
+
 #endif

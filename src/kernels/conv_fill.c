@@ -15,6 +15,7 @@ static void fill_value(float *p, int64_t n, float v) {
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf) {
   int64_t Wq = p->Wq, Hl = p->Hl;
+  float *end = buf + channels * p->sh * p->sw * Hl * Wq; /* rows are written in order up to here */
   for (int64_t c = 0; c < channels; c++) {
     const float *xc = x + c * p->H * p->W;
     for (int64_t ph = 0; ph < p->sh; ph++)
@@ -28,16 +29,21 @@ void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, in
         for (int64_t i = 0; i < Hl; i++) {
           float *row = plane + i * Wq;
           int64_t r = (r0 + i) * p->sh + ph - p->pt;
-          if (r < 0 || r >= p->H || jlo == jhi) {
+          bool inside = r >= 0 && r < p->H && jlo < jhi;
+          /* column j reads xr[j*sw + pw - pl] */
+          const float *src = inside ? xc + r * p->W + jlo * p->sw + pw - p->pl : NULL;
+          if (p->k) { /* vector stores: tiny rows (7x7 planes) cost no library calls */
+            p->k->fill_row(src, p->sw, inside ? jlo : 0, inside ? jhi : 0, Wq, pad, row, end - row);
+            continue;
+          }
+          if (!inside) {
             fill_value(row, Wq, pad);
             continue;
           }
-          const float *xr = xc + r * p->W; /* column j reads xr[j*sw + pw - pl] */
           fill_value(row, jlo, pad);
-          if (p->sw == 1)
-            memcpy(row + jlo, xr + jlo + pw - p->pl, sizeof(float) * (size_t)(jhi - jlo));
+          if (p->sw == 1) memcpy(row + jlo, src, sizeof(float) * (size_t)(jhi - jlo));
           else
-            for (int64_t j = jlo; j < jhi; j++) row[j] = xr[j * p->sw + pw - p->pl];
+            for (int64_t j = jlo; j < jhi; j++) row[j] = src[(j - jlo) * p->sw];
           fill_value(row + jhi, Wq - jhi, pad);
         }
       }

@@ -47,12 +47,29 @@ typedef struct conv_kernels {
    * plane: y[j] = bias + sum_t w[t] * p[off[t] + j], j < n. */
   void (*dw_row)(const float *p, const int64_t *off, const float *w, int taps, float bias,
                  float *y, int64_t n);
+  /* The same for exactly 9 taps (3x3), the weights held in registers, with
+   * the epilogue: y[j] = min(hi, max(lo, bias + sum + res[j])) (res may be
+   * NULL; NaN passes through the clamp as in the reference Clip). */
+  void (*dw9_row)(const float *p, const int64_t *off, const float *w, float bias,
+                  const float *res, float lo, float hi, float *y, int64_t n, int64_t cap);
+  /* y[j] = min(hi, max(lo, x[j] + res[j])), j < n (res may be NULL; x may be y). */
+  void (*epi_row)(const float *x, const float *res, float lo, float hi, float *y, int64_t n,
+                  int64_t cap);
+  /* One row of a phase plane: row[j] = src[(j - lo)*s] for lo <= j < hi,
+   * pad for the other j < n (reads src only there; s >= 1, 0 <= lo <= hi <= n). */
+  void (*fill_row)(const float *src, int64_t s, int64_t lo, int64_t hi, int64_t n, float pad,
+                   float *row, int64_t cap);
+
+  /* cap (the row kernels above and below, fill_row): floats writable at
+   * y / row, at least n; a last partial vector is stored whole when it fits
+   * in cap (junk past n), masked otherwise. */
 
   /* Pooling over the same kind of plane: y[j] = reduce_t p[off[t] + j]
    * (max, or sum times scale[j] when scale is given, else times s). */
-  void (*pool_max_row)(const float *p, const int64_t *off, int taps, float *y, int64_t n);
+  void (*pool_max_row)(const float *p, const int64_t *off, int taps, float *y, int64_t n,
+                       int64_t cap);
   void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
-                       float s, float *y, int64_t n);
+                       float s, float *y, int64_t n, int64_t cap);
   /* sum of x[0..n) in double (vector partial sums over short blocks) */
   double (*row_sum)(const float *x, int64_t n);
 } conv_kernels;
