@@ -2,7 +2,7 @@
  * stride-phase copy (kernels/conv_fill.c; stride 2 split by the ISA's
  * gather_s2), then sums over the taps of contiguous runs of that copy, the
  * bias, residual and clamp applied before the store.  3x3 kernels take
- * dw9_row (the nine weights in registers); others dw_row plus epi_row.
+ * dw9_row (the nine weights in registers); others dw_row plus epi_rows.
  *
  * Rows of at least two vectors run one by one straight into Y.  Narrower
  * planes (7x7, 14x14 at AVX-512) would leave most lanes of each row's
@@ -42,7 +42,7 @@ static void dw_sums(const dw_job *j, const float *buf, const float *wc, float bi
     return;
   }
   k->dw_row(buf, j->off, wc, (int)j->taps, bias, t, n);
-  if (res || lo != -INFINITY || hi != INFINITY) k->epi_row(t, res, lo, hi, t, n, n);
+  if (res || lo != -INFINITY || hi != INFINITY) k->epi_rows(t, n, res, lo, hi, t, n, 1, n);
 }
 
 static void dw_plane(const dw_job *j, int64_t q, float *buf, float *tmp) {
@@ -64,10 +64,8 @@ static void dw_plane(const dw_job *j, int64_t q, float *buf, float *tmp) {
     int64_t rows = d->OH - r0 < j->block_rows ? d->OH - r0 : j->block_rows;
     int64_t n = (rows - 1) * Wq + d->OW;
     dw_sums(j, buf + r0 * Wq, wc, bias, NULL, -INFINITY, INFINITY, tmp, n, j->block_rows * Wq);
-    for (int64_t r = 0; r < rows; r++) {
-      int64_t o = (r0 + r) * d->OW;
-      k->epi_row(tmp + r * Wq, res ? res + o : NULL, j->lo, j->hi, y + o, d->OW, OHW - o);
-    }
+    int64_t o = r0 * d->OW;
+    k->epi_rows(tmp, Wq, res ? res + o : NULL, j->lo, j->hi, y + o, d->OW, rows, OHW - o);
   }
 }
 

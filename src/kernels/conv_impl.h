@@ -1,7 +1,7 @@
 /* Conv and pool micro-kernels, written once against kernels/simd.h and
  * compiled per ISA (see kernels/conv_kernels.h for what each computes).
  * Include after defining SIMD_LEVEL and including kernels/simd.h. */
-#include "kernels/conv_kernels.h"
+#include "kernels/conv_internal.h"
 
 #if SIMD_LEVEL == 2
 #define DMR 8 /* direct: 8 channels x up to 3 vectors = 24 zmm accumulators */
@@ -356,9 +356,8 @@ static SIMD_TARGET void SIMD_NAME(dw9_row)(const float *p, const int64_t *off, c
   }
 }
 
-static SIMD_TARGET void SIMD_NAME(epi_row)(const float *x, const float *res, float lo, float hi,
-                                           float *y, int64_t n, int64_t cap) {
-  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(epi_run)(const float *x, const float *res, vf vlo,
+                                                         vf vhi, float *y, int64_t n, int64_t cap) {
   int64_t j = 0;
   for (; j + VL <= n; j += VL) {
     vf a = v_load(x + j);
@@ -373,25 +372,39 @@ static SIMD_TARGET void SIMD_NAME(epi_row)(const float *x, const float *res, flo
   }
 }
 
-static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(gather_s2)(const float *src, float *dst, int64_t n) {
+static SIMD_TARGET void SIMD_NAME(epi_rows)(const float *x, int64_t xs, const float *res, float lo,
+                                            float hi, float *y, int64_t n, int64_t rows, int64_t cap) {
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+  for (int64_t r = 0; r < rows; r++)
+    SIMD_NAME(epi_run)(x + r * xs, res ? res + r * n : NULL, vlo, vhi, y + r * n, n, cap - r * n);
+}
+
+/* dst[j] = src[2j], j < n: reads src[0 .. 2n-1) only (masked at the end);
+ * cap: floats writable at dst. */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(gather_s2)(const float *src, float *dst, int64_t n,
+                                                           int64_t cap) {
   int64_t j = 0;
+#if SIMD_LEVEL >= 1
 #if SIMD_LEVEL == 2
   const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  for (; j + VL <= n; j += VL) {
-    /* src[2j .. 2j + 2VL - 1) is needed up to 2(j + VL - 1): the last lane of b only when in range */
-    vf a = v_load(src + 2 * j);
-    vf b = j + VL < n ? v_load(src + 2 * j + VL) : v_loadn(src + 2 * j + VL, VL - 1);
-    v_store(dst + j, _mm512_permutex2var_ps(a, even, b));
-  }
-#elif SIMD_LEVEL == 1
-  for (; j + VL <= n; j += VL) {
-    vf a = v_load(src + 2 * j);
-    vf b = j + VL < n ? v_load(src + 2 * j + VL) : v_loadn(src + 2 * j + VL, VL - 1);
-    vf e = _mm256_shuffle_ps(a, b, 0x88); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
-    v_store(dst + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
-  }
+#define GATHER_EVEN(a, b) _mm512_permutex2var_ps(a, even, b)
+#else /* a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit pairs swapped */
+#define GATHER_EVEN(a, b) \
+  _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8))
 #endif
+  for (; j + VL < n; j += VL) /* not the last vector: src[2j + 2VL - 1] is still in range */
+    v_store(dst + j, GATHER_EVEN(v_load(src + 2 * j), v_load(src + 2 * j + VL)));
+  if (j < n) { /* r <= VL values need src[2j .. 2j + 2r - 1) */
+    int r = (int)(n - j), e = 2 * r - 1;
+    vf a = e >= VL ? v_load(src + 2 * j) : v_loadn(src + 2 * j, e);
+    vf b = e > VL ? v_loadn(src + 2 * j + VL, e - VL) : v_zero();
+    SIMD_NAME(store_tail)(dst + j, GATHER_EVEN(a, b), r, cap - j);
+  }
+#undef GATHER_EVEN
+#else
+  (void)cap;
   for (; j < n; j++) dst[j] = src[2 * j];
+#endif
 }
 
 /* p[0 .. n) = v (cap: floats writable at p) */
@@ -403,7 +416,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(set_run)(float *p, int64_t n, vf
 
 /* Pieces in order (pad, values, pad), so a later one overwrites what an
  * earlier one's whole-vector tail wrote past its end. */
-static SIMD_TARGET void SIMD_NAME(fill_row)(const float *src, int64_t s, int64_t lo, int64_t hi,
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(fill_row)(const float *src, int64_t s, int64_t lo, int64_t hi,
                                             int64_t n, float pad, float *row, int64_t cap) {
   vf vp = v_set1(pad);
   SIMD_NAME(set_run)(row, lo, vp, cap);
@@ -414,11 +427,44 @@ static SIMD_TARGET void SIMD_NAME(fill_row)(const float *src, int64_t s, int64_t
     for (; j + VL <= m; j += VL) v_store(dst + j, v_load(src + j));
     if (j < m) SIMD_NAME(store_tail)(dst + j, v_loadn(src + j, (int)(m - j)), (int)(m - j), dcap - j);
   } else if (s == 2) {
-    SIMD_NAME(gather_s2)(src, dst, m);
+    SIMD_NAME(gather_s2)(src, dst, m, dcap);
   } else {
     for (int64_t j = 0; j < m; j++) dst[j] = src[j * s];
   }
   SIMD_NAME(set_run)(row + hi, n - hi, vp, cap - hi);
+}
+
+/* kernels/conv_internal.h's conv_fill_phases, the rows inlined (planes
+ * of 7x7 have rows of a few floats: a call per row would cost more). */
+static SIMD_TARGET void SIMD_NAME(fill_phases)(const conv_phases *p, const float *x, int64_t channels,
+                                               int64_t r0, float pad, float *buf) {
+  int64_t Wq = p->Wq, Hl = p->Hl;
+  float *end = buf + channels * p->sh * p->sw * Hl * Wq; /* rows are written in order up to here */
+  int64_t lo_of[64], hi_of[64]; /* per column phase pw (sw <= 64: conv_phases_sane) */
+  for (int64_t pw = 0; pw < p->sw && pw < 64; pw++) {
+    /* columns j with 0 <= j*sw + pw - pl < W: [jlo, jhi) */
+    int64_t jlo = conv_cdiv(p->pl - pw > 0 ? p->pl - pw : 0, p->sw);
+    int64_t jhi = p->W + p->pl - pw > 0 ? conv_cdiv(p->W + p->pl - pw, p->sw) : 0;
+    if (jhi > Wq) jhi = Wq;
+    if (jlo > jhi) jlo = jhi;
+    lo_of[pw] = jlo, hi_of[pw] = jhi;
+  }
+  for (int64_t c = 0; c < channels; c++) {
+    const float *xc = x + c * p->H * p->W;
+    for (int64_t ph = 0; ph < p->sh; ph++)
+      for (int64_t pw = 0; pw < p->sw && pw < 64; pw++) {
+        float *plane = buf + ((c * p->sh + ph) * p->sw + pw) * Hl * Wq;
+        int64_t jlo = lo_of[pw], jhi = hi_of[pw];
+        for (int64_t i = 0; i < Hl; i++) {
+          float *row = plane + i * Wq;
+          int64_t r = (r0 + i) * p->sh + ph - p->pt;
+          bool inside = r >= 0 && r < p->H && jlo < jhi;
+          /* column j reads xr[j*sw + pw - pl] */
+          const float *src = inside ? xc + r * p->W + jlo * p->sw + pw - p->pl : NULL;
+          SIMD_NAME(fill_row)(src, p->sw, inside ? jlo : 0, inside ? jhi : 0, Wq, pad, row, end - row);
+        }
+      }
+  }
 }
 
 /* max(x, acc) keeps acc when x is NaN: the reference's "x > acc ? x : acc" */
@@ -487,8 +533,8 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .blk_to_rows = SIMD_NAME(blk_to_rows),
     .dw_row = SIMD_NAME(dw_row),
     .dw9_row = SIMD_NAME(dw9_row),
-    .epi_row = SIMD_NAME(epi_row),
-    .fill_row = SIMD_NAME(fill_row),
+    .epi_rows = SIMD_NAME(epi_rows),
+    .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),
     .pool_avg_row = SIMD_NAME(pool_avg_row),
     .row_sum = SIMD_NAME(row_sum),

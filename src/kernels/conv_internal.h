@@ -42,7 +42,7 @@ void conv_epilogue_pass(smelt_pool *pool, const conv_kernels *k, const conv2d_ep
 typedef struct conv_phases {
   int64_t H, W, sh, sw, pt, pl; /* input plane, strides, begin pads */
   int64_t Hl, Wq;               /* rows and columns per phase plane */
-  const conv_kernels *k;        /* its fill_row fills the rows; NULL: plain C */
+  const conv_kernels *k;        /* whose fill_phases fills it; NULL: the scalar table's */
 } conv_phases;
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf);

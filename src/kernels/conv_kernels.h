@@ -9,6 +9,8 @@
 
 #include "kernels/isa.h"
 
+struct conv_phases;
+
 #define CONV_DIRECT_MAX_NV 4
 
 typedef struct conv_kernels {
@@ -52,16 +54,16 @@ typedef struct conv_kernels {
    * NULL; NaN passes through the clamp as in the reference Clip). */
   void (*dw9_row)(const float *p, const int64_t *off, const float *w, float bias,
                   const float *res, float lo, float hi, float *y, int64_t n, int64_t cap);
-  /* y[j] = min(hi, max(lo, x[j] + res[j])), j < n (res may be NULL; x may be y). */
-  void (*epi_row)(const float *x, const float *res, float lo, float hi, float *y, int64_t n,
-                  int64_t cap);
-  /* One row of a phase plane: row[j] = src[(j - lo)*s] for lo <= j < hi,
-   * pad for the other j < n (reads src only there; s >= 1, 0 <= lo <= hi <= n). */
-  void (*fill_row)(const float *src, int64_t s, int64_t lo, int64_t hi, int64_t n, float pad,
-                   float *row, int64_t cap);
+  /* rows of n: y[r*n + j] = min(hi, max(lo, x[r*xs + j] + res[r*n + j])),
+   * j < n, r < rows (res may be NULL; x may be y when xs = n). */
+  void (*epi_rows)(const float *x, int64_t xs, const float *res, float lo, float hi, float *y,
+                   int64_t n, int64_t rows, int64_t cap);
+  /* conv_fill_phases (kernels/conv_internal.h) */
+  void (*fill_phases)(const struct conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                      float pad, float *buf);
 
-  /* cap (the row kernels above and below, fill_row): floats writable at
-   * y / row, at least n; a last partial vector is stored whole when it fits
+  /* cap (the row kernels above and below): floats writable at y, at
+   * least n; a last partial vector is stored whole when it fits
    * in cap (junk past n), masked otherwise. */
 
   /* Pooling over the same kind of plane: y[j] = reduce_t p[off[t] + j]

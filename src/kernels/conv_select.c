@@ -253,8 +253,8 @@ typedef struct epi_pass_job {
 
 static void epi_pass_chunk(void *ctx, int64_t b, int64_t e) {
   const epi_pass_job *j = ctx;
-  j->k->epi_row(j->y + b, j->ep->residual ? j->ep->residual + b : NULL, j->ep->lo, j->ep->hi, j->y + b,
-                e - b, e - b);
+  j->k->epi_rows(j->y + b, e - b, j->ep->residual ? j->ep->residual + b : NULL, j->ep->lo, j->ep->hi,
+                 j->y + b, e - b, 1, e - b);
 }
 
 void conv_epilogue_pass(smelt_pool *pool, const conv_kernels *k, const conv2d_epilogue *ep, float *Y,
