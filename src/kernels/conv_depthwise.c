@@ -1,7 +1,8 @@
 /* Depthwise convolution (group == C == M): per channel plane, the padded
- * stride-phase copy (kernels/conv_fill.c; stride 2 split by the ISA's
- * gather_s2), then sums over the taps of contiguous runs of that copy, the
- * bias, residual and clamp applied before the store.  3x3 kernels take
+ * stride-phase copy (kernels/conv_fill.c; after a thread's first plane
+ * only the values are rewritten, the zero padding stays), then sums over
+ * the taps of contiguous runs of that copy, the bias, residual and clamp
+ * applied before the store.  3x3 kernels take
  * dw9_row (the nine weights in registers); others dw_row plus epi_rows.
  *
  * Rows of at least two vectors run one by one straight into Y.  Narrower
@@ -45,11 +46,13 @@ static void dw_sums(const dw_job *j, const float *buf, const float *wc, float bi
   if (res || lo != -INFINITY || hi != INFINITY) k->epi_rows(t, n, res, lo, hi, t, n, 1, n);
 }
 
-static void dw_plane(const dw_job *j, int64_t q, float *buf, float *tmp) {
+/* first: buf does not hold an earlier plane's fill yet */
+static void dw_plane(const dw_job *j, int64_t q, float *buf, float *tmp, bool first) {
   const conv2d_desc *d = &j->w->d;
   const conv_kernels *k = j->w->k;
   int64_t c = q % d->C, Wq = j->ph.Wq, OHW = d->OH * d->OW;
-  conv_fill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, 0.f, buf);
+  if (first) conv_fill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, 0.f, buf);
+  else conv_refill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, buf);
   const float *wc = j->w->data + c * j->taps;
   float bias = j->B ? j->B[c] : 0.f, *y = j->Y + q * OHW;
   const float *res = j->res ? j->res + q * OHW : NULL;
@@ -77,7 +80,7 @@ static void dw_planes(void *vctx, int64_t q0, int64_t q1) {
     atomic_store(&j->failed, true);
     return;
   }
-  for (int64_t q = q0; q < q1; q++) dw_plane(j, q, buf, buf + j->plane_len);
+  for (int64_t q = q0; q < q1; q++) dw_plane(j, q, buf, buf + j->plane_len, q == q0);
   tensor_data_free(buf);
 }
 

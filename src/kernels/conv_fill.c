@@ -8,7 +8,13 @@
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf) {
   const conv_kernels *k = p->k ? p->k : conv_kernels_get(ISA_SCALAR);
-  k->fill_phases(p, x, channels, r0, pad, buf);
+  k->fill_phases(p, x, channels, r0, pad, buf, false);
+}
+
+void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                        float *buf) {
+  const conv_kernels *k = p->k ? p->k : conv_kernels_get(ISA_SCALAR);
+  k->fill_phases(p, x, channels, r0, 0.f, buf, true);
 }
 
 void conv_split(int threads, int64_t per, int64_t R, int64_t min_r, int64_t np, double work_s,

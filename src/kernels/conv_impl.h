@@ -437,7 +437,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(fill_row)(const float *src, int6
 /* kernels/conv_internal.h's conv_fill_phases, the rows inlined (planes
  * of 7x7 have rows of a few floats: a call per row would cost more). */
 static SIMD_TARGET void SIMD_NAME(fill_phases)(const conv_phases *p, const float *x, int64_t channels,
-                                               int64_t r0, float pad, float *buf) {
+                                               int64_t r0, float pad, float *buf, bool refill) {
   int64_t Wq = p->Wq, Hl = p->Hl;
   float *end = buf + channels * p->sh * p->sw * Hl * Wq; /* rows are written in order up to here */
   int64_t lo_of[64], hi_of[64]; /* per column phase pw (sw <= 64: conv_phases_sane) */
@@ -461,7 +461,10 @@ static SIMD_TARGET void SIMD_NAME(fill_phases)(const conv_phases *p, const float
           bool inside = r >= 0 && r < p->H && jlo < jhi;
           /* column j reads xr[j*sw + pw - pl] */
           const float *src = inside ? xc + r * p->W + jlo * p->sw + pw - p->pl : NULL;
-          SIMD_NAME(fill_row)(src, p->sw, inside ? jlo : 0, inside ? jhi : 0, Wq, pad, row, end - row);
+          if (!refill)
+            SIMD_NAME(fill_row)(src, p->sw, inside ? jlo : 0, inside ? jhi : 0, Wq, pad, row, end - row);
+          else if (inside) /* the values only; what a whole-vector tail writes past them is 0 */
+            SIMD_NAME(fill_row)(src, p->sw, jlo, jhi, jhi, pad, row, end - row);
         }
       }
   }

@@ -46,6 +46,11 @@ typedef struct conv_phases {
 } conv_phases;
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf);
+/* The same into a buf that already holds a fill for this geometry, r0 and
+ * channel count with pad 0 (the previous plane's): only the values read from
+ * x are rewritten, the padding is left as it is. */
+void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                        float *buf);
 /* Whether one channel's phase planes for this geometry stay a sane size
  * (2^28 floats) and the kernel's taps fit an offset table; huge strides or
  * dilations go to the im2col / reference paths instead. */

@@ -5,6 +5,7 @@
 #ifndef SMELT_KERNELS_CONV_KERNELS_H
 #define SMELT_KERNELS_CONV_KERNELS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/isa.h"
@@ -60,7 +61,7 @@ typedef struct conv_kernels {
                    int64_t n, int64_t rows, int64_t cap);
   /* conv_fill_phases (kernels/conv_internal.h) */
   void (*fill_phases)(const struct conv_phases *p, const float *x, int64_t channels, int64_t r0,
-                      float pad, float *buf);
+                      float pad, float *buf, bool refill);
 
   /* cap (the row kernels above and below): floats writable at y, at
    * least n; a last partial vector is stored whole when it fits
