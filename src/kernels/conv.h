@@ -10,7 +10,8 @@
  *  - winograd: F(2x2,3x3) and F(4x4,3x3) for 3x3, stride 1, dilation 1.
  *              Fewer multiplies, less accuracy: see conv_winograd.c for the
  *              measured error and the test tolerance.
- *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop.
+ *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
+ *              (kernels/conv_depthwise.c).
  *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
  *              the fallback for everything else, and for 1x1 convolutions,
  *              which are plain GEMMs.
