@@ -164,16 +164,16 @@ static bool classify_window(const cgraph *cg, const ir_node *nd, cn_info *info) 
   else if (onnx && !strcmp(nd->op_type, "AveragePool")) w->kind = WK_AVG;
   else if ((onnx || fused) && !strcmp(nd->op_type, "Conv")) w->kind = WK_DWCONV;
   else return false;
-  if (cg->dynamic || !all_dtypes(cg, nd, is_f32)) return false;
+  /* the library's kernels (kernels/pool2d.c, conv_depthwise.c: a padded
+   * copy per plane, whole vectors along the rows) are usually faster than
+   * the generated loops: those are max-autotune candidates only */
+  if (cg->dynamic || !cg->tune || !all_dtypes(cg, nd, is_f32)) return false;
   const ir_value *x = in_val(cg, nd, 0), *y = &cg->g->values[nd->outputs[0]];
   if (x->rank != 4 || y->rank != 4) return false;
   for (int o = 1; o < nd->n_outputs; o++)
     if (nd->outputs[o] >= 0) return false; /* MaxPool Indices */
   const ir_value *wv = NULL;
   if (w->kind == WK_DWCONV) {
-    /* the library's depthwise kernel (prepared weights) is usually faster:
-     * generated only as a max-autotune candidate */
-    if (!cg->tune) return false;
     wv = in_val(cg, nd, 1);
     int64_t C = x->dims[1];
     if (ir_attr_int(nd, "group", 1) != C || y->dims[1] != C || !wv || wv->rank != 4 || wv->dims[0] != C ||

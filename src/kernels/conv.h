@@ -10,7 +10,8 @@
  *  - winograd: F(2x2,3x3) and F(4x4,3x3) for 3x3, stride 1, dilation 1.
  *              Fewer multiplies, less accuracy: see conv_winograd.c for the
  *              measured error and the test tolerance.
- *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop.
+ *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
+ *              (kernels/conv_depthwise.c).
  *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
  *              the fallback for everything else, and for 1x1 convolutions,
  *              which are plain GEMMs.
@@ -87,5 +88,19 @@ void conv2d_weights_free_v(void *w);
  * Y: [N, M, OH, OW], both dense.  Scratch is allocated per call. */
 smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
                         const float *X, const float *B, float *Y);
+
+/* What conv2d_run_ep does to every output after the bias:
+ *   Y = min(hi, max(lo, Y + residual))
+ * (NaN passes through the clamp, as ONNX Clip; lo = -INFINITY, hi =
+ * INFINITY: no clamp, so Relu is lo = 0 and Relu6 lo = 0, hi = 6). */
+typedef struct conv2d_epilogue {
+  const float *residual; /* Y's shape, not Y itself; NULL: none */
+  float lo, hi;
+} conv2d_epilogue;
+
+/* conv2d_run with an epilogue (NULL: none).  Depthwise and direct apply it
+ * while each output is still in registers; Winograd in a pass over Y. */
+smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
+                           const float *X, const float *B, const conv2d_epilogue *ep, float *Y);
 
 #endif

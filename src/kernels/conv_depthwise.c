@@ -1,7 +1,17 @@
 /* Depthwise convolution (group == C == M): per channel plane, the padded
- * stride-phase copy (kernels/conv_fill.c), then each output row is a
- * vectorized sum over the taps of contiguous runs of that copy.  Planes run
- * in parallel. */
+ * stride-phase copy (kernels/conv_fill.c; after a thread's first plane
+ * only the values are rewritten, the zero padding stays), then sums over
+ * the taps of contiguous runs of that copy, the bias, residual and clamp
+ * applied before the store.  3x3 kernels take
+ * dw9_row (the nine weights in registers); others dw_row plus epi_rows.
+ *
+ * Rows of at least two vectors run one by one straight into Y.  Narrower
+ * planes (7x7, 14x14 at AVX-512) would leave most lanes of each row's
+ * vector idle and one dependent FMA chain per row, so they run "wide": the
+ * plane's rows back to back as one run over the padded width Wq (the
+ * columns past OW are computed and dropped) into a small scratch, then
+ * each row is copied out through the epilogue.  Planes run in parallel. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -9,44 +19,85 @@
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
+#define DW_WIDE_FLOATS 4096 /* scratch of one wide block (16 KB) */
+
 typedef struct dw_job {
   const conv2d_weights *w;
-  const float *X, *B;
+  const float *X, *B, *res;
   float *Y;
+  float lo, hi;
   conv_phases ph;
   int64_t plane_len, taps;
+  int64_t block_rows; /* wide: output rows per block; 0: row by row */
   int64_t *off;
   atomic_bool failed;
 } dw_job;
 
+/* n sums of channel c from buf + q0 into t: bias + taps, and the epilogue
+ * when res/clamp are given (only row by row: a wide run has junk columns). */
+static void dw_sums(const dw_job *j, const float *buf, const float *wc, float bias, const float *res,
+                    float lo, float hi, float *t, int64_t n, int64_t cap) {
+  const conv_kernels *k = j->w->k;
+  if (j->taps == 9) {
+    k->dw9_row(buf, j->off, wc, bias, res, lo, hi, t, n, cap);
+    return;
+  }
+  k->dw_row(buf, j->off, wc, (int)j->taps, bias, t, n);
+  if (res || lo != -INFINITY || hi != INFINITY) k->epi_rows(t, n, res, lo, hi, t, n, 1, n);
+}
+
+/* first: buf does not hold an earlier plane's fill yet */
+static void dw_plane(const dw_job *j, int64_t q, float *buf, float *tmp, bool first) {
+  const conv2d_desc *d = &j->w->d;
+  const conv_kernels *k = j->w->k;
+  int64_t c = q % d->C, Wq = j->ph.Wq, OHW = d->OH * d->OW;
+  if (first) conv_fill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, 0.f, buf);
+  else conv_refill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, buf);
+  const float *wc = j->w->data + c * j->taps;
+  float bias = j->B ? j->B[c] : 0.f, *y = j->Y + q * OHW;
+  const float *res = j->res ? j->res + q * OHW : NULL;
+  /* rows are written in order: each may spill whole vectors onto the next (cap) */
+  if (!j->block_rows) {
+    for (int64_t oh = 0; oh < d->OH; oh++)
+      dw_sums(j, buf + oh * Wq, wc, bias, res ? res + oh * d->OW : NULL, j->lo, j->hi, y + oh * d->OW,
+              d->OW, OHW - oh * d->OW);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < d->OH; r0 += j->block_rows) {
+    int64_t rows = d->OH - r0 < j->block_rows ? d->OH - r0 : j->block_rows;
+    int64_t n = (rows - 1) * Wq + d->OW;
+    dw_sums(j, buf + r0 * Wq, wc, bias, NULL, -INFINITY, INFINITY, tmp, n, j->block_rows * Wq);
+    int64_t o = r0 * d->OW;
+    k->epi_rows(tmp, Wq, res ? res + o : NULL, j->lo, j->hi, y + o, d->OW, rows, OHW - o);
+  }
+}
+
 static void dw_planes(void *vctx, int64_t q0, int64_t q1) {
   dw_job *j = vctx;
-  const conv2d_desc *d = &j->w->d;
-  float *buf = tensor_data_alloc(sizeof(float) * (size_t)j->plane_len);
+  int64_t tmp_len = j->block_rows ? j->block_rows * j->ph.Wq : 0;
+  float *buf = tensor_data_alloc(sizeof(float) * (size_t)(j->plane_len + tmp_len));
   if (!buf) {
     atomic_store(&j->failed, true);
     return;
   }
-  for (int64_t q = q0; q < q1; q++) {
-    int64_t c = q % d->C;
-    conv_fill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, 0.f, buf);
-    const float *wc = j->w->data + c * j->taps;
-    float bias = j->B ? j->B[c] : 0.f, *y = j->Y + q * d->OH * d->OW;
-    for (int64_t oh = 0; oh < d->OH; oh++)
-      j->w->k->dw_row(buf + oh * j->ph.Wq, j->off, wc, (int)j->taps, bias, y + oh * d->OW, d->OW);
-  }
+  for (int64_t q = q0; q < q1; q++) dw_plane(j, q, buf, buf + j->plane_len, q == q0);
   tensor_data_free(buf);
 }
 
 smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
-                         const float *B, float *Y) {
+                         const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
-  dw_job j = {.w = w, .X = X, .B = B, .Y = Y};
+  dw_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
+              .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
   int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw;
-  j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax};
+  j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax, w->k};
   j.plane_len = d->sh * d->sw * j.ph.Hl * j.ph.Wq;
   j.taps = d->KH * d->KW;
   if (j.taps > (1 << 20)) return err_set(SMELT_ERR_UNSUPPORTED, "depthwise: kernel too large");
+  if (d->OW < 2 * w->k->vl && d->OW > 0) {
+    j.block_rows = DW_WIDE_FLOATS / j.ph.Wq;
+    if (j.block_rows < 1) j.block_rows = 1;
+  }
   j.off = malloc(sizeof(int64_t) * (size_t)j.taps);
   if (!j.off) return err_nomem("depthwise offsets", sizeof(int64_t) * (size_t)j.taps);
   for (int64_t kh = 0, t = 0; kh < d->KH; kh++)

@@ -15,6 +15,7 @@
  * the group) into its own scratch, then runs every panel over its tiles
  * (the panel's packed weights stay in cache across the tiles).  One
  * pool_parallel_for per convolution. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,8 @@ typedef struct direct_job {
   int64_t ntc, n_qc, ppc, n_mc, np; /* tiles per chunk, chunks; panels per chunk, chunks */
   int64_t buf_len;                   /* floats of one item's scratch, slack included */
   const int64_t *boff;
+  const float *res; /* epilogue: residual (NULL: none) and clamp */
+  float lo, hi;
   atomic_bool failed;
 } direct_job;
 
@@ -69,27 +72,41 @@ typedef struct direct_job {
  * zeros in the slack after them. */
 static void direct_fill(const direct_job *j, const float *x, int64_t r0, float *buf) {
   const conv2d_desc *d = j->d;
-  conv_phases ph = {d->H, d->W, d->sh, d->sw, d->pt, d->pl, j->Hl, j->Wq};
+  conv_phases ph = {d->H, d->W, d->sh, d->sw, d->pt, d->pl, j->Hl, j->Wq, j->w->k};
   conv_fill_phases(&ph, x, j->Cg, r0, 0.f, buf);
   int64_t used = j->Cg * j->P * j->Hl * j->Wq;
   memset(buf + used, 0, sizeof(float) * (size_t)(j->buf_len - used));
 }
 
-/* Tile rows [0, mr) x positions [q, q + NR) of the wide output into Y. */
+/* Tile rows [0, mr) x positions [q, q + NR) of the wide output into Y,
+ * with the bias and the epilogue.  y is Y at the tile's first channel. */
 static void direct_scatter(const direct_job *j, const float *tile, float *y, const float *bias,
                            int mr, int64_t q) {
   const conv2d_desc *d = j->d;
   int64_t OHW = d->OH * d->OW, qend = q + j->NR < j->Q ? q + j->NR : j->Q;
+  const float lo = j->lo, hi = j->hi;
   for (int i = 0; i < mr; i++) {
     const float *t = tile + i * j->NR;
     float *ym = y + i * OHW, b = bias ? bias[i] : 0.f;
+    const float *rm = j->res ? j->res + (ym - j->Y) : NULL;
     int64_t oh = q / j->Wq, ow = q - oh * j->Wq;
     for (int64_t p = q; p < qend; oh++, ow = 0) {
       int64_t seg = j->Wq - ow < qend - p ? j->Wq - ow : qend - p;
       int64_t valid = ow < d->OW ? (d->OW - ow < seg ? d->OW - ow : seg) : 0;
       const float *src = t + (p - q);
       float *dst = ym + oh * d->OW + ow;
-      for (int64_t e = 0; e < valid; e++) dst[e] = src[e] + b;
+      if (!rm)
+        for (int64_t e = 0; e < valid; e++) {
+          float v = src[e] + b;
+          v = lo > v ? lo : v;
+          dst[e] = hi < v ? hi : v;
+        }
+      else
+        for (int64_t e = 0; e < valid; e++) {
+          float v = src[e] + b + rm[oh * d->OW + ow + e];
+          v = lo > v ? lo : v;
+          dst[e] = hi < v ? hi : v;
+        }
       p += seg;
     }
   }
@@ -175,10 +192,11 @@ static void direct_plan(direct_job *j, int threads) {
 }
 
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
-                             const float *B, float *Y) {
+                             const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
   const conv_kernels *k = w->k;
-  direct_job j = {.d = d, .w = w, .X = X, .B = B, .Y = Y};
+  direct_job j = {.d = d, .w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
+                  .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
   j.Cg = d->C / d->G;
   j.Mg = d->M / d->G;
   j.K = j.Cg * d->KH * d->KW;

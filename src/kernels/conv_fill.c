@@ -1,47 +1,20 @@
-/* The stride-phase-split padded copy of an input (kernels/conv_internal.h). */
+/* The stride-phase-split padded copy of an input (kernels/conv_internal.h;
+ * the per-ISA fill_phases in kernels/conv_impl.h), and conv_split. */
 #include <math.h>
 #include <string.h>
 
 #include "kernels/conv_internal.h"
 
-static void fill_value(float *p, int64_t n, float v) {
-  if (v == 0.f && !signbit(v)) {
-    memset(p, 0, sizeof(float) * (size_t)n);
-    return;
-  }
-  for (int64_t i = 0; i < n; i++) p[i] = v;
-}
-
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf) {
-  int64_t Wq = p->Wq, Hl = p->Hl;
-  for (int64_t c = 0; c < channels; c++) {
-    const float *xc = x + c * p->H * p->W;
-    for (int64_t ph = 0; ph < p->sh; ph++)
-      for (int64_t pw = 0; pw < p->sw; pw++) {
-        float *plane = buf + ((c * p->sh + ph) * p->sw + pw) * Hl * Wq;
-        /* columns j with 0 <= j*sw + pw - pl < W: [jlo, jhi) */
-        int64_t jlo = conv_cdiv(p->pl - pw > 0 ? p->pl - pw : 0, p->sw);
-        int64_t jhi = p->W + p->pl - pw > 0 ? conv_cdiv(p->W + p->pl - pw, p->sw) : 0;
-        if (jhi > Wq) jhi = Wq;
-        if (jlo > jhi) jlo = jhi;
-        for (int64_t i = 0; i < Hl; i++) {
-          float *row = plane + i * Wq;
-          int64_t r = (r0 + i) * p->sh + ph - p->pt;
-          if (r < 0 || r >= p->H || jlo == jhi) {
-            fill_value(row, Wq, pad);
-            continue;
-          }
-          const float *xr = xc + r * p->W; /* column j reads xr[j*sw + pw - pl] */
-          fill_value(row, jlo, pad);
-          if (p->sw == 1)
-            memcpy(row + jlo, xr + jlo + pw - p->pl, sizeof(float) * (size_t)(jhi - jlo));
-          else
-            for (int64_t j = jlo; j < jhi; j++) row[j] = xr[j * p->sw + pw - p->pl];
-          fill_value(row + jhi, Wq - jhi, pad);
-        }
-      }
-  }
+  const conv_kernels *k = p->k ? p->k : conv_kernels_get(ISA_SCALAR);
+  k->fill_phases(p, x, channels, r0, pad, buf, false);
+}
+
+void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                        float *buf) {
+  const conv_kernels *k = p->k ? p->k : conv_kernels_get(ISA_SCALAR);
+  k->fill_phases(p, x, channels, r0, 0.f, buf, true);
 }
 
 void conv_split(int threads, int64_t per, int64_t R, int64_t min_r, int64_t np, double work_s,

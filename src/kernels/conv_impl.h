@@ -1,7 +1,7 @@
 /* Conv and pool micro-kernels, written once against kernels/simd.h and
  * compiled per ISA (see kernels/conv_kernels.h for what each computes).
  * Include after defining SIMD_LEVEL and including kernels/simd.h. */
-#include "kernels/conv_kernels.h"
+#include "kernels/conv_internal.h"
 
 #if SIMD_LEVEL == 2
 #define DMR 8 /* direct: 8 channels x up to 3 vectors = 24 zmm accumulators */
@@ -278,7 +278,16 @@ static SIMD_TARGET void SIMD_NAME(blk_to_rows)(const float *src, int64_t n, floa
   }
 }
 
-/* ---- depthwise and pooling rows ---- */
+/* ---- depthwise and pooling rows ----
+ * cap: floats writable at y (>= n).  A last partial vector is stored whole
+ * (junk past n) where cap allows: masked stores are slow on some cores
+ * (AMD's VMASKMOVPS), so callers that write rows in order pass the room up
+ * to the end of what they own. */
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(store_tail)(float *p, vf v, int r, int64_t cap) {
+  if (cap >= VL) v_store(p, v);
+  else v_storen(p, v, r);
+}
 
 static SIMD_TARGET void SIMD_NAME(dw_row)(const float *p, const int64_t *off, const float *w,
                                           int taps, float bias, float *y, int64_t n) {
@@ -302,9 +311,168 @@ static SIMD_TARGET void SIMD_NAME(dw_row)(const float *p, const int64_t *off, co
   }
 }
 
+/* clamp(v) = min(hi, max(lo, v)): lo > NaN and hi < NaN are false, so NaN stays */
+static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(clampv)(vf v, vf lo, vf hi) {
+  return v_min(hi, v_max(lo, v));
+}
+
+static SIMD_TARGET void SIMD_NAME(dw9_row)(const float *p, const int64_t *off, const float *w,
+                                           float bias, const float *res, float lo, float hi,
+                                           float *y, int64_t n, int64_t cap) {
+  const vf w0 = v_set1(w[0]), w1 = v_set1(w[1]), w2 = v_set1(w[2]), w3 = v_set1(w[3]);
+  const vf w4 = v_set1(w[4]), w5 = v_set1(w[5]), w6 = v_set1(w[6]), w7 = v_set1(w[7]);
+  const vf w8 = v_set1(w[8]), vb = v_set1(bias), vlo = v_set1(lo), vhi = v_set1(hi);
+  const float *p0 = p + off[0], *p1 = p + off[1], *p2 = p + off[2], *p3 = p + off[3];
+  const float *p4 = p + off[4], *p5 = p + off[5], *p6 = p + off[6], *p7 = p + off[7];
+  const float *p8 = p + off[8];
+  int64_t j = 0;
+  for (; j + 2 * VL <= n; j += 2 * VL) {
+    vf a = v_fma(w0, v_load(p0 + j), vb), b = v_fma(w0, v_load(p0 + j + VL), vb);
+    a = v_fma(w1, v_load(p1 + j), a), b = v_fma(w1, v_load(p1 + j + VL), b);
+    a = v_fma(w2, v_load(p2 + j), a), b = v_fma(w2, v_load(p2 + j + VL), b);
+    a = v_fma(w3, v_load(p3 + j), a), b = v_fma(w3, v_load(p3 + j + VL), b);
+    a = v_fma(w4, v_load(p4 + j), a), b = v_fma(w4, v_load(p4 + j + VL), b);
+    a = v_fma(w5, v_load(p5 + j), a), b = v_fma(w5, v_load(p5 + j + VL), b);
+    a = v_fma(w6, v_load(p6 + j), a), b = v_fma(w6, v_load(p6 + j + VL), b);
+    a = v_fma(w7, v_load(p7 + j), a), b = v_fma(w7, v_load(p7 + j + VL), b);
+    a = v_fma(w8, v_load(p8 + j), a), b = v_fma(w8, v_load(p8 + j + VL), b);
+    if (res) a = v_add(a, v_load(res + j)), b = v_add(b, v_load(res + j + VL));
+    v_store(y + j, SIMD_NAME(clampv)(a, vlo, vhi));
+    v_store(y + j + VL, SIMD_NAME(clampv)(b, vlo, vhi));
+  }
+  for (; j < n; j += VL) {
+    int r = n - j < VL ? (int)(n - j) : VL;
+    vf a = v_fma(w0, v_loadn(p0 + j, r), vb);
+    a = v_fma(w1, v_loadn(p1 + j, r), a);
+    a = v_fma(w2, v_loadn(p2 + j, r), a);
+    a = v_fma(w3, v_loadn(p3 + j, r), a);
+    a = v_fma(w4, v_loadn(p4 + j, r), a);
+    a = v_fma(w5, v_loadn(p5 + j, r), a);
+    a = v_fma(w6, v_loadn(p6 + j, r), a);
+    a = v_fma(w7, v_loadn(p7 + j, r), a);
+    a = v_fma(w8, v_loadn(p8 + j, r), a);
+    if (res) a = v_add(a, v_loadn(res + j, r));
+    SIMD_NAME(store_tail)(y + j, SIMD_NAME(clampv)(a, vlo, vhi), r, cap - j);
+  }
+}
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(epi_run)(const float *x, const float *res, vf vlo,
+                                                         vf vhi, float *y, int64_t n, int64_t cap) {
+  int64_t j = 0;
+  for (; j + VL <= n; j += VL) {
+    vf a = v_load(x + j);
+    if (res) a = v_add(a, v_load(res + j));
+    v_store(y + j, SIMD_NAME(clampv)(a, vlo, vhi));
+  }
+  if (j < n) {
+    int r = (int)(n - j);
+    vf a = v_loadn(x + j, r);
+    if (res) a = v_add(a, v_loadn(res + j, r));
+    SIMD_NAME(store_tail)(y + j, SIMD_NAME(clampv)(a, vlo, vhi), r, cap - j);
+  }
+}
+
+static SIMD_TARGET void SIMD_NAME(epi_rows)(const float *x, int64_t xs, const float *res, float lo,
+                                            float hi, float *y, int64_t n, int64_t rows, int64_t cap) {
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+  for (int64_t r = 0; r < rows; r++)
+    SIMD_NAME(epi_run)(x + r * xs, res ? res + r * n : NULL, vlo, vhi, y + r * n, n, cap - r * n);
+}
+
+/* dst[j] = src[2j], j < n: reads src[0 .. 2n-1) only (masked at the end);
+ * cap: floats writable at dst. */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(gather_s2)(const float *src, float *dst, int64_t n,
+                                                           int64_t cap) {
+  int64_t j = 0;
+#if SIMD_LEVEL >= 1
+#if SIMD_LEVEL == 2
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+#define GATHER_EVEN(a, b) _mm512_permutex2var_ps(a, even, b)
+#else /* a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit pairs swapped */
+#define GATHER_EVEN(a, b) \
+  _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8))
+#endif
+  for (; j + VL < n; j += VL) /* not the last vector: src[2j + 2VL - 1] is still in range */
+    v_store(dst + j, GATHER_EVEN(v_load(src + 2 * j), v_load(src + 2 * j + VL)));
+  if (j < n) { /* r <= VL values need src[2j .. 2j + 2r - 1) */
+    int r = (int)(n - j), e = 2 * r - 1;
+    vf a = e >= VL ? v_load(src + 2 * j) : v_loadn(src + 2 * j, e);
+    vf b = e > VL ? v_loadn(src + 2 * j + VL, e - VL) : v_zero();
+    SIMD_NAME(store_tail)(dst + j, GATHER_EVEN(a, b), r, cap - j);
+  }
+#undef GATHER_EVEN
+#else
+  (void)cap;
+  for (; j < n; j++) dst[j] = src[2 * j];
+#endif
+}
+
+/* p[0 .. n) = v (cap: floats writable at p) */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(set_run)(float *p, int64_t n, vf v, int64_t cap) {
+  int64_t j = 0;
+  for (; j + VL <= n; j += VL) v_store(p + j, v);
+  if (j < n) SIMD_NAME(store_tail)(p + j, v, (int)(n - j), cap - j);
+}
+
+/* Pieces in order (pad, values, pad), so a later one overwrites what an
+ * earlier one's whole-vector tail wrote past its end. */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(fill_row)(const float *src, int64_t s, int64_t lo, int64_t hi,
+                                            int64_t n, float pad, float *row, int64_t cap) {
+  vf vp = v_set1(pad);
+  SIMD_NAME(set_run)(row, lo, vp, cap);
+  float *dst = row + lo;
+  int64_t m = hi - lo, dcap = cap - lo;
+  if (s == 1) {
+    int64_t j = 0;
+    for (; j + VL <= m; j += VL) v_store(dst + j, v_load(src + j));
+    if (j < m) SIMD_NAME(store_tail)(dst + j, v_loadn(src + j, (int)(m - j)), (int)(m - j), dcap - j);
+  } else if (s == 2) {
+    SIMD_NAME(gather_s2)(src, dst, m, dcap);
+  } else {
+    for (int64_t j = 0; j < m; j++) dst[j] = src[j * s];
+  }
+  SIMD_NAME(set_run)(row + hi, n - hi, vp, cap - hi);
+}
+
+/* kernels/conv_internal.h's conv_fill_phases, the rows inlined (planes
+ * of 7x7 have rows of a few floats: a call per row would cost more). */
+static SIMD_TARGET void SIMD_NAME(fill_phases)(const conv_phases *p, const float *x, int64_t channels,
+                                               int64_t r0, float pad, float *buf, bool refill) {
+  int64_t Wq = p->Wq, Hl = p->Hl;
+  float *end = buf + channels * p->sh * p->sw * Hl * Wq; /* rows are written in order up to here */
+  int64_t lo_of[64], hi_of[64]; /* per column phase pw (sw <= 64: conv_phases_sane) */
+  for (int64_t pw = 0; pw < p->sw && pw < 64; pw++) {
+    /* columns j with 0 <= j*sw + pw - pl < W: [jlo, jhi) */
+    int64_t jlo = conv_cdiv(p->pl - pw > 0 ? p->pl - pw : 0, p->sw);
+    int64_t jhi = p->W + p->pl - pw > 0 ? conv_cdiv(p->W + p->pl - pw, p->sw) : 0;
+    if (jhi > Wq) jhi = Wq;
+    if (jlo > jhi) jlo = jhi;
+    lo_of[pw] = jlo, hi_of[pw] = jhi;
+  }
+  for (int64_t c = 0; c < channels; c++) {
+    const float *xc = x + c * p->H * p->W;
+    for (int64_t ph = 0; ph < p->sh; ph++)
+      for (int64_t pw = 0; pw < p->sw && pw < 64; pw++) {
+        float *plane = buf + ((c * p->sh + ph) * p->sw + pw) * Hl * Wq;
+        int64_t jlo = lo_of[pw], jhi = hi_of[pw];
+        for (int64_t i = 0; i < Hl; i++) {
+          float *row = plane + i * Wq;
+          int64_t r = (r0 + i) * p->sh + ph - p->pt;
+          bool inside = r >= 0 && r < p->H && jlo < jhi;
+          /* column j reads xr[j*sw + pw - pl] */
+          const float *src = inside ? xc + r * p->W + jlo * p->sw + pw - p->pl : NULL;
+          if (!refill)
+            SIMD_NAME(fill_row)(src, p->sw, inside ? jlo : 0, inside ? jhi : 0, Wq, pad, row, end - row);
+          else if (inside) /* the values only; what a whole-vector tail writes past them is 0 */
+            SIMD_NAME(fill_row)(src, p->sw, jlo, jhi, jhi, pad, row, end - row);
+        }
+      }
+  }
+}
+
 /* max(x, acc) keeps acc when x is NaN: the reference's "x > acc ? x : acc" */
 static SIMD_TARGET void SIMD_NAME(pool_max_row)(const float *p, const int64_t *off, int taps,
-                                                float *y, int64_t n) {
+                                                float *y, int64_t n, int64_t cap) {
   for (int64_t j = 0; j < n; j += VL) {
     int r = n - j < VL ? (int)(n - j) : VL;
     vf a = v_set1(-INFINITY);
@@ -312,18 +480,19 @@ static SIMD_TARGET void SIMD_NAME(pool_max_row)(const float *p, const int64_t *o
       for (int t = 0; t < taps; t++) a = v_max(v_load(p + off[t] + j), a);
     else
       for (int t = 0; t < taps; t++) a = v_max(v_loadn(p + off[t] + j, r), a);
-    v_storen(y + j, a, r);
+    SIMD_NAME(store_tail)(y + j, a, r, cap - j);
   }
 }
 
 static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,
-                                                const float *scale, float s, float *y, int64_t n) {
+                                                const float *scale, float s, float *y, int64_t n,
+                                                int64_t cap) {
   for (int64_t j = 0; j < n; j += VL) {
     int r = n - j < VL ? (int)(n - j) : VL;
     vf a = v_zero();
     for (int t = 0; t < taps; t++) a = v_add(a, v_loadn(p + off[t] + j, r));
     a = v_mul(a, scale ? v_loadn(scale + j, r) : v_set1(s));
-    v_storen(y + j, a, r);
+    SIMD_NAME(store_tail)(y + j, a, r, cap - j);
   }
 }
 
@@ -366,6 +535,9 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .rows_to_blk = SIMD_NAME(rows_to_blk),
     .blk_to_rows = SIMD_NAME(blk_to_rows),
     .dw_row = SIMD_NAME(dw_row),
+    .dw9_row = SIMD_NAME(dw9_row),
+    .epi_rows = SIMD_NAME(epi_rows),
+    .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),
     .pool_avg_row = SIMD_NAME(pool_avg_row),
     .row_sum = SIMD_NAME(row_sum),

@@ -22,14 +22,17 @@ smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level is
 
 smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
-                             const float *B, float *Y);
+                             const float *B, const conv2d_epilogue *ep, float *Y);
 smelt_status conv_wino_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 /* Sets the padded sizes (cp, mp) the transformed layout uses. */
 void conv_wino_layout(conv2d_weights *w);
 smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                            const float *B, float *Y);
 smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
-                         const float *B, float *Y);
+                         const float *B, const conv2d_epilogue *ep, float *Y);
+/* Y = ep(Y) over n floats, in chunks on the pool (ep may be NULL: nothing). */
+void conv_epilogue_pass(smelt_pool *pool, const conv_kernels *k, const conv2d_epilogue *ep, float *Y,
+                        int64_t n);
 
 /* The zero-padded input split into stride phases, as the direct,
  * depthwise and pooling kernels read it: for each channel and phase
@@ -39,9 +42,15 @@ smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float 
 typedef struct conv_phases {
   int64_t H, W, sh, sw, pt, pl; /* input plane, strides, begin pads */
   int64_t Hl, Wq;               /* rows and columns per phase plane */
+  const conv_kernels *k;        /* whose fill_phases fills it; NULL: the scalar table's */
 } conv_phases;
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf);
+/* The same into a buf that already holds a fill for this geometry, r0 and
+ * channel count with pad 0 (the previous plane's): only the values read from
+ * x are rewritten, the padding is left as it is. */
+void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                        float *buf);
 /* Whether one channel's phase planes for this geometry stay a sane size
  * (2^28 floats) and the kernel's taps fit an offset table; huge strides or
  * dilations go to the im2col / reference paths instead. */

@@ -5,9 +5,12 @@
 #ifndef SMELT_KERNELS_CONV_KERNELS_H
 #define SMELT_KERNELS_CONV_KERNELS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/isa.h"
+
+struct conv_phases;
 
 #define CONV_DIRECT_MAX_NV 4
 
@@ -47,12 +50,29 @@ typedef struct conv_kernels {
    * plane: y[j] = bias + sum_t w[t] * p[off[t] + j], j < n. */
   void (*dw_row)(const float *p, const int64_t *off, const float *w, int taps, float bias,
                  float *y, int64_t n);
+  /* The same for exactly 9 taps (3x3), the weights held in registers, with
+   * the epilogue: y[j] = min(hi, max(lo, bias + sum + res[j])) (res may be
+   * NULL; NaN passes through the clamp as in the reference Clip). */
+  void (*dw9_row)(const float *p, const int64_t *off, const float *w, float bias,
+                  const float *res, float lo, float hi, float *y, int64_t n, int64_t cap);
+  /* rows of n: y[r*n + j] = min(hi, max(lo, x[r*xs + j] + res[r*n + j])),
+   * j < n, r < rows (res may be NULL; x may be y when xs = n). */
+  void (*epi_rows)(const float *x, int64_t xs, const float *res, float lo, float hi, float *y,
+                   int64_t n, int64_t rows, int64_t cap);
+  /* conv_fill_phases (kernels/conv_internal.h) */
+  void (*fill_phases)(const struct conv_phases *p, const float *x, int64_t channels, int64_t r0,
+                      float pad, float *buf, bool refill);
+
+  /* cap (the row kernels above and below): floats writable at y, at
+   * least n; a last partial vector is stored whole when it fits
+   * in cap (junk past n), masked otherwise. */
 
   /* Pooling over the same kind of plane: y[j] = reduce_t p[off[t] + j]
    * (max, or sum times scale[j] when scale is given, else times s). */
-  void (*pool_max_row)(const float *p, const int64_t *off, int taps, float *y, int64_t n);
+  void (*pool_max_row)(const float *p, const int64_t *off, int taps, float *y, int64_t n,
+                       int64_t cap);
   void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
-                       float s, float *y, int64_t n);
+                       float s, float *y, int64_t n, int64_t cap);
   /* sum of x[0..n) in double (vector partial sums over short blocks) */
   double (*row_sum)(const float *x, int64_t n);
 } conv_kernels;

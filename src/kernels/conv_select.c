@@ -1,5 +1,6 @@
 /* Conv algorithm choice (a cost model per shape), SMELT_CONV, and the
  * prepare/run entry points that dispatch to the drivers. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -241,6 +242,30 @@ void conv2d_weights_free_v(void *w) { conv2d_weights_free(w); }
 
 smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
                         const float *X, const float *B, float *Y) {
+  return conv2d_run_ep(pool, d, w, X, B, NULL, Y);
+}
+
+typedef struct epi_pass_job {
+  const conv_kernels *k;
+  const conv2d_epilogue *ep;
+  float *y;
+} epi_pass_job;
+
+static void epi_pass_chunk(void *ctx, int64_t b, int64_t e) {
+  const epi_pass_job *j = ctx;
+  j->k->epi_rows(j->y + b, e - b, j->ep->residual ? j->ep->residual + b : NULL, j->ep->lo, j->ep->hi,
+                 j->y + b, e - b, 1, e - b);
+}
+
+void conv_epilogue_pass(smelt_pool *pool, const conv_kernels *k, const conv2d_epilogue *ep, float *Y,
+                        int64_t n) {
+  if (!ep || (!ep->residual && ep->lo == -INFINITY && ep->hi == INFINITY)) return;
+  epi_pass_job j = {k, ep, Y};
+  pool_parallel_for(pool, n, 16384, epi_pass_chunk, &j);
+}
+
+smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
+                           const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
   TRY(check_desc(d));
   const conv2d_desc *p = &w->d;
   if (d->C != p->C || d->M != p->M || d->G != p->G || d->KH != p->KH || d->KW != p->KW)
@@ -249,12 +274,14 @@ smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_wei
   conv2d_weights run = *w;
   run.d = *d; /* the spatial geometry may change between runs; the weights do not */
   switch (w->algo) {
-    case CONV_ALGO_DIRECT: return conv_direct_run(pool, &run, X, B, Y);
-    case CONV_ALGO_DEPTHWISE: return conv_dw_run(pool, &run, X, B, Y);
+    case CONV_ALGO_DIRECT: return conv_direct_run(pool, &run, X, B, ep, Y);
+    case CONV_ALGO_DEPTHWISE: return conv_dw_run(pool, &run, X, B, ep, Y);
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:
       if (!wino_shape(d)) break;
-      return conv_wino_run(pool, &run, X, B, Y);
+      TRY(conv_wino_run(pool, &run, X, B, Y));
+      conv_epilogue_pass(pool, w->k, ep, Y, d->N * d->M * d->OH * d->OW);
+      return SMELT_OK;
     default: break;
   }
   return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));

@@ -35,12 +35,13 @@ static void pool_planes(void *vctx, int64_t q0, int64_t q1) {
   for (int64_t q = q0; q < q1; q++) {
     conv_fill_phases(&j->ph, j->X + q * d->H * d->W, 1, 0, d->is_max ? -INFINITY : 0.f, buf);
     float *y = j->Y + q * d->OH * d->OW;
-    for (int64_t oh = 0; oh < d->OH; oh++) {
+    for (int64_t oh = 0; oh < d->OH; oh++) { /* in order: a row may spill onto the next */
       const float *row = buf + oh * j->ph.Wq;
-      if (d->is_max) j->k->pool_max_row(row, j->off, (int)j->taps, y + oh * d->OW, d->OW);
+      int64_t cap = (d->OH - oh) * d->OW;
+      if (d->is_max) j->k->pool_max_row(row, j->off, (int)j->taps, y + oh * d->OW, d->OW, cap);
       else
         j->k->pool_avg_row(row, j->off, (int)j->taps, j->scale + oh * d->OW, 0.f, y + oh * d->OW,
-                           d->OW);
+                           d->OW, cap);
     }
   }
   tensor_data_free(buf);
@@ -87,7 +88,7 @@ smelt_status pool2d_f32(smelt_pool *pool, const pool2d_desc *d, isa_level isa, c
   if (d->N * d->C * d->OH * d->OW == 0) return SMELT_OK;
   pool_job j = {.d = d, .k = conv_kernels_get(isa), .X = X, .Y = Y};
   int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw;
-  j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax};
+  j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax, j.k};
   j.plane_len = d->sh * d->sw * j.ph.Hl * j.ph.Wq;
   j.taps = d->KH * d->KW;
   j.off = malloc(sizeof(int64_t) * (size_t)j.taps);

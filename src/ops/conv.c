@@ -15,8 +15,9 @@
  * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
  * shape; their packed weights are kept in the session's per-node cache when
  * W is a constant.  The im2col path here stays the general fallback.  The
- * fast kernels have no epilogue: for smelt.Conv the residual and activation
- * then run in one pass over Y after them. */
+ * fast kernels apply smelt.Conv's residual and a Relu/Clip themselves
+ * (conv2d_run_ep); other activations run in one pass over Y after them. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,7 +308,8 @@ static void epi_after_chunk(void *ctx, int64_t b, int64_t e) {
   fused_act_apply(&j->ep->act, y, e - b);
 }
 
-/* Y = act(Y + residual) over n elements, in cache-sized chunks on the pool. */
+/* Y = act(Y + residual) over n elements, in cache-sized chunks on the pool
+ * (after a fast kernel: the activations it does not apply itself). */
 static void conv_epilogue_after(smelt_pool *pool, const conv_epilogue *ep, float *y, int64_t n) {
   if (!ep->residual && ep->act.kind == FUSED_ACT_NONE) return;
   epi_after_job j = {ep, y};
@@ -388,10 +390,21 @@ static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float 
   return SMELT_OK;
 }
 
-/* Runs the convolution on a fast kernel when one is chosen for the shape
- * (*done); otherwise leaves it to the im2col path. */
+/* The part of ep the fast kernels apply themselves (residual, and Relu /
+ * Clip as a clamp); *rest: the activation left for a pass after them. */
+static conv2d_epilogue conv_kernel_epilogue(const conv_epilogue *ep, fused_act *rest) {
+  conv2d_epilogue k = {ep->residual, -INFINITY, INFINITY};
+  *rest = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY};
+  if (ep->act.kind == FUSED_ACT_RELU) k.lo = 0.f;
+  else if (ep->act.kind == FUSED_ACT_CLIP) k.lo = ep->act.lo, k.hi = ep->act.hi;
+  else *rest = ep->act;
+  return k;
+}
+
+/* Runs the convolution and its epilogue on a fast kernel when one is
+ * chosen for the shape (*done); otherwise leaves it to the im2col path. */
 static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, const float *W,
-                              const float *B, float *Y, bool *done) {
+                              const float *B, const conv_epilogue *ep, float *Y, bool *done) {
   *done = false;
   conv2d_desc d;
   conv_algo algo;
@@ -399,8 +412,11 @@ static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, con
   bool own;
   TRY(conv_weights_for(c, g, W, &d, &algo, &pw, &own));
   if (algo == CONV_ALGO_IM2COL) return SMELT_OK;
-  smelt_status st = conv2d_run(c->pool, &d, pw, X, B, Y);
+  conv_epilogue rest = {0};
+  conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
+  smelt_status st = conv2d_run_ep(c->pool, &d, pw, X, B, &kep, Y);
   if (own) conv2d_weights_free(pw);
+  if (!st) conv_epilogue_after(c->pool, &rest, Y, g->N * g->M * g->S_out);
   *done = true;
   return st;
 }
@@ -424,11 +440,8 @@ smelt_status conv_op_prepare(op_ctx *c) {
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
   bool done;
-  TRY(conv_fast(c, g, X, W, B, Y, &done));
-  if (done) { /* the fast kernels have no epilogue: apply it after, plane by plane */
-    conv_epilogue_after(c->pool, ep, Y, g->N * g->M * g->S_out);
-    return SMELT_OK;
-  }
+  TRY(conv_fast(c, g, X, W, B, ep, Y, &done));
+  if (done) return SMELT_OK;
   conv_job j = {.g = g, .X = X, .W = W, .B = B, .Y = Y, .ep = ep};
   if (g->w.nsp == 2 && g->G == g->C && g->G == g->M) {
     pool_parallel_for(c->pool, g->N * g->C, 1, depthwise_planes, &j);

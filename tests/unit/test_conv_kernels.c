@@ -67,6 +67,37 @@ static double algo_tol(conv_algo a) {
   return a == CONV_ALGO_WINO4 ? 1e-4 : a == CONV_ALGO_WINO2 ? 2e-5 : 2e-6;
 }
 
+/* conv2d_run_ep: Y = clamp(conv + B + residual) against the reference,
+ * with a NaN in the residual passing through the clamp; once with a
+ * residual and both bounds, once with only a lower bound (Relu). */
+static void check_epilogue(const conv2d_desc *d, smelt_pool *pool, const conv2d_weights *pw,
+                           const float *X, const float *B, float *Y, const double *want,
+                           const double *scale, conv_algo algo) {
+  double tol = algo_tol(algo);
+  int64_t ny = d->N * d->M * d->OH * d->OW;
+  float *R = malloc(sizeof(float) * (size_t)(ny + 1));
+  fill(R, ny);
+  if (ny > 2) R[ny / 2] = NAN;
+  for (int v = 0; v < 2; v++) {
+    conv2d_epilogue ep = {v ? NULL : R, v ? 0.f : -0.5f, v ? INFINITY : 0.75f};
+    for (int64_t i = 0; i < ny; i++) Y[i] = NAN;
+    CHECK_OK(conv2d_run_ep(pool, d, pw, X, B, &ep, Y));
+    for (int64_t i = 0; i < ny; i++) {
+      double r = ep.residual ? R[i] : 0, t = want[i] + r;
+      double c = isnan(t) ? t : t < ep.lo ? ep.lo : t > ep.hi ? ep.hi : t;
+      bool ok = isnan(c) ? isnan(Y[i]) : fabs(Y[i] - c) <= tol * (scale[i] + fabs(r));
+      if (!ok) {
+        fprintf(stderr, "%s epilogue %d: element %lld is %.9g, expected %.9g (C%lld %lldx%lld k%lldx%lld s%lld)\n",
+                conv_algo_name(algo), v, (long long)i, Y[i], c, (long long)d->C,
+                (long long)d->H, (long long)d->W, (long long)d->KH, (long long)d->KW, (long long)d->sh);
+        CHECK(0);
+        break;
+      }
+    }
+  }
+  free(R);
+}
+
 static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
   int64_t nx = d->N * d->C * d->H * d->W, nw = d->M * (d->C / d->G) * d->KH * d->KW;
   int64_t ny = d->N * d->M * d->OH * d->OW;
@@ -103,6 +134,7 @@ static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
         CHECK(0);
       }
       if (e > worst[algos[a]]) worst[algos[a]] = e;
+      check_epilogue(d, pool, pw, X, bias ? B : NULL, Y, want, scale, algos[a]);
       conv2d_weights_free(pw);
     }
   free(X), free(W), free(B), free(Y), free(want), free(scale);
@@ -143,6 +175,14 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 4, 2, 3, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* output smaller than a tile */
       mk(3, 5, 6, 5, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* batch 3 */
       mk(1, 2, 5, 5, 3, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0),        /* no pad, 3x3 out */
+      /* depthwise 3x3: narrow planes run wide, wider ones row by row */
+      mk(2, 5, 7, 7, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* 7x7 (mobilenet's last) */
+      mk(1, 19, 57, 57, 19, 19, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),   /* stride 2, odd size */
+      mk(1, 3, 40, 70, 3, 3, 3, 3, 1, 1, 1, 1, 0, 1, 2, 0),      /* asymmetric pads, long rows */
+      mk(1, 2, 300, 13, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),     /* tall: several wide blocks */
+      mk(1, 3, 33, 31, 3, 3, 3, 3, 2, 1, 1, 1, 1, 0, 0, 1),      /* strides 2x1 */
+      mk(1, 4, 15, 17, 4, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2),      /* dilation 2 */
+      mk(1, 6, 9, 16, 6, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),       /* 1x1 depthwise */
   };
   for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) check_conv(&cs[i], pool);
   /* random small shapes */
@@ -232,6 +272,8 @@ static void pool_cases(smelt_pool *pool) {
       check_pool(v, pool);
       v = base, v.N = 2, v.H = 7, v.W = 7, v.KH = 7, v.KW = 7, v.sh = v.sw = 1, v.pt = v.pl = 0,
       v.pb = v.pr = 0;
+      check_pool(v, pool);
+      v = base, v.C = 2, v.H = v.W = 111, v.pt = v.pl = 0, v.pb = v.pr = 1; /* squeezenet's, ceil_mode */
       check_pool(v, pool);
       v = base, v.H = 4, v.W = 4, v.KH = 3, v.KW = 3, v.sh = v.sw = 3, v.pt = v.pl = 2,
       v.pb = v.pr = 2; /* windows entirely in the padding */
