@@ -44,6 +44,7 @@ typedef struct bench_config {
   int64_t runs;      /* > 0: exactly this many timed runs */
   double seconds;    /* > 0: time runs until this long has passed */
   const char *tmp;   /* this bench's private temporary folder */
+  size_t max_memory; /* session memory budget (0: the default) */
 } bench_config;
 
 /* What smelt_session_get_stats said about one session. */

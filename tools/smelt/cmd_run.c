@@ -15,7 +15,7 @@
 static int usage(int code) {
   printf("usage: smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] [--dim NAME=V]...\n"
          "                 [--seed S] [--strict-inputs] [--mode M] [--fullgraph] [--dynamic]\n"
-         "                 [--bucket NAME:AXIS=S1,S2,...]\n\n"
+         "                 [--bucket NAME:AXIS=S1,S2,...] [--max-memory B]\n\n"
          "Runs the model once and writes each output to DIR/NAME.npy (default DIR: .).\n"
          "  -i NAME=FILE     input from a .npy or ONNX TensorProto .pb file\n"
          "  -o DIR           where outputs go (created if missing)\n"
