@@ -114,7 +114,8 @@ typedef struct smelt_session_options {
    * the model's mapped weights nor the caller's inputs).  Checked before each
    * allocation; a request past it fails with SMELT_ERR_NOMEM naming the node,
    * the bytes and the budget, and the session stays usable.  0 = the default:
-   * 80% of the smaller of MemAvailable and the cgroup's memory limit.
+   * 80% of the smallest of MemAvailable, the cgroup's memory limit and
+   * ulimit -v.
    * SIZE_MAX: no budget. */
   size_t max_memory;
 } smelt_session_options;

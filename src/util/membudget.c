@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* "Key:   123 kB" from /proc/meminfo, in bytes; 0 if absent. */
 static size_t meminfo_bytes(const char *key) {
@@ -72,8 +73,17 @@ size_t membudget_from(size_t mem_available, size_t mem_total, size_t cgroup_limi
   return base / 5 * 4;
 }
 
+/* The address-space limit (ulimit -v), 0 where none is set. */
+static size_t rlimit_as(void) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_AS, &r) || r.rlim_cur == RLIM_INFINITY || r.rlim_cur > SIZE_MAX) return 0;
+  return (size_t)r.rlim_cur;
+}
+
 size_t membudget_default(void) {
-  return membudget_from(meminfo_bytes("MemAvailable"), meminfo_bytes("MemTotal"), cgroup_limit());
+  size_t lim = cgroup_limit(), as = rlimit_as();
+  if (as && (!lim || as < lim)) lim = as;
+  return membudget_from(meminfo_bytes("MemAvailable"), meminfo_bytes("MemTotal"), lim);
 }
 
 bool membudget_parse(const char *s, size_t *out) {

@@ -8,9 +8,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* 80% of the smaller of MemAvailable (/proc/meminfo; MemTotal where that is
- * missing) and the cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes)
- * where one is set.  Where none of these can be read: SIZE_MAX (no budget). */
+/* 80% of the smallest of MemAvailable (/proc/meminfo; MemTotal where that is
+ * missing), the cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes) and
+ * the address-space limit (ulimit -v), where those are set.  Where none of
+ * these can be read: SIZE_MAX (no budget). */
 size_t membudget_default(void);
 
 /* The same from given figures (0 = unknown); for tests. */
