@@ -42,6 +42,7 @@ struct bufcache {
     size_t size;
   } *tab;
   size_t tab_cap, tab_n;
+  size_t refused, refused_in_use; /* the last refusal, for a failure reported on another thread */
 };
 
 static _Thread_local bufcache *current;
@@ -185,6 +186,7 @@ static void *take(bufcache *c, size_t sz) {
     if (c->size[i] >= sz && c->size[i] - sz <= slack && (best < 0 || c->size[i] < c->size[best]))
       best = i;
   void *p = best >= 0 ? drop_slot(c, best) : NULL;
+  if (p && c->budget) track(c, p, block_size(p)); /* from cached to in use: no new memory */
   pthread_mutex_unlock(&c->mu);
   return p;
 }
@@ -210,6 +212,7 @@ static void *fresh_budgeted(bufcache *c, size_t sz) {
   bool ok = fit_budget(c, sz, evict, &n_evict);
   size_t live = c->live;
   if (ok) c->live += sz;
+  else c->refused = sz, c->refused_in_use = live;
   pthread_mutex_unlock(&c->mu);
   for (int i = 0; i < n_evict; i++) free(evict[i]);
   if (!ok) {
@@ -232,14 +235,7 @@ void *bufcache_alloc(size_t n) {
   err_budget_clear();
   if (c && sz >= BUFCACHE_MIN) {
     void *p = take(c, sz);
-    if (p) {
-      if (c->budget) {
-        pthread_mutex_lock(&c->mu);
-        track(c, p, block_size(p));
-        pthread_mutex_unlock(&c->mu);
-      }
-      return p;
-    }
+    if (p) return p;
     if (c->budget) return fresh_budgeted(c, sz);
   }
   return fresh(sz);
@@ -251,13 +247,14 @@ void bufcache_release(void *p) {
   size_t sz = c ? block_size(p) : 0;
   void *evict[SLOTS];
   int n_evict = 0;
-  if (sz >= BUFCACHE_MIN && c->budget) {
+  if (sz >= BUFCACHE_MIN) {
     pthread_mutex_lock(&c->mu);
-    untrack(c, p);
-    pthread_mutex_unlock(&c->mu);
-  }
-  if (sz >= BUFCACHE_MIN && sz <= c->cap) {
-    pthread_mutex_lock(&c->mu);
+    if (c->budget) untrack(c, p);
+    if (sz > c->cap) {
+      pthread_mutex_unlock(&c->mu);
+      free(p);
+      return;
+    }
     /* room by dropping the oldest blocks: sizes no run asks for any more
      * (a shape that changed) age out instead of pinning the cap */
     while (c->n > 0 && (c->n == SLOTS || c->cap - c->held < sz)) {
@@ -299,6 +296,20 @@ size_t bufcache_in_use(const bufcache *c) {
   size_t h = c->live;
   pthread_mutex_unlock((pthread_mutex_t *)&c->mu);
   return h;
+}
+
+bool bufcache_refusal(size_t bytes, size_t *in_use, size_t *budget) {
+  bufcache *c = current;
+  if (!c || !c->budget) return false;
+  pthread_mutex_lock(&c->mu);
+  bool hit = c->refused && c->refused >= bytes && c->refused - bytes < 64;
+  if (hit) {
+    *in_use = c->refused_in_use;
+    *budget = c->budget;
+    c->refused = 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  return hit;
 }
 
 void bufcache_disown(bufcache *c, void *p) {

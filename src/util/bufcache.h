@@ -25,6 +25,7 @@
 #ifndef SMELT_UTIL_BUFCACHE_H
 #define SMELT_UTIL_BUFCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "smelt.h"
@@ -55,5 +56,9 @@ size_t bufcache_in_use(const bufcache *c); /* tracked bytes: handed out, not yet
  * result handed to the caller): it no longer counts against the budget.
  * c NULL: the current cache.  NULL or untracked p: nothing happens. */
 void bufcache_disown(bufcache *c, void *p);
+/* True (and forgets it) when the current cache's last refusal was for bytes
+ * (rounded up to 64): a pool worker's scratch refused while the caller
+ * reports the failure on its own thread.  Used by err_nomem. */
+bool bufcache_refusal(size_t bytes, size_t *in_use, size_t *budget);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/bufcache.h"
 #include "util/membudget.h"
 
 static _Thread_local char err_buf[SMELT_ERR_MSG_MAX];
@@ -49,6 +50,7 @@ void err_budget_refused(size_t asked, size_t in_use, size_t budget) {
 void err_budget_clear(void) { refusal.asked = 0; }
 
 smelt_status err_nomem(const char *what, size_t bytes) {
+  if (!refusal.asked && bytes && bufcache_refusal(bytes, &refusal.in_use, &refusal.budget)) refusal.asked = bytes;
   if (refusal.asked) {
     char a[32], u[32], b[32];
     membudget_fmt(a, sizeof a, bytes && bytes <= refusal.asked ? bytes : refusal.asked);

@@ -2,6 +2,7 @@
  * and written, the default, the allocator refusing before it allocates, and
  * sessions that refuse a run over the budget with a message naming the node
  * and then run a small input as before. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,14 @@ static void test_sizes(void) {
   CHECK(d > 0);
 }
 
+/* A pool worker's scratch refused: the worker carries the caller's cache. */
+static void *worker_alloc(void *arg) {
+  bufcache_enter(arg);
+  void *p = bufcache_alloc(3 * MiB);
+  bufcache_release(p);
+  return p;
+}
+
 /* The allocator: tracked bytes, cached blocks dropped to make room, a refusal
  * before anything is allocated and its message. */
 static void test_bufcache_budget(void) {
@@ -63,6 +72,17 @@ static void test_bufcache_budget(void) {
   bufcache_release(small);
   err_nomem("other", 10);
   CHECK(strstr(err_message(), "out of memory allocating 10 bytes for other"));
+
+  /* refused on another thread, reported on this one (sizes must match) */
+  pthread_t th;
+  void *got = (void *)1;
+  CHECK(pthread_create(&th, NULL, worker_alloc, c) == 0 && pthread_join(th, &got) == 0 && !got);
+  err_nomem("other", 5 * MiB);
+  CHECK(strstr(err_message(), "out of memory allocating"));
+  err_nomem("conv scratch", 3 * MiB);
+  CHECK(strstr(err_message(), "conv scratch needs 3.0 MiB with 2.0 MiB in use, over the memory budget of 4.0 MiB"));
+  err_nomem("conv scratch", 3 * MiB); /* reported once */
+  CHECK(strstr(err_message(), "out of memory allocating"));
 
   bufcache_release(a); /* kept in the cache, no longer in use */
   CHECK(bufcache_in_use(c) == 0 && bufcache_held(c) >= 2 * MiB);
