@@ -203,22 +203,32 @@ static void *fresh(size_t sz) {
   return aligned_alloc(64, sz);
 }
 
-/* A fresh block under c's budget: room is reserved (counted as tracked)
- * before the allocation, so concurrent requests cannot overshoot together. */
-static void *fresh_budgeted(bufcache *c, size_t sz) {
+/* Room for sz more bytes under c's budget (reserve: counted as tracked
+ * until the caller takes it back), or the refusal recorded. */
+static bool admit(bufcache *c, size_t sz, bool reserve) {
   void *evict[SLOTS];
   int n_evict = 0;
   pthread_mutex_lock(&c->mu);
   bool ok = fit_budget(c, sz, evict, &n_evict);
   size_t live = c->live;
-  if (ok) c->live += sz;
-  else c->refused = sz, c->refused_in_use = live;
+  if (ok && reserve) c->live += sz;
+  if (!ok) c->refused = sz, c->refused_in_use = live;
   pthread_mutex_unlock(&c->mu);
   for (int i = 0; i < n_evict; i++) free(evict[i]);
-  if (!ok) {
-    err_budget_refused(sz, live, c->budget);
-    return NULL;
-  }
+  if (!ok) err_budget_refused(sz, live, c->budget);
+  return ok;
+}
+
+bool bufcache_admit(size_t n) {
+  bufcache *c = current;
+  err_budget_clear();
+  return !c || !c->budget || n < BUFCACHE_MIN || admit(c, n, false);
+}
+
+/* A fresh block under c's budget: room is reserved before the allocation,
+ * so concurrent requests cannot overshoot together. */
+static void *fresh_budgeted(bufcache *c, size_t sz) {
+  if (!admit(c, sz, true)) return NULL;
   void *p = fresh(sz);
   pthread_mutex_lock(&c->mu);
   c->live -= sz;

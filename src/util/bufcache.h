@@ -56,6 +56,12 @@ size_t bufcache_in_use(const bufcache *c); /* tracked bytes: handed out, not yet
  * result handed to the caller): it no longer counts against the budget.
  * c NULL: the current cache.  NULL or untracked p: nothing happens. */
 void bufcache_disown(bufcache *c, void *p);
+/* For scratch that is malloc'd and freed outside the cache: true when n
+ * more bytes fit beside the tracked ones under the current cache's budget
+ * (cached blocks are dropped to make room); false (the refusal recorded for
+ * err_nomem) when they do not.  Nothing is tracked.  No cache, no budget or
+ * n under BUFCACHE_MIN: true. */
+bool bufcache_admit(size_t n);
 /* True (and forgets it) when the current cache's last refusal was for bytes
  * (rounded up to 64): a pool worker's scratch refused while the caller
  * reports the failure on its own thread.  Used by err_nomem. */

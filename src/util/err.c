@@ -50,7 +50,9 @@ void err_budget_refused(size_t asked, size_t in_use, size_t budget) {
 void err_budget_clear(void) { refusal.asked = 0; }
 
 smelt_status err_nomem(const char *what, size_t bytes) {
-  if (!refusal.asked && bytes && bufcache_refusal(bytes, &refusal.in_use, &refusal.budget)) refusal.asked = bytes;
+  size_t in_use, budget; /* the cache's record of a refusal on another thread (or this one) */
+  if (bytes && bufcache_refusal(bytes, &in_use, &budget) && !refusal.asked)
+    refusal.asked = bytes, refusal.in_use = in_use, refusal.budget = budget;
   if (refusal.asked) {
     char a[32], u[32], b[32];
     membudget_fmt(a, sizeof a, bytes && bytes <= refusal.asked ? bytes : refusal.asked);

@@ -67,6 +67,11 @@ static void test_bufcache_budget(void) {
   smelt_status st = err_nomem("scratch", 3 * MiB);
   CHECK(st == SMELT_ERR_NOMEM);
   CHECK(strstr(err_message(), "scratch needs 3.0 MiB with 2.0 MiB in use, over the memory budget of 4.0 MiB"));
+  /* scratch malloc'd outside the cache: checked, not tracked */
+  CHECK(!bufcache_admit(3 * MiB));
+  err_nomem("f32 working copy", 3 * MiB);
+  CHECK(strstr(err_message(), "f32 working copy needs 3.0 MiB with 2.0 MiB in use, over the memory budget"));
+  CHECK(bufcache_admit(MiB) && bufcache_in_use(c) < 3 * MiB);
   /* a refusal does not colour a later, unrelated failure */
   void *small = bufcache_alloc(100);
   bufcache_release(small);
