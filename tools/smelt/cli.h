@@ -38,7 +38,8 @@ bool cli_bytes(const char *flag, const char *s, size_t *out);
 #define CLI_MAX_MEMORY_HELP \
   "  --max-memory B   memory budget of the session: bytes, or with K/M/G/T (512M, 8G);\n" \
   "                   a node that would go past it fails with a message (default: four\n" \
-  "                   fifths of the smaller of available memory and the cgroup limit)\n"
+  "                   fifths of the smallest of available memory, the cgroup limit\n" \
+  "                   and ulimit -v)\n"
 /* True if argv[i] is flag (and takes the next argument, which must exist). */
 bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
 
