@@ -27,7 +27,7 @@ typedef enum smelt_status {
   SMELT_ERR_INVALID_MODEL,    /* the model file is malformed or inconsistent */
   SMELT_ERR_UNSUPPORTED,      /* valid, but not implemented by smelt */
   SMELT_ERR_IO,               /* a file could not be read or written */
-  SMELT_ERR_NOMEM,            /* an allocation failed or a size is implausible */
+  SMELT_ERR_NOMEM,            /* an allocation failed, a size is implausible, or it is over the memory budget */
   SMELT_ERR_RUNTIME,          /* a kernel failed on the given data (index out of range...) */
   SMELT_ERR_INTERNAL,         /* a bug in smelt: please report it */
   SMELT_CANCELLED,            /* the run was stopped through smelt_run_options.cancel */
@@ -111,6 +111,15 @@ typedef struct smelt_session_options {
    * prepares its weights at creation, so the first run does no one-time
    * work; other shapes still compile on their first run.  NULL: none. */
   const char *dims;
+  /* The most bytes the session may allocate at once: intermediates, outputs,
+   * compiled arenas, prepared weights, kernel scratch, recycled buffers (not
+   * the model's mapped weights nor the caller's inputs).  Checked before each
+   * allocation; a request past it fails with SMELT_ERR_NOMEM naming the node,
+   * the bytes and the budget, and the session stays usable.  0 = the default:
+   * 80% of the smallest of MemAvailable, the cgroup's memory limit and
+   * ulimit -v.
+   * SIZE_MAX: no budget. */
+  size_t max_memory;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */

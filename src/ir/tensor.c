@@ -76,7 +76,11 @@ static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const i
   /* Packed types round up to whole bytes (see ir/subbyte.h). */
   if (!dtype_nbytes(dtype, n, &nb) || nb > (SIZE_MAX >> 5)) return err_nomem("tensor", SIZE_MAX);
   void *p = tensor_data_alloc(nb);
-  if (!p) return err_nomem("tensor", nb);
+  if (!p) {
+    char what[192], b[128];
+    snprintf(what, sizeof what, "tensor %s %s", dtype_name(dtype), shape_str(b, sizeof b, rank, dims, NULL));
+    return err_nomem(what, nb);
+  }
   if (zero) memset(p, 0, nb);
   t->dtype = dtype;
   t->rank = rank;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/bufcache.h"
 #include "util/err.h"
 #include "util/quote.h"
 
@@ -160,6 +161,7 @@ smelt_status nn_alloc(void **p, int64_t count, size_t size, const char *what) {
   if (count < 0 || (size && (uint64_t)count > (SIZE_MAX >> 4) / size))
     return err_set(SMELT_ERR_NOMEM, "%s: %lld elements is too large", what, (long long)count);
   size_t nb = (size_t)count * size;
+  if (!bufcache_admit(nb)) return err_nomem(what, nb); /* over the session's memory budget */
   *p = malloc(nb ? nb : 1);
   if (!*p) return err_nomem(what, nb);
   return SMELT_OK;

@@ -52,8 +52,9 @@ smelt_status node_run_cached(const ir_graph *g, int node_id, tensor **in, tensor
       tensor shape = *out[i];
       if (shape.rank < 0 || tensor_numel(&shape) < 0)
         s = err_set(SMELT_ERR_INTERNAL, "output %d has no concrete shape after inference", i);
-      else if (shape.kind == TENSOR_KIND_TENSOR)
-        s = tensor_alloc_uninit(out[i], shape.dtype, shape.rank, shape.dims);
+      else if (shape.kind == TENSOR_KIND_TENSOR &&
+               (s = tensor_alloc_uninit(out[i], shape.dtype, shape.rank, shape.dims)) && n->outputs[i] >= 0)
+        err_prefix(s, "output '%s': ", g->values[n->outputs[i]].name);
     }
   }
   if (!s) s = n->op->run(&c);

@@ -10,6 +10,7 @@
 #include "runtime/op_cache.h"
 #include "runtime/run_ctl.h"
 #include "util/err.h"
+#include "util/membudget.h"
 
 #define MAX_ARGS 128
 
@@ -295,6 +296,28 @@ static void instance_free(compiled_plan *p, plan_instance *in) {
   free(in);
 }
 
+/* The arena was refused: the message also names the node whose output is
+ * the largest value placed in it, the usual culprit. */
+static smelt_status arena_refused(const compiled_plan *p) {
+  smelt_status s = err_nomem("the compiled plan's arena", p->arena_bytes);
+  int big = -1;
+  size_t big_bytes = 0;
+  for (int v = 0; v < p->g->n_values; v++) {
+    const ir_value *val = &p->g->values[v];
+    int64_t n = shape_numel(val->rank, val->dims);
+    size_t nb;
+    if (p->loc[v].kind == VL_ARENA && val->producer >= 0 && n > 0 && dtype_nbytes(val->dtype, n, &nb) &&
+        nb > big_bytes)
+      big = v, big_bytes = nb;
+  }
+  if (big < 0) return s;
+  char msg[SMELT_ERR_MSG_MAX], lb[256], sz[32];
+  snprintf(msg, sizeof msg, "%s", err_message());
+  return err_set(s, "%s: %s; its largest value is output '%s' (%s)",
+                 ir_node_label(p->g, p->g->values[big].producer, lb, sizeof lb), msg, p->g->values[big].name,
+                 membudget_fmt(sz, sizeof sz, big_bytes));
+}
+
 static smelt_status instance_new(compiled_plan *p, plan_instance **out) {
   plan_instance *in = calloc(1, sizeof *in);
   if (!in) return err_nomem("plan instance", sizeof *in);
@@ -302,7 +325,9 @@ static smelt_status instance_new(compiled_plan *p, plan_instance **out) {
   bool has_dyn = false;
   for (int v = 0; v < p->g->n_values; v++) has_dyn |= p->loc[v].kind == VL_DYN;
   if (has_dyn) in->rc.dyn = calloc((size_t)p->g->n_values, sizeof(tensor));
-  smelt_status s = !in->arena || (has_dyn && !in->rc.dyn) ? err_nomem("arena", p->arena_bytes) : SMELT_OK;
+  smelt_status s = !in->arena ? arena_refused(p)
+                   : has_dyn && !in->rc.dyn ? err_nomem("value table", sizeof(tensor) * (size_t)p->g->n_values)
+                   : SMELT_OK;
   in->rc.p = p;
   in->rc.arena = in->arena;
   in->rc.rt = kernel_rt_make(p->pool);

@@ -11,6 +11,7 @@
 #include "util/bufcache.h"
 #include "util/err.h"
 #include "util/quote.h"
+#include "util/membudget.h"
 
 smelt_session_options smelt_session_options_default(void) {
   smelt_session_options o = {.threads = 0, .mode = SMELT_MODE_EAGER, .recompile_limit = 8};
@@ -114,10 +115,18 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
   s->opts = o;
   pthread_mutex_init(&s->stats_lock, NULL);
   smelt_status st = bufcache_create(&s->bufs);
+  if (!st) {
+    if (!s->opts.max_memory) s->opts.max_memory = membudget_default();
+    bufcache_set_budget(s->bufs, s->opts.max_memory);
+  }
   if (!st) st = pool_create(o.threads, &s->pool);
   if (!st) st = eager_plan_build(g, &s->plan);
   if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
-  if (!st && s->sc && compile_declared) st = compile_declared_shapes(s);
+  if (!st && s->sc && compile_declared) { /* what compiling allocates (arenas, prepared weights) counts against the budget */
+    bufcache *prev = bufcache_enter(s->bufs);
+    st = compile_declared_shapes(s);
+    bufcache_enter(prev);
+  }
   if (st) {
     smelt_session_free(s);
     return st;
@@ -175,6 +184,12 @@ smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int6
   return SMELT_OK;
 }
 
+/* Results belong to the caller: they no longer count against the budget. */
+static void disown_tensor(bufcache *c, const tensor *t) {
+  if (t->owns_data) bufcache_disown(c, t->data);
+  for (int i = 0; i < t->seq_len; i++) disown_tensor(c, t->seq[i]);
+}
+
 smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor *outputs,
                                  eager_stats *stats) {
   const ir_graph *g = s->model->onnx->graph;
@@ -195,6 +210,7 @@ smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor
     s->stats.eager_peak_bytes = (stats ? stats : &local)->peak_bytes;
     pthread_mutex_unlock(&s->stats_lock);
   }
+  for (int k = 0; k < g->n_outputs; k++) disown_tensor(s->bufs, &outputs[k]);
   bufcache_enter(prev);
   return st;
 }

@@ -12,10 +12,20 @@
  * carries its caller's to the workers.  With no cache current they are
  * aligned_alloc and free.  Blocks carry no header: any block may be freed
  * with or without a cache current, so outputs handed to a caller are freed
- * with plain free().  Thread-safe.  Buffers are 64-byte aligned, not cleared. */
+ * with plain free().  Thread-safe.  Buffers are 64-byte aligned, not cleared.
+ *
+ * A cache may carry a memory budget (the session's max_memory): blocks of
+ * BUFCACHE_MIN bytes and more handed out while it is current are tracked
+ * (address and size) until they come back, and a request that would take
+ * the tracked bytes plus the cached ones past the budget first drops cached
+ * blocks, then is refused before anything is allocated: bufcache_alloc
+ * returns NULL and records the refusal for err_nomem (util/err.h).  A block
+ * freed while the cache is not current stays counted until its address is
+ * handed out again; results given away call bufcache_disown. */
 #ifndef SMELT_UTIL_BUFCACHE_H
 #define SMELT_UTIL_BUFCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "smelt.h"
@@ -37,5 +47,24 @@ bufcache *bufcache_current(void);
 void *bufcache_alloc(size_t n); /* from the current cache; NULL when out of memory */
 void bufcache_release(void *p); /* into the current cache, or free(); NULL ok */
 size_t bufcache_held(const bufcache *c); /* bytes held now */
+
+/* Sets the budget in bytes (0 or SIZE_MAX: none, nothing is tracked). */
+void bufcache_set_budget(bufcache *c, size_t budget);
+size_t bufcache_budget(const bufcache *c);
+size_t bufcache_in_use(const bufcache *c); /* tracked bytes: handed out, not yet back */
+/* p (from bufcache_alloc with c current) now belongs to someone else (a
+ * result handed to the caller): it no longer counts against the budget.
+ * c NULL: the current cache.  NULL or untracked p: nothing happens. */
+void bufcache_disown(bufcache *c, void *p);
+/* For scratch that is malloc'd and freed outside the cache: true when n
+ * more bytes fit beside the tracked ones under the current cache's budget
+ * (cached blocks are dropped to make room); false (the refusal recorded for
+ * err_nomem) when they do not.  Nothing is tracked.  No cache, no budget or
+ * n under BUFCACHE_MIN: true. */
+bool bufcache_admit(size_t n);
+/* True (and forgets it) when the current cache's last refusal was for bytes
+ * (rounded up to 64): a pool worker's scratch refused while the caller
+ * reports the failure on its own thread.  Used by err_nomem. */
+bool bufcache_refusal(size_t bytes, size_t *in_use, size_t *budget);
 
 #endif

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/bufcache.h"
+#include "util/membudget.h"
+
 static _Thread_local char err_buf[SMELT_ERR_MSG_MAX];
 
 /* Model strings reach messages quoted (util/quote.h); this is the safety net
@@ -44,7 +47,33 @@ smelt_status err_prefix(smelt_status code, const char *fmt, ...) {
 const char *err_message(void) { return err_buf; }
 void err_clear(void) { err_buf[0] = 0; }
 
+static _Thread_local struct {
+  size_t asked, in_use, budget;
+} refusal;
+
+void err_budget_refused(size_t asked, size_t in_use, size_t budget) {
+  refusal.asked = asked;
+  refusal.in_use = in_use;
+  refusal.budget = budget;
+}
+
+void err_budget_clear(void) { refusal.asked = 0; }
+
 smelt_status err_nomem(const char *what, size_t bytes) {
+  size_t in_use, budget; /* the cache's record of a refusal on another thread (or this one) */
+  if (bytes && bufcache_refusal(bytes, &in_use, &budget) && !refusal.asked)
+    refusal.asked = bytes, refusal.in_use = in_use, refusal.budget = budget;
+  if (refusal.asked) {
+    char a[32], u[32], b[32];
+    membudget_fmt(a, sizeof a, bytes && bytes <= refusal.asked ? bytes : refusal.asked);
+    membudget_fmt(b, sizeof b, refusal.budget);
+    char used[64] = "";
+    if (refusal.in_use >= ((size_t)1 << 20))
+      snprintf(used, sizeof used, " with %s in use", membudget_fmt(u, sizeof u, refusal.in_use));
+    refusal.asked = 0;
+    return err_set(SMELT_ERR_NOMEM, "%s needs %s%s, over the memory budget of %s (--max-memory)", what, a,
+                   used, b);
+  }
   return err_set(SMELT_ERR_NOMEM, "out of memory allocating %zu bytes for %s", bytes, what);
 }
 

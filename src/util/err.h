@@ -17,8 +17,17 @@ smelt_status err_prefix(smelt_status code, const char *fmt, ...)
 const char *err_message(void);
 void err_clear(void);
 
-/* Allocation failure shorthand: records what could not be allocated. */
+/* Allocation failure shorthand: records what could not be allocated.  When
+ * the allocation failed because the session's memory budget refused it
+ * (err_budget_refused on this thread since its last allocation), the message
+ * says so: "WHAT needs 22.4 GiB, over the memory budget of 17.6 GiB (--max-memory)". */
 smelt_status err_nomem(const char *what, size_t bytes);
+
+/* The allocator (util/bufcache.c) records a refusal: asked bytes would take
+ * the in_use bytes past budget.  err_budget_clear forgets it (each new
+ * allocation does, so a stale refusal never colours a later failure). */
+void err_budget_refused(size_t asked, size_t in_use, size_t budget);
+void err_budget_clear(void);
 
 #define TRY(expr)                          \
   do {                                     \

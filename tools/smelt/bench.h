@@ -45,6 +45,7 @@ typedef struct bench_config {
   double seconds;    /* > 0: time runs until this long has passed */
   double timeout_s;  /* > 0: a run taking longer fails the mode (--timeout) */
   const char *tmp;   /* this bench's private temporary folder */
+  size_t max_memory; /* session memory budget (0: the default) */
 } bench_config;
 
 /* What smelt_session_get_stats said about one session. */

@@ -33,6 +33,13 @@ int cli_fail(const char *what);
 /* Parses a positive int / a double flag value; prints an error and returns false if bad. */
 bool cli_int(const char *flag, const char *s, int64_t lo, int64_t hi, int64_t *out);
 bool cli_double(const char *flag, const char *s, double *out);
+/* A byte count: plain bytes or with a K/M/G/T suffix (powers of 1024: 512M, 8G). */
+bool cli_bytes(const char *flag, const char *s, size_t *out);
+#define CLI_MAX_MEMORY_HELP \
+  "  --max-memory B   memory budget of the session: bytes, or with K/M/G/T (512M, 8G);\n" \
+  "                   a node that would go past it fails with a message (default: four\n" \
+  "                   fifths of the smallest of available memory, the cgroup limit\n" \
+  "                   and ulimit -v)\n"
 /* True if argv[i] is flag (and takes the next argument, which must exist). */
 bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
 

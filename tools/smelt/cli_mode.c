@@ -1,5 +1,5 @@
-/* The compile options shared by run, test and compile: --mode, --fullgraph,
- * --dynamic, --bucket NAME:AXIS=S1,S2,... (repeatable). */
+/* The session options shared by run, test and compile: --mode, --fullgraph,
+ * --dynamic, --bucket NAME:AXIS=S1,S2,... (repeatable), --max-memory B. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +13,10 @@ bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad) {
       if (v) fprintf(stderr, "smelt: %s\n", smelt_last_error());
       *bad = true;
     }
+    return true;
+  }
+  if (cli_flag_arg(argc, argv, i, "--max-memory", &v)) {
+    *bad = !v || !cli_bytes("--max-memory", v, &m->opts.max_memory);
     return true;
   }
   if (!strcmp(argv[*i], "--fullgraph")) {
@@ -46,5 +50,6 @@ const char *cli_mode_help(void) {
   return "  --mode M         eager (default), default, reduce-overhead or max-autotune\n"
          "  --fullgraph      compiled modes: a graph break is an error\n"
          "  --dynamic        compiled modes: kernels generic over sizes (new shapes: no C compile)\n"
-         "  --bucket NAME:AXIS=S1,S2,...  pad input NAME's AXIS up to the next size (repeatable)\n";
+         "  --bucket NAME:AXIS=S1,S2,...  pad input NAME's AXIS up to the next size (repeatable)\n"
+         CLI_MAX_MEMORY_HELP;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util/membudget.h"
 
 int cli_fail(const char *what) {
   fprintf(stderr, "smelt: %s%s%s\n", what ? what : "", what && *smelt_last_error() ? ": " : "",
@@ -34,6 +35,15 @@ bool cli_double(const char *flag, const char *s, double *out) {
     return false;
   }
   *out = v;
+  return true;
+}
+
+bool cli_bytes(const char *flag, const char *s, size_t *out) {
+  if (!membudget_parse(s, out)) {
+    fprintf(stderr, "smelt: %s expects a size in bytes, optionally with K, M, G or T (512M, 8G), got '%s'\n",
+            flag, s);
+    return false;
+  }
   return true;
 }
 
