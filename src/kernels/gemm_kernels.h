@@ -136,8 +136,16 @@ struct gemm_packed {
 };
 
 /* AUTO takes the packed path for M >= this when the call's B is packed
- * ahead (and matches). */
-#define GEMM_PREPACKED_MIN_M 4
+ * ahead (and matches), over the small-M and direct paths: those exist to
+ * not pack B per call, which no longer happens.  Measured with
+ * bench_gemm --prepacked --best (AVX2, 2-core EPYC shared with other work,
+ * B warm; GFLOP/s per call-time path vs packed with B packed ahead, 1
+ * thread): 1x768x768 23.7 vs 13.5, 2x 29.9 vs 27.1, 4x 68.4 vs 54.2 (small-M
+ * wins: an 6/8-row tile mostly empty), 8x 57.3 vs 56.1, 12x 81.6 vs 86.4,
+ * 16x512x2048 39.5 vs 65.2, 17x768x768 67.8 vs 79.5, 32x768x1024 44.1 vs
+ * 70.6, 48x512x512 73.1 vs 86.9, 32x256x1024 48.9 vs 76.9, 24x768x3072
+ * 36.7 vs 73.0; the one loss above 8 rows: 16x128x512 81.9 vs 72.4. */
+#define GEMM_PREPACKED_MIN_M 8
 
 /* Blocking given explicitly (tests shrink it to reach every branch with
  * small matrices).  blk may be NULL. */
