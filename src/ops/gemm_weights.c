@@ -1,6 +1,8 @@
 /* Packed GEMM weights through the op cache and the prep store (see gemm_weights.h). */
 #include "ops/gemm_weights.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cache/prep_store.h"
@@ -18,9 +20,22 @@ typedef struct gw_key {
   int64_t K, mn, kc, qk_max, chunk;
 } gw_key;
 
+/* SMELT_GEMM_PREPACK=0/off/no: nothing is packed ahead (less memory: the
+ * packed copy is about the size of the weights). */
+static bool prepack_on(void) {
+  static atomic_int on = -1;
+  int v = atomic_load_explicit(&on, memory_order_relaxed);
+  if (v < 0) {
+    const char *e = getenv("SMELT_GEMM_PREPACK");
+    v = !(e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")));
+    atomic_store_explicit(&on, v, memory_order_relaxed);
+  }
+  return v;
+}
+
 static const gemm_packed *weights(op_cache *cache, smelt_pool *pool, char which, bool trans, int64_t K,
                                   int64_t mn, const float *W) {
-  if (!cache || !W || K <= 0 || mn <= 0) return NULL;
+  if (!cache || !W || K <= 0 || mn <= 0 || !prepack_on()) return NULL;
   isa_level isa = isa_active();
   gemm_layout l;
   if (!gemm_layout_for(isa, NULL, K, which == 'b' ? mn : 0, &l)) return NULL; /* no packed path */
