@@ -9,6 +9,12 @@
  *
  * usage: bench_gemm [--threads 1,2] [--sizes 64,128,...] [--no-square]
  *                   [--no-transformer] [--reps N] [--scalar] [--no-openblas] [--best]
+ *                   [--shapes MxKxN,...] [--prepacked]
+ *   --shapes adds products of those sizes (A M x K, B K x N).
+ *   --prepacked adds, per ISA, a column "ISA+pre": B packed ahead
+ *   (gemm_pack_b_prepare, outside the timing, as a session does for a
+ *   constant weight) on the packed path, next to what the library picks
+ *   per call -- how the small-M / direct thresholds were set for it.
  *   --best reports the fastest run instead of the median: on a machine
  *   shared with other work it is the closer estimate of the undisturbed
  *   speed (interference only ever slows a run down).
@@ -75,10 +81,12 @@ typedef struct shape {
   bool tb;
 } shape;
 
-#define MAX_KERNELS 4
+#define MAX_KERNELS 8
 typedef struct kernel {
   const char *name;
   isa_level isa; /* ISA_COUNT for OpenBLAS */
+  bool prepacked; /* B packed ahead, packed path */
+  gemm_packed *pre_b; /* ...for the shape being timed */
   double peak;   /* GFLOP/s of the matching peak loop at this thread count */
   double t[64];
   int n;
@@ -88,8 +96,10 @@ typedef struct opts {
   int threads[8], n_threads;
   int64_t sizes[32];
   int n_sizes;
-  bool square, transformer, scalar, use_openblas, best;
+  bool square, transformer, scalar, use_openblas, best, prepacked;
   int reps;
+  int64_t shapes[16][3];
+  int n_shapes;
 } opts;
 
 static int cmp_double(const void *a, const void *b) {
@@ -102,11 +112,14 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void run_once(kernel *k, smelt_pool *pool, const openblas *ob, const gemm_params *p) {
+static void run_once(kernel *k, smelt_pool *pool, const openblas *ob, gemm_params *p) {
+  p->packed_b = k->prepacked ? k->pre_b : NULL;
   double t = now_s();
   if (k->isa == ISA_COUNT)
     ob->sgemm(101, 111, p->trans_b ? 112 : 111, (int)p->M, (int)p->N, (int)p->K, p->alpha, p->A,
               (int)p->lda, p->B, (int)p->ldb, p->beta, p->C, (int)p->ldc);
+  else if (k->prepacked)
+    gemm_f32_run(pool, p, k->isa, GEMM_PATH_PACKED, NULL);
   else
     gemm_f32_isa(pool, p, k->isa);
   t = now_s() - t;
@@ -154,6 +167,10 @@ static void bench_shape(const shape *s, int threads, smelt_pool *pool, const ope
   p.trans_b = s->tb;
   p.ldb = s->tb ? s->K : s->N;
   if (ob->lib) ob->set_threads(threads);
+  for (int i = 0; i < nk; i++)
+    if (ks[i].prepacked &&
+        gemm_pack_b_prepare(pool, ks[i].isa, p.trans_b, p.K, p.N, B, p.ldb, &ks[i].pre_b) != SMELT_OK)
+      ks[i].pre_b = NULL; /* out of memory: the column times packing per call */
   double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
   /* Warm-up (page faults, caches, thread wake-up) with an output check,
    * which also sizes the reps. */
@@ -196,6 +213,10 @@ static void bench_shape(const shape *s, int threads, smelt_pool *pool, const ope
     if (wrong[i]) printf("  WRONG OUTPUT: %s", ks[i].name);
   printf("\n");
   fflush(stdout);
+  for (int i = 0; i < nk; i++) {
+    gemm_packed_free(ks[i].pre_b);
+    ks[i].pre_b = NULL;
+  }
   free(A), free(B), free(C);
 }
 
@@ -236,6 +257,21 @@ static bool parse_opts(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--scalar")) o->scalar = true;
     else if (!strcmp(a, "--no-openblas")) o->use_openblas = false;
     else if (!strcmp(a, "--best")) o->best = true;
+    else if (!strcmp(a, "--prepacked")) o->prepacked = true;
+    else if (!strcmp(a, "--shapes") && v) {
+      for (const char *q = v; *q && o->n_shapes < 16; o->n_shapes++) {
+        long long m, k, n;
+        int used = 0;
+        if (sscanf(q, "%lldx%lldx%lld%n", &m, &k, &n, &used) != 3 || m <= 0 || k <= 0 || n <= 0) {
+          fprintf(stderr, "--shapes wants MxKxN,...: '%s'\n", q);
+          return false;
+        }
+        o->shapes[o->n_shapes][0] = m, o->shapes[o->n_shapes][1] = k, o->shapes[o->n_shapes][2] = n;
+        q += used;
+        if (*q == ',') q++;
+      }
+      i++;
+    }
     else {
       fprintf(stderr, "unknown argument '%s' (see the comment at the top of bench_gemm.c)\n", a);
       return false;
@@ -263,6 +299,12 @@ int main(int argc, char **argv) {
   for (int i = 0; o.square && i < o.n_sizes && n_shapes < 32; i++) {
     snprintf(names[i], sizeof names[i], "%lld^3", (long long)o.sizes[i]);
     shapes[n_shapes++] = (shape){names[i], o.sizes[i], o.sizes[i], o.sizes[i], false};
+  }
+  static char shape_names[16][40];
+  for (int i = 0; i < o.n_shapes && n_shapes < 48; i++) {
+    snprintf(shape_names[i], sizeof shape_names[i], "%lldx%lldx%lld", (long long)o.shapes[i][0],
+             (long long)o.shapes[i][1], (long long)o.shapes[i][2]);
+    shapes[n_shapes++] = (shape){shape_names[i], o.shapes[i][0], o.shapes[i][1], o.shapes[i][2], false};
   }
   if (o.transformer) {
     shapes[n_shapes++] = (shape){"128x768x3072 (MxKxN)", 128, 768, 3072, false};
@@ -301,10 +343,14 @@ int main(int argc, char **argv) {
       if (isa == ISA_SCALAR && !o.scalar) continue;
       if (threads > 1)
         printf(" %s %.1f", isa_name((isa_level)isa), measure_peak(pool, (isa_level)isa, threads));
-      ks[nk++] = (kernel){isa_name((isa_level)isa), (isa_level)isa, threads * peak1[isa], {0}, 0};
+      ks[nk++] = (kernel){isa_name((isa_level)isa), (isa_level)isa, false, NULL, threads * peak1[isa], {0}, 0};
+      static char pre_names[ISA_COUNT][24];
+      snprintf(pre_names[isa], sizeof pre_names[isa], "%s+pre", isa_name((isa_level)isa));
+      if (o.prepacked && isa != ISA_SCALAR)
+        ks[nk++] = (kernel){pre_names[isa], (isa_level)isa, true, NULL, threads * peak1[isa], {0}, 0};
     }
     if (threads > 1) printf(")");
-    if (ob.lib) ks[nk++] = (kernel){"openblas", ISA_COUNT, ks[0].peak, {0}, 0};
+    if (ob.lib) ks[nk++] = (kernel){"openblas", ISA_COUNT, false, NULL, ks[0].peak, {0}, 0};
     printf("\n%-22s %2s ", "shape", "th");
     for (int i = 0; i < nk; i++) printf("| %-20s", ks[i].name);
     printf("\n%-25s", "");

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/fused_act.h"
+#include "ops/gemm_weights.h"
 #include "util/err.h"
 
 static const ir_value *in_val(const ir_graph *g, const ir_node *nd, int i) {
@@ -63,6 +64,11 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
   return true;
 }
 
+void gemm_step_prepare(gemm_step *gs, op_cache *cache, smelt_pool *pool, const float *B) {
+  const gemm_params *p = &gs->tmpl;
+  if (p->M > 0 && p->N > 0 && p->K > 0) gs->packed_b = gemm_weights_b(cache, pool, p->trans_b, p->K, p->N, B);
+}
+
 smelt_status gemm_step_run(const gemm_step *gs, const float *A, const float *B, const float *bias,
                            const float *res, float *Y, smelt_pool *pool, int variant) {
   gemm_params p = gs->tmpl;
@@ -70,6 +76,7 @@ smelt_status gemm_step_run(const gemm_step *gs, const float *A, const float *B, 
   p.A = A;
   p.B = B;
   p.C = Y;
+  p.packed_b = gs->packed_b;
   if (gs->has_bias) p.epilogue.bias = bias;
   if (gs->has_res && Y != res) memcpy(Y, res, sizeof(float) * (size_t)(p.M * p.N)); /* beta = 1 */
   static const gemm_path paths[4] = {GEMM_PATH_AUTO, GEMM_PATH_SMALL_M, GEMM_PATH_DIRECT, GEMM_PATH_PACKED};

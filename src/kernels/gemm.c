@@ -92,6 +92,7 @@ static void gemm_scale(const gemm_params *p) {
 /* ---- per-ISA configuration ---- */
 
 typedef struct gemm_arch {
+  isa_level isa;
   int mr, nr; /* packed micro-kernel tile */
   gemm_ukernel_fn ukr;
   gemm_pack_a_fn pack_a;
@@ -113,11 +114,11 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
   memset(a, 0, sizeof *a);
 #ifdef SMELT_X86
   if (isa == ISA_AVX512) {
-    *a = (gemm_arch){8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
+    *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
                      f32_gemm_smallm_avx512, f32_gemm_direct_8x32_avx512, 8, 32,
                      {256, 8 * 24, (int64_t)2 << 20, 16, 8000000}};
   } else if (isa == ISA_AVX2) {
-    *a = (gemm_arch){6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
+    *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
                      f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 8000000}};
   }
 #endif
@@ -133,6 +134,36 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
 /* ---- shared helpers ---- */
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+/* Block sizes spread evenly: ceil(n/max) blocks of equal size (multiple of
+ * `unit`), so no K block is a sliver. */
+static int64_t even_block(int64_t n, int64_t max, int64_t unit) {
+  return round_up(ceil_div(n, ceil_div(n, max)), unit);
+}
+
+/* K per pass, K block and N chunk: the packed B of one chunk (all the K
+ * blocks of a pass) stays within bbuf_floats. */
+static void layout_of(const gemm_arch *ar, int64_t K, int64_t N, gemm_layout *l) {
+  const gemm_blocking *blk = &ar->blk;
+  *l = (gemm_layout){.isa = ar->isa, .mr = ar->mr, .nr = ar->nr, .pack_a = ar->pack_a, .pack_b = ar->pack_b};
+  if (K <= 0) return;
+  l->qk_max = even_block(K, blk->k_super * blk->kc, 1);
+  l->kc = even_block(l->qk_max, blk->kc, 8);
+  if (l->kc > l->qk_max) l->kc = l->qk_max;
+  if (N <= 0) return;
+  int64_t n_pc_max = ceil_div(l->qk_max, l->kc), NR = ar->nr;
+  int64_t chunk_max = blk->bbuf_floats / (n_pc_max * l->kc);
+  chunk_max = chunk_max < NR ? NR : chunk_max / NR * NR;
+  l->chunk = even_block(N, chunk_max, NR);
+}
+
+bool gemm_layout_for(isa_level isa, const gemm_blocking *blk, int64_t K, int64_t N, gemm_layout *out) {
+  gemm_arch ar;
+  if (!gemm_arch_for(isa_clamp(isa), blk, &ar)) return false;
+  layout_of(&ar, K, N, out);
+  return true;
+}
 
 /* Threads worth waking for `flops` of work (see gemm_arch_for). */
 static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops) {
@@ -242,6 +273,10 @@ typedef struct packed_ctx {
   int64_t n_groups;           /* ...in groups of GEMM_B_GROUP */
   int64_t n_ic, n_jt, jt_len; /* items: n_ic x n_jt, jt_len panels each */
   float *bbuf;                /* n_pc * n_jr panels of kc*NR floats */
+  const float *pre_b;         /* B packed ahead (whole), or NULL */
+  int64_t pre_b_off;          /* ...where this chunk's panels start */
+  const float *pre_a;         /* A packed ahead (whole), or NULL */
+  int64_t m_pad;              /* M rounded up to MR (pre_a's rows) */
   atomic_uchar *bstate;       /* per K block and panel group: PANEL_* */
   float *abuf;                /* per slot: mc_max*kc floats */
   int64_t abuf_len;
@@ -264,6 +299,7 @@ static float *panel_at(const packed_ctx *x, int64_t pc, int64_t jp) {
 
 /* The packed panel (pc, jp), packing its group if no thread has. */
 static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
+  if (x->pre_b) return x->pre_b + x->pre_b_off + (pc * x->n_jr + jp) * x->kc * x->ar->nr;
   int64_t g = jp / GEMM_B_GROUP;
   atomic_uchar *st = &x->bstate[pc * x->n_groups + g];
   unsigned char s = atomic_load_explicit(st, memory_order_acquire);
@@ -323,8 +359,10 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
   for (int64_t pc = 0; pc < x->n_pc; pc++) {
     int64_t p0 = x->q0 + pc * x->kc;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-    /* With one K block the A block survives to the next item of the same ic. */
-    if (x->n_pc > 1 || *packed_ic != ic) x->ar->pack_a(p, i0, mc, p0, kc, abuf);
+    /* With one K block the A block survives to the next item of the same ic.
+     * A packed ahead holds the block at row i0 of K block p0 in place. */
+    if (x->pre_a) abuf = (float *)(x->pre_a + x->m_pad * p0 + i0 * kc);
+    else if (x->n_pc > 1 || *packed_ic != ic) x->ar->pack_a(p, i0, mc, p0, kc, abuf);
     *packed_ic = x->n_pc > 1 ? -1 : ic;
     bool last = x->last_q && pc == x->n_pc - 1;
     gemm_store st = {p->alpha, (x->first_q && pc == 0) ? p->beta : 1.f, GEMM_BIAS_NONE, NULL,
@@ -340,7 +378,7 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
 static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
   packed_ctx *x = vctx;
   for (int64_t s = s0; s < s1; s++) {
-    float *abuf = x->abuf + s * x->abuf_len;
+    float *abuf = x->abuf ? x->abuf + s * x->abuf_len : NULL; /* NULL: A packed ahead */
     int64_t packed_ic = -1;
     for (;;) {
       if (pool_stopping()) break; /* a slot is a whole pass: stop between its items */
@@ -349,14 +387,6 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
       packed_item(x, abuf, item, &packed_ic);
     }
   }
-}
-
-static int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-
-/* Block sizes spread evenly: ceil(n/max) blocks of equal size (multiple of
- * `unit`), so no K block is a sliver. */
-static int64_t even_block(int64_t n, int64_t max, int64_t unit) {
-  return round_up(ceil_div(n, ceil_div(n, max)), unit);
 }
 
 /* Splits one N chunk into items: row blocks x column ranges, at least two
@@ -369,7 +399,7 @@ static void plan_items(packed_ctx *x, int threads) {
 }
 
 /* Returns false (nothing written) if scratch memory cannot be allocated. */
-static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
+static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
   const int64_t MR = ar->mr, NR = ar->nr;
   const gemm_blocking *blk = &ar->blk;
   packed_ctx x;
@@ -378,30 +408,34 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
   x.ar = ar;
   int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K);
 
-  int64_t qk_max = even_block(p->K, blk->k_super * blk->kc, 1); /* K per pass */
-  x.kc = even_block(qk_max, blk->kc, 8);
-  if (x.kc > qk_max) x.kc = qk_max;
+  gemm_layout l;
+  layout_of(ar, p->K, p->N, &l);
+  int64_t qk_max = l.qk_max, chunk = l.chunk; /* K per pass; N per chunk */
+  x.kc = l.kc;
+  x.pre_b = gemm_packed_b_for(p->packed_b, &l, p);
+  x.pre_a = gemm_packed_a_for(p->packed_a, &l, p);
+  x.m_pad = round_up(p->M, MR);
   int64_t n_pc_max = ceil_div(qk_max, x.kc);
   x.n_ic = ceil_div(p->M, blk->mc);
   if (threads > 1 && x.n_ic >= threads) x.n_ic = round_up(x.n_ic, threads);
   if (x.n_ic > ceil_div(p->M, MR)) x.n_ic = ceil_div(p->M, MR);
   x.mc = round_up(ceil_div(p->M, x.n_ic) + MR - 1, MR); /* the largest row block */
-  int64_t chunk_max = blk->bbuf_floats / (n_pc_max * x.kc);
-  chunk_max = chunk_max < NR ? NR : chunk_max / NR * NR;
-  int64_t chunk = even_block(p->N, chunk_max, NR);
   int64_t n_jr_max = chunk / NR;
 
-  size_t panels = (size_t)(n_pc_max * n_jr_max);
+  size_t panels = x.pre_b ? 0 : (size_t)(n_pc_max * n_jr_max);
   size_t bbuf_bytes = panels * (size_t)(x.kc * NR) * sizeof(float);
-  size_t groups = (size_t)(n_pc_max * ceil_div(n_jr_max, GEMM_B_GROUP));
-  x.abuf_len = round_up(x.mc * x.kc, 16);
+  size_t groups = x.pre_b ? 0 : (size_t)(n_pc_max * ceil_div(n_jr_max, GEMM_B_GROUP));
+  x.abuf_len = x.pre_a ? 0 : round_up(x.mc * x.kc, 16);
   size_t abuf_bytes = (size_t)threads * (size_t)x.abuf_len * sizeof(float);
   size_t state_bytes = (size_t)round_up((int64_t)groups, 64);
-  char *mem = tensor_data_alloc(bbuf_bytes + abuf_bytes + state_bytes);
-  if (!mem) return false;
-  x.bbuf = (float *)mem;
-  x.abuf = (float *)(mem + bbuf_bytes);
-  x.bstate = (atomic_uchar *)(mem + bbuf_bytes + abuf_bytes);
+  char *mem = bbuf_bytes + abuf_bytes + state_bytes ? tensor_data_alloc(bbuf_bytes + abuf_bytes + state_bytes)
+                                                    : NULL;
+  if (!mem && bbuf_bytes + abuf_bytes + state_bytes) return false;
+  if (mem) {
+    x.bbuf = (float *)mem;
+    x.abuf = (float *)(mem + bbuf_bytes);
+    x.bstate = (atomic_uchar *)(mem + bbuf_bytes + abuf_bytes);
+  }
 
   for (x.q0 = 0; x.q0 < p->K; x.q0 += x.qk) {
     x.qk = p->K - x.q0 < qk_max ? p->K - x.q0 : qk_max;
@@ -413,17 +447,29 @@ static bool gemm_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch 
       x.n_jr = ceil_div(x.j1 - x.j0, NR);
       x.n_groups = ceil_div(x.n_jr, GEMM_B_GROUP);
       plan_items(&x, threads);
-      for (int64_t i = 0; i < x.n_pc * x.n_groups; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
+      if (!x.pre_b)
+        for (int64_t i = 0; i < x.n_pc * x.n_groups; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
       atomic_init(&x.next, 0);
       if (threads > 1) pool_parallel_for(pool, threads, 1, packed_slots, &x);
       else packed_slots(&x, 0, 1);
+      x.pre_b_off += x.n_pc * x.n_jr * x.kc * NR;
     }
   }
-  tensor_data_free(mem);
+  if (mem) tensor_data_free(mem);
   return true;
 }
 
 /* ---- entry points ---- */
+
+/* With B packed ahead the packed path no longer pays for packing B, which
+ * is what the small-M and direct paths avoid; it takes over from them from
+ * GEMM_PREPACKED_MIN_M rows (gemm_kernels.h, with the measurements). */
+static bool prepacked_wins(const gemm_params *p, const gemm_arch *ar) {
+  if (!p->packed_b || p->M < GEMM_PREPACKED_MIN_M) return false;
+  gemm_layout l;
+  layout_of(ar, p->K, p->N, &l);
+  return gemm_packed_b_for(p->packed_b, &l, p) != NULL;
+}
 
 smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa, gemm_path path,
                           const gemm_blocking *blk) {
@@ -440,6 +486,7 @@ smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa,
   }
   bool small_ok = p->M <= GEMM_SMALL_M &&
                   (!p->trans_b || (!p->trans_a && p->M <= GEMM_SMALL_M_NT));
+  if (path == GEMM_PATH_AUTO && prepacked_wins(p, &ar)) path = GEMM_PATH_PACKED;
   if (path == GEMM_PATH_SMALL_M || (path == GEMM_PATH_AUTO && small_ok)) {
     if (small_ok) {
       gemm_small_m(pool, p, &ar);
@@ -452,7 +499,7 @@ smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa,
       return SMELT_OK;
     }
   }
-  if (!gemm_packed(pool, p, &ar)) gemm_f32_scalar(pool, p); /* no scratch memory */
+  if (!gemm_packed_run(pool, p, &ar)) gemm_f32_scalar(pool, p); /* no scratch memory */
   return SMELT_OK;
 }
 

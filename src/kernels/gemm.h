@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kernels/isa.h"
 #include "runtime/pool.h"
 
 void gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
@@ -31,6 +32,12 @@ typedef struct gemm_epilogue {
   float clip_lo, clip_hi; /* GEMM_ACT_CLIP only; lo <= hi */
 } gemm_epilogue;
 
+/* Operands packed once, ahead of the calls that use them (constant weights):
+ * the panels laid out exactly as the packed path consumes them, for one
+ * ISA, one shape and the default blocking (kernels/gemm_prepack.c).
+ * Opaque; made by gemm_pack_b_prepare / gemm_pack_a_prepare. */
+typedef struct gemm_packed gemm_packed;
+
 typedef struct gemm_params {
   bool trans_a, trans_b;
   int64_t M, N, K;
@@ -39,6 +46,12 @@ typedef struct gemm_params {
   float *C;           /* borrowed, written */
   int64_t lda, ldb, ldc;
   gemm_epilogue epilogue;
+  /* Optional, borrowed: op(B) (resp. op(A)) already packed from the same
+   * B (A) -- made by gemm_pack_b_prepare (gemm_pack_a_prepare).  The packed
+   * path then reads its panels instead of packing; one that does not match
+   * the call (ISA, K, N / M, transposition, blocking) is ignored and the
+   * operand is packed as usual, so B and A must still be given. */
+  const gemm_packed *packed_b, *packed_a;
 } gemm_params;
 
 /* alpha 1, beta 0, no transposes, no epilogue, everything else zero. */
@@ -50,5 +63,31 @@ gemm_params gemm_params_default(void);
  * be allocated it computes the result on the unpacked scalar path instead,
  * so the only failure is a bad argument. */
 smelt_status gemm_f32_ex(smelt_pool *pool, const gemm_params *p);
+
+/* Packs op(B) (K x N; B is N x K with trans_b, row stride ldb) for every
+ * later call on ISA isa (clamped to what the machine has) with this K and
+ * N.  *out is NULL, with SMELT_OK, when that ISA has no packed path
+ * (scalar): there is nothing to prepare.  Packing runs on pool. */
+smelt_status gemm_pack_b_prepare(smelt_pool *pool, isa_level isa, bool trans_b, int64_t K, int64_t N,
+                                 const float *B, int64_t ldb, gemm_packed **out);
+/* The same for op(A) (M x K; A is K x M with trans_a): a constant left
+ * operand such as a convolution's weight. */
+smelt_status gemm_pack_a_prepare(smelt_pool *pool, isa_level isa, bool trans_a, int64_t M, int64_t K,
+                                 const float *A, int64_t lda, gemm_packed **out);
+/* Floats gemm_pack_*_prepare makes for this shape on isa (0: nothing to
+ * prepare), e.g. to size a saved copy. */
+int64_t gemm_pack_b_floats(isa_level isa, int64_t K, int64_t N);
+int64_t gemm_pack_a_floats(isa_level isa, int64_t M, int64_t K);
+/* A packed operand over n floats prepared earlier (a saved copy of
+ * gemm_packed_data's floats for the same isa, shape and transposition,
+ * 64-byte aligned), borrowed: data must outlive *out. */
+smelt_status gemm_pack_b_wrap(isa_level isa, bool trans_b, int64_t K, int64_t N, const float *data, int64_t n,
+                              gemm_packed **out);
+smelt_status gemm_pack_a_wrap(isa_level isa, bool trans_a, int64_t M, int64_t K, const float *data, int64_t n,
+                              gemm_packed **out);
+/* The packed floats (*n of them). */
+const float *gemm_packed_data(const gemm_packed *pk, int64_t *n);
+void gemm_packed_free(gemm_packed *pk); /* NULL ok */
+void gemm_packed_free_v(void *pk);      /* for op_cache_add */
 
 #endif

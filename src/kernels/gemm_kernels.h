@@ -102,6 +102,61 @@ typedef struct gemm_blocking {
 smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa, gemm_path path,
                           const gemm_blocking *blk);
 
+/* The packed path's layout for one call shape on one ISA: its tiles and
+ * packers and how K and N are blocked (none of it depends on M or on the
+ * thread count, so an operand packed ahead fits every call with the same
+ * K and N).  K is cut into super-blocks of qk_max (the last shorter), each
+ * into K blocks of kc (the last shorter); N into chunks of `chunk` columns
+ * (the last narrower; 0 when N <= 0).  false: isa has no packed path. */
+typedef struct gemm_layout {
+  isa_level isa;
+  int mr, nr;
+  int64_t kc, qk_max, chunk;
+  gemm_pack_a_fn pack_a;
+  gemm_pack_b_fn pack_b;
+} gemm_layout;
+bool gemm_layout_for(isa_level isa, const gemm_blocking *blk, int64_t K, int64_t N, gemm_layout *out);
+
+/* A pre-packed operand (gemm.h).  B: for each K super-block, for each N
+ * chunk, for each K block pc, for each NR column panel jp, the panel of
+ * kc*NR floats (the last K block's panels hold fewer rows, same stride) --
+ * exactly the packed driver's per-chunk buffer, chunk after chunk.
+ * A: for each K block (super-block after super-block), ceil(M/MR) MR-row
+ * micro-panels of kb*MR floats (kb: that block's length), row i at
+ * i*kb for every i that is a multiple of MR. */
+struct gemm_packed {
+  char which; /* 'a' or 'b' */
+  bool trans; /* trans_a / trans_b of the source */
+  isa_level isa;
+  int64_t K, mn;             /* mn: M for A, N for B */
+  int64_t kc, qk_max, chunk; /* the layout it was packed with */
+  int64_t n;                 /* floats */
+  const float *data;
+  float *owned; /* data when the object owns it, else NULL (borrowed) */
+};
+
+/* AUTO takes the packed path for M >= this when the call's B is packed
+ * ahead (and matches), over the small-M and direct paths: those exist to
+ * not pack B per call, which no longer happens.  Measured with
+ * bench_gemm --prepacked --best (AVX2, 2-core EPYC shared with other work,
+ * B warm; GFLOP/s per call-time path vs packed with B packed ahead, 1
+ * thread): 1x768x768 23.7 vs 13.5, 2x 29.9 vs 27.1, 4x 68.4 vs 54.2 (small-M
+ * wins: an 6/8-row tile mostly empty), 8x 57.3 vs 56.1, 12x 81.6 vs 86.4,
+ * 16x512x2048 39.5 vs 65.2, 17x768x768 67.8 vs 79.5, 32x768x1024 44.1 vs
+ * 70.6, 48x512x512 73.1 vs 86.9, 32x256x1024 48.9 vs 76.9, 24x768x3072
+ * 36.7 vs 73.0; the one loss above 8 rows: 16x128x512 81.9 vs 72.4. */
+#define GEMM_PREPACKED_MIN_M 8
+
+/* Blocking given explicitly (tests shrink it to reach every branch with
+ * small matrices).  blk may be NULL. */
+smelt_status gemm_pack_b_prepare_blk(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_b,
+                                     int64_t K, int64_t N, const float *B, int64_t ldb, gemm_packed **out);
+smelt_status gemm_pack_a_prepare_blk(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_a,
+                                     int64_t M, int64_t K, const float *A, int64_t lda, gemm_packed **out);
+/* pk's data if it was packed for this call's operand with layout l, else NULL. */
+const float *gemm_packed_b_for(const gemm_packed *pk, const gemm_layout *l, const gemm_params *p);
+const float *gemm_packed_a_for(const gemm_packed *pk, const gemm_layout *l, const gemm_params *p);
+
 /* The epilogue on one value (shared by the scalar paths and edge code). */
 static inline float gemm_act_apply(float x, gemm_act act, float lo, float hi) {
   if (act == GEMM_ACT_RELU) return x < 0.f ? 0.f : x;

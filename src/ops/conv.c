@@ -25,6 +25,7 @@
 #include "cache/prep_store.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
+#include "ops/gemm_weights.h"
 #include "ops/conv_core.h"
 #include "ops/nn_util.h"
 #include "runtime/op_cache.h"
@@ -150,6 +151,7 @@ typedef struct conv_job {
   const conv_epilogue *ep;
   int64_t tile, ntiles;
   bool pointwise; /* 1x1, stride 1, no pads: X is the column matrix */
+  const gemm_packed *packed_a; /* W packed for the GEMM (one group), or NULL */
   atomic_bool failed;
   /* for the parallel im2col of one task */
   const float *im_x;
@@ -224,6 +226,7 @@ static void conv_task(conv_job *j, int64_t t, float *col, smelt_pool *pool) {
   gp.ldb = ldb;
   gp.C = y;
   gp.ldc = g->S_out;
+  gp.packed_a = j->packed_a;
   gp.beta = j->ep->residual ? 1.f : 0.f;
   if (j->B) {
     gp.epilogue.bias_kind = GEMM_BIAS_ROW;
@@ -421,6 +424,14 @@ static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, con
   return st;
 }
 
+/* The weight as the im2col GEMM's A (M x Kdim), packed once per session
+ * (ops/gemm_weights.h): one group only, a constant float32 W. */
+static const gemm_packed *conv_packed_a(op_ctx *c, const conv_geom *g) {
+  const tensor *w = c->in[1];
+  if (g->G != 1 || g->Kdim <= 0 || g->M <= 0 || w->dtype != SMELT_F32 || !op_input_is_constant(c, 1)) return NULL;
+  return gemm_weights_a(c->cache, c->pool, false, g->M, g->Kdim, w->data);
+}
+
 smelt_status conv_op_prepare(op_ctx *c) {
   const tensor *x = c->in[0], *w = c->in[1];
   if (!c->cache || !op_input_is_constant(c, 1) || x->dtype != SMELT_F32 || w->dtype != SMELT_F32)
@@ -434,6 +445,7 @@ smelt_status conv_op_prepare(op_ctx *c) {
   bool own;
   TRY(conv_weights_for(c, &g, w->data, &d, &algo, &pw, &own));
   if (own) conv2d_weights_free(pw);
+  if (algo == CONV_ALGO_IM2COL) (void)conv_packed_a(c, &g);
   return SMELT_OK;
 }
 
@@ -443,6 +455,7 @@ static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, cons
   TRY(conv_fast(c, g, X, W, B, ep, Y, &done));
   if (done) return SMELT_OK;
   conv_job j = {.g = g, .X = X, .W = W, .B = B, .Y = Y, .ep = ep};
+  if (W == c->in[1]->data) j.packed_a = conv_packed_a(c, g);
   if (g->w.nsp == 2 && g->G == g->C && g->G == g->M) {
     pool_parallel_for(c->pool, g->N * g->C, 1, depthwise_planes, &j);
     return SMELT_OK;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kernels/gemm.h"
+#include "ops/gemm_weights.h"
 #include "ops/fused_act.h"
 #include "ops/fused_util.h"
 #include "ops/nn_util.h"
@@ -136,6 +137,7 @@ static smelt_status fgemm_run(op_ctx *c) {
   g.lda = p.ta ? p.M : p.K;
   g.ldb = p.tb ? p.K : p.N;
   g.ldc = p.N;
+  g.packed_b = gemm_weights_b_input(c, 1, p.tb, p.K, p.N);
   if (bias) {
     g.epilogue.bias_kind = GEMM_BIAS_COL;
     g.epilogue.bias = bias->data;
@@ -153,6 +155,15 @@ static smelt_status fgemm_run(op_ctx *c) {
   /* few rows: one threaded GEMM, then the activation while Y is still in cache */
   TRY(gemm_f32_ex(c->pool, &g));
   fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
+  return SMELT_OK;
+}
+
+smelt_status fused_gemm_op_prepare(op_ctx *c) {
+  const tensor *a = c->in[0], *b = c->in[1];
+  if (!c->cache || a->rank < 0 || b->rank != 2 || !op_input_is_constant(c, 1)) return SMELT_OK;
+  fgemm_plan p;
+  TRY(fgemm_shape(c, &p));
+  if (p.M > 0 && p.N > 0 && p.K > 0) (void)gemm_weights_b_input(c, 1, p.tb, p.K, p.N);
   return SMELT_OK;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels/gemm.h"
+#include "ops/gemm_weights.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
 
@@ -136,8 +137,9 @@ static void mm_batches(void *vctx, int64_t b0, int64_t b1) {
   }
 }
 
+/* pb: B packed ahead (one B for every batch), or NULL. */
 static void matmul_f32(smelt_pool *pool, const mm_shape *s, const float *A, const float *B,
-                       float *C) {
+                       const gemm_packed *pb, float *C) {
   if (s->K == 0) {
     memset(C, 0, sizeof(float) * (size_t)(s->nbatch * s->M * s->N));
     return;
@@ -145,7 +147,11 @@ static void matmul_f32(smelt_pool *pool, const mm_shape *s, const float *A, cons
   bool b_shared = true; /* one B for every batch: stack A's batches into M */
   for (int i = 0; i < s->nb; i++) b_shared &= s->sb[i] == 0;
   if (b_shared) {
-    gemm_f32(pool, false, false, s->nbatch * s->M, s->N, s->K, 1.f, A, s->K, B, s->N, 0.f, C, s->N);
+    gemm_params p = gemm_params_default();
+    p.M = s->nbatch * s->M, p.N = s->N, p.K = s->K;
+    p.A = A, p.lda = s->K, p.B = B, p.ldb = s->N, p.C = C, p.ldc = s->N;
+    p.packed_b = pb;
+    (void)gemm_f32_ex(pool, &p); /* the shapes were checked: it cannot fail */
     return;
   }
   mm_job j = {s, A, B, C};
@@ -207,12 +213,23 @@ static smelt_status matmul_run(op_ctx *c) {
   if (!st) st = nn_f32_acquire(b, &B);
   if (!st) st = nn_f32_out(y, &C);
   if (!st) {
-    matmul_f32(c->pool, &s, A, B, C);
+    matmul_f32(c->pool, &s, A, B, B == b->data ? gemm_weights_b_input(c, 1, false, s.K, s.N) : NULL, C);
     nn_f32_commit(y, C);
   }
   if (A) nn_f32_release(a, A);
   if (B) nn_f32_release(b, B);
   return st;
+}
+
+/* Packs a constant 2-D B once, when the plan is made. */
+smelt_status matmul_op_prepare(op_ctx *c) {
+  const tensor *a = c->in[0], *b = c->in[1];
+  if (!c->cache || a->rank < 0 || a->dtype != SMELT_F32 || b->rank != 2 || !op_input_is_constant(c, 1))
+    return SMELT_OK;
+  mm_shape s;
+  TRY(mm_plan(a, b, &s));
+  if (nn_prod(s.out, 0, s.out_rank) > 0 && s.K > 0) (void)gemm_weights_b_input(c, 1, false, s.K, s.N);
+  return SMELT_OK;
 }
 
 /* ---- Gemm ---- */
@@ -283,8 +300,11 @@ static smelt_status gemm_run_f32(op_ctx *c, const gemm_shape *g, float alpha, fl
     if (g->K == 0) {
       for (int64_t i = 0; i < g->M * g->N; i++) Y[i] = beta == 0.f ? 0.f : beta * Y[i];
     } else {
-      gemm_f32(c->pool, g->ta, g->tb, g->M, g->N, g->K, alpha, A, a->dims[1], B, b->dims[1], beta,
-               Y, g->N);
+      gemm_params p = gemm_params_default();
+      p.trans_a = g->ta, p.trans_b = g->tb, p.M = g->M, p.N = g->N, p.K = g->K, p.alpha = alpha;
+      p.A = A, p.lda = a->dims[1], p.B = B, p.ldb = b->dims[1], p.beta = beta, p.C = Y, p.ldc = g->N;
+      p.packed_b = B == b->data ? gemm_weights_b_input(c, 1, g->tb, g->K, g->N) : NULL;
+      st = gemm_f32_ex(c->pool, &p);
     }
     nn_f32_commit(y, Y);
   }
@@ -292,6 +312,16 @@ static smelt_status gemm_run_f32(op_ctx *c, const gemm_shape *g, float alpha, fl
   if (B) nn_f32_release(b, B);
   if (C) nn_f32_release(cc, C);
   return st;
+}
+
+smelt_status gemm_op_prepare(op_ctx *c) {
+  const tensor *a = c->in[0], *b = c->in[1];
+  if (!c->cache || a->dtype != SMELT_F32 || a->rank != 2 || b->rank != 2 || !op_input_is_constant(c, 1))
+    return SMELT_OK;
+  gemm_shape g;
+  TRY(gemm_plan(c, &g));
+  if (g.M > 0 && g.N > 0 && g.K > 0) (void)gemm_weights_b_input(c, 1, g.tb, g.K, g.N);
+  return SMELT_OK;
 }
 
 /* f64 and integer Gemm: exact products, then alpha/beta (applied in double

@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "ops/conv_core.h"
+#include "ops/gemm_weights.h"
 #include "ops/op.h"
 
 #define OP_FAMILY(name) extern const op_def op_family_##name[];
@@ -31,7 +32,9 @@ const op_def *ops_find(const char *domain, const char *op_type) {
 static const struct {
   const char *domain, *name;
   op_prepare_fn fn;
-} prepares[] = {{"", "Conv", conv_op_prepare}, {"smelt", "Conv", conv_op_prepare}};
+} prepares[] = {{"", "Conv", conv_op_prepare},     {"smelt", "Conv", conv_op_prepare},
+               {"", "MatMul", matmul_op_prepare}, {"", "Gemm", gemm_op_prepare},
+               {"smelt", "Gemm", fused_gemm_op_prepare}};
 
 op_prepare_fn ops_prepare_fn(const op_def *op) {
   for (size_t i = 0; op && i < sizeof prepares / sizeof *prepares; i++)

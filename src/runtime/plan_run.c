@@ -156,8 +156,13 @@ smelt_status plan_prepare(compiled_plan *p) {
   const ir_graph *g = p->g;
   for (int i = 0; i < p->n_steps; i++) {
     const pstep *st = &p->steps[i];
-    if (!(st->kind == PS_LIBRARY || (st->kind == PS_KERNEL && st->use_lib)) || st->gemm) continue;
+    if (!(st->kind == PS_LIBRARY || (st->kind == PS_KERNEL && st->use_lib))) continue;
     const ir_node *nd = &g->nodes[st->node];
+    if (st->gemm) { /* the plan's own GEMM: a constant B is packed once */
+      if (nd->n_inputs > 1 && nd->inputs[1] >= 0 && p->loc[nd->inputs[1]].kind == VL_CONST)
+        gemm_step_prepare(st->gemm, node_cache(p, st->node), p->pool, p->loc[nd->inputs[1]].cst->data);
+      continue;
+    }
     op_prepare_fn prepare = ops_prepare_fn(nd->op);
     if (!prepare || nd->n_inputs > MAX_ARGS || nd->n_outputs > MAX_ARGS) continue;
     tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];
