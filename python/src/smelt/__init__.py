@@ -27,6 +27,12 @@ def compile(module, example_inputs, **kwargs):  # noqa: A001 - smelt.compile
     return _compile(module, example_inputs, **kwargs)
 
 
-__all__ = ["Session", "ValueInfo", "PRECISIONS", "Error", "InvalidArgumentError",
+def load(path, **kwargs):
+    """Loads an artifact saved by smelt.compile(..., save=path); see smelt.aot.load."""
+    from .aot import load as _load
+    return _load(path, **kwargs)
+
+
+__all__ = ["load", "Session", "ValueInfo", "PRECISIONS", "Error", "InvalidArgumentError",
            "InvalidModelError", "UnsupportedError", "IOError", "OutOfMemoryError",
            "RuntimeFailure", "InternalError", "compile", "__version__"]
