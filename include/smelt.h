@@ -153,6 +153,10 @@ size_t smelt_dtype_size(smelt_dtype t);
 /* Loads an ONNX model.  The file is memory-mapped; weights are viewed in place.
  * On success *out is owned by the caller: free with smelt_model_free. */
 smelt_status smelt_model_load(const char *path, smelt_model **out);
+/* Loads an ONNX model from memory (len bytes at data).  The model keeps its own
+ * copy, so data may be freed after the call.  External data is not allowed
+ * (there is no folder to resolve it in).  Free with smelt_model_free. */
+smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out);
 void smelt_model_free(smelt_model *m);
 int smelt_model_num_inputs(const smelt_model *m);
 int smelt_model_num_outputs(const smelt_model *m);

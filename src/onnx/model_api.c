@@ -7,32 +7,60 @@
 #include "onnx/model_internal.h"
 #include "util/err.h"
 
+/* Validates and infers the imported graph, then wraps it in a smelt_model.
+ * Takes onnx (freed on failure) and bytes (a buffer the model owns, or NULL);
+ * where names the source in messages. */
+static smelt_status finish_load(onnx_model *onnx, void *bytes, const char *where,
+                                smelt_model **out) {
+  /* structure and types are checked once, at load: a malformed graph never
+   * reaches a session */
+  smelt_status s = ir_graph_validate(onnx->graph);
+  if (!s) s = ir_graph_infer(onnx->graph);
+  smelt_model *m = NULL;
+  if (!s && !(m = calloc(1, sizeof *m))) s = err_nomem("model", sizeof *m);
+  if (s) {
+    onnx_model_free(onnx);
+    free(bytes);
+    return err_prefix(s, "%s: ", where);
+  }
+  m->onnx = onnx;
+  m->bytes = bytes;
+  *out = m;
+  return SMELT_OK;
+}
+
 smelt_status smelt_model_load(const char *path, smelt_model **out) {
   if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load: out is NULL");
   *out = NULL;
-  smelt_model *m = calloc(1, sizeof *m);
-  if (!m) return err_nomem("model", sizeof *m);
-  smelt_status s = onnx_model_load(path, &m->onnx);
+  onnx_model *onnx = NULL;
+  smelt_status s = onnx_model_load(path, &onnx);
+  if (s) return s;
+  return finish_load(onnx, NULL, path, out);
+}
+
+smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out) {
+  if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load_bytes: out is NULL");
+  *out = NULL;
+  if (!data && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load_bytes: data is NULL");
+  if (!len) return err_set(SMELT_ERR_INVALID_MODEL, "model bytes: empty buffer, not an ONNX model");
+  /* the model views weights in place: it keeps its own copy, so the caller's
+   * buffer may go away after this call */
+  void *copy = malloc(len);
+  if (!copy) return err_nomem("model bytes", len);
+  memcpy(copy, data, len);
+  onnx_model *onnx = NULL;
+  smelt_status s = onnx_model_load_buffer(copy, len, NULL, &onnx);
   if (s) {
-    free(m);
-    return s;
+    free(copy);
+    return err_prefix(s, "model bytes: ");
   }
-  /* structure and types are checked once, at load: a malformed graph never
-   * reaches a session */
-  s = ir_graph_validate(m->onnx->graph);
-  if (!s) s = ir_graph_infer(m->onnx->graph);
-  if (s) {
-    onnx_model_free(m->onnx);
-    free(m);
-    return err_prefix(s, "%s: ", path);
-  }
-  *out = m;
-  return SMELT_OK;
+  return finish_load(onnx, copy, "model bytes", out);
 }
 
 void smelt_model_free(smelt_model *m) {
   if (!m) return;
   onnx_model_free(m->onnx);
+  free(m->bytes);
   free(m);
 }
 

@@ -7,6 +7,7 @@
 
 struct smelt_model {
   onnx_model *onnx; /* owned */
+  void *bytes;       /* owned: the buffer onnx views (smelt_model_load_bytes), else NULL */
 };
 
 #endif

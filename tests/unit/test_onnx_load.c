@@ -438,7 +438,7 @@ static void test_initializer_inputs(void) {
     CHECK(t && t->dtype == SMELT_F32 && t->rank == 1 && t->dims[0] == 3);
     CHECK(t && ((float *)t->data)[2] == 3.0f);
     CHECK(m->weight_count == 3 && m->weight_bytes == 12 && m->n_viewed + m->n_copied == 1);
-    smelt_model sm = {m};
+    smelt_model sm = {.onnx = m};
     CHECK(smelt_model_num_inputs(&sm) == 1);
     onnx_model_free(m);
   }

@@ -1,0 +1,527 @@
+/* smelt._smelt: the CPython extension under the smelt package (python/src/smelt).
+ * A thin layer over include/smelt.h: sessions, runs over buffer-protocol
+ * inputs (read in place, no copy) and outputs handed out as Buffer objects
+ * that own smelt's memory (numpy.asarray views them; the memory goes back
+ * with smelt_tensor_release when the last view dies).  The GIL is released
+ * while smelt runs.  Error classes come from smelt/errors.py (set_errors). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "smelt.h"
+
+static PyObject *error_classes; /* tuple indexed by smelt_status; [0] = smelt.Error */
+
+static PyObject *raise_status(smelt_status s, const char *msg) {
+  PyObject *cls = PyExc_RuntimeError;
+  if (error_classes && PyTuple_Check(error_classes)) {
+    Py_ssize_t n = PyTuple_GET_SIZE(error_classes);
+    cls = PyTuple_GET_ITEM(error_classes, (Py_ssize_t)s < n ? (Py_ssize_t)s : 0);
+  }
+  PyObject *args = Py_BuildValue("(si)", msg, (int)s);
+  if (args) {
+    PyErr_SetObject(cls, args);
+    Py_DECREF(args);
+  }
+  return NULL;
+}
+
+static PyObject *raise_last(smelt_status s) { return raise_status(s, smelt_last_error()); }
+
+/* ---- dtype <-> buffer format ---- */
+
+static const char *dtype_format(smelt_dtype t) {
+  switch (t) {
+    case SMELT_F32: return "f";
+    case SMELT_F64: return "d";
+    case SMELT_F16: return "e";
+    case SMELT_I8: return "b";
+    case SMELT_U8: return "B";
+    case SMELT_I16: return "h";
+    case SMELT_U16: return "H";
+    case SMELT_I32: return "i";
+    case SMELT_U32: return "I";
+    case SMELT_I64: return "q";
+    case SMELT_U64: return "Q";
+    case SMELT_BOOL: return "?";
+    default: return NULL;
+  }
+}
+
+static smelt_dtype format_dtype(const char *f, Py_ssize_t itemsize) {
+  if (!f) return SMELT_U8;
+  if (*f == '@' || *f == '=' || *f == '<') f++;
+  if (!f[0] || f[1]) return SMELT_UNDEFINED;
+  switch (*f) {
+    case 'f': return SMELT_F32;
+    case 'd': return SMELT_F64;
+    case 'e': return SMELT_F16;
+    case 'b': return SMELT_I8;
+    case 'B': return SMELT_U8;
+    case 'h': return SMELT_I16;
+    case 'H': return SMELT_U16;
+    case 'i': return SMELT_I32;
+    case 'I': return SMELT_U32;
+    case 'l': case 'q': return itemsize == 8 ? SMELT_I64 : SMELT_I32;
+    case 'L': case 'Q': return itemsize == 8 ? SMELT_U64 : SMELT_U32;
+    case '?': return SMELT_BOOL;
+    default: return SMELT_UNDEFINED;
+  }
+}
+
+/* ---- Buffer: one output tensor smelt allocated ---- */
+
+typedef struct {
+  PyObject_HEAD
+  smelt_tensor t;
+  Py_ssize_t shape[SMELT_MAX_RANK];
+  Py_ssize_t strides[SMELT_MAX_RANK];
+} BufferObject;
+
+static void buffer_dealloc(BufferObject *b) {
+  smelt_tensor_release(&b->t);
+  Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static int buffer_getbuffer(BufferObject *b, Py_buffer *view, int flags) {
+  const char *fmt = dtype_format(b->t.dtype);
+  if (!fmt) {
+    PyErr_SetString(PyExc_BufferError, "smelt output dtype has no buffer format");
+    view->obj = NULL;
+    return -1;
+  }
+  size_t item = smelt_dtype_size(b->t.dtype);
+  view->buf = b->t.data;
+  view->obj = (PyObject *)b;
+  Py_INCREF(b);
+  view->len = (Py_ssize_t)b->t.nbytes;
+  view->readonly = 0;
+  view->itemsize = (Py_ssize_t)item;
+  view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : NULL;
+  view->ndim = b->t.rank;
+  view->shape = (flags & PyBUF_ND) ? b->shape : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? b->strides : NULL;
+  view->suboffsets = NULL;
+  view->internal = NULL;
+  return 0;
+}
+
+static PyBufferProcs buffer_procs = {(getbufferproc)buffer_getbuffer, NULL};
+
+static PyObject *buffer_nbytes(BufferObject *b, void *closure) {
+  return PyLong_FromSize_t(b->t.nbytes);
+}
+
+static PyObject *buffer_address(BufferObject *b, void *closure) {
+  return PyLong_FromVoidPtr(b->t.data);
+}
+
+static PyGetSetDef buffer_getset[] = {
+    {"nbytes", (getter)buffer_nbytes, NULL, "bytes of data", NULL},
+    {"address", (getter)buffer_address, NULL, "address of smelt's buffer", NULL},
+    {NULL}};
+
+static PyTypeObject BufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "smelt._smelt.Buffer",
+    .tp_basicsize = sizeof(BufferObject),
+    .tp_dealloc = (destructor)buffer_dealloc,
+    .tp_as_buffer = &buffer_procs,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An output tensor allocated by smelt; freed when the last view of it dies.",
+    .tp_getset = buffer_getset,
+};
+
+static PyObject *buffer_new(smelt_tensor *t) {
+  BufferObject *b = PyObject_New(BufferObject, &BufferType);
+  if (!b) {
+    smelt_tensor_release(t);
+    return NULL;
+  }
+  b->t = *t;
+  b->t.name = NULL;
+  size_t item = smelt_dtype_size(t->dtype);
+  Py_ssize_t stride = (Py_ssize_t)item;
+  for (int i = t->rank - 1; i >= 0; i--) {
+    b->shape[i] = (Py_ssize_t)t->dims[i];
+    b->strides[i] = stride;
+    stride *= (Py_ssize_t)t->dims[i];
+  }
+  return (PyObject *)b;
+}
+
+/* ---- Session ---- */
+
+typedef struct {
+  PyObject_HEAD
+  smelt_model *model;
+  smelt_session *session;
+  int active; /* runs in flight (counted under the GIL) */
+  PyObject *in_names;  /* tuple of str */
+  PyObject *out_names; /* tuple of str */
+  int n_outputs;
+  void *last_inputs[8]; /* data pointers of the last run's first inputs (tests: no copy) */
+} SessionObject;
+
+static void session_close_impl(SessionObject *s) {
+  smelt_session_free(s->session);
+  s->session = NULL;
+  smelt_model_free(s->model);
+  s->model = NULL;
+}
+
+static void session_dealloc(SessionObject *s) {
+  session_close_impl(s);
+  Py_XDECREF(s->in_names);
+  Py_XDECREF(s->out_names);
+  Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *names_tuple(const smelt_model *m, int input) {
+  int n = input ? smelt_model_num_inputs(m) : smelt_model_num_outputs(m);
+  PyObject *t = PyTuple_New(n);
+  if (!t) return NULL;
+  for (int i = 0; i < n; i++) {
+    smelt_value_info vi;
+    smelt_status st = input ? smelt_model_input(m, i, &vi) : smelt_model_output(m, i, &vi);
+    if (st) {
+      Py_DECREF(t);
+      return raise_last(st);
+    }
+    PyObject *name = PyUnicode_FromString(vi.name ? vi.name : "");
+    if (!name) {
+      Py_DECREF(t);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(t, i, name);
+  }
+  return t;
+}
+
+static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"source", "mode", "threads", "dims", "cache_dir", "buckets",
+                           "dynamic", "fullgraph", "recompile_limit", NULL};
+  PyObject *source;
+  const char *mode = "default", *dims = NULL, *cache_dir = NULL, *buckets = NULL;
+  int threads = 0, dynamic = 0, fullgraph = 0, recompile_limit = -1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sizzzppi", kwlist, &source, &mode, &threads,
+                                   &dims, &cache_dir, &buckets, &dynamic, &fullgraph,
+                                   &recompile_limit))
+    return -1;
+  if (self->session) {
+    PyErr_SetString(PyExc_RuntimeError, "Session.__init__ called twice");
+    return -1;
+  }
+  smelt_session_options opts = smelt_session_options_default();
+  smelt_status st = smelt_mode_parse(mode, &opts.mode);
+  if (st) {
+    raise_last(st);
+    return -1;
+  }
+  opts.threads = threads;
+  opts.dims = dims;
+  opts.cache_dir = cache_dir;
+  opts.buckets = buckets;
+  opts.dynamic = dynamic;
+  opts.fullgraph = fullgraph;
+  if (recompile_limit >= 0) opts.recompile_limit = recompile_limit;
+
+  smelt_model *m = NULL;
+  if (PyBytes_Check(source) || PyByteArray_Check(source) || PyMemoryView_Check(source)) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0) return -1;
+    Py_BEGIN_ALLOW_THREADS
+    st = smelt_model_load_bytes(view.buf, (size_t)view.len, &m);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+  } else {
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(source, &bytes)) return -1;
+    const char *path = PyBytes_AS_STRING(bytes);
+    Py_BEGIN_ALLOW_THREADS
+    st = smelt_model_load(path, &m);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(bytes);
+  }
+  if (st) {
+    raise_last(st);
+    return -1;
+  }
+  smelt_session *s = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  st = smelt_session_create(m, &opts, &s);
+  Py_END_ALLOW_THREADS
+  if (st) {
+    raise_last(st);
+    smelt_model_free(m);
+    return -1;
+  }
+  self->model = m;
+  self->session = s;
+  self->n_outputs = smelt_model_num_outputs(m);
+  self->in_names = names_tuple(m, 1);
+  self->out_names = self->in_names ? names_tuple(m, 0) : NULL;
+  return self->out_names ? 0 : -1;
+}
+
+static int check_open(SessionObject *s) {
+  if (s->session) return 0;
+  raise_status(SMELT_ERR_INVALID_ARGUMENT, "the session is closed");
+  return -1;
+}
+
+/* run(arrays, names=None) -> list of Buffer.  arrays: a sequence of objects
+ * exporting a C-contiguous buffer; names: None (by position) or a sequence of
+ * str of the same length. */
+static PyObject *session_run(SessionObject *self, PyObject *args) {
+  PyObject *arrays, *names = Py_None;
+  if (!PyArg_ParseTuple(args, "O|O", &arrays, &names)) return NULL;
+  if (check_open(self)) return NULL;
+  PyObject *seq = PySequence_Fast(arrays, "inputs must be a sequence of arrays");
+  if (!seq) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject *nseq = NULL;
+  if (names != Py_None) {
+    nseq = PySequence_Fast(names, "names must be a sequence of str");
+    if (!nseq) goto fail_seq;
+    if (PySequence_Fast_GET_SIZE(nseq) != n) {
+      PyErr_SetString(PyExc_ValueError, "names and arrays differ in length");
+      goto fail_seq;
+    }
+  }
+  if (n > 64) {
+    raise_status(SMELT_ERR_INVALID_ARGUMENT, "more than 64 inputs given");
+    goto fail_seq;
+  }
+  Py_buffer views[64];
+  smelt_tensor ins[64];
+  Py_ssize_t got = 0;
+  for (; got < n; got++) {
+    PyObject *a = PySequence_Fast_GET_ITEM(seq, got);
+    smelt_tensor *t = &ins[got];
+    memset(t, 0, sizeof *t);
+    if (nseq) {
+      t->name = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(nseq, got));
+      if (!t->name) goto fail_views;
+    }
+    if (PyObject_GetBuffer(a, &views[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "input %zd: not a C-contiguous array", got);
+      goto fail_views;
+    }
+    Py_buffer *v = &views[got];
+    t->dtype = format_dtype(v->format, v->itemsize);
+    if (t->dtype == SMELT_UNDEFINED || smelt_dtype_size(t->dtype) != (size_t)v->itemsize) {
+      got++;
+      raise_status(SMELT_ERR_INVALID_ARGUMENT, "input has an element type smelt does not read");
+      goto fail_views;
+    }
+    if (v->ndim > SMELT_MAX_RANK) {
+      got++;
+      raise_status(SMELT_ERR_INVALID_ARGUMENT, "input has more than 12 dimensions");
+      goto fail_views;
+    }
+    t->rank = v->ndim;
+    for (int d = 0; d < v->ndim; d++) t->dims[d] = v->shape[d];
+    t->data = v->buf;
+    t->nbytes = (size_t)v->len;
+    if (got < 8) self->last_inputs[got] = v->buf;
+  }
+  int n_out = self->n_outputs;
+  smelt_tensor outs_stack[16];
+  smelt_tensor *outs = n_out <= 16 ? outs_stack : PyMem_Calloc((size_t)n_out, sizeof *outs);
+  if (!outs) {
+    PyErr_NoMemory();
+    goto fail_views;
+  }
+  memset(outs, 0, (size_t)n_out * sizeof *outs);
+  smelt_status st;
+  const char *msg = NULL;
+  self->active++;
+  Py_BEGIN_ALLOW_THREADS
+  st = smelt_session_run(self->session, ins, (size_t)n, outs, (size_t)n_out);
+  if (st) msg = smelt_last_error(); /* per thread: read it before taking the GIL back */
+  Py_END_ALLOW_THREADS
+  self->active--;
+  for (Py_ssize_t i = 0; i < n; i++) PyBuffer_Release(&views[i]);
+  Py_DECREF(seq);
+  Py_XDECREF(nseq);
+  if (st) {
+    if (outs != outs_stack) PyMem_Free(outs);
+    return raise_status(st, msg);
+  }
+  PyObject *res = PyList_New(n_out);
+  for (int i = 0; i < n_out; i++) {
+    PyObject *b = res ? buffer_new(&outs[i]) : NULL;
+    if (!b) {
+      for (int j = i + (res ? 1 : 0); j < n_out; j++) smelt_tensor_release(&outs[j]);
+      Py_XDECREF(res);
+      res = NULL;
+      break;
+    }
+    PyList_SET_ITEM(res, i, b);
+  }
+  if (outs != outs_stack) PyMem_Free(outs);
+  return res;
+
+fail_views:
+  for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
+fail_seq:
+  Py_DECREF(seq);
+  Py_XDECREF(nseq);
+  return NULL;
+}
+
+static PyObject *session_close(SessionObject *self, PyObject *unused) {
+  if (self->active) return raise_status(SMELT_ERR_INVALID_ARGUMENT, "close: the session is running");
+  session_close_impl(self);
+  Py_RETURN_NONE;
+}
+
+static PyObject *dims_tuple(const smelt_value_info *vi) {
+  if (vi->rank < 0) Py_RETURN_NONE;
+  PyObject *t = PyTuple_New(vi->rank);
+  for (int i = 0; t && i < vi->rank; i++) {
+    PyObject *d;
+    if (vi->dims[i] >= 0)
+      d = PyLong_FromLongLong(vi->dims[i]);
+    else if (vi->dim_names[i])
+      d = PyUnicode_FromString(vi->dim_names[i]);
+    else {
+      d = Py_None;
+      Py_INCREF(d);
+    }
+    if (!d) {
+      Py_DECREF(t);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(t, i, d);
+  }
+  return t;
+}
+
+/* value_infos(input: bool) -> list of (name, dtype name, shape) */
+static PyObject *session_value_infos(SessionObject *self, PyObject *args) {
+  int input;
+  if (!PyArg_ParseTuple(args, "p", &input)) return NULL;
+  if (check_open(self)) return NULL;
+  int n = input ? smelt_model_num_inputs(self->model) : smelt_model_num_outputs(self->model);
+  PyObject *res = PyList_New(n);
+  for (int i = 0; res && i < n; i++) {
+    smelt_value_info vi;
+    smelt_status st = input ? smelt_model_input(self->model, i, &vi) : smelt_model_output(self->model, i, &vi);
+    if (st) {
+      Py_DECREF(res);
+      return raise_last(st);
+    }
+    PyObject *shape = dims_tuple(&vi);
+    PyObject *item = shape ? Py_BuildValue("(ssN)", vi.name ? vi.name : "", smelt_dtype_name(vi.dtype), shape) : NULL;
+    if (!item) {
+      Py_DECREF(res);
+      return NULL;
+    }
+    PyList_SET_ITEM(res, i, item);
+  }
+  return res;
+}
+
+static PyObject *session_stats(SessionObject *self, PyObject *unused) {
+  if (check_open(self)) return NULL;
+  smelt_session_stats s;
+  smelt_status st = smelt_session_get_stats(self->session, &s);
+  if (st) return raise_last(st);
+  return Py_BuildValue("{s:i,s:i,s:O,s:i,s:i,s:d,s:n,s:n,s:i,s:i}", "compiles", s.compiles,
+                       "cache_hits", s.cache_hits, "eager_fallback", s.eager_fallback ? Py_True : Py_False,
+                       "graph_breaks", s.graph_breaks, "kernels_generated", s.kernels_generated,
+                       "compile_seconds", s.compile_seconds, "arena_bytes", (Py_ssize_t)s.arena_bytes,
+                       "eager_peak_bytes", (Py_ssize_t)s.eager_peak_bytes, "prepared_loaded",
+                       s.prepared_loaded, "prepared_saved", s.prepared_saved);
+}
+
+static PyObject *session_last_inputs(SessionObject *self, PyObject *unused) {
+  PyObject *t = PyTuple_New(8);
+  for (int i = 0; t && i < 8; i++) PyTuple_SET_ITEM(t, i, PyLong_FromVoidPtr(self->last_inputs[i]));
+  return t;
+}
+
+static PyObject *session_closed(SessionObject *self, void *closure) {
+  return PyBool_FromLong(self->session == NULL);
+}
+
+static PyObject *session_in_names(SessionObject *self, void *closure) {
+  PyObject *t = self->in_names ? self->in_names : Py_None;
+  Py_INCREF(t);
+  return t;
+}
+
+static PyObject *session_out_names(SessionObject *self, void *closure) {
+  PyObject *t = self->out_names ? self->out_names : Py_None;
+  Py_INCREF(t);
+  return t;
+}
+
+static PyMethodDef session_methods[] = {
+    {"run", (PyCFunction)session_run, METH_VARARGS, "run(arrays, names=None) -> list of Buffer"},
+    {"close", (PyCFunction)session_close, METH_NOARGS, "frees the session and its model"},
+    {"value_infos", (PyCFunction)session_value_infos, METH_VARARGS, "value_infos(input) -> [(name, dtype, shape)]"},
+    {"stats", (PyCFunction)session_stats, METH_NOARGS, "smelt_session_get_stats as a dict"},
+    {"_last_input_addresses", (PyCFunction)session_last_inputs, METH_NOARGS,
+     "data addresses smelt was given for the last run's first 8 inputs (tests: no copy)"},
+    {NULL}};
+
+static PyGetSetDef session_getset[] = {
+    {"closed", (getter)session_closed, NULL, "True once close() was called", NULL},
+    {"input_names", (getter)session_in_names, NULL, "model input names", NULL},
+    {"output_names", (getter)session_out_names, NULL, "model output names", NULL},
+    {NULL}};
+
+static PyTypeObject SessionType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "smelt._smelt.Session",
+    .tp_basicsize = sizeof(SessionObject),
+    .tp_dealloc = (destructor)session_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Low-level smelt session (use smelt.Session).",
+    .tp_methods = session_methods,
+    .tp_getset = session_getset,
+    .tp_init = (initproc)session_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ---- module ---- */
+
+static PyObject *mod_set_errors(PyObject *mod, PyObject *arg) {
+  if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) < 1) {
+    PyErr_SetString(PyExc_TypeError, "set_errors takes a non-empty tuple of classes");
+    return NULL;
+  }
+  Py_INCREF(arg);
+  Py_XSETREF(error_classes, arg);
+  Py_RETURN_NONE;
+}
+
+static PyObject *mod_version(PyObject *mod, PyObject *unused) {
+  return PyUnicode_FromString(smelt_version());
+}
+
+static PyMethodDef mod_methods[] = {
+    {"set_errors", mod_set_errors, METH_O, "error classes indexed by smelt_status"},
+    {"version", mod_version, METH_NOARGS, "smelt_version()"},
+    {NULL}};
+
+static struct PyModuleDef smelt_module = {
+    PyModuleDef_HEAD_INIT, .m_name = "smelt._smelt", .m_doc = "smelt C API bindings", .m_size = -1,
+    .m_methods = mod_methods};
+
+PyMODINIT_FUNC PyInit__smelt(void) {
+  if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&SessionType) < 0) return NULL;
+  PyObject *m = PyModule_Create(&smelt_module);
+  if (!m) return NULL;
+  Py_INCREF(&BufferType);
+  Py_INCREF(&SessionType);
+  if (PyModule_AddObject(m, "Buffer", (PyObject *)&BufferType) < 0 ||
+      PyModule_AddObject(m, "Session", (PyObject *)&SessionType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

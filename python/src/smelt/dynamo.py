@@ -1,0 +1,192 @@
+"""torch.compile(model, backend="smelt", options={...}).
+
+Registered by the entry point ``torch_dynamo_backends: smelt`` (pyproject.toml),
+so it works without importing smelt first.  Each FX graph Dynamo hands over
+(one per piece between graph breaks) is exported to ONNX in memory, with the
+parameters and buffers Dynamo passes as static inputs frozen into the model
+as weights, and run by a smelt Session on the live tensors.  Dims Dynamo marks
+dynamic become symbolic ONNX dims (smelt compiles one specialization per new
+shape, see recompile_limit and buckets).
+
+A graph smelt cannot take (export or session creation fails, an output that
+is not a tensor) runs on the fallback path with one warning naming the
+reason; so does a training graph (grad enabled and an input that requires
+grad): smelt's outputs carry no autograd history.
+
+options (all optional):
+    mode: "default" | "reduce-overhead" | "max-autotune" | "eager"  (default "default")
+    precision: "fp32" (the only one implemented; others raise smelt.UnsupportedError)
+    threads: worker threads (default: the machine's cores)
+    cache_dir: compiled-kernel cache folder
+    fallback: "inductor" (default) or "eager": what runs graphs smelt does not take
+    buckets, recompile_limit: as smelt.Session
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from .errors import UnsupportedError
+from .session import PRECISIONS, Session
+
+_KNOWN = {"mode", "precision", "threads", "cache_dir", "fallback", "buckets", "recompile_limit"}
+
+
+class SmeltFallbackWarning(UserWarning):
+    """A graph torch.compile(backend="smelt") handed to the fallback path."""
+
+
+def _fallback(gm, example_inputs, how: str, reason: str) -> Callable:
+    warnings.warn(f"smelt: this graph runs on {how}, not smelt: {reason}", SmeltFallbackWarning,
+                  stacklevel=3)
+    if how == "inductor":
+        from torch._inductor.compile_fx import compile_fx
+        return compile_fx(gm, example_inputs)
+    return gm.forward
+
+
+def _is_static(x) -> bool:
+    import torch
+    return isinstance(x, torch.nn.Parameter) or getattr(x, "_dynamo_static_input_type", None) is not None
+
+
+class _Frozen:
+    """Builds the module that is exported: gm with static inputs frozen as
+    buffers, SymInt inputs read from the tensor dims they stand for."""
+
+    def __init__(self, gm, example_inputs):
+        import torch
+        self.gm = gm
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.kinds: List[Any] = []  # ("in", j) | ("const", name) | ("dim", j, axis)
+        self.tensor_idx: List[int] = []
+        self.dynamic_axes: Dict[str, Dict[int, str]] = {}
+        consts = {}
+        sym_of: Dict[str, tuple] = {}
+        # tensor inputs first, so every SymInt can be matched to a dim
+        for i, x in enumerate(example_inputs):
+            if isinstance(x, torch.Tensor) and not _is_static(x):
+                j = len(self.tensor_idx)
+                self.tensor_idx.append(i)
+                ev = placeholders[i].meta.get("example_value") if i < len(placeholders) else None
+                for axis, d in enumerate(getattr(ev, "shape", ())):
+                    if not isinstance(d, int):
+                        name = str(d)
+                        sym_of.setdefault(name, (j, axis))
+                        self.dynamic_axes.setdefault(f"in{j}", {})[axis] = name.replace(" ", "")
+        for i, x in enumerate(example_inputs):
+            if isinstance(x, torch.Tensor):
+                if _is_static(x):
+                    name = f"c{len(consts)}"
+                    consts[name] = x.detach()
+                    self.kinds.append(("const", name))
+                else:
+                    self.kinds.append(("in", self.tensor_idx.index(i)))
+            elif isinstance(x, torch.SymInt) or isinstance(x, int):
+                where = sym_of.get(str(x)) if isinstance(x, torch.SymInt) else None
+                if where is None:
+                    raise UnsupportedError(f"graph input {i} is a scalar ({x}) that is not an input dim", 3)
+                self.kinds.append(("dim",) + where)
+            else:
+                raise UnsupportedError(f"graph input {i} is a {type(x).__name__}, not a tensor", 3)
+        kinds = self.kinds
+
+        class Mod(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gm = gm
+                for k, v in consts.items():
+                    self.register_buffer(k, v)
+
+            def forward(self, *xs):
+                args = []
+                for k in kinds:
+                    if k[0] == "in":
+                        args.append(xs[k[1]])
+                    elif k[0] == "const":
+                        args.append(getattr(self, k[1]))
+                    else:
+                        args.append(xs[k[1]].shape[k[2]])
+                out = self.gm(*args)
+                return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+        self.module = Mod()
+
+
+def _outputs_are_tensors(gm) -> Optional[str]:
+    import torch
+    for n in gm.graph.nodes:
+        if n.op == "output":
+            outs = n.args[0] if isinstance(n.args[0], (list, tuple)) else (n.args[0],)
+            for k, o in enumerate(outs):
+                ev = o.meta.get("example_value") if hasattr(o, "meta") else None
+                if not isinstance(ev, torch.Tensor):
+                    return f"output {k} is not a tensor"
+    return None
+
+
+def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str, Any]] = None,
+                  **kwargs) -> Callable:
+    """The torch.compile back end (see the module docstring for options)."""
+    import torch
+    opts = dict(options or {})
+    opts.update(kwargs)
+    unknown = set(opts) - _KNOWN
+    if unknown:
+        raise UnsupportedError(f"torch.compile(backend='smelt'): unknown option(s) {sorted(unknown)}; "
+                               f"known: {sorted(_KNOWN)}", 3)
+    precision = opts.get("precision", "fp32")
+    if precision not in PRECISIONS:
+        raise UnsupportedError(f"precision {precision!r}: smelt implements only {', '.join(PRECISIONS)} today", 3)
+    how = opts.get("fallback", "inductor")
+    if how not in ("inductor", "eager"):
+        raise UnsupportedError(f"fallback {how!r}: expected 'inductor' or 'eager'", 3)
+
+    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                       for x in example_inputs):
+        return _fallback(gm, example_inputs, how,
+                         "a training graph (grad is enabled and an input requires grad); "
+                         "run under torch.no_grad() or torch.inference_mode() to use smelt")
+    why = _outputs_are_tensors(gm)
+    if why:
+        return _fallback(gm, example_inputs, how, why)
+    try:
+        frozen = _Frozen(gm, example_inputs)
+        real = [example_inputs[i] for i in frozen.tensor_idx]
+        n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+        in_names = [f"in{j}" for j in range(len(real))]
+        out_names = [f"out{k}" for k in range(n_out)]
+        from .export import export_bytes
+        try:
+            onnx = export_bytes(frozen.module, real, in_names, out_names, frozen.dynamic_axes)
+        except Exception as e:  # the exporter's message names the op
+            raise UnsupportedError(f"ONNX export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}", 3)
+        sess = Session(onnx, mode=opts.get("mode", "default"), threads=opts.get("threads"),
+                       precision=precision, cache_dir=opts.get("cache_dir"),
+                       buckets=opts.get("buckets"), recompile_limit=opts.get("recompile_limit"))
+        if len(sess.output_names) != n_out:
+            raise UnsupportedError(f"the exported model has {len(sess.output_names)} outputs, "
+                                   f"the graph {n_out}", 3)
+    except Exception as e:
+        return _fallback(gm, example_inputs, how, str(e))
+
+    idx = frozen.tensor_idx
+    names = [n for n in in_names if n in set(sess.input_names)]  # the exporter drops unused inputs
+    pick = [idx[int(n[2:])] for n in names]
+    run = sess._s.run
+    from_numpy = torch.from_numpy
+    import numpy as np
+
+    def call(*args):
+        arrays = []
+        for i in pick:
+            t = args[i]
+            if t.requires_grad:
+                t = t.detach()
+            if not t.is_contiguous():
+                t = t.contiguous()
+            arrays.append(t.numpy())
+        return [from_numpy(np.asarray(b)) for b in run(arrays, names)]
+
+    call.smelt_session = sess  # for tests and diagnostics
+    return call

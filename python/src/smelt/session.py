@@ -1,0 +1,179 @@
+"""smelt.Session: a model loaded and prepared for running, over the C API
+(smelt_model_load / smelt_session_create / smelt_session_run)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _smelt
+from .errors import InvalidArgumentError, UnsupportedError
+
+Shape = Tuple[Union[int, str, None], ...]
+
+#: the precisions the library implements today
+PRECISIONS = ("fp32",)
+
+
+class ValueInfo(NamedTuple):
+    """A model input or output: dims are ints, symbolic names (str) or None (unknown)."""
+    name: str
+    dtype: str
+    shape: Optional[Shape]
+
+
+def _dims_string(dims: Union[None, str, Mapping[str, int]]) -> Optional[str]:
+    if dims is None or isinstance(dims, str):
+        return dims
+    return ",".join(f"{k}={int(v)}" for k, v in dims.items())
+
+
+def _buckets_string(buckets: Union[None, str, Mapping[str, Sequence[int]]]) -> Optional[str]:
+    if buckets is None or isinstance(buckets, str):
+        return buckets
+    return ";".join(f"{k}=" + ",".join(str(int(x)) for x in v) for k, v in buckets.items())
+
+
+def _torch():
+    import sys
+    return sys.modules.get("torch")
+
+
+def _as_array(x: Any) -> Tuple[Any, bool]:
+    """An object exporting a C-contiguous buffer over x's memory (no copy when
+    x already is one), and whether x was a torch tensor."""
+    if type(x) is np.ndarray:
+        return (x if x.flags.c_contiguous else np.ascontiguousarray(x)), False
+    torch = _torch()
+    if torch is not None and isinstance(x, torch.Tensor):
+        t = x.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if not t.is_contiguous():
+            t = t.contiguous()
+        if t.dtype == torch.bfloat16:
+            raise UnsupportedError("bfloat16 tensors are not read by smelt's Python API yet", 3)
+        return t.numpy(), True
+    a = np.asarray(x)
+    return (a if a.flags.c_contiguous else np.ascontiguousarray(a)), False
+
+
+class Session:
+    """A model prepared for running.
+
+    Args:
+        model: a path to an .onnx file, or the model's bytes.
+        mode: "eager", "default", "reduce-overhead" or "max-autotune".
+        threads: worker threads (None: the machine's cores).
+        precision: "fp32" (the only precision the library implements today;
+            others raise smelt.UnsupportedError).
+        dims: sizes for symbolic dims, {"batch": 1, "seq": 128} or "batch=1,seq=128";
+            when every input shape is fixed, compiled modes compile at creation.
+        cache_dir: the compiled-kernel cache (None: $SMELT_CACHE_DIR, else
+            $XDG_CACHE_HOME/smelt, else ~/.cache/smelt).
+        dynamic, fullgraph, recompile_limit, buckets: smelt_session_options
+            fields of the same names (buckets: {"input:axis": [64, 128]} or the
+            C string form).
+
+    ``run`` is thread-safe (concurrent calls on one session are allowed) and
+    releases the GIL while smelt runs.
+    """
+
+    def __init__(self, model: Union[str, os.PathLike, bytes, bytearray, memoryview],
+                 mode: str = "default", threads: Optional[int] = None, precision: str = "fp32",
+                 dims: Union[None, str, Mapping[str, int]] = None,
+                 cache_dir: Union[None, str, os.PathLike] = None, *, dynamic: bool = False,
+                 fullgraph: bool = False, recompile_limit: Optional[int] = None,
+                 buckets: Union[None, str, Mapping[str, Sequence[int]]] = None) -> None:
+        if precision not in PRECISIONS:
+            raise UnsupportedError(
+                f"precision {precision!r}: smelt implements only {', '.join(PRECISIONS)} today", 3)
+        if threads is not None and threads < 0:
+            raise InvalidArgumentError(f"threads must be >= 0, got {threads}", 1)
+        self.precision = precision
+        self.mode = mode
+        self._s = _smelt.Session(
+            model if isinstance(model, (bytes, bytearray, memoryview)) else os.fspath(model),
+            mode, int(threads or 0), _dims_string(dims),
+            None if cache_dir is None else os.fspath(cache_dir), _buckets_string(buckets),
+            bool(dynamic), bool(fullgraph), -1 if recompile_limit is None else int(recompile_limit))
+        self._input_names = self._s.input_names
+        self._output_names = self._s.output_names
+
+    # ---- description ----
+    @property
+    def inputs(self) -> List[ValueInfo]:
+        """The model's inputs: name, dtype name ("float32"...), shape."""
+        return [ValueInfo(*v) for v in self._s.value_infos(True)]
+
+    @property
+    def outputs(self) -> List[ValueInfo]:
+        """The model's outputs: name, dtype name, shape."""
+        return [ValueInfo(*v) for v in self._s.value_infos(False)]
+
+    @property
+    def input_names(self) -> Tuple[str, ...]:
+        return self._input_names
+
+    @property
+    def output_names(self) -> Tuple[str, ...]:
+        return self._output_names
+
+    @property
+    def stats(self) -> Dict[str, Any]:
+        """What the session has done so far (smelt_session_get_stats): compiles,
+        cache_hits, eager_fallback, graph_breaks, kernels_generated,
+        compile_seconds, arena_bytes, eager_peak_bytes, prepared_loaded, prepared_saved."""
+        return self._s.stats()
+
+    @property
+    def closed(self) -> bool:
+        return self._s.closed
+
+    # ---- running ----
+    def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> List[Any]:
+        """Runs the model.
+
+        inputs: {name: array} or a list in the model's input order; NumPy
+        arrays, torch tensors (CPU) or anything np.asarray takes.  C-contiguous
+        arrays of a dtype smelt reads are read in place, without a copy.
+
+        Returns the outputs in the model's order: NumPy arrays viewing smelt's
+        buffers (no copy; freed when the last view dies), or torch tensors over
+        the same memory when any input was a torch tensor.
+        """
+        if isinstance(inputs, Mapping):
+            names: Optional[List[str]] = list(inputs.keys())
+            values = list(inputs.values())
+        else:
+            names = None
+            values = inputs
+        arrays = []
+        torch_in = False
+        for v in values:
+            a, t = _as_array(v)
+            arrays.append(a)
+            torch_in |= t
+        bufs = self._s.run(arrays, names)
+        outs = [np.asarray(b) for b in bufs]
+        if torch_in:
+            torch = _torch()
+            return [torch.from_numpy(o) for o in outs]
+        return outs
+
+    __call__ = run
+
+    def close(self) -> None:
+        """Frees the session and its model; later calls raise smelt.Error."""
+        self._s.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"inputs={list(self._input_names)}, outputs={list(self._output_names)}"
+        return f"smelt.Session(mode={self.mode!r}, {state})"

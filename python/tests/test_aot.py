@@ -1,0 +1,53 @@
+"""smelt.compile (ahead of time, saved artifact) and the bench helpers."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import smelt  # noqa: E402
+from smelt import bench  # noqa: E402
+
+
+class Two(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(8, 4)
+
+    def forward(self, x, y):
+        h = self.l(x)
+        return h, torch.relu(h) + y
+
+
+def test_compile_and_save(tmp_path):
+    m = Two().eval()
+    x, y = torch.randn(3, 8), torch.randn(3, 4)
+    c = smelt.compile(m, (x, y), threads=1, save=tmp_path / "art")
+    got = c(x, y)
+    ref = m(x, y)
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, r in zip(got, ref):
+        torch.testing.assert_close(g, r.detach(), rtol=1e-4, atol=1e-5)
+    assert (tmp_path / "art" / "model.onnx").is_file()
+    again = smelt.load(tmp_path / "art", threads=1)
+    for g, r in zip(again(x, y), ref):
+        torch.testing.assert_close(g, r.detach(), rtol=1e-4, atol=1e-5)
+    assert again.stats["compiles"] >= 1
+
+
+def test_compile_single_output_dynamic():
+    m = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.Tanh()).eval()
+    c = smelt.compile(m, torch.randn(2, 8), dynamic_axes={"in0": {0: "batch"}}, threads=1)
+    assert c.session.inputs[0].shape == ("batch", 8)
+    for b in (1, 5):
+        x = torch.randn(b, 8)
+        torch.testing.assert_close(c(x), m(x).detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_bench_stats():
+    med, lo, hi = bench.median_ci([float(i) for i in range(1, 21)])
+    assert med == 10.5 and lo <= med <= hi and lo >= 1 and hi <= 20
+    assert bench.percentile([1.0, 2.0, 3.0], 0.5) == 2.0
+    assert bench.percentile([1.0, 2.0, 3.0], 0.99) == pytest.approx(2.98)
+
+
+def test_bench_cli_rejects_few_runs():
+    with pytest.raises(SystemExit):
+        bench.main(["--runs", "3"])
