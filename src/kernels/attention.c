@@ -233,6 +233,11 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   if (p->D > ((int64_t)1 << 24) || p->Dv > ((int64_t)1 << 24))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "attention: head size %lld is implausible",
                    (long long)(p->D > p->Dv ? p->D : p->Dv));
+  /* The plan hands attention the pool from 0.5 MFLOP (compile/schedule.c);
+   * while workers lack cores, below 0.5 MFLOP x the pool's thread cost it
+   * runs here. */
+  double flops = 4.0 * (double)p->B * (double)p->H * (double)p->Sq * (double)p->Sk * (double)p->D;
+  if (pool_thread_cost(pool) > 1 && flops < 5e5 * pool_thread_cost(pool)) pool = NULL;
   attn_job j = {.p = p, .vm = vmath_for_ops()};
   j.bq = attn_query_block(p->B * p->H, p->Sq, pool_threads(pool));
   j.nqb = (p->Sq + j.bq - 1) / j.bq;

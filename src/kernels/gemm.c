@@ -139,11 +139,15 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * pool.  The rule is per thread, so it holds on 2 cores and on 64: a thread
  * is woken only for work that is several times the cost of handing it over
  * (~1-2 us while the pool's workers spin between regions; the caller runs
- * chunks itself and never waits for a worker that has not started). */
+ * chunks itself and never waits for a worker that has not started); both
+ * sizes grow by pool_thread_cost on a machine with more runnable threads
+ * than cores. */
 #define GEMM_THREAD_BYTES ((double)(128 << 10))
 static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops, double b_bytes) {
   int threads = pool_threads(pool);
-  double by_flops = flops / (double)ar->blk.thread_flops, by_bytes = b_bytes / GEMM_THREAD_BYTES;
+  if (threads <= 1) return 1;
+  double cost = (double)pool_thread_cost(pool); /* > 1 while workers lack cores */
+  double by_flops = flops / ((double)ar->blk.thread_flops * cost), by_bytes = b_bytes / (GEMM_THREAD_BYTES * cost);
   double want = (by_flops > by_bytes ? by_flops : by_bytes) + 1;
   return want < threads ? (int)want : threads;
 }
