@@ -259,25 +259,32 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
     pthread_mutex_unlock(&p->mu);
   }
   int64_t t2 = now_ns();
-  pool_note_join(p, t1 - t0, ran, t2 - t1, t2);
+  pool_note_join(p, t1 - t0, ran, p->n_chunks, t2 - t1, t2);
   pthread_mutex_unlock(&p->job_lock);
 }
 
 /* A worker still inside the job well after the caller ran out of chunks
  * (more than two of the caller's chunks plus 30 us) was descheduled: the
- * machine has more runnable threads than cores.  A late join adds 8
- * points (at most 48), one on time takes 1 off; from 12 points (two late
- * joins close together) the pool is contended until the points fall below
- * 12 or 50 ms pass without a late join. */
+ * machine has more runnable threads than cores.  So, less surely, was one
+ * that took no chunk of a job that kept the caller busy for 20 us (a
+ * spinning worker joins within a microsecond; the wake-up was paid for
+ * nothing).  A late join adds 8 points, an idle worker 4 (at most 48 in
+ * all), a join on time takes 1 off; from 12 points (two late joins, or
+ * three idle ones, close together) the pool is contended until the points
+ * fall below 12 or 50 ms pass without a late or idle join. */
 #define LATE_POINTS 8
+#define IDLE_POINTS 4
 #define CONTENDED_SCORE 12
 #define CONTENDED_NS 50000000LL
-void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t wait_ns, int64_t now) {
+void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n_chunks, int64_t wait_ns,
+                    int64_t now) {
   if (!p) return;
   int64_t per = own_chunks > 0 ? own_ns / own_chunks : own_ns;
-  int score = atomic_load_explicit(&p->late_score, memory_order_relaxed);
-  if (wait_ns > 2 * per + 30000) {
-    score = score + LATE_POINTS > 4 * CONTENDED_SCORE ? 4 * CONTENDED_SCORE : score + LATE_POINTS;
+  int score = atomic_load_explicit(&p->late_score, memory_order_relaxed), add = 0;
+  if (wait_ns > 2 * per + 30000) add = LATE_POINTS;
+  else if (own_chunks >= n_chunks && n_chunks >= 2 && own_ns > 20000) add = IDLE_POINTS;
+  if (add) {
+    score = score + add > 4 * CONTENDED_SCORE ? 4 * CONTENDED_SCORE : score + add;
     atomic_store_explicit(&p->last_late_ns, now, memory_order_relaxed);
   } else if (score > 0) {
     score--;
