@@ -433,6 +433,41 @@ static void emit_body(em *m, const char *name) {
   sb_printf(m->sb, "  }\n}\n");
 }
 
+/* Cost of one element of g relative to a binary Add (two loads, a store):
+ * operands read and written count 1 each, a transcendental function 16 (a
+ * vectorized erf/exp/tanh is a few dozen instructions: GELU runs at 0.6
+ * Gelem/s on one AVX2 core, an Add at several), a division, square root or
+ * reduction 1; other arithmetic hides under the memory traffic. */
+static int64_t elem_cost(const kir_group *g) {
+  int64_t c = g->n_in + g->n_out + g->n_red;
+  for (int i = 0; i < g->n_ex; i++) {
+    const kir_expr *e = &g->ex[i];
+    if (e->op != KX_UNARY && e->op != KX_BINARY) continue;
+    switch (e->fn) {
+    case KF_EXP: case KF_LOG: case KF_ERF: case KF_TANH: case KF_SIGMOID: case KF_SIN: case KF_COS:
+    case KF_SOFTPLUS: case KF_GELU: case KF_GELU_TANH: case KF_MISH: case KF_ELU: case KF_SELU:
+    case KF_CELU: case KF_SWISH: case KF_POW:
+      c += 16;
+      break;
+    case KF_DIV: case KF_SQRT: case KF_RSQRT: case KF_RECIP:
+      c += 1;
+      break;
+    default:
+      break;
+    }
+  }
+  return c;
+}
+
+/* The grain in elements: o->grain is sized for Add-like kernels; costlier
+ * elements earn a thread sooner (a GELU over 32 K elements takes ~50 us on
+ * one core: a task of 65536 would keep it there), cheaper ones never later.
+ * Per task, so it scales with the core count as before. */
+int64_t emit_grain(const kir_group *g, int64_t grain) {
+  int64_t c = elem_cost(g), r = c > 3 ? grain * 3 / c : grain;
+  return r > 0 ? r : 1; /* the kernel divides by it */
+}
+
 static void emit_entry(em *m, const char *name) {
   const kir_loops *lp = m->lp;
   char s[64], L[64];
@@ -440,7 +475,8 @@ static void emit_entry(em *m, const char *name) {
   sb_printf(m->sb, "void %s(void *const *a, const int64_t *p, const smelt_rt *rt) {\n", name);
   sb_printf(m->sb, "  smelt_kctx c = {a, p, 1, 0};\n");
   if (m->o->dynamic) sb_printf(m->sb, "  const int64_t *P = p;\n");
-  sb_printf(m->sb, "  const int64_t L = %s, G = %" PRId64 "LL;\n  int64_t rows = 1;\n", L, m->o->grain);
+  sb_printf(m->sb, "  const int64_t L = %s, G = %" PRId64 "LL;\n  int64_t rows = 1;\n", L,
+            emit_grain(m->g, m->o->grain));
   for (int d = 0; d < lp->nd; d++) sb_printf(m->sb, "  rows *= %s;\n", sz(m, s, sizeof s, lp->od[d], p_od(d)));
   sb_printf(m->sb, "  if (rows <= 0 || L <= 0) return;\n");
   if (m->g->n_red > 0) {

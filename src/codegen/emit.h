@@ -39,6 +39,10 @@ typedef struct emit_opts {
 
 emit_opts emit_opts_default(void);
 
+/* The elements a task of g should at least have, from `grain` (sized for an
+ * Add: two operands read, one written) and what one element of g costs. */
+int64_t emit_grain(const kir_group *g, int64_t grain);
+
 /* Appends kernel `name` for g (whose collapsed loops are lp).  With
  * o->dynamic, params[0..*n_params) receive the values the kernel reads from
  * its parameter block; else *n_params is 0. */

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -61,9 +62,12 @@ void kernel_lib_close(kernel_lib *l) {
   memset(l, 0, sizeof *l);
 }
 
+/* Generated kernels pass the grain they were built with; while the pool's
+ * workers lack cores (pool_thread_cost) tasks must be that much larger. */
 static void rt_parallel_for(void *pool, int64_t n, int64_t grain, void (*fn)(void *, int64_t, int64_t),
                             void *ctx) {
-  pool_parallel_for(pool, n, grain, fn, ctx);
+  int cost = pool_thread_cost(pool);
+  pool_parallel_for(pool, n, grain > INT64_MAX / cost ? INT64_MAX : grain * cost, fn, ctx);
 }
 
 kernel_rt kernel_rt_make(void *pool) {

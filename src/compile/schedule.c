@@ -42,7 +42,10 @@ static int64_t numel_of(const ir_graph *g, int v) {
 
 /* Threads cost microseconds to wake (far more on a busy machine): small
  * library steps run on the calling thread.  Data movement below 256 KB of
- * output, attention below a few MFLOP.  (max-autotune measures instead.) */
+ * output, attention below 0.5 MFLOP (4 x Q's elements x keys): the fused
+ * kernel runs at a few tens of GFLOP/s on short sequences (softmax, small
+ * blocks), so 0.5 MFLOP is already 10-20 us, several times the 1-2 us a
+ * spinning worker takes to join.  (max-autotune measures instead.) */
 static int default_variant(const ir_graph *g, const ir_node *nd) {
   static const char *const moves[] = {"Transpose", "Concat", "Split", "Slice", "Gather", "Pad",
                                       "Expand", "Tile", "Cast", "Where", "ScatterND", NULL};
@@ -50,7 +53,7 @@ static int default_variant(const ir_graph *g, const ir_node *nd) {
   if (!strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Attention") && nd->n_inputs >= 2) {
     const ir_value *q = &g->values[nd->inputs[0]], *k = &g->values[nd->inputs[1]];
     int64_t nq = numel_of(g, nd->inputs[0]), sk = k->rank >= 2 ? k->dims[k->rank - 2] : -1;
-    if (q->rank >= 2 && nq > 0 && sk > 0 && (double)nq * (double)sk * 4.0 < 4e6) return LV_SERIAL;
+    if (q->rank >= 2 && nq > 0 && sk > 0 && (double)nq * (double)sk * 4.0 < 5e5) return LV_SERIAL;
     return LV_POOL;
   }
   for (int i = 0; onnx && moves[i]; i++)

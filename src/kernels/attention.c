@@ -1,6 +1,7 @@
 /* Flash-style attention on the CPU (see attention.h).
  *
- * One task = one (batch, head, block of ATTN_BQ queries).  For each block of
+ * One task = one (batch, head, block of up to ATTN_BQ queries: fewer when
+ * batch x heads alone would leave threads idle, see attn_query_block).  For each block of
  * ATTN_BK keys: S = scale * Q_blk K_blk^T and acc += P V_blk run on the GEMM
  * (single-threaded, inside the task), the softmax between them row by row.
  * Each query row keeps its running max m and sum l; when the max grows, what
@@ -36,7 +37,7 @@ typedef struct attn_scratch {
 typedef struct attn_job {
   const attn_params *p;
   const vmath_kernels *vm;
-  int64_t nqb;
+  int64_t bq, nqb; /* query rows per task (<= ATTN_BQ), blocks per (batch, head) */
   atomic_bool failed;
 } attn_job;
 
@@ -176,9 +177,9 @@ static bool key_block(const attn_params *p, int64_t b, int64_t h, int64_t i0, in
   return !gemm_f32_ex(NULL, &g);
 }
 
-static bool attn_task(const attn_params *p, int64_t t, int64_t nqb, attn_scratch *s) {
+static bool attn_task(const attn_params *p, int64_t t, int64_t bq, int64_t nqb, attn_scratch *s) {
   int64_t qb = t % nqb, bh = t / nqb, h = bh % p->H, b = bh / p->H;
-  int64_t i0 = qb * ATTN_BQ, nq = p->Sq - i0 < ATTN_BQ ? p->Sq - i0 : ATTN_BQ;
+  int64_t i0 = qb * bq, nq = p->Sq - i0 < bq ? p->Sq - i0 : bq;
   for (int64_t r = 0; r < nq; r++) {
     s->m[r] = -INFINITY;
     s->l[r] = 0.f;
@@ -210,8 +211,20 @@ static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
     return;
   }
   for (int64_t t = t0; t < t1; t++)
-    if (!attn_task(j->p, t, j->nqb, &s)) atomic_store(&j->failed, true);
+    if (!attn_task(j->p, t, j->bq, j->nqb, &s)) atomic_store(&j->failed, true);
   scratch_free(&s);
+}
+
+/* Query rows per task: ATTN_BQ, halved (down to ATTN_BQ_MIN) while
+ * batch x heads x query blocks gives fewer than 4 tasks per thread -- batch
+ * 1 with a few heads would otherwise leave threads idle on 8+ cores.  Each
+ * halving costs another pass over K and V per block, so it stops at 16 rows,
+ * where the QK^T product still fills the GEMM's row tiles. */
+#define ATTN_BQ_MIN 16
+int64_t attn_query_block(int64_t bh, int64_t sq, int threads) {
+  int64_t bq = ATTN_BQ;
+  while (bq > ATTN_BQ_MIN && (bq / 2 >= sq || bh * ((sq + bq - 1) / bq) < 4 * (int64_t)threads)) bq /= 2;
+  return bq;
 }
 
 smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
@@ -220,7 +233,14 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   if (p->D > ((int64_t)1 << 24) || p->Dv > ((int64_t)1 << 24))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "attention: head size %lld is implausible",
                    (long long)(p->D > p->Dv ? p->D : p->Dv));
-  attn_job j = {.p = p, .vm = vmath_for_ops(), .nqb = (p->Sq + ATTN_BQ - 1) / ATTN_BQ};
+  /* The plan hands attention the pool from 0.5 MFLOP (compile/schedule.c);
+   * while workers lack cores, below 0.5 MFLOP x the pool's thread cost it
+   * runs here. */
+  double flops = 4.0 * (double)p->B * (double)p->H * (double)p->Sq * (double)p->Sk * (double)p->D;
+  if (pool_thread_cost(pool) > 1 && flops < 5e5 * pool_thread_cost(pool)) pool = NULL;
+  attn_job j = {.p = p, .vm = vmath_for_ops()};
+  j.bq = attn_query_block(p->B * p->H, p->Sq, pool_threads(pool));
+  j.nqb = (p->Sq + j.bq - 1) / j.bq;
   int64_t ntasks = p->B * p->H * j.nqb;
   if (ntasks == 0 || p->Dv == 0) return SMELT_OK;
   pool_parallel_for(pool, ntasks, 1, attn_tasks, &j);

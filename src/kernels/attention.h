@@ -43,4 +43,8 @@ typedef struct attn_params {
  * allocated or a size is negative. */
 smelt_status attention_f32(smelt_pool *pool, const attn_params *p);
 
+/* Query rows per task for bh = batch x heads, sq queries and `threads`
+ * threads (64, down to 16 while there are under 4 tasks per thread). */
+int64_t attn_query_block(int64_t bh, int64_t sq, int threads);
+
 #endif

@@ -108,18 +108,17 @@ typedef struct gemm_arch {
  *   mc: the A block mc x kc (~200 KiB) in L2;
  *   8 Mi of packed B per N chunk, a share of L3;
  *   16 K blocks per pass before packed B is rebuilt;
- *   a thread per 8 MFLOP (~30 us): a pool call waits for every woken worker,
- *   and on a busy machine a worker can take long to get a core. */
+ *   a thread per 2 MFLOP of compute-bound work (see gemm_threads). */
 static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a) {
   memset(a, 0, sizeof *a);
 #ifdef SMELT_X86
   if (isa == ISA_AVX512) {
     *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
                      f32_gemm_smallm_avx512, f32_gemm_direct_8x32_avx512, 8, 32,
-                     {256, 8 * 24, (int64_t)2 << 20, 16, 8000000}};
+                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000}};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
-                     f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 8000000}};
+                     f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000}};
   }
 #endif
   if (!a->ukr) return false;
@@ -165,11 +164,27 @@ bool gemm_layout_for(isa_level isa, const gemm_blocking *blk, int64_t K, int64_t
   return true;
 }
 
-/* Threads worth waking for `flops` of work (see gemm_arch_for). */
-static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops) {
+/* Threads worth waking: one more per thread_flops of compute (2 MFLOP, about
+ * 10-20 us on one core) or per GEMM_THREAD_BYTES of B streamed (memory-bound
+ * small-M products: each core brings its own load bandwidth), capped by the
+ * pool.  The rule is per thread, so it holds on 2 cores and on 64: a thread
+ * is woken only for work that is several times the cost of handing it over
+ * (~1-2 us while the pool's workers spin between regions; the caller runs
+ * chunks itself and never waits for a worker that has not started); both
+ * sizes grow by pool_thread_cost on a machine with more runnable threads
+ * than cores. */
+#define GEMM_THREAD_BYTES ((double)(128 << 10))
+static int gemm_threads(smelt_pool *pool, const gemm_arch *ar, double flops, double b_bytes) {
   int threads = pool_threads(pool);
-  double want = flops / (double)ar->blk.thread_flops + 1;
+  if (threads <= 1) return 1;
+  double cost = (double)pool_thread_cost(pool); /* > 1 while workers lack cores */
+  double by_flops = flops / ((double)ar->blk.thread_flops * cost), by_bytes = b_bytes / (GEMM_THREAD_BYTES * cost);
+  double want = (by_flops > by_bytes ? by_flops : by_bytes) + 1;
   return want < threads ? (int)want : threads;
+}
+
+static double b_bytes_of(const gemm_params *p) {
+  return 4.0 * (double)p->K * (double)p->N;
 }
 
 /* ---- small-M path ---- */
@@ -189,9 +204,8 @@ static void smallm_range(void *vctx, int64_t u0, int64_t u1) {
 static void gemm_small_m(smelt_pool *pool, const gemm_params *p, const gemm_arch *a) {
   smallm_ctx x = {p, a->smallm, 64};
   int64_t units = ceil_div(p->N, x.step);
-  /* Memory-bound (B streamed once): a second core brings its own bandwidth,
-   * so it pays off at a quarter of the compute-bound threshold. */
-  int threads = gemm_threads(pool, a, 4.0 * (double)p->M * (double)p->N * (double)p->K);
+  /* Memory-bound (B streamed once): B's bytes count, not only the FLOPs. */
+  int threads = gemm_threads(pool, a, 2.0 * (double)p->M * (double)p->N * (double)p->K, b_bytes_of(p));
   if (threads <= 1 || units < 2) {
     smallm_range(&x, 0, units);
     return;
@@ -248,7 +262,8 @@ static void direct_strips(void *vctx, int64_t s0, int64_t s1) {
 static void gemm_direct(smelt_pool *pool, const gemm_params *p, const gemm_arch *ar) {
   direct_ctx x = {p, ar};
   int64_t strips = ceil_div(p->N, ar->dnr);
-  int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K);
+  /* Each thread streams its own strips of B (few rows: B is most of the traffic). */
+  int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K, b_bytes_of(p));
   if (threads <= 1 || strips < 2) {
     direct_strips(&x, 0, strips);
     return;
@@ -406,7 +421,7 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   memset(&x, 0, sizeof x);
   x.p = p;
   x.ar = ar;
-  int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K);
+  int threads = gemm_threads(pool, ar, 2.0 * (double)p->M * (double)p->N * (double)p->K, 0);
 
   gemm_layout l;
   layout_of(ar, p->K, p->N, &l);

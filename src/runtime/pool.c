@@ -56,6 +56,11 @@ struct smelt_pool {
   run_ctl *job_ctl; /* the caller's run control (runtime/run_ctl.h): checked before each chunk */
   pool_chunk_observer obs, job_obs; /* set / in force for the current job */
   void *obs_ctx, *job_obs_ctx;
+  /* Contention (see pool_thread_cost): raised when the caller had to wait
+   * for a worker long after finishing its own chunks, lowered by joins on
+   * time.  Written under job_lock, read anywhere. */
+  atomic_int late_score;
+  atomic_int_fast64_t last_late_ns;
 };
 
 static _Thread_local const smelt_pool *in_pool_job;
@@ -100,8 +105,9 @@ static bool job_idle(const smelt_pool *p, uint64_t unused) {
 
 static uint32_t job_tag(uint64_t gen) { return (uint32_t)gen; }
 
-/* Runs chunks of the job tagged `tag` until none is left. */
-static void run_chunks(smelt_pool *p, uint32_t tag) {
+/* Runs chunks of the job tagged `tag` until none is left; how many it ran. */
+static int64_t run_chunks(smelt_pool *p, uint32_t tag) {
+  int64_t ran = 0;
   const smelt_pool *saved = in_pool_job;
   in_pool_job = p;
   bufcache *saved_bufs = bufcache_enter(p->job_bufs);
@@ -110,6 +116,7 @@ static void run_chunks(smelt_pool *p, uint32_t tag) {
     if (p->job_ctl && run_ctl_poll(p->job_ctl)) break;
     uint64_t w = atomic_fetch_add(&p->claim, 1);
     if ((uint32_t)(w >> 32) != tag || (int64_t)(uint32_t)w >= p->n_chunks) break;
+    ran++;
     int64_t b = (int64_t)(uint32_t)w * p->chunk;
     int64_t e = b + p->chunk < p->n ? b + p->chunk : p->n;
     if (!p->job_obs) {
@@ -122,6 +129,7 @@ static void run_chunks(smelt_pool *p, uint32_t tag) {
   }
   bufcache_enter(saved_bufs);
   in_pool_job = saved;
+  return ran;
 }
 
 static void *worker_main(void *arg) {
@@ -178,6 +186,8 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   atomic_init(&p->caller_asleep, false);
   atomic_init(&p->claim, 0);
   atomic_init(&p->busy, 0);
+  atomic_init(&p->late_score, 0);
+  atomic_init(&p->last_late_ns, 0);
   if (n_threads > 1) {
     p->workers = calloc((size_t)n_threads - 1, sizeof(pthread_t));
     if (!p->workers) {
@@ -250,7 +260,9 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
-  run_chunks(p, job_tag(gen));
+  int64_t t0 = now_ns();
+  int64_t ran = run_chunks(p, job_tag(gen));
+  int64_t t1 = now_ns();
   /* Close the job: workers that have not joined yet never will. */
   atomic_store(&p->claim, (uint64_t)(job_tag(gen) ^ 0x80000000u) << 32);
   if (!spin_until(p, job_idle, 0)) {
@@ -260,12 +272,55 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
     atomic_store(&p->caller_asleep, false);
     pthread_mutex_unlock(&p->mu);
   }
+  int64_t t2 = now_ns();
+  pool_note_join(p, t1 - t0, ran, p->n_chunks, t2 - t1, t2);
   pthread_mutex_unlock(&p->job_lock);
 }
 
 bool pool_stopping(void) {
   run_ctl *c = in_pool_job ? in_pool_job->job_ctl : run_ctl_current();
   return c && run_ctl_poll(c);
+}
+
+/* A worker still inside the job well after the caller ran out of chunks
+ * (more than two of the caller's chunks plus 30 us) was descheduled: the
+ * machine has more runnable threads than cores.  So, less surely, was one
+ * that took no chunk of a job that kept the caller busy for 20 us (a
+ * spinning worker joins within a microsecond; the wake-up was paid for
+ * nothing).  A late join adds 8 points, an idle worker 4 (at most 48 in
+ * all), a join on time takes 1 off; from 12 points (two late joins, or
+ * three idle ones, close together) the pool is contended until the points
+ * fall below 12 or 50 ms pass without a late or idle join. */
+#define LATE_POINTS 8
+#define IDLE_POINTS 4
+#define CONTENDED_SCORE 12
+#define CONTENDED_NS 50000000LL
+void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n_chunks, int64_t wait_ns,
+                    int64_t now) {
+  if (!p) return;
+  int64_t per = own_chunks > 0 ? own_ns / own_chunks : own_ns;
+  int score = atomic_load_explicit(&p->late_score, memory_order_relaxed), add = 0;
+  if (wait_ns > 2 * per + 30000) add = LATE_POINTS;
+  else if (own_chunks >= n_chunks && n_chunks >= 2 && own_ns > 20000) add = IDLE_POINTS;
+  if (add) {
+    score = score + add > 4 * CONTENDED_SCORE ? 4 * CONTENDED_SCORE : score + add;
+    atomic_store_explicit(&p->last_late_ns, now, memory_order_relaxed);
+  } else if (score > 0) {
+    score--;
+  }
+  atomic_store_explicit(&p->late_score, score, memory_order_relaxed);
+}
+
+int pool_thread_cost_at(const smelt_pool *p, int64_t now) {
+  if (!p || p->n_threads <= 1) return 1;
+  if (atomic_load_explicit(&p->late_score, memory_order_relaxed) < CONTENDED_SCORE) return 1;
+  int64_t last = atomic_load_explicit(&p->last_late_ns, memory_order_relaxed);
+  return now - last < CONTENDED_NS ? POOL_CONTENDED_COST : 1;
+}
+
+int pool_thread_cost(const smelt_pool *p) {
+  if (!p || p->n_threads <= 1) return 1;
+  return pool_thread_cost_at(p, now_ns());
 }
 
 void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx) {

@@ -33,6 +33,22 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
  * garbage the executor never hands on.  A few ns; false outside such runs. */
 bool pool_stopping(void);
 
+/* How much dearer a thread is than on an idle machine: 1, or
+ * POOL_CONTENDED_COST while workers keep joining late (descheduled: more
+ * runnable threads than cores; see pool_note_join).  Threshold rules that
+ * wake threads for work above some size multiply that size by it, so a
+ * loaded machine runs small steps on the calling thread instead of waiting
+ * for a worker that has no core.  1 for a NULL or one-thread pool. */
+#define POOL_CONTENDED_COST 16
+int pool_thread_cost(const smelt_pool *p);
+int pool_thread_cost_at(const smelt_pool *p, int64_t now_ns);
+/* Records one parallel job's join (what pool_parallel_for does after each
+ * job; exposed for tests): the caller's own time and chunks, the job's
+ * chunks, how long the caller then waited for the workers, and the time
+ * now (CLOCK_MONOTONIC ns). */
+void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n_chunks, int64_t wait_ns,
+                    int64_t now_ns);
+
 /* Profiling: an optional observer told of every chunk a parallel_for runs
  * through the pool's threads (inline calls are not reported), on the thread
  * that ran it, after fn returns, with the chunk's range and its start and end

@@ -44,7 +44,7 @@ static double ref_at(const attn_params *p, int64_t b, int64_t h, int64_t i, int6
   return p->Sk ? acc : 0;
 }
 
-static void run_case(const attn_ref_case *c) {
+static void run_case_threads(const attn_ref_case *c, int threads) {
   int64_t nq = c->B * c->H * c->Sq * c->D, nk = c->B * c->H * c->Sk * c->D, nv = c->B * c->H * c->Sk * c->Dv;
   int64_t no = c->B * c->H * c->Sq * c->Dv, nm = c->B * c->Sq * c->Sk + 1;
   float *q = malloc(sizeof(float) * (size_t)(nq + 1)), *k = malloc(sizeof(float) * (size_t)(nk + 1));
@@ -87,7 +87,7 @@ static void run_case(const attn_ref_case *c) {
     memcpy(p.mask_str, ms, sizeof ms);
   }
   smelt_pool *pool = NULL;
-  CHECK_OK(pool_create(2, &pool));
+  CHECK_OK(pool_create(threads, &pool));
   CHECK_OK(attention_f32(pool, &p));
   double worst = 0;
   int bad_nan = 0;
@@ -102,14 +102,33 @@ static void run_case(const attn_ref_case *c) {
           else if (!(fabs(got - want) <= worst)) worst = isnan(got) ? INFINITY : fabs(got - want);
         }
   if (worst > 2e-5 || bad_nan)
-    fprintf(stderr, "attention B%lld H%lld Sq%lld Sk%lld D%lld: max error %g, %d rows not NaN\n",
-            (long long)c->B, (long long)c->H, (long long)c->Sq, (long long)c->Sk, (long long)c->D, worst, bad_nan);
+    fprintf(stderr, "attention B%lld H%lld Sq%lld Sk%lld D%lld, %d threads: max error %g, %d rows not NaN\n",
+            (long long)c->B, (long long)c->H, (long long)c->Sq, (long long)c->Sk, (long long)c->D, threads,
+            worst, bad_nan);
   CHECK(worst <= 2e-5 && !bad_nan);
   pool_free(pool);
   free(q), free(k), free(v), free(o), free(madd), free(mb);
 }
 
+/* Every case on 1, 2 and 3 threads: the query block shrinks (64, 32, 16)
+ * as threads outnumber batch x heads x blocks, so each size meets the
+ * causal, masked and strided cases. */
+static void run_case(const attn_ref_case *c) {
+  for (int t = 1; t <= 3; t++) run_case_threads(c, t);
+}
+
+static void test_attention_query_block(void) {
+  CHECK(attn_query_block(12, 128, 2) == 64); /* bert_base: 24 tasks already */
+  CHECK(attn_query_block(4, 32, 2) == 16);   /* batch 1, 4 heads: 8 tasks */
+  CHECK(attn_query_block(4, 32, 1) == 32);   /* no more tasks wanted; block no larger than Sq */
+  CHECK(attn_query_block(1, 1, 64) == 16);   /* decode: never under 16 */
+  CHECK(attn_query_block(2, 97, 2) == 32);
+  CHECK(attn_query_block(2, 97, 3) == 16);
+  CHECK(attn_query_block(64, 1000, 64) == 64);
+}
+
 static void test_attention_kernel(void) {
+  test_attention_query_block();
   static const attn_ref_case cases[] = {
       {1, 1, 1, 1, 1, 1, false, false, false, 0},
       {2, 3, 31, 33, 8, 5, false, true, false, 1},   /* blocks of 32 and 64 straddled, Dv != D */
@@ -118,6 +137,8 @@ static void test_attention_kernel(void) {
       {2, 1, 40, 65, 3, 7, false, false, false, 2},   /* bool mask with a finite fill */
       {1, 2, 64, 64, 64, 64, true, false, false, 1},  /* causal + additive, full blocks */
       {1, 1, 3, 0, 4, 4, false, false, false, 0},     /* no keys: zeros */
+      {1, 3, 37, 37, 64, 64, true, true, false, 0},   /* batch 1, few heads: blocks of 16, prime S */
+      {1, 1, 1, 29, 64, 64, true, false, false, 1},   /* a decode step: one query, causal + mask */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
 }

@@ -64,7 +64,54 @@ static void nested(void *ctx, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; i++) pool_parallel_for(p, 10, 1, add_range, NULL);
 }
 
+/* The contention score, fed by hand (no timing): late joins make the pool
+ * dearer, joins on time and the passing of time make it cheap again. */
+static void contention(void) {
+  smelt_pool *p = NULL;
+  CHECK_OK(pool_create(2, &p));
+  int64_t t = 1000000000LL;
+  CHECK(pool_thread_cost_at(p, t) == 1);
+  pool_note_join(p, 100000, 4, 8, 1000, t); /* on time */
+  CHECK(pool_thread_cost_at(p, t) == 1);
+  pool_note_join(p, 100000, 4, 8, 5000000, t); /* one late join: not yet */
+  CHECK(pool_thread_cost_at(p, t) == 1);
+  pool_note_join(p, 100000, 4, 8, 5000000, t + 1000); /* a second */
+  CHECK(pool_thread_cost_at(p, t + 2000) == POOL_CONTENDED_COST);
+  /* a wait within two of the caller's chunks plus 30 us is on time */
+  pool_note_join(p, 400000, 4, 8, 2 * 100000 + 29000, t + 3000);
+  CHECK(pool_thread_cost_at(p, t + 4000) == POOL_CONTENDED_COST);
+  for (int i = 0; i < 16; i++) pool_note_join(p, 100000, 4, 8, 0, t + 5000);
+  CHECK(pool_thread_cost_at(p, t + 6000) == 1); /* recovered by joins on time */
+  pool_note_join(p, 0, 0, 8, 5000000, t + 7000);
+  pool_note_join(p, 0, 0, 8, 5000000, t + 8000);
+  CHECK(pool_thread_cost_at(p, t + 9000) == POOL_CONTENDED_COST);
+  CHECK(pool_thread_cost_at(p, t + 8000 + 60000000LL) == 1); /* 60 ms without a late join */
+  pool_free(p);
+  smelt_pool *one = NULL;
+  CHECK_OK(pool_create(1, &one));
+  for (int i = 0; i < 4; i++) pool_note_join(one, 0, 0, 8, 5000000, t);
+  CHECK(pool_thread_cost_at(one, t) == 1); /* no workers to wait for */
+  pool_free(one);
+  CHECK(pool_thread_cost(NULL) == 1);
+
+  /* a worker that takes no chunk of a 100 us job: three in a row count */
+  CHECK_OK(pool_create(2, &p));
+  pool_note_join(p, 100000, 8, 8, 0, t);
+  pool_note_join(p, 100000, 8, 8, 0, t);
+  CHECK(pool_thread_cost_at(p, t) == 1);
+  pool_note_join(p, 100000, 8, 8, 0, t);
+  CHECK(pool_thread_cost_at(p, t) == POOL_CONTENDED_COST);
+  pool_free(p);
+  /* but not for jobs too short for a worker to join, nor one-chunk jobs */
+  CHECK_OK(pool_create(2, &p));
+  for (int i = 0; i < 8; i++) pool_note_join(p, 15000, 8, 8, 0, t);
+  for (int i = 0; i < 8; i++) pool_note_join(p, 100000, 1, 1, 0, t);
+  CHECK(pool_thread_cost_at(p, t) == 1);
+  pool_free(p);
+}
+
 int main(void) {
+  contention();
   for (int threads = 1; threads <= 4; threads++) {
     smelt_pool *p = NULL;
     CHECK_OK(pool_create(threads, &p));
