@@ -13,7 +13,8 @@ inter_op 1, sequential execution, ORT_ENABLE_ALL graph optimizations).  The
 runtimes take turns of --block timed runs (default 5), each turn after a
 pause (--settle-ms, default 50) and one untimed run, so load from other
 processes on a shared machine falls on both alike; the ratio of the medians
-is what to read.  The pause matters: both runtimes' threads spin for a while
+is what to read.  The runner that goes first rotates every round, so none
+always follows the same other runtime's turn.  The pause matters: both runtimes' threads spin for a while
 after each run (ORT's default, kept here; smelt's SMELT_SPIN_US), which
 would otherwise take the CPU from the other runtime's turn (--ort-no-spin
 turns ORT's spinning off).  Each smelt output is checked
@@ -163,17 +164,19 @@ def bench_model(np, ort, sms, model_dir, args):
         run_ort()
     ts = [[] for _ in runners]
     to = []
-    done = 0
+    calls = [(r.run, ts[k]) for k, r in enumerate(runners)] + [(run_ort, to)]
+    done = rnd = 0
     while done < args.runs:  # turns of `block` timed runs each, after one untimed run
         n = min(args.block, args.runs - done)
-        for k, r in enumerate(runners):
+        # the runner that goes first changes every round: a turn that follows
+        # another runtime's (whose threads may still spin) is not always the same one's
+        for j in range(len(calls)):
+            run, out = calls[(j + rnd) % len(calls)]
             time.sleep(args.settle_ms / 1e3)
-            r.run()
-            ts[k].extend(r.run()[0] for _ in range(n))
-        time.sleep(args.settle_ms / 1e3)
-        run_ort()
-        to.extend(run_ort()[0] for _ in range(n))
+            run()
+            out.extend(run()[0] for _ in range(n))
         done += n
+        rnd += 1
     for r in runners:
         r.close()
     ms, mo = statistics.median(ts[0]) * 1e3, statistics.median(to) * 1e3
