@@ -15,29 +15,12 @@ import os
 import struct
 import sys
 
-
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def field(num, payload):
-    """A length-delimited field (wire type 2)."""
-    if isinstance(payload, str):
-        payload = payload.encode()
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
+from tiny_onnx import f_bytes, f_int  # the protobuf writer shared by the test scripts
 
-
-def vfield(num, value):
-    """A varint field (wire type 0)."""
-    return varint(num << 3) + varint(value)
+field, vfield = f_bytes, f_int  # length-delimited (wire type 2) and varint (wire type 0) fields
 
 
 OPS = ("Neg", "Relu", "Neg")

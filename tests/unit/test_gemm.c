@@ -20,14 +20,8 @@
 #include "kernels/gemm_kernels.h"
 #include "kernels/isa.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint32_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)(rng_state >> 16);
-}
-static float frand(void) { return (float)(rng() % 2001) / 1000.f - 1.f; }
+#define TEST_RNG_SEED 0x9e3779b97f4a7c15ull
+#include "test_rng.h"
 
 static const int64_t DIMS[] = {1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 33, 64, 65, 127, 129, 255, 257};
 #define N_DIMS (int)(sizeof DIMS / sizeof DIMS[0])

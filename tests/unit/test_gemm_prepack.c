@@ -20,14 +20,8 @@
 #include "kernels/isa.h"
 #include "util/err.h"
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint32_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)(rng_state >> 16);
-}
-static float frand(void) { return (float)(rng() % 2001) / 1000.f - 1.f; }
+#define TEST_RNG_SEED 0x2545f4914f6cdd1dull
+#include "test_rng.h"
 
 static float *fill(size_t n, float v, bool random) {
   float *x = malloc(sizeof(float) * (n + 1));
