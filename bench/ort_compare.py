@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/ort_compare.py: eager smelt against ONNX Runtime, side by side in one run.
+"""bench/ort_compare.py: smelt (eager, or --mode M) against ONNX Runtime, side by side in one run.
 
 usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
                             [--block K] [--settle-ms MS] [--ort-no-spin] [--lib build/libsmelt.so]
