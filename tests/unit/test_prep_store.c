@@ -95,16 +95,26 @@ static void write_conv_model(const char *path) {
   free(data);
 }
 
-static double run_diff(smelt_session *s, smelt_session *ref) {
-  static float x[16 * 400], a[8 * 400], b[8 * 400];
-  for (int i = 0; i < 16 * 400; i++) x[i] = sinf((float)i * 0.37f);
-  smelt_tensor in = {.dtype = SMELT_F32, .rank = 4, .dims = {1, 16, 20, 20}, .data = x, .nbytes = sizeof x};
-  smelt_tensor oa = {.dtype = SMELT_F32, .data = a, .nbytes = sizeof a}, ob = oa;
+/* Runs s and ref on the input x (n_x floats, sin-filled with step `step`)
+ * and returns the largest difference of their n_out-float outputs (1e30 if
+ * either run fails). */
+static double max_diff_on(smelt_session *s, smelt_session *ref, smelt_tensor in, float *x, int n_x,
+                          float step, float *a, float *b, int n_out) {
+  for (int i = 0; i < n_x; i++) x[i] = sinf((float)i * step);
+  in.data = x;
+  in.nbytes = (size_t)n_x * sizeof(float);
+  smelt_tensor oa = {.dtype = SMELT_F32, .data = a, .nbytes = (size_t)n_out * sizeof(float)}, ob = oa;
   ob.data = b;
   if (smelt_session_run(s, &in, 1, &oa, 1) || smelt_session_run(ref, &in, 1, &ob, 1)) return 1e30;
   double m = 0;
-  for (int i = 0; i < 8 * 400; i++) m = fmax(m, fabs((double)a[i] - b[i]));
+  for (int i = 0; i < n_out; i++) m = fmax(m, fabs((double)a[i] - b[i]));
   return m;
+}
+
+static double run_diff(smelt_session *s, smelt_session *ref) {
+  static float x[16 * 400], a[8 * 400], b[8 * 400];
+  smelt_tensor in = {.dtype = SMELT_F32, .rank = 4, .dims = {1, 16, 20, 20}};
+  return max_diff_on(s, ref, in, x, 16 * 400, 0.37f, a, b, 8 * 400);
 }
 
 static void test_session(void) {
@@ -200,14 +210,8 @@ static void write_gemm_model(const char *path) {
 
 static double run_gemm_diff(smelt_session *s, smelt_session *ref) {
   static float x[2 * 9 * 40], a[18 * 12], b[18 * 12];
-  for (int i = 0; i < 2 * 9 * 40; i++) x[i] = sinf((float)i * 0.53f);
-  smelt_tensor in = {.dtype = SMELT_F32, .rank = 2, .dims = {18, 40}, .data = x, .nbytes = sizeof x};
-  smelt_tensor oa = {.dtype = SMELT_F32, .data = a, .nbytes = sizeof a}, ob = oa;
-  ob.data = b;
-  if (smelt_session_run(s, &in, 1, &oa, 1) || smelt_session_run(ref, &in, 1, &ob, 1)) return 1e30;
-  double m = 0;
-  for (int i = 0; i < 18 * 12; i++) m = fmax(m, fabs((double)a[i] - b[i]));
-  return m;
+  smelt_tensor in = {.dtype = SMELT_F32, .rank = 2, .dims = {18, 40}};
+  return max_diff_on(s, ref, in, x, 2 * 9 * 40, 0.53f, a, b, 18 * 12);
 }
 
 /* Packed GEMM weights: saved when the session is made, mapped by the next,
