@@ -14,15 +14,10 @@
 #include "runtime/plan_run.h"
 #include "runtime/run_ctl.h"
 #include "runtime/session.h"
+#include "util/env.h"
 #include "util/err.h"
 
 #define DYNAMIC_MAX_PLANS 64
-
-/* Unset, empty or anything but 0/off/no: on. */
-static bool getenv_flag_on(const char *name) {
-  const char *v = getenv(name);
-  return !v || !*v || (strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no"));
-}
 
 smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
   session_compiler *sc = calloc(1, sizeof *sc);
@@ -43,7 +38,7 @@ smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
   bool warn = false;
   cache_open(&sc->cache, s->opts.cache_dir, &warn);
   if (warn) fprintf(stderr, "smelt: warning: compile cache off: %s\n", sc->cache.why_off);
-  if (sc->cache.enabled && getenv_flag_on("SMELT_CACHE_WEIGHTS")) {
+  if (sc->cache.enabled && env_flag_on("SMELT_CACHE_WEIGHTS")) {
     st = prep_store_create(&sc->cache, &sc->prep);
     if (st) {
       session_compiler_free(sc);

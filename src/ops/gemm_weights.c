@@ -8,6 +8,7 @@
 #include "cache/prep_store.h"
 #include "kernels/gemm_kernels.h"
 #include "runtime/op_cache.h"
+#include "util/env.h"
 #include "util/err.h"
 
 /* What a packed operand was made from: the op cache compares it bytewise
@@ -26,8 +27,7 @@ static bool prepack_on(void) {
   static atomic_int on = -1;
   int v = atomic_load_explicit(&on, memory_order_relaxed);
   if (v < 0) {
-    const char *e = getenv("SMELT_GEMM_PREPACK");
-    v = !(e && (!strcmp(e, "0") || !strcmp(e, "off") || !strcmp(e, "no")));
+    v = env_flag_on("SMELT_GEMM_PREPACK");
     atomic_store_explicit(&on, v, memory_order_relaxed);
   }
   return v;
