@@ -117,7 +117,6 @@ class TorchRunner:
         import onnx
         import torch
         from onnx2torch import convert
-        sys.path.insert(0, HERE)
         torch.set_num_threads(threads)
         peers = _load_peers_module()
         module = convert(peers.fold_identity_initializers(onnx.load(path))).eval()
