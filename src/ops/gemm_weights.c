@@ -8,6 +8,7 @@
 #include "cache/prep_store.h"
 #include "kernels/gemm_kernels.h"
 #include "runtime/op_cache.h"
+#include "runtime/run_ctl.h"
 #include "util/env.h"
 #include "util/err.h"
 
@@ -33,24 +34,18 @@ static bool prepack_on(void) {
   return v;
 }
 
-static const gemm_packed *weights(op_cache *cache, smelt_pool *pool, char which, bool trans, int64_t K,
-                                  int64_t mn, const float *W) {
-  if (!cache || !W || K <= 0 || mn <= 0 || !prepack_on()) return NULL;
-  isa_level isa = isa_active();
-  gemm_layout l;
-  if (!gemm_layout_for(isa, NULL, K, which == 'b' ? mn : 0, &l)) return NULL; /* no packed path */
-  gw_key key;
-  memset(&key, 0, sizeof key);
-  key.w = W, key.which = which, key.isa = l.isa, key.trans = trans, key.K = K, key.mn = mn;
-  key.kc = l.kc, key.qk_max = l.qk_max, key.chunk = l.chunk;
-  const gemm_packed *found = op_cache_find(cache, &key, sizeof key);
-  if (found) return found;
+/* Packs W (or maps the copy the prep store kept); NULL when there is no
+ * packed path or no memory (the GEMM then packs per call). */
+static gemm_packed *build(op_cache *cache, smelt_pool *pool, isa_level isa, const gw_key *key, const float *W) {
+  char which = (char)key->which;
+  bool trans = key->trans;
+  int64_t K = key->K, mn = key->mn;
   int64_t n = which == 'b' ? gemm_pack_b_floats(isa, K, mn) : gemm_pack_a_floats(isa, mn, K);
   if (n <= 0) return NULL; /* no packed path */
   gemm_packed *pk = NULL;
   smelt_status st = SMELT_OK;
   prep_key pkey;
-  gw_key desc = key;
+  gw_key desc = *key;
   desc.w = NULL;
   bool stored = cache->store && prep_store_key(cache->store, pool, which == 'b' ? "gemm-b" : "gemm-a", &desc,
                                                sizeof desc, W, sizeof(float) * (size_t)(K * mn),
@@ -71,6 +66,27 @@ static const gemm_packed *weights(op_cache *cache, smelt_pool *pool, char which,
     err_clear();
     return NULL;
   }
+  return pk;
+}
+
+static const gemm_packed *weights(op_cache *cache, smelt_pool *pool, char which, bool trans, int64_t K,
+                                  int64_t mn, const float *W) {
+  if (!cache || !W || K <= 0 || mn <= 0 || !prepack_on()) return NULL;
+  isa_level isa = isa_active();
+  gemm_layout l;
+  if (!gemm_layout_for(isa, NULL, K, which == 'b' ? mn : 0, &l)) return NULL; /* no packed path */
+  gw_key key;
+  memset(&key, 0, sizeof key);
+  key.w = W, key.which = which, key.isa = l.isa, key.trans = trans, key.K = K, key.mn = mn;
+  key.kc = l.kc, key.qk_max = l.qk_max, key.chunk = l.chunk;
+  const gemm_packed *found = op_cache_find(cache, &key, sizeof key);
+  if (found) return found;
+  /* kept for later runs (and maybe on disk): a run stopping now must not
+   * cut it short, or the pool would skip chunks and leave garbage cached */
+  run_ctl *saved_ctl = run_ctl_enter(NULL);
+  gemm_packed *pk = build(cache, pool, isa, &key, W);
+  run_ctl_enter(saved_ctl);
+  if (!pk) return NULL;
   const gemm_packed *kept = op_cache_add(cache, &key, sizeof key, pk, gemm_packed_free_v);
   if (!kept) gemm_packed_free(pk);
   return kept;
