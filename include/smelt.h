@@ -19,6 +19,31 @@
 extern "C" {
 #endif
 
+/* The library's version.  These three lines are the one place it is written:
+ * CMakeLists.txt (project VERSION, the shared library's SOVERSION, smelt.pc)
+ * and python/pyproject.toml read them from here.  smelt_version() returns
+ * SMELT_VERSION as the library was built, so a program can compare the header
+ * it was compiled with against the library it runs with. */
+#define SMELT_VERSION_MAJOR 0
+#define SMELT_VERSION_MINOR 2
+#define SMELT_VERSION_PATCH 0
+#define SMELT_VERSION_STR_(x) #x
+#define SMELT_VERSION_XSTR_(x) SMELT_VERSION_STR_(x)
+/* "MAJOR.MINOR.PATCH" */
+#define SMELT_VERSION                                                              \
+  SMELT_VERSION_XSTR_(SMELT_VERSION_MAJOR) "." SMELT_VERSION_XSTR_(SMELT_VERSION_MINOR) "." \
+  SMELT_VERSION_XSTR_(SMELT_VERSION_PATCH)
+/* One number for #if: MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define SMELT_VERSION_NUMBER (SMELT_VERSION_MAJOR * 10000 + SMELT_VERSION_MINOR * 100 + SMELT_VERSION_PATCH)
+
+/* Marks the public functions: the shared library is built with hidden
+ * visibility, so these are the only symbols it exports. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SMELT_API __attribute__((visibility("default")))
+#else
+#define SMELT_API
+#endif
+
 #define SMELT_MAX_RANK 12
 
 typedef enum smelt_status {
@@ -137,44 +162,44 @@ typedef struct smelt_session_stats {
 } smelt_session_stats;
 
 /* ---- library ---- */
-const char *smelt_version(void);
+SMELT_API const char *smelt_version(void);
 /* The message of the calling thread's last failure ("" if none).  Valid until
  * the thread's next smelt call that fails. */
-const char *smelt_last_error(void);
-const char *smelt_status_name(smelt_status s);
-const char *smelt_dtype_name(smelt_dtype t);
+SMELT_API const char *smelt_last_error(void);
+SMELT_API const char *smelt_status_name(smelt_status s);
+SMELT_API const char *smelt_dtype_name(smelt_dtype t);
 /* Bytes per element, 0 for string and sub-byte types.  Sub-byte types (int4,
  * uint4, float4e2m1: two per byte; int2, uint2: four per byte) are packed, the
  * first element in the low bits, as ONNX stores them: a tensor of n elements
  * takes ceil(n * bits / 8) bytes (smelt_tensor.nbytes). */
-size_t smelt_dtype_size(smelt_dtype t);
+SMELT_API size_t smelt_dtype_size(smelt_dtype t);
 
 /* ---- models ---- */
 /* Loads an ONNX model.  The file is memory-mapped; weights are viewed in place.
  * On success *out is owned by the caller: free with smelt_model_free. */
-smelt_status smelt_model_load(const char *path, smelt_model **out);
+SMELT_API smelt_status smelt_model_load(const char *path, smelt_model **out);
 /* Loads an ONNX model from memory (len bytes at data).  The model keeps its own
  * copy, so data may be freed after the call.  External data is not allowed
  * (there is no folder to resolve it in).  Free with smelt_model_free. */
-smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out);
-void smelt_model_free(smelt_model *m);
-int smelt_model_num_inputs(const smelt_model *m);
-int smelt_model_num_outputs(const smelt_model *m);
+SMELT_API smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out);
+SMELT_API void smelt_model_free(smelt_model *m);
+SMELT_API int smelt_model_num_inputs(const smelt_model *m);
+SMELT_API int smelt_model_num_outputs(const smelt_model *m);
 /* Fills *info for input/output i.  Strings in *info are owned by the model. */
-smelt_status smelt_model_input(const smelt_model *m, int i, smelt_value_info *info);
-smelt_status smelt_model_output(const smelt_model *m, int i, smelt_value_info *info);
+SMELT_API smelt_status smelt_model_input(const smelt_model *m, int i, smelt_value_info *info);
+SMELT_API smelt_status smelt_model_output(const smelt_model *m, int i, smelt_value_info *info);
 
 /* ---- sessions ---- */
-smelt_session_options smelt_session_options_default(void);
+SMELT_API smelt_session_options smelt_session_options_default(void);
 /* Creates a session (thread pool, prepared plan) for a model.  opts may be NULL
  * for defaults.  The model must outlive the session. */
-smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
-                                  smelt_session **out);
-void smelt_session_free(smelt_session *s);
-smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out);
+SMELT_API smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
+                                            smelt_session **out);
+SMELT_API void smelt_session_free(smelt_session *s);
+SMELT_API smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out);
 /* Parses "eager", "default", "reduce-overhead", "max-autotune". */
-smelt_status smelt_mode_parse(const char *name, smelt_mode *out);
-const char *smelt_mode_name(smelt_mode m);
+SMELT_API smelt_status smelt_mode_parse(const char *name, smelt_mode *out);
+SMELT_API const char *smelt_mode_name(smelt_mode m);
 
 /* Runs the model.  inputs: n_inputs tensors, matched by name when name is set,
  * else by position among the model's inputs; every input must be given.
@@ -183,8 +208,8 @@ const char *smelt_mode_name(smelt_mode m);
  * data and fills the descriptor; the caller frees it with smelt_tensor_release.
  * An output whose data is set must have the right dtype and nbytes; smelt
  * writes into it.  Thread-safe: concurrent calls on one session are allowed. */
-smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
-                               smelt_tensor *outputs, size_t n_outputs);
+SMELT_API smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
+                                         smelt_tensor *outputs, size_t n_outputs);
 /* ---- run options: cancellation and deadlines ----
  * Like ONNX Runtime's RunOptions with its terminate flag.  A run given
  * options stops early when *cancel becomes non-zero (set it from any thread,
@@ -204,22 +229,22 @@ typedef struct smelt_run_options {
   const volatile int *cancel; /* non-NULL: the run stops once *cancel != 0; NULL = none */
 } smelt_run_options;
 
-smelt_run_options smelt_run_options_default(void);
+SMELT_API smelt_run_options smelt_run_options_default(void);
 /* smelt_session_run with options (NULL = none: the same as smelt_session_run). */
-smelt_status smelt_session_run_with(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
-                                    smelt_tensor *outputs, size_t n_outputs,
-                                    const smelt_run_options *options);
+SMELT_API smelt_status smelt_session_run_with(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
+                                              smelt_tensor *outputs, size_t n_outputs,
+                                              const smelt_run_options *options);
 
 /* Frees data that smelt allocated for an output and clears the descriptor. */
-void smelt_tensor_release(smelt_tensor *t);
+SMELT_API void smelt_tensor_release(smelt_tensor *t);
 
 /* ---- tensor files ---- */
 /* Reads a tensor from a .npy (v1-v3, C order) or ONNX TensorProto .pb file,
  * chosen by the file's contents.  out->name is set to NULL.  The caller frees
  * the data with smelt_tensor_release. */
-smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
+SMELT_API smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
 /* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed. */
-smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
+SMELT_API smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
 
 #ifdef __cplusplus
 }
