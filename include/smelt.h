@@ -123,7 +123,32 @@ typedef enum smelt_mode {
   SMELT_MODE_MAX_AUTOTUNE
 } smelt_mode;
 
+/* ---- logging ----
+ * The library writes nothing to stderr (or anywhere) on its own: what it has
+ * to say -- a warning (no C compiler, compile cache off, recompile limit
+ * reached, prepared weights not cached), progress (max-autotune timing its
+ * variants) -- goes to the log callback of the session's options, if any.
+ * A message is one line without a trailing newline and without a "smelt:"
+ * prefix; it is valid during the call only.  The callback may be called from
+ * any thread that calls into the session (and from the session's worker
+ * threads), concurrently: it must be thread-safe and must not call back into
+ * the session. */
+typedef enum smelt_log_level {
+  SMELT_LOG_ERROR = 0,   /* something failed that the call itself does not report */
+  SMELT_LOG_WARNING = 1, /* the session goes on, but not as asked (slower, uncached...) */
+  SMELT_LOG_INFO = 2,    /* progress of long work (max-autotune) */
+  SMELT_LOG_DEBUG = 3    /* detail for smelt's developers */
+} smelt_log_level;
+
+typedef void (*smelt_log_fn)(smelt_log_level level, const char *message, void *user);
+
 typedef struct smelt_session_options {
+  /* sizeof(smelt_session_options), set by smelt_session_options_default():
+   * start from it.  A size below the first released layout (0.2.0: this
+   * one) is refused with SMELT_ERR_INVALID_ARGUMENT; a bigger one (a caller
+   * built against a later header) is read up to the fields this library
+   * knows. */
+  size_t struct_size;
   int threads;         /* worker threads; 0 = the machine's cores */
   smelt_mode mode;     /* execution mode */
   int fullgraph;       /* compiled modes: any graph break is an error */
@@ -145,10 +170,25 @@ typedef struct smelt_session_options {
    * ulimit -v.
    * SIZE_MAX: no budget. */
   size_t max_memory;
+  /* Where the session's messages go (see smelt_log_level).  NULL (the
+   * default): nowhere.  smelt_log_stderr prints them as the CLI does. */
+  smelt_log_fn log;
+  void *log_user; /* passed to log unchanged */
+  /* Messages of this level and more severe are passed to log (default
+   * SMELT_LOG_INFO).  $SMELT_LOG_LEVEL (error, warning, info or debug), when
+   * set, overrides it; another value is refused by smelt_session_create. */
+  smelt_log_level log_level;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */
 typedef struct smelt_session_stats {
+  /* Set by the caller to sizeof(smelt_session_stats) before
+   * smelt_session_get_stats (smelt_session_stats st = {.struct_size = sizeof st};).  The
+   * library writes no byte past it: an older caller's smaller struct gets the
+   * fields it has, a newer caller's bigger one gets the fields this library
+   * knows and zeros after them.  Below the first released layout (0.2.0:
+   * this one): SMELT_ERR_INVALID_ARGUMENT. */
+  size_t struct_size;
   int compiles;            /* specializations compiled (cold or from cache) */
   int cache_hits;          /* of those, loaded from the on-disk cache */
   int eager_fallback;      /* 1 once the recompile limit sent this session to eager */
@@ -190,12 +230,19 @@ SMELT_API smelt_status smelt_model_input(const smelt_model *m, int i, smelt_valu
 SMELT_API smelt_status smelt_model_output(const smelt_model *m, int i, smelt_value_info *info);
 
 /* ---- sessions ---- */
+/* struct_size set, threads 0, eager, recompile_limit 8, no log callback,
+ * log_level SMELT_LOG_INFO, everything else zero/NULL. */
 SMELT_API smelt_session_options smelt_session_options_default(void);
+/* A ready-made smelt_log_fn: writes "smelt: warning: MESSAGE" (warnings),
+ * "smelt: error: MESSAGE" (errors) or "smelt: MESSAGE" (info, debug) and a
+ * newline to stderr, one line per write.  user is ignored. */
+SMELT_API void smelt_log_stderr(smelt_log_level level, const char *message, void *user);
 /* Creates a session (thread pool, prepared plan) for a model.  opts may be NULL
  * for defaults.  The model must outlive the session. */
 SMELT_API smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
                                             smelt_session **out);
 SMELT_API void smelt_session_free(smelt_session *s);
+/* Fills *out up to out->struct_size (set it first: see smelt_session_stats). */
 SMELT_API smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out);
 /* Parses "eager", "default", "reduce-overhead", "max-autotune". */
 SMELT_API smelt_status smelt_mode_parse(const char *name, smelt_mode *out);

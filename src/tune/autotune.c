@@ -16,6 +16,7 @@
 #include "compile/gemm_step.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
+#include "util/log.h"
 
 #define TUNE_RUNS 5
 
@@ -73,12 +74,13 @@ static void save_choices(const compiled_plan *p, const compile_options *o, const
 }
 
 /* Times every variant index v (steps with fewer variants run their first). */
-static smelt_status measure(compiled_plan *p, tensor *const *inputs, int max_v, double *best_t) {
+static smelt_status measure(compiled_plan *p, tensor *const *inputs, const compile_options *o, int max_v,
+                            double *best_t) {
   double *acc = malloc(sizeof(double) * ((size_t)p->n_steps + 1));
   if (!acc) return err_nomem("tuning times", sizeof(double) * (size_t)p->n_steps);
   smelt_status s = SMELT_OK;
   for (int v = 0; !s && v < max_v; v++) {
-    fprintf(stderr, "smelt: max-autotune: timing variant %d of %d on %d steps\n", v + 1, max_v, p->n_steps);
+    log_msg(o->log, SMELT_LOG_INFO, "max-autotune: timing variant %d of %d on %d steps", v + 1, max_v, p->n_steps);
     for (int i = 0; i < p->n_steps; i++) set_variant(&p->steps[i], v);
     s = plan_run_timed(p, inputs, NULL, NULL); /* warm-up */
     for (int i = 0; i < p->n_steps; i++) best_t[i * 8 + v] = 1e30;
@@ -117,7 +119,7 @@ smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const compil
     for (int i = 0; i < p->n_steps; i++)
       if (n_variants(&p->steps[i]) > max_v) max_v = n_variants(&p->steps[i]);
     if (max_v > 8) max_v = 8;
-    s = measure(p, inputs, max_v, t);
+    s = measure(p, inputs, o, max_v, t);
     for (int i = 0; !s && i < p->n_steps; i++) {
       int best = 0;
       for (int v = 1; v < n_variants(&p->steps[i]) && v < max_v; v++)

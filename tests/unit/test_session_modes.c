@@ -69,7 +69,7 @@ static void test_recompile_limit(void) {
   if (!s) return;
   for (int b = 1; b <= 4; b++) CHECK(same_as_eager(s, b, (unsigned)b));
   CHECK(same_as_eager(s, 1, 99)); /* an old shape still runs its plan */
-  smelt_session_stats st;
+  smelt_session_stats st = {.struct_size = sizeof st};
   CHECK_OK(smelt_session_get_stats(s, &st));
   CHECK(st.compiles == 2 && st.eager_fallback == 1);
   smelt_session_free(s);
@@ -79,7 +79,7 @@ static void test_buckets(void) {
   smelt_session *s = make(SMELT_MODE_DEFAULT, 8, "x:0=4,8");
   if (!s) return;
   for (int b = 1; b <= 8; b++) CHECK(same_as_eager(s, b, 7u * (unsigned)b));
-  smelt_session_stats st;
+  smelt_session_stats st = {.struct_size = sizeof st};
   CHECK_OK(smelt_session_get_stats(s, &st));
   CHECK(st.compiles == 2); /* batches 1-4 share size 4, 5-8 size 8 */
   smelt_session_free(s);
@@ -101,7 +101,7 @@ static void test_dims(void) {
   o.dims = "batch=3";
   smelt_session *s = NULL;
   CHECK_OK(smelt_session_create(model, &o, &s));
-  smelt_session_stats st;
+  smelt_session_stats st = {.struct_size = sizeof st};
   CHECK_OK(smelt_session_get_stats(s, &st));
   CHECK(st.compiles == 1); /* before any run */
   CHECK(same_as_eager(s, 3, 11));
@@ -156,7 +156,7 @@ static void test_concurrent(smelt_mode mode) {
     bad += w[i].bad;
   }
   CHECK(bad == 0);
-  smelt_session_stats st;
+  smelt_session_stats st = {.struct_size = sizeof st};
   CHECK_OK(smelt_session_get_stats(s, &st));
   CHECK(st.compiles == 4); /* each batch size compiled once, whatever the races */
   smelt_session_free(s);
@@ -222,7 +222,7 @@ static void test_concurrent_kernels(const char *path) {
     bad += w[i].bad;
   }
   CHECK(bad == 0);
-  smelt_session_stats st;
+  smelt_session_stats st = {.struct_size = sizeof st};
   CHECK_OK(smelt_session_get_stats(s, &st));
   CHECK(st.compiles == 2 && st.kernels_generated > 0);
   smelt_session_free(s);
