@@ -91,8 +91,16 @@ typedef enum smelt_dtype {
   SMELT_DTYPE_COUNT
 } smelt_dtype;
 
-/* A tensor view: a plain descriptor, not owned by smelt unless a function says so.
- * Data is dense, row-major (C order).  name is optional (NULL = by position). */
+/* Who owns a tensor's data. */
+typedef enum smelt_owner {
+  SMELT_OWNER_CALLER = 0, /* the caller's memory: smelt never frees it (what {0} gives) */
+  SMELT_OWNER_SMELT = 1   /* allocated by smelt (an output, smelt_tensor_load): free with smelt_tensor_release */
+} smelt_owner;
+
+/* A tensor view: a plain descriptor.  Data is dense, row-major (C order).
+ * name is optional (NULL = by position).  owner says whose data it is: set
+ * SMELT_OWNER_CALLER (0) for data you give; smelt sets SMELT_OWNER_SMELT on
+ * every descriptor whose data it allocates. */
 typedef struct smelt_tensor {
   const char *name;
   smelt_dtype dtype;
@@ -100,6 +108,7 @@ typedef struct smelt_tensor {
   int64_t dims[SMELT_MAX_RANK];
   void *data;
   size_t nbytes;
+  smelt_owner owner;
 } smelt_tensor;
 
 /* Description of a model input or output.  dims[i] < 0 means the dimension is
@@ -252,9 +261,13 @@ SMELT_API const char *smelt_mode_name(smelt_mode m);
  * else by position among the model's inputs; every input must be given.
  * outputs: n_outputs descriptors, matched the same way (n_outputs may be fewer
  * than the model has).  For each output whose data is NULL, smelt allocates the
- * data and fills the descriptor; the caller frees it with smelt_tensor_release.
- * An output whose data is set must have the right dtype and nbytes; smelt
- * writes into it.  Thread-safe: concurrent calls on one session are allowed. */
+ * data and fills the descriptor (owner SMELT_OWNER_SMELT); the caller frees it
+ * with smelt_tensor_release.  An output whose data is set must have the right
+ * dtype and nbytes; smelt writes into it (its owner is left as it is).
+ * All or none: when the run fails at any point, no output descriptor is
+ * filled and whatever smelt allocated for them is freed (a caller-owned
+ * buffer holds unspecified bytes).  Thread-safe: concurrent calls on one
+ * session are allowed. */
 SMELT_API smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
                                          smelt_tensor *outputs, size_t n_outputs);
 /* ---- run options: cancellation and deadlines ----
@@ -282,13 +295,14 @@ SMELT_API smelt_status smelt_session_run_with(smelt_session *s, const smelt_tens
                                               smelt_tensor *outputs, size_t n_outputs,
                                               const smelt_run_options *options);
 
-/* Frees data that smelt allocated for an output and clears the descriptor. */
+/* Frees the data if smelt owns it (owner SMELT_OWNER_SMELT; the caller's
+ * data is never freed) and clears the descriptor (all zero).  NULL: nothing. */
 SMELT_API void smelt_tensor_release(smelt_tensor *t);
 
 /* ---- tensor files ---- */
 /* Reads a tensor from a .npy (v1-v3, C order) or ONNX TensorProto .pb file,
- * chosen by the file's contents.  out->name is set to NULL.  The caller frees
- * the data with smelt_tensor_release. */
+ * chosen by the file's contents.  out->name is set to NULL, out->owner to
+ * SMELT_OWNER_SMELT.  The caller frees the data with smelt_tensor_release. */
 SMELT_API smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
 /* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed. */
 SMELT_API smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
