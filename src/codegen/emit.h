@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "compile/kir.h"
+#include "codegen/kir.h"
 
 #define EMIT_ABI 1
 #define EMIT_MAX_PARAMS (2 + SMELT_MAX_RANK * (2 * KIR_MAX_OPERANDS + 1))

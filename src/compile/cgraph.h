@@ -3,7 +3,7 @@
 #ifndef SMELT_COMPILE_CGRAPH_H
 #define SMELT_COMPILE_CGRAPH_H
 
-#include "compile/kir.h"
+#include "codegen/kir.h"
 #include "ir/ir.h"
 
 typedef enum cn_kind {

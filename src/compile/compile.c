@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "compile/gemm_step.h"
-#include "runtime/op_cache.h"
+#include "runtime/gemm_step.h"
+#include "ops/op_cache.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
 #include "util/file.h"

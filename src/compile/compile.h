@@ -18,7 +18,7 @@
 #include "codegen/cc.h"
 #include "compile/cgraph.h"
 #include "compile/fuse.h"
-#include "compile/plan.h"
+#include "plan/plan.h"
 
 typedef struct compile_options {
   smelt_mode mode;

@@ -28,8 +28,8 @@
 #include "ops/gemm_weights.h"
 #include "ops/conv_core.h"
 #include "ops/nn_util.h"
-#include "runtime/op_cache.h"
-#include "runtime/run_ctl.h"
+#include "ops/op_cache.h"
+#include "parallel/run_ctl.h"
 #include "util/err.h"
 
 typedef struct conv_geom {

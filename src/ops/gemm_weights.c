@@ -7,8 +7,8 @@
 
 #include "cache/prep_store.h"
 #include "kernels/gemm_kernels.h"
-#include "runtime/op_cache.h"
-#include "runtime/run_ctl.h"
+#include "ops/op_cache.h"
+#include "parallel/run_ctl.h"
 #include "util/env.h"
 #include "util/err.h"
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "passes/rewrite.h"
-#include "runtime/node_run.h"
+#include "ops/node_run.h"
 #include "util/err.h"
 
 #define FOLD_MAX_BYTES ((size_t)16 << 20)

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "compile/gemm_step.h"
-#include "runtime/node_run.h"
-#include "runtime/op_cache.h"
-#include "runtime/run_ctl.h"
+#include "runtime/gemm_step.h"
+#include "ops/node_run.h"
+#include "ops/op_cache.h"
+#include "parallel/run_ctl.h"
 #include "util/err.h"
 #include "util/membudget.h"
 

@@ -13,7 +13,7 @@
 
 #include "cache/keys.h"
 #include "compile/compile.h"
-#include "compile/gemm_step.h"
+#include "runtime/gemm_step.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
 

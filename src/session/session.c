@@ -1,13 +1,13 @@
 /* Sessions: create (validate, plan, thread pool) and run. */
-#include "runtime/session.h"
+#include "session/session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/prep_store.h"
-#include "compile/session_compile.h"
-#include "runtime/node_run.h"
+#include "session/session_compile.h"
+#include "ops/node_run.h"
 #include "util/bufcache.h"
 #include "util/err.h"
 #include "util/quote.h"

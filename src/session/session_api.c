@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/run_ctl.h"
-#include "runtime/session.h"
+#include "parallel/run_ctl.h"
+#include "session/session.h"
 #include "util/bufcache.h"
 #include "util/err.h"
 #include "util/quote.h"

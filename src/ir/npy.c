@@ -1,4 +1,4 @@
-#include "util/npy.h"
+#include "ir/npy.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

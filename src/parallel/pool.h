@@ -1,7 +1,7 @@
 /* A thread pool owned by a session.  Workers sleep on a condition variable
  * between jobs: no spinning while idle. */
-#ifndef SMELT_RUNTIME_POOL_H
-#define SMELT_RUNTIME_POOL_H
+#ifndef SMELT_PARALLEL_POOL_H
+#define SMELT_PARALLEL_POOL_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,13 +21,13 @@ int pool_machine_cores(void);
  * least `grain` items.  A NULL pool runs fn(ctx, 0, n) inline.  Safe to call
  * from several threads at once (calls are serialized), and from inside fn
  * (nested calls run inline).  Called in a run that can be stopped (a
- * run_ctl is current, runtime/run_ctl.h), chunks not yet started when the run
+ * run_ctl is current, parallel/run_ctl.h), chunks not yet started when the run
  * stops are skipped: the caller's executor then fails the run. */
 void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
                        void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
 
 /* True when the run this thread works for has stopped (cancelled or past its
- * deadline, runtime/run_ctl.h): inside a pool job, the job's run; otherwise
+ * deadline, parallel/run_ctl.h): inside a pool job, the job's run; otherwise
  * the calling thread's.  For kernels whose chunks are long (a work loop per
  * thread): check between items and return early; what is left unwritten is
  * garbage the executor never hands on.  A few ns; false outside such runs. */

@@ -4,14 +4,14 @@
  * on the real shapes, remembered per shape).  Opt-in: padding changes what a
  * model computes unless it masks the padding (an attention mask of zeros
  * does), so it is the user's call. */
-#include "compile/bucket.h"
+#include "session/bucket.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile/session_compile.h"
-#include "runtime/session.h"
+#include "session/session_compile.h"
+#include "session/session.h"
 #include "util/err.h"
 #include "util/quote.h"
 

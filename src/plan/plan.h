@@ -6,8 +6,8 @@
  * only known at run time (after a graph break) — in the run's dynamic table.
  * Steps are generated kernels, library kernels (an op's run function on
  * arena buffers) and graph breaks (node_run, allocating). */
-#ifndef SMELT_COMPILE_PLAN_H
-#define SMELT_COMPILE_PLAN_H
+#ifndef SMELT_PLAN_PLAN_H
+#define SMELT_PLAN_PLAN_H
 
 #include <pthread.h>
 
@@ -50,7 +50,7 @@ typedef struct pstep {
   int64_t *params; /* kernel, dynamic mode */
   int n_params;
   bool zero_out;   /* library: clear outputs first (kernels that accumulate) */
-  struct gemm_step *gemm; /* library: a GEMM the plan runs itself (compile/gemm_step.h), else NULL */
+  struct gemm_step *gemm; /* library: a GEMM the plan runs itself (runtime/gemm_step.h), else NULL */
   bool lib_alt;    /* kernel of one node (a window) that can also run its library op */
   bool use_lib;    /* ...and max-autotune found the library op faster */
   int variant;     /* library: lib_variant, or the GEMM step variant */
@@ -70,7 +70,7 @@ typedef struct compiled_plan {
   pstep *steps;
   int n_steps;
   vloc *loc;         /* per value of g */
-  struct op_cache *caches; /* per node of g: weights library ops prepare once (runtime/op_cache.h) */
+  struct op_cache *caches; /* per node of g: weights library ops prepare once (ops/op_cache.h) */
   struct op_cache *shared_cache; /* the session's, shared by its plans (NULL: use caches) */
   size_t arena_bytes;
   kernel_lib lib;

@@ -1,6 +1,6 @@
 /* Session internals shared by the C API and the CLI's measurements. */
-#ifndef SMELT_RUNTIME_SESSION_H
-#define SMELT_RUNTIME_SESSION_H
+#ifndef SMELT_SESSION_SESSION_H
+#define SMELT_SESSION_SESSION_H
 
 #include "onnx/model_internal.h"
 #include <pthread.h>
@@ -15,7 +15,7 @@ struct smelt_session {
   smelt_session_stats stats; /* guarded by stats_lock */
   pthread_mutex_t stats_lock;
   struct bufcache *bufs; /* large blocks kept between runs (util/bufcache.h) */
-  struct session_compiler *sc; /* compiled modes (compile/session_compile.h); NULL in eager */
+  struct session_compiler *sc; /* compiled modes (session/session_compile.h); NULL in eager */
 };
 
 /* smelt_session_create; compile_declared false: a model whose input shapes

@@ -1,4 +1,4 @@
-#include "runtime/run_ctl.h"
+#include "parallel/run_ctl.h"
 
 #include <math.h>
 #include <string.h>

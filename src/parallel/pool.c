@@ -5,9 +5,9 @@
  * session costs no CPU once the spin has run out.  The caller waits for the
  * workers the same way.  One job at a time (callers serialize on job_lock);
  * work is split into chunks claimed with an atomic counter.  A job made
- * inside a run that can be stopped (runtime/run_ctl.h) checks the run before
+ * inside a run that can be stopped (parallel/run_ctl.h) checks the run before
  * each chunk and leaves the rest undone once it has stopped. */
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/run_ctl.h"
+#include "parallel/run_ctl.h"
 #include "util/bufcache.h"
 #include "util/err.h"
 
@@ -53,7 +53,7 @@ struct smelt_pool {
   atomic_uint_fast64_t claim;
   atomic_int busy; /* workers inside the current job */
   struct bufcache *job_bufs; /* the caller's buffer cache, current in workers during the job */
-  run_ctl *job_ctl; /* the caller's run control (runtime/run_ctl.h): checked before each chunk */
+  run_ctl *job_ctl; /* the caller's run control (parallel/run_ctl.h): checked before each chunk */
   pool_chunk_observer obs, job_obs; /* set / in force for the current job */
   void *obs_ctx, *job_obs_ctx;
   /* Contention (see pool_thread_cost): raised when the caller had to wait

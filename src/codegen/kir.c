@@ -2,7 +2,7 @@
  *
  * Complexity: bounded per group (KIR_MAX_EXPRS expressions, KIR_MAX_OPERANDS
  * operands); kir_init clears the header only. */
-#include "compile/kir.h"
+#include "codegen/kir.h"
 
 #include <string.h>
 

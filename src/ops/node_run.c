@@ -1,4 +1,4 @@
-#include "runtime/node_run.h"
+#include "ops/node_run.h"
 
 #include "util/err.h"
 #include "util/quote.h"

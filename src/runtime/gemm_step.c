@@ -2,7 +2,7 @@
  * (src/ops/fused_gemm.c) and MatMul's for these forms.
  *
  * Complexity: O(1) per node. */
-#include "compile/gemm_step.h"
+#include "runtime/gemm_step.h"
 
 #include <string.h>
 

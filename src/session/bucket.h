@@ -1,8 +1,8 @@
 /* Shape bucketing (see bucket.c). */
-#ifndef SMELT_COMPILE_BUCKET_H
-#define SMELT_COMPILE_BUCKET_H
+#ifndef SMELT_SESSION_BUCKET_H
+#define SMELT_SESSION_BUCKET_H
 
-#include "compile/session_compile.h"
+#include "session/session_compile.h"
 
 /* Parses "NAME:AXIS=S1,S2,...[;...]" against g's inputs. */
 smelt_status bucket_parse(const ir_graph *g, const char *spec, bucket_spec **out, int *n_out);

@@ -2,8 +2,8 @@
  * 2-D right operand, run by the plan itself on the GEMM library with every
  * size fixed at compile time — so max-autotune can choose the GEMM's
  * algorithm and threading per step, on the real shapes. */
-#ifndef SMELT_COMPILE_GEMM_STEP_H
-#define SMELT_COMPILE_GEMM_STEP_H
+#ifndef SMELT_RUNTIME_GEMM_STEP_H
+#define SMELT_RUNTIME_GEMM_STEP_H
 
 #include "ir/ir.h"
 #include "kernels/gemm_kernels.h"

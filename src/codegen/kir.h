@@ -15,8 +15,8 @@
  * inner extent into a per-row scalar; a reduction may depend on another's
  * result, which makes phases: phase p loops over the row once for every
  * reduction at level p, and a final loop stores the row outputs. */
-#ifndef SMELT_COMPILE_KIR_H
-#define SMELT_COMPILE_KIR_H
+#ifndef SMELT_CODEGEN_KIR_H
+#define SMELT_CODEGEN_KIR_H
 
 #include <stdbool.h>
 #include <stdint.h>

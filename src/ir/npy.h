@@ -8,8 +8,8 @@
  * Every length and offset comes from the file and is checked; a malformed file
  * gives SMELT_ERR_INVALID_ARGUMENT (or UNSUPPORTED for valid numpy that smelt
  * does not handle) with a message naming the byte offset or header key. */
-#ifndef SMELT_UTIL_NPY_H
-#define SMELT_UTIL_NPY_H
+#ifndef SMELT_IR_NPY_H
+#define SMELT_IR_NPY_H
 
 #include <stddef.h>
 #include <stdint.h>

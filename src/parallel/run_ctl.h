@@ -17,8 +17,8 @@
  * Work whose result outlives the run -- compiles, prepared weights kept in
  * op caches and on disk -- must not be cut short: it runs inside
  * run_ctl_enter(NULL) ... run_ctl_enter(saved). */
-#ifndef SMELT_RUNTIME_RUN_CTL_H
-#define SMELT_RUNTIME_RUN_CTL_H
+#ifndef SMELT_PARALLEL_RUN_CTL_H
+#define SMELT_PARALLEL_RUN_CTL_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -2,8 +2,8 @@
  * set of input shapes, each guarded by its inputs' shapes), the recompile
  * limit and the fall back to eager past it, bucketing, the cache, the C
  * compiler, and SMELT_DEBUG. */
-#ifndef SMELT_COMPILE_SESSION_COMPILE_H
-#define SMELT_COMPILE_SESSION_COMPILE_H
+#ifndef SMELT_SESSION_SESSION_COMPILE_H
+#define SMELT_SESSION_SESSION_COMPILE_H
 
 #include "compile/compile.h"
 #include "runtime/run_hook.h"
@@ -38,7 +38,7 @@ typedef struct session_compiler {
   char tc_error[600];
   bool warned_nocc;
   kernel_memo memo;
-  op_cache *op_cache; /* prepared weights shared by all plans (runtime/op_cache.h) */
+  op_cache *op_cache; /* prepared weights shared by all plans (ops/op_cache.h) */
   struct prep_store *prep; /* their copies on disk (cache/prep_store.h); NULL: cache off */
   bucket_spec *buckets;
   int n_buckets;

@@ -1,8 +1,8 @@
 /* Runs one node on concrete inputs: arity check, inference of the output
  * shapes, allocation, kernel.  Shared by the eager executor, the compiled
  * plan's graph breaks and the op unit tests. */
-#ifndef SMELT_RUNTIME_NODE_RUN_H
-#define SMELT_RUNTIME_NODE_RUN_H
+#ifndef SMELT_OPS_NODE_RUN_H
+#define SMELT_OPS_NODE_RUN_H
 
 #include "ops/op.h"
 

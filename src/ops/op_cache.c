@@ -1,4 +1,4 @@
-#include "runtime/op_cache.h"
+#include "ops/op_cache.h"
 
 #include <stdlib.h>
 #include <string.h>

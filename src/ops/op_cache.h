@@ -10,8 +10,8 @@
  * the session is freed, so concurrent runs of one session may share a
  * cache: two threads preparing the same key at once both compute it, the
  * first to publish wins and the other's copy is freed. */
-#ifndef SMELT_RUNTIME_OP_CACHE_H
-#define SMELT_RUNTIME_OP_CACHE_H
+#ifndef SMELT_OPS_OP_CACHE_H
+#define SMELT_OPS_OP_CACHE_H
 
 #include <stdatomic.h>
 #include <stddef.h>

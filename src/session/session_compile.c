@@ -1,5 +1,5 @@
 /* Specializations of a session (see session_compile.h). */
-#include "compile/session_compile.h"
+#include "session/session_compile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include "cache/prep_store.h"
-#include "compile/bucket.h"
-#include "runtime/op_cache.h"
+#include "session/bucket.h"
+#include "ops/op_cache.h"
 #include "runtime/plan_run.h"
-#include "runtime/run_ctl.h"
-#include "runtime/session.h"
+#include "parallel/run_ctl.h"
+#include "session/session.h"
 #include "util/env.h"
 #include "util/err.h"
 

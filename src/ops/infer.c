@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ops/op.h"
-#include "runtime/node_run.h"
+#include "ops/node_run.h"
 #include "util/err.h"
 #include "util/quote.h"
 
