@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/infer.h"
 #include "ops/op.h"
 #include "ops/node_run.h"
 #include "util/err.h"

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/infer.h"
 #include "passes/rewrite.h"
 #include "ops/node_run.h"
 #include "util/err.h"

@@ -12,7 +12,8 @@
 #include <pthread.h>
 
 #include "codegen/loader.h"
-#include "runtime/eager.h"
+#include "ir/ir.h"
+#include "parallel/pool.h"
 
 typedef enum vloc_kind {
   VL_NONE = 0, /* not materialized (kept in registers inside a kernel) */
@@ -64,9 +65,10 @@ typedef struct compiled_plan {
   ir_graph *g;       /* the specialized graph (owned) */
   smelt_mode mode;
   smelt_pool *pool;  /* the session's (borrowed) */
-  /* whole-graph eager (control flow, sequences): eplan over the model graph */
+  /* whole-graph eager (control flow, sequences): eplan over the model graph,
+   * the runtime's eager plan (runtime/eager.h; owned) */
   bool whole_eager;
-  eager_plan eplan;
+  struct eager_plan *eplan;
   pstep *steps;
   int n_steps;
   vloc *loc;         /* per value of g */

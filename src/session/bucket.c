@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/infer.h"
 #include "session/session_compile.h"
 #include "session/session.h"
 #include "util/err.h"

@@ -6,6 +6,7 @@
 #define SMELT_SESSION_SESSION_COMPILE_H
 
 #include "compile/compile.h"
+#include "ops/op.h"
 #include "runtime/run_hook.h"
 
 struct smelt_session;
