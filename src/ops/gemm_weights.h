@@ -3,7 +3,7 @@
  * weight (MatMul, Gemm, smelt.Gemm, Conv through im2col) and the compiled
  * plan's GEMM steps ask here for the weight's packed form.  It comes from
  * the node's op cache (ops/op_cache.h), else from the session's store
- * on disk (cache/prep_store.h: mapped, not packed again), else it is packed
+ * on disk (op_cache.store: mapped, not packed again), else it is packed
  * now and kept in both.  The cache owns the result.
  *
  * NULL (and no error) when there is nothing to use: no cache (an op run

@@ -61,6 +61,17 @@ void op_cache_free_all(op_cache *caches, int n) {
   }
 }
 
+const void *op_prep_get(op_cache *c, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
+                        const void *src, size_t src_len, size_t len, op_prep_key *k) {
+  memset(k, 0, sizeof *k);
+  if (!c || !c->store) return NULL;
+  return c->store->get(c->store->self, pool, kind, desc, desc_len, src, src_len, len, k);
+}
+
+void op_prep_put(op_cache *c, smelt_pool *pool, const op_prep_key *k, const void *data) {
+  if (c && c->store && k->stored) c->store->put(c->store->self, pool, k, data);
+}
+
 bool op_input_is_constant(const op_ctx *c, int i) {
   if (!c->graph || !c->node || i >= c->n_in || i >= c->node->n_inputs || !c->in[i]) return false;
   int v = c->node->inputs[i];

@@ -12,6 +12,7 @@
 #include "session/bucket.h"
 #include "ops/op_cache.h"
 #include "runtime/plan_run.h"
+#include "runtime/weight_store.h"
 #include "parallel/run_ctl.h"
 #include "session/session.h"
 #include "util/env.h"
@@ -44,7 +45,8 @@ smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
       session_compiler_free(sc);
       return st;
     }
-    sc->op_cache->store = sc->prep;
+    sc->prep_if = weight_store_over(sc->prep);
+    sc->op_cache->store = &sc->prep_if;
   }
   const char *dbg = getenv("SMELT_DEBUG");
   if (dbg && *dbg) snprintf(sc->debug_root, sizeof sc->debug_root, "%s", dbg);

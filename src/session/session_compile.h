@@ -6,7 +6,7 @@
 #define SMELT_SESSION_SESSION_COMPILE_H
 
 #include "compile/compile.h"
-#include "ops/op.h"
+#include "ops/op_cache.h"
 #include "runtime/run_hook.h"
 
 struct smelt_session;
@@ -41,6 +41,7 @@ typedef struct session_compiler {
   kernel_memo memo;
   op_cache *op_cache; /* prepared weights shared by all plans (ops/op_cache.h) */
   struct prep_store *prep; /* their copies on disk (cache/prep_store.h); NULL: cache off */
+  op_prep_store prep_if;   /* prep as ops reach it (runtime/weight_store.h): op_cache->store */
   bucket_spec *buckets;
   int n_buckets;
   true_shape_entry *truth;
