@@ -8,7 +8,9 @@ Reads the table under "## Layers" in docs/ARCHITECTURE.md (rows
 in src/ (.c, .h, .def).  Fails, naming the file and line, on:
   - an include of a folder of a higher rank, or of another folder of the
     same rank (folders of one rank are independent of each other);
-  - a folder of src/ that the table does not list (or a row naming none);
+  - a folder of src/ that the table does not list (or a row naming none),
+    that has no README.md, or that README.md (its layout section) does not
+    name as `src/FOLDER/`;
   - a cycle between folders (reported even when the ranks would allow it).
 Includes are resolved as the build does: beside the file, then under src/;
 what resolves to neither (the public include/smelt.h, generated headers)
@@ -140,6 +142,14 @@ def main():
     for f in sorted(ranks):
         if f not in folders:
             bad.append(f"docs/ARCHITECTURE.md: layer '{f}/' names no folder of src/")
+    readme = os.path.join(root, "README.md")
+    layout = open(readme, encoding="utf-8").read() if os.path.isfile(readme) else ""
+    layout = layout.split("\n## Layout", 1)[1].split("\n## ", 1)[0] if "\n## Layout" in layout else ""
+    for f in folders:
+        if not os.path.isfile(os.path.join(src, f, "README.md")):
+            bad.append(f"src/{f}/README.md is missing (what the folder owns, may include, must never be included by)")
+        if f"src/{f}/" not in layout:
+            bad.append(f"README.md: the layout section does not name src/{f}/")
     found = includes(src)
     for here, there, where, inc in found:
         if here not in ranks or there not in ranks:
