@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The include graph of src/ against the layering in docs/ARCHITECTURE.md.
 
-usage: layers.py [REPO_ROOT]
+usage: layers.py [REPO_ROOT]      (default: this checkout)
+       layers.py --self-test      (the checker on made-up trees)
 
 Reads the table under "## Layers" in docs/ARCHITECTURE.md (rows
 `| N | `folder/` | ...`, N the rank, lowest first) and every `#include "..."`
@@ -124,7 +125,50 @@ def shortest_cycle(start, edges):
     return [start]
 
 
+def self_test():
+    """The checker on a made-up tree: a clean one passes; an include of a
+    higher layer, a same-layer include, an unlisted folder and a cycle are
+    each caught and named by file and line."""
+    import subprocess
+    import tempfile
+
+    def tree(files, table):
+        d = tempfile.mkdtemp(prefix="layers-selftest-")
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, path)), exist_ok=True)
+            with open(os.path.join(d, path), "w") as f:
+                f.write(text)
+        rows = "".join(f"| {r} | `{n}/` | x |\n" for n, r in table)
+        with open(os.path.join(d, "docs", "ARCHITECTURE.md"), "w") as f:
+            f.write("# A\n\n## Layers\n\n| rank | folder | owns |\n|---|---|---|\n" + rows + "\n## Next\n")
+        with open(os.path.join(d, "README.md"), "w") as f:
+            f.write("# R\n\n## Layout\n" + "".join(f"src/{n}/\n" for n, _ in table))
+        r = subprocess.run([sys.executable, __file__, d], capture_output=True, text=True)
+        subprocess.run(["rm", "-rf", d])
+        return r.returncode, r.stdout
+
+    base = {"docs/.keep": "", "src/lo/README.md": "", "src/hi/README.md": "", "src/lo/a.h": "#include <stdio.h>\n",
+            "src/hi/b.c": '#include "lo/a.h"\n#include "hi/b.h"\n', "src/hi/b.h": "\n"}
+    ok = True
+    rc, out = tree(base, [("lo", 1), ("hi", 2)])
+    ok &= rc == 0
+    rc, out = tree(dict(base, **{"src/lo/a.h": '\n#include "hi/b.h"\n'}), [("lo", 1), ("hi", 2)])
+    ok &= rc == 1 and "src/lo/a.h:2" in out and "higher layer hi/" in out
+    rc, out = tree(base, [("lo", 1), ("hi", 1)])
+    ok &= rc == 1 and "src/hi/b.c:1" in out and "same layer" in out
+    rc, out = tree(base, [("lo", 1)])
+    ok &= rc == 1 and "src/hi/: folder not in the layering table" in out
+    rc, out = tree(dict(base, **{"src/lo/a.h": '#include "hi/b.h"\n'}), [("lo", 1), ("hi", 2)])
+    ok &= rc == 1 and "include cycle between folders" in out
+    rc, out = tree({k: v for k, v in base.items() if k != "src/hi/README.md"}, [("lo", 1), ("hi", 2)])
+    ok &= rc == 1 and "src/hi/README.md is missing" in out
+    print("layers self-test: " + ("ok" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
     doc, src = os.path.join(root, "docs", "ARCHITECTURE.md"), os.path.join(root, "src")
     if not os.path.isfile(doc):
