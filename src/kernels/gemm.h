@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "kernels/isa.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 /* Returns SMELT_ERR_INVALID_ARGUMENT (with the reason in smelt_last_error(),
  * C untouched) for negative sizes, strides below the row length, or NULL
