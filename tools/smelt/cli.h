@@ -20,6 +20,9 @@ typedef struct cli_mode_opts {
   smelt_session_options opts;
   char buckets[4096];
 } cli_mode_opts;
+/* smelt_session_options_default() with smelt_log_stderr as the log callback:
+ * every verb shows the library's warnings and progress on stderr. */
+smelt_session_options cli_session_options(void);
 void cli_mode_init(cli_mode_opts *m);
 /* True if argv[*i] is one of those flags (consumed); *bad on a bad value. */
 bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad);
