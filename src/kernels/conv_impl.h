@@ -484,6 +484,32 @@ static SIMD_TARGET void SIMD_NAME(pool_max_row)(const float *p, const int64_t *o
   }
 }
 
+static SIMD_TARGET void SIMD_NAME(max_pool_row)(const float *x, int64_t xs, int64_t rows,
+                                                const pool_row_geom *g, float *t, float *ph, float *y,
+                                                int64_t cap) {
+  int64_t j = 0, n = g->W;
+  for (; j + 2 * VL <= n; j += 2 * VL) {
+    vf a = v_set1(-INFINITY), b = a;
+    for (int64_t r = 0; r < rows; r++)
+      a = v_max(v_load(x + r * xs + j), a), b = v_max(v_load(x + r * xs + j + VL), b);
+    v_store(t + j, a);
+    v_store(t + j + VL, b);
+  }
+  for (; j < n; j += VL) {
+    int c = n - j < VL ? (int)(n - j) : VL;
+    vf a = v_set1(-INFINITY);
+    for (int64_t r = 0; r < rows; r++) a = v_max(v_loadn(x + r * xs + j, c), a);
+    v_store(t + j, a); /* whole: t has room (a masked store is slow on AMD) */
+  }
+  int64_t room = g->sw * g->Wq + VL;
+  for (int64_t pw = 0; pw < g->sw; pw++) {
+    int64_t lo = g->lo[pw], hi = g->hi[pw];
+    SIMD_NAME(fill_row)(lo < hi ? t + lo * g->sw + pw - g->pl : t, g->sw, lo, hi, g->Wq, -INFINITY, ph + pw * g->Wq,
+                        room - pw * g->Wq);
+  }
+  SIMD_NAME(pool_max_row)(ph, g->off, (int)g->KW, y, g->OW, cap);
+}
+
 static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,
                                                 const float *scale, float s, float *y, int64_t n,
                                                 int64_t cap) {
@@ -539,6 +565,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .epi_rows = SIMD_NAME(epi_rows),
     .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),
+    .max_pool_row = SIMD_NAME(max_pool_row),
     .pool_avg_row = SIMD_NAME(pool_avg_row),
     .row_sum = SIMD_NAME(row_sum),
 };
