@@ -356,6 +356,39 @@ static SIMD_TARGET void SIMD_NAME(dw9_row)(const float *p, const int64_t *off, c
   }
 }
 
+static SIMD_TARGET void SIMD_NAME(dw_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw,
+                                          const int64_t *off, int taps, const float *w, const float *bias,
+                                          float lo, float hi, int64_t OH, int64_t OW, float *o) {
+  const vf vb = v_load(bias), vlo = v_set1(lo), vhi = v_set1(hi);
+  if (taps == 9) { /* 3x3: the weights in registers */
+    const vf w0 = v_load(w), w1 = v_load(w + VL), w2 = v_load(w + 2 * VL), w3 = v_load(w + 3 * VL);
+    const vf w4 = v_load(w + 4 * VL), w5 = v_load(w + 5 * VL), w6 = v_load(w + 6 * VL);
+    const vf w7 = v_load(w + 7 * VL), w8 = v_load(w + 8 * VL);
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        const float *q = p + (oh * sh * Wp + ow * sw) * VL;
+        vf a = v_fma(w0, v_load(q + off[0]), vb);
+        a = v_fma(w1, v_load(q + off[1]), a);
+        a = v_fma(w2, v_load(q + off[2]), a);
+        a = v_fma(w3, v_load(q + off[3]), a);
+        a = v_fma(w4, v_load(q + off[4]), a);
+        a = v_fma(w5, v_load(q + off[5]), a);
+        a = v_fma(w6, v_load(q + off[6]), a);
+        a = v_fma(w7, v_load(q + off[7]), a);
+        a = v_fma(w8, v_load(q + off[8]), a);
+        v_store(o + (oh * OW + ow) * VL, SIMD_NAME(clampv)(a, vlo, vhi));
+      }
+    return;
+  }
+  for (int64_t oh = 0; oh < OH; oh++)
+    for (int64_t ow = 0; ow < OW; ow++) {
+      const float *q = p + (oh * sh * Wp + ow * sw) * VL;
+      vf a = vb;
+      for (int t = 0; t < taps; t++) a = v_fma(v_load(w + t * VL), v_load(q + off[t]), a);
+      v_store(o + (oh * OW + ow) * VL, SIMD_NAME(clampv)(a, vlo, vhi));
+    }
+}
+
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(epi_run)(const float *x, const float *res, vf vlo,
                                                          vf vhi, float *y, int64_t n, int64_t cap) {
   int64_t j = 0;
@@ -562,6 +595,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .blk_to_rows = SIMD_NAME(blk_to_rows),
     .dw_row = SIMD_NAME(dw_row),
     .dw9_row = SIMD_NAME(dw9_row),
+    .dw_blk = SIMD_NAME(dw_blk),
     .epi_rows = SIMD_NAME(epi_rows),
     .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),

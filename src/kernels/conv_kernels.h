@@ -62,6 +62,13 @@ typedef struct conv_kernels {
    * NULL; NaN passes through the clamp as in the reference Clip). */
   void (*dw9_row)(const float *p, const int64_t *off, const float *w, float bias,
                   const float *res, float lo, float hi, float *y, int64_t n, int64_t cap);
+  /* Depthwise on vl channels at once (blocked layout, see rows_to_blk),
+   * for outputs (oh, ow) < (OH, OW): o[(oh*OW + ow)*vl + l] = min(hi,
+   * max(lo, bias[l] + sum_t w[t*vl + l] * p[(oh*sh*Wp + ow*sw)*vl + off[t]
+   * + l])): p the padded blocked input (row stride Wp pixels), off[t] in
+   * floats. */
+  void (*dw_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw, const int64_t *off, int taps,
+                 const float *w, const float *bias, float lo, float hi, int64_t OH, int64_t OW, float *o);
   /* rows of n: y[r*n + j] = min(hi, max(lo, x[r*xs + j] + res[r*n + j])),
    * j < n, r < rows (res may be NULL; x may be y when xs = n). */
   void (*epi_rows)(const float *x, int64_t xs, const float *res, float lo, float hi, float *y,
