@@ -172,6 +172,13 @@ static void small_m(smelt_pool *pool, isa_level isa) {
                (gemm_bias)(t % 3), (gemm_act)((t + M) % 3));
     }
   }
+  /* Rows streamed through the column-sum buffer (1-3 rows, B not
+   * transposed): N across several buffer widths with a partial vector at
+   * the end, K not a multiple of the rows of B per pass, A both ways. */
+  for (int64_t M = 1; M <= 4; M++)
+    for (int t = 0; t < 3; t++)
+      run_case(pool, isa, t == 2, false, M, t == 0 ? 1037 : 513 + 8 * t, t == 1 ? 19 : 7 + M, t,
+               t == 1 ? -1.f : 1.f, t == 0 ? 0.5f : 0.f, (gemm_bias)t, (gemm_act)((t + M) % 3));
 }
 
 /* Bigger than one block in every direction (K blocks, M blocks, N panels). */
