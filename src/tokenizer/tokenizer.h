@@ -15,8 +15,8 @@
 
 #include "smelt.h"
 
-typedef struct tokenizer tokenizer;
-typedef struct tokenizer_stream tokenizer_stream;
+typedef struct smelt_tokenizer tokenizer; /* smelt.h: smelt_tokenizer */
+typedef struct smelt_tokenizer_stream tokenizer_stream;
 
 /* Loads a Hugging Face tokenizer.json.  *out is freed with tokenizer_free. */
 smelt_status tokenizer_load(const char *tokenizer_json_path, tokenizer **out);
