@@ -125,13 +125,12 @@ static smelt_status flush_unk(word *w, int *pending, int32_t unk) {
 static smelt_status build_word(const tokenizer *t, const unsigned char *s, size_t n, word *w) {
   int unk_pending = 0;
   for (size_t i = 0; i < n;) {
-    char mapped[4];
     const char *sym_s;
     size_t sym_n, adv;
     int32_t id;
     if (t->byte_level) {
-      sym_n = utf8_encode(tok_byte_char(s[i]), mapped);
-      sym_s = mapped;
+      sym_n = t->byte_utf8_len[s[i]];
+      sym_s = t->byte_utf8[s[i]];
       id = t->byte_level_ids[s[i]];
       adv = 1;
     } else {
@@ -240,18 +239,20 @@ void tok_cache_free(struct tok_cache *c) {
 smelt_status tok_bpe_piece(const tokenizer *tc, const char *s, size_t n, tok_ids *out) {
   tokenizer *t = (tokenizer *)tc; /* only the cache changes, under its lock */
   if (!n) return SMELT_OK;
-  if (t->ignore_merges) {
+  if (t->ignore_merges) { /* the whole piece when it is a token */
     int32_t id;
     if (t->byte_level) {
-      tok_buf b = {0};
-      smelt_status st = SMELT_OK;
-      for (size_t i = 0; i < n && !st; i++) {
-        char m[4];
-        st = tok_buf_put(&b, m, utf8_encode(tok_byte_char((unsigned char)s[i]), m));
+      char stack[512], *m = 2 * n <= sizeof stack ? stack : malloc(2 * n);
+      if (!m) return err_nomem("BPE piece", 2 * n);
+      size_t k = 0;
+      for (size_t i = 0; i < n; i++) {
+        unsigned char b = (unsigned char)s[i];
+        m[k] = t->byte_utf8[b][0];
+        m[k + 1] = t->byte_utf8[b][1];
+        k += t->byte_utf8_len[b];
       }
-      id = st ? -1 : tok_strmap_get(&t->vocab, b.s, b.n);
-      free(b.s);
-      TRY(st);
+      id = tok_strmap_get(&t->vocab, m, k);
+      if (m != stack) free(m);
     } else {
       id = tok_strmap_get(&t->vocab, s, n);
     }

@@ -138,6 +138,8 @@ struct smelt_tokenizer {
   tok_decoder *decoder;       /* NULL: none (tokens joined by spaces) */
   bool byte_level;            /* a ByteLevel pre-tokenizer maps bytes to the GPT-2 alphabet */
   int32_t byte_level_ids[256]; /* byte_level: id of each byte's mapped character, -1 if missing */
+  char byte_utf8[256][2];       /* each byte's mapped character in UTF-8 (1 or 2 bytes) */
+  uint8_t byte_utf8_len[256];
   tok_template post;
   tok_added *added;
   size_t n_added;

@@ -427,7 +427,10 @@ static smelt_status load_model(ctx *c, const json_value *m, int32_t *max_id) {
     snprintf(name, sizeof name, "<0x%02X>", b);
     t->byte_ids[b] = tok_strmap_get(&t->vocab, name, 6);
     char mc[4];
-    t->byte_level_ids[b] = tok_strmap_get(&t->vocab, mc, utf8_encode(tok_byte_char((unsigned)b), mc));
+    size_t k = utf8_encode(tok_byte_char((unsigned)b), mc);
+    memcpy(t->byte_utf8[b], mc, k);
+    t->byte_utf8_len[b] = (uint8_t)k;
+    t->byte_level_ids[b] = tok_strmap_get(&t->vocab, mc, k);
   }
 
   const json_value *merges = json_get(m, "merges");
