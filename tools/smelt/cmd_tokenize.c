@@ -1,5 +1,6 @@
 /* smelt tokenize --tokenizer FILE (--text TEXT | --file PATH | --decode 1,2,3)
- * [--no-special] [--skip-special] */
+ * [--no-special] [--skip-special]
+ * Exit status: 0, 1 when the tokenizer or the input is bad, 2 on a usage error. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,27 +57,25 @@ int cmd_tokenize(int argc, char **argv) {
       usage(stdout);
       return 0;
     } else if (cli_flag_arg(argc, argv, &i, "--tokenizer", &v)) {
-      if (!(path = v)) return 1;
+      if (!(path = v)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--text", &v)) {
-      if (!(text = v)) return 1;
+      if (!(text = v)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--file", &v)) {
-      if (!(file = v)) return 1;
+      if (!(file = v)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--decode", &v)) {
-      if (!(decode = v)) return 1;
+      if (!(decode = v)) return 2;
     } else if (!strcmp(argv[i], "--no-special")) {
       flags |= TOKENIZER_NO_SPECIAL;
     } else if (!strcmp(argv[i], "--skip-special")) {
       flags |= TOKENIZER_SKIP_SPECIAL;
     } else {
-      fprintf(stderr, "smelt tokenize: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 1;
+      fprintf(stderr, "smelt tokenize: unknown argument '%s' (smelt tokenize --help)\n", argv[i]);
+      return 2;
     }
   }
   if (!path || (!!text + !!file + !!decode) != 1) {
-    fprintf(stderr, "smelt tokenize: needs --tokenizer FILE and one of --text, --file, --decode\n");
-    usage(stderr);
-    return 1;
+    fprintf(stderr, "smelt tokenize: needs --tokenizer FILE and one of --text, --file, --decode (smelt tokenize --help)\n");
+    return 2;
   }
   tokenizer *t;
   if (tokenizer_load(path, &t)) return cli_fail(NULL);
@@ -86,7 +85,7 @@ int cmd_tokenize(int argc, char **argv) {
     size_t n;
     char *out;
     size_t len;
-    if (parse_ids(decode, &ids, &n)) rc = 1;
+    if (parse_ids(decode, &ids, &n)) rc = 2;
     else if (tokenizer_decode_ex(t, ids, n, flags, &out, &len)) rc = cli_fail(NULL);
     else {
       fwrite(out, 1, len, stdout);
