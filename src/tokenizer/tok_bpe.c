@@ -218,7 +218,7 @@ static void cache_put(tokenizer *t, const char *s, size_t n, const int32_t *ids,
   char *key = arena_strndup(&c->mem, s, n);
   int32_t *v = arena_alloc(&c->mem, (n_ids ? n_ids : 1) * sizeof *v);
   if (!key || !v) return; /* a cache that cannot grow is only slower */
-  memcpy(v, ids, n_ids * sizeof *v);
+  if (n_ids) memcpy(v, ids, n_ids * sizeof *v);
   size_t mask = c->cap - 1;
   size_t i = piece_hash(s, n) & mask;
   while (c->slots[i].key) {
