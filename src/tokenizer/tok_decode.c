@@ -73,6 +73,9 @@ static smelt_status put_lossy(tlist *l, const char *s, size_t n) {
 static smelt_status replace_in(tlist *out, const char *s, size_t n, tok_str pat, tok_str with) {
   size_t i = 0, last = 0;
   while (i + pat.n <= n) {
+    const char *c = memchr(s + i, pat.s[0], n - pat.n + 1 - i); /* the next candidate */
+    if (!c) break;
+    i = (size_t)(c - s);
     if (!memcmp(s + i, pat.s, pat.n)) {
       TRY(tl_put(out, s + last, i - last));
       TRY(tl_put(out, with.s, with.n));

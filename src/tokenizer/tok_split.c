@@ -16,6 +16,9 @@
 static smelt_status replace_all(const char *s, size_t n, tok_str pat, tok_str with, tok_buf *out) {
   size_t i = 0, last = 0;
   while (pat.n && i + pat.n <= n) {
+    const char *c = memchr(s + i, pat.s[0], n - pat.n + 1 - i); /* the next candidate */
+    if (!c) break;
+    i = (size_t)(c - s);
     if (!memcmp(s + i, pat.s, pat.n)) {
       TRY(tok_buf_put(out, s + last, i - last));
       TRY(tok_buf_put(out, with.s, with.n));
