@@ -145,6 +145,8 @@ smelt_status tokenizer_encode_ex(const tokenizer *t, const char *utf8, size_t le
   if (!t || (!utf8 && len) || !ids || !n) return err_set(SMELT_ERR_INVALID_ARGUMENT, "tokenizer_encode: NULL argument");
   *ids = NULL;
   *n = 0;
+  if (len >= UINT32_MAX)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "tokenizer_encode: a text of %zu bytes (at most 4 GiB at once)", len);
   size_t bad = utf8_check(utf8, len);
   if (bad < len)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "tokenizer_encode: the text is not valid UTF-8 (byte 0x%02x at offset %zu)",

@@ -230,7 +230,49 @@ static void test_hostile(void) {
   }
 }
 
+/* The public API (smelt.h) over the same files. */
+static void test_public_api(void) {
+  const char *json = llama_json();
+  smelt_tokenizer *t = NULL;
+  CHECK_OK(smelt_tokenizer_load_bytes(json, strlen(json), &t));
+  if (!t) return;
+  int32_t *ids = NULL;
+  size_t n = 0;
+  CHECK_OK(smelt_tokenizer_encode(t, "hi \xc3\xa9", 5, 1, &ids, &n));
+  CHECK(n == 5 && ids[0] == 1 && ids[1] == 263);
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_OK(smelt_tokenizer_decode(t, ids, n, 1, &text, &len));
+  CHECK(text && !strcmp(text, "hi \xc3\xa9") && len == 5);
+  smelt_free(text);
+  CHECK_OK(smelt_tokenizer_decode(t, ids, n, 0, &text, &len));
+  CHECK(text && !strcmp(text, "<s> hi \xc3\xa9"));
+  smelt_free(text);
+  smelt_tokenizer_stream *s = NULL;
+  CHECK_OK(smelt_tokenizer_stream_new(t, 1, &s));
+  char all[64] = "";
+  for (size_t i = 0; s && i < n; i++) {
+    const char *chunk;
+    size_t k;
+    CHECK_OK(smelt_tokenizer_stream_step(s, ids[i], &chunk, &k));
+    strncat(all, chunk, k);
+  }
+  CHECK(!strcmp(all, "hi \xc3\xa9"));
+  smelt_tokenizer_stream_free(s);
+  smelt_free(ids);
+  CHECK_OK(smelt_tokenizer_encode(t, "hi", 2, 0, &ids, &n));
+  CHECK(n == 1 && ids[0] == 263);
+  smelt_free(ids);
+  int32_t id = -1;
+  CHECK_OK(smelt_tokenizer_token_id(t, "</s>", &id));
+  CHECK(id == 2 && smelt_tokenizer_eos_id(t) == 2 && smelt_tokenizer_bos_id(t) == 1);
+  CHECK(smelt_tokenizer_vocab_size(t) == 264 && !strcmp(smelt_tokenizer_id_token(t, 262), "hi"));
+  smelt_tokenizer_free(t);
+  CHECK(smelt_tokenizer_load("/nonexistent.json", &t) == SMELT_ERR_IO);
+}
+
 int main(void) {
+  test_public_api();
   test_byte_level();
   test_byte_fallback_and_stream();
   test_bad_files();
