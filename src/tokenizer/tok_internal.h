@@ -198,7 +198,5 @@ smelt_status tok_pre_tokenize(const tok_pretok *pt, const char *s, size_t n, boo
 /* tok_bpe.c: one piece through the BPE model (appends its ids). */
 smelt_status tok_bpe_piece(const tokenizer *t, const char *s, size_t n, tok_ids *out);
 void tok_cache_free(struct tok_cache *c);
-/* tok_load.c / tok_decode.c */
-smelt_status tok_decode_tokens(const tok_decoder *d, tok_str *toks, size_t n, tok_buf *out);
 
 #endif
