@@ -279,7 +279,7 @@ smelt_status tok_bpe_piece(const tokenizer *tc, const char *s, size_t n, tok_ids
   if (h.cap > 64) free(h.v);
   if (!st && cacheable) {
     pthread_mutex_lock(&t->cache_lock);
-    cache_put(t, s, n, out->v + first, out->n - first);
+    cache_put(t, s, n, out->n > first ? out->v + first : NULL, out->n - first);
     pthread_mutex_unlock(&t->cache_lock);
   }
   return st;

@@ -20,6 +20,7 @@ typedef struct tlist {
 } tlist;
 
 static smelt_status tl_open(tlist *l) { /* starts an empty string at the end */
+  if (!l->text.s) TRY(tok_buf_put(&l->text, "", 0)); /* never NULL + offset */
   if (l->n + 2 > l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 16;
     size_t *o = realloc(l->off, cap * sizeof *o);
