@@ -307,6 +307,48 @@ SMELT_API smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
 /* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed. */
 SMELT_API smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
 
+/* ---- tokenizer ----
+ * Hugging Face tokenizer.json files with a BPE model: byte-level BPE (GPT-2,
+ * Llama-3, Qwen2 style) and SentencePiece-style BPE with byte fallback
+ * (Llama-2 style).  Ids and text are the same as the `tokenizers` library's
+ * (encode(text, add_special_tokens), decode(ids, skip_special_tokens)).  A
+ * tokenizer may be used from several threads at once. */
+typedef struct smelt_tokenizer smelt_tokenizer;
+typedef struct smelt_tokenizer_stream smelt_tokenizer_stream;
+
+/* Loads tokenizer.json.  Errors name the file, line:column and JSON path;
+ * parts smelt does not implement (another model type, an unknown split
+ * regex...) give SMELT_ERR_UNSUPPORTED naming them.  Free with smelt_tokenizer_free. */
+smelt_status smelt_tokenizer_load(const char *tokenizer_json_path, smelt_tokenizer **out);
+smelt_status smelt_tokenizer_load_bytes(const char *json, size_t len, smelt_tokenizer **out);
+void smelt_tokenizer_free(smelt_tokenizer *t);
+/* Encodes len bytes of UTF-8 text.  add_special_tokens: the post-processor's
+ * tokens (BOS...) too.  *ids is freed with smelt_free. */
+smelt_status smelt_tokenizer_encode(const smelt_tokenizer *t, const char *text, size_t len, int add_special_tokens,
+                                    int32_t **ids, size_t *n);
+/* Decodes n ids; *text is NUL-terminated (*len bytes), freed with smelt_free.
+ * An id outside the vocabulary is SMELT_ERR_INVALID_ARGUMENT. */
+smelt_status smelt_tokenizer_decode(const smelt_tokenizer *t, const int32_t *ids, size_t n, int skip_special_tokens,
+                                    char **text, size_t *len);
+/* Streaming decode for generation: each step gives the text the new id
+ * completes ("" while a character's UTF-8 bytes are split across tokens);
+ * *text stays valid until the next call on the stream. */
+smelt_status smelt_tokenizer_stream_new(const smelt_tokenizer *t, int skip_special_tokens, smelt_tokenizer_stream **out);
+smelt_status smelt_tokenizer_stream_step(smelt_tokenizer_stream *s, int32_t id, const char **text, size_t *len);
+void smelt_tokenizer_stream_free(smelt_tokenizer_stream *s);
+/* The id of a token by its text ("</s>", "<|endoftext|>"). */
+smelt_status smelt_tokenizer_token_id(const smelt_tokenizer *t, const char *token, int32_t *id);
+/* The text of an id as the vocabulary holds it (owned by t), NULL if none. */
+const char *smelt_tokenizer_id_token(const smelt_tokenizer *t, int32_t id);
+/* One more than the largest id. */
+int32_t smelt_tokenizer_vocab_size(const smelt_tokenizer *t);
+/* The BOS / EOS ids found by their usual names (<|begin_of_text|>, <s>,
+ * <|endoftext|>...; <|end_of_text|>, </s>, <|endoftext|>...), -1 if none. */
+int32_t smelt_tokenizer_bos_id(const smelt_tokenizer *t);
+int32_t smelt_tokenizer_eos_id(const smelt_tokenizer *t);
+/* Frees memory smelt allocated for the caller (token ids, decoded text). */
+void smelt_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@ static const struct {
     {"bench", cmd_bench, "measure latency, memory and parity per mode (with a confidence interval)"},
     {"profile", cmd_profile, "per-kernel timings as a Chrome trace and a top-N table"},
     {"bench-kernels", cmd_bench_kernels, "machine ceilings and each fast kernel's GFLOP/s on fixed shapes"},
+    {"tokenize", cmd_tokenize, "encode text to token ids (or decode ids) with a Hugging Face tokenizer.json"},
 };
 
 static void usage(FILE *f) {
