@@ -52,7 +52,8 @@ class Options(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("mode", ctypes.c_int), ("fullgraph", ctypes.c_int),
                 ("dynamic", ctypes.c_int), ("recompile_limit", ctypes.c_int),
                 ("buckets", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
-                ("dims", ctypes.c_char_p), ("max_memory", ctypes.c_size_t)]
+                ("dims", ctypes.c_char_p), ("max_memory", ctypes.c_size_t),
+                ("precision", ctypes.c_int)]  # smelt_precision: 0 fp32, 1 bf16, 2 fp16, 3 int8, 4 int4
 
 
 class Smelt:

@@ -98,6 +98,22 @@ typedef enum smelt_mode {
   SMELT_MODE_MAX_AUTOTUNE
 } smelt_mode;
 
+/* The arithmetic precision a session runs its heavy nodes in (session
+ * option `precision`).  FP32 (the default) is exact as without the option.
+ * INT8: MatMul / Gemm / fused GEMM nodes whose weight is a constant run as
+ * dynamically quantized int8 GEMMs (per-output-channel symmetric int8
+ * weights, activations quantized per row at run time, fp32 accumulation of
+ * the dequantized result); everything else stays fp32 (README: Precision).
+ * BF16, FP16, INT4: not implemented yet; a session asking for them fails
+ * with SMELT_ERR_UNSUPPORTED. */
+typedef enum smelt_precision {
+  SMELT_PRECISION_FP32 = 0,
+  SMELT_PRECISION_BF16,
+  SMELT_PRECISION_FP16,
+  SMELT_PRECISION_INT8,
+  SMELT_PRECISION_INT4
+} smelt_precision;
+
 typedef struct smelt_session_options {
   int threads;         /* worker threads; 0 = the machine's cores */
   smelt_mode mode;     /* execution mode */
@@ -120,6 +136,8 @@ typedef struct smelt_session_options {
    * ulimit -v.
    * SIZE_MAX: no budget. */
   size_t max_memory;
+  /* Precision of the heavy nodes (smelt_precision above); 0 = FP32. */
+  smelt_precision precision;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */
@@ -175,6 +193,9 @@ smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats
 /* Parses "eager", "default", "reduce-overhead", "max-autotune". */
 smelt_status smelt_mode_parse(const char *name, smelt_mode *out);
 const char *smelt_mode_name(smelt_mode m);
+/* Parses "fp32", "bf16", "fp16", "int8", "int4". */
+smelt_status smelt_precision_parse(const char *name, smelt_precision *out);
+const char *smelt_precision_name(smelt_precision p);
 
 /* Runs the model.  inputs: n_inputs tensors, matched by name when name is set,
  * else by position among the model's inputs; every input must be given.

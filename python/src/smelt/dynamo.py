@@ -15,7 +15,7 @@ grad): smelt's outputs carry no autograd history.
 
 options (all optional):
     mode: "default" | "reduce-overhead" | "max-autotune" | "eager"  (default "default")
-    precision: "fp32" (the only one implemented; others raise smelt.UnsupportedError)
+    precision: "fp32" or "int8" (README: Precision; others raise smelt.UnsupportedError)
     threads: worker threads (default: the machine's cores)
     cache_dir: compiled-kernel cache folder
     fallback: "inductor" (default) or "eager": what runs graphs smelt does not take

@@ -1,0 +1,199 @@
+/* int8 dynamically quantized GEMM: quantization, packing, the driver and
+ * the scalar tile (see qgemm.h).  The AVX2 tile is x86/q8_gemm_avx2.c.
+ *
+ * The driver splits C into blocks of rows x 64 columns; a block runs its
+ * column panel pairs outer and its row tiles inner, with as many rows as
+ * keep the block's quantized A within about 128 KB (L2). */
+#include "kernels/qgemm.h"
+
+#include "kernels/gemm_kernels.h" /* SMELT_X86 */
+
+#include <math.h>
+#include <string.h>
+
+#define QGEMM_NB 64                       /* columns per block (a multiple of 2 * QGEMM_NR) */
+#define QGEMM_A_BLOCK_BYTES (128 << 10)   /* quantized A per block */
+#define QGEMM_MIN_PARALLEL_MACS (2 << 20) /* below this, one thread */
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+size_t qgemm_weights_bytes(int64_t K, int64_t N) {
+  if (K <= 0 || N <= 0 || K > QGEMM_MAX_K || N > ((int64_t)1 << 40) / QGEMM_MAX_K) return 0;
+  int64_t Kp = qgemm_row_len(K), Np = round_up(N, QGEMM_NR);
+  return sizeof(float) * (size_t)Np + sizeof(int16_t) * (size_t)(Kp * Np);
+}
+
+void qgemm_weights_view(int64_t K, int64_t N, const void *blob, qgemm_weights *out) {
+  out->K = K, out->N = N, out->Kp = qgemm_row_len(K), out->Np = round_up(N, QGEMM_NR);
+  out->scale = blob;
+  out->w = (const int16_t *)((const float *)blob + out->Np);
+}
+
+/* 127 / max|x| as the step's inverse; the scale max|x| / 127 (0 for an
+ * all-zero vector, NaN when it holds NaN or an infinity). */
+static float scale_of(float amax, float *inv) {
+  if (!(amax <= 3.4e38f)) { /* NaN or infinite */
+    *inv = 0.f;
+    return NAN;
+  }
+  *inv = amax > 0.f ? 127.f / amax : 0.f;
+  return amax / 127.f;
+}
+
+static int16_t quant(float x, float inv) {
+  float q = nearbyintf(x * inv);
+  return (int16_t)(q > 127.f ? 127.f : q < -127.f ? -127.f : q);
+}
+
+typedef struct qb_job {
+  bool trans_b;
+  int64_t K, N;
+  const float *B;
+  qgemm_weights w;
+  float *scale;
+  int16_t *dst;
+} qb_job;
+
+/* op(B)[k][n] */
+static float b_at(const qb_job *j, int64_t k, int64_t n) {
+  return j->trans_b ? j->B[n * j->K + k] : j->B[k * j->N + n];
+}
+
+static void quantize_panels(void *ctx, int64_t p0, int64_t p1) {
+  qb_job *j = ctx;
+  int64_t pairs = j->w.Kp / 2;
+  for (int64_t p = p0; p < p1; p++) {
+    float inv[QGEMM_NR];
+    for (int c = 0; c < QGEMM_NR; c++) {
+      int64_t n = p * QGEMM_NR + c;
+      float amax = 0.f;
+      for (int64_t k = 0; n < j->N && k < j->K; k++) {
+        float v = fabsf(b_at(j, k, n));
+        amax = v > amax || isnan(v) ? v : amax;
+      }
+      j->scale[n] = n < j->N ? scale_of(amax, &inv[c]) : 0.f;
+      if (n >= j->N) inv[c] = 0.f;
+    }
+    int16_t *d = j->dst + p * pairs * 2 * QGEMM_NR;
+    for (int64_t q = 0; q < pairs; q++)
+      for (int c = 0; c < QGEMM_NR; c++)
+        for (int h = 0; h < 2; h++) {
+          int64_t k = 2 * q + h, n = p * QGEMM_NR + c;
+          *d++ = k < j->K && n < j->N ? quant(b_at(j, k, n), inv[c]) : 0;
+        }
+  }
+}
+
+void qgemm_quantize_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, const float *B, void *blob) {
+  qb_job j = {.trans_b = trans_b, .K = K, .N = N, .B = B};
+  qgemm_weights_view(K, N, blob, &j.w);
+  j.scale = (float *)j.w.scale;
+  j.dst = (int16_t *)j.w.w;
+  pool_parallel_for(pool, j.w.Np / QGEMM_NR, 1, quantize_panels, &j);
+}
+
+typedef struct qa_job {
+  int64_t K, lda, lq;
+  const float *A;
+  int16_t *qa;
+  float *sa;
+} qa_job;
+
+static void quantize_rows(void *ctx, int64_t m0, int64_t m1) {
+  qa_job *j = ctx;
+  for (int64_t m = m0; m < m1; m++) {
+    const float *a = j->A + m * j->lda;
+    int16_t *q = j->qa + m * j->lq;
+    float amax = 0.f, inv;
+    for (int64_t k = 0; k < j->K; k++) {
+      float v = fabsf(a[k]);
+      amax = v > amax || isnan(v) ? v : amax;
+    }
+    j->sa[m] = scale_of(amax, &inv);
+    for (int64_t k = 0; k < j->K; k++) q[k] = quant(a[k], inv);
+    if (j->lq > j->K) q[j->K] = 0;
+  }
+}
+
+void qgemm_quantize_a(smelt_pool *pool, int64_t M, int64_t K, const float *A, int64_t lda, int16_t *qa,
+                      float *sa) {
+  qa_job j = {.K = K, .lda = lda, .lq = qgemm_row_len(K), .A = A, .qa = qa, .sa = sa};
+  int64_t grain = (1 << 15) / (K > 0 ? K : 1) + 1;
+  pool_parallel_for(M * K >= (1 << 16) ? pool : NULL, M, grain, quantize_rows, &j);
+}
+
+void qgemm_tile_scalar(int rows, int panels, const int16_t *qa, int64_t lq, const int16_t *p0,
+                       const int16_t *p1, int64_t pairs, int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
+  for (int r = 0; r < rows; r++)
+    for (int pi = 0; pi < panels; pi++) {
+      const int16_t *b = pi ? p1 : p0;
+      for (int c = 0; c < QGEMM_NR; c++) {
+        int32_t s = 0;
+        for (int64_t q = 0; q < pairs; q++)
+          s += (int32_t)qa[r * lq + 2 * q] * b[q * 2 * QGEMM_NR + 2 * c] +
+               (int32_t)qa[r * lq + 2 * q + 1] * b[q * 2 * QGEMM_NR + 2 * c + 1];
+        acc[r][pi * QGEMM_NR + c] = s;
+      }
+    }
+}
+
+typedef struct run_job {
+  const qgemm_args *a;
+  qgemm_tile_fn tile;
+  int64_t mb, n_cb;
+} run_job;
+
+static void store_tile(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
+                       int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
+  const qgemm_weights *w = a->w;
+  for (int r = 0; r < rows; r++) {
+    float *c = a->C + (m0 + r) * a->ldc + n0;
+    float s = a->alpha * a->sa[m0 + r];
+    for (int j = 0; j < cols; j++) {
+      float v = s * w->scale[n0 + j] * (float)acc[r][j];
+      if (a->bias) v += a->bias[n0 + j];
+      c[j] = a->accumulate ? c[j] + v : v;
+    }
+  }
+}
+
+static void run_blocks(void *ctx, int64_t t0, int64_t t1) {
+  run_job *j = ctx;
+  const qgemm_args *a = j->a;
+  const qgemm_weights *w = a->w;
+  int64_t lq = w->Kp, pairs = w->Kp / 2, panel = pairs * 2 * QGEMM_NR;
+  int32_t acc[QGEMM_MR][2 * QGEMM_NR];
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t m_lo = t / j->n_cb * j->mb, n_lo = t % j->n_cb * QGEMM_NB;
+    int64_t m_hi = m_lo + j->mb < a->M ? m_lo + j->mb : a->M;
+    int64_t n_hi = n_lo + QGEMM_NB < w->N ? n_lo + QGEMM_NB : w->N;
+    for (int64_t n = n_lo; n < n_hi; n += 2 * QGEMM_NR) {
+      int panels = n + QGEMM_NR < n_hi ? 2 : 1;
+      int cols = (int)(n_hi - n < 2 * QGEMM_NR ? n_hi - n : 2 * QGEMM_NR);
+      const int16_t *p0 = w->w + n / QGEMM_NR * panel;
+      for (int64_t m = m_lo; m < m_hi; m += QGEMM_MR) {
+        int rows = (int)(m_hi - m < QGEMM_MR ? m_hi - m : QGEMM_MR);
+        j->tile(rows, panels, a->qa + m * lq, lq, p0, p0 + panel, pairs, acc);
+        store_tile(a, m, rows, n, cols, acc);
+      }
+    }
+  }
+}
+
+void qgemm_run(smelt_pool *pool, isa_level isa, const qgemm_args *a) {
+  const qgemm_weights *w = a->w;
+  if (a->M <= 0 || w->N <= 0) return;
+  run_job j = {.a = a, .tile = qgemm_tile_scalar};
+#ifdef SMELT_X86
+  if (isa >= ISA_AVX2) j.tile = qgemm_tile_avx2;
+#else
+  (void)isa;
+#endif
+  j.mb = QGEMM_A_BLOCK_BYTES / (int64_t)(sizeof(int16_t) * (size_t)w->Kp) / QGEMM_MR * QGEMM_MR;
+  if (j.mb < QGEMM_MR) j.mb = QGEMM_MR;
+  if (j.mb > 8 * QGEMM_MR) j.mb = 8 * QGEMM_MR;
+  j.n_cb = (w->N + QGEMM_NB - 1) / QGEMM_NB;
+  int64_t tasks = (a->M + j.mb - 1) / j.mb * j.n_cb;
+  bool big = (double)a->M * (double)w->N * (double)w->K >= QGEMM_MIN_PARALLEL_MACS;
+  pool_parallel_for(big ? pool : NULL, tasks, 1, run_blocks, &j);
+}
