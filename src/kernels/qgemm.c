@@ -31,7 +31,7 @@ void qgemm_weights_view(int64_t K, int64_t N, const void *blob, qgemm_weights *o
 
 /* 127 / max|x| as the step's inverse; the scale max|x| / 127 (0 for an
  * all-zero vector, NaN when it holds NaN or an infinity). */
-static float scale_of(float amax, float *inv) {
+float qgemm_scale_of(float amax, float *inv) {
   if (!(amax <= 3.4e38f)) { /* NaN or infinite */
     *inv = 0.f;
     return NAN;
@@ -71,7 +71,7 @@ static void quantize_panels(void *ctx, int64_t p0, int64_t p1) {
         float v = fabsf(b_at(j, k, n));
         amax = v > amax || isnan(v) ? v : amax;
       }
-      j->scale[n] = n < j->N ? scale_of(amax, &inv[c]) : 0.f;
+      j->scale[n] = n < j->N ? qgemm_scale_of(amax, &inv[c]) : 0.f;
       if (n >= j->N) inv[c] = 0.f;
     }
     int16_t *d = j->dst + p * pairs * 2 * QGEMM_NR;
@@ -92,7 +92,18 @@ void qgemm_quantize_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, cons
   pool_parallel_for(pool, j.w.Np / QGEMM_NR, 1, quantize_panels, &j);
 }
 
+void qgemm_quantize_row_scalar(int64_t K, const float *a, int16_t *q, float *scale) {
+  float amax = 0.f, inv;
+  for (int64_t k = 0; k < K; k++) {
+    float v = fabsf(a[k]);
+    amax = v > amax || isnan(v) ? v : amax;
+  }
+  *scale = qgemm_scale_of(amax, &inv);
+  for (int64_t k = 0; k < K; k++) q[k] = quant(a[k], inv);
+}
+
 typedef struct qa_job {
+  void (*row)(int64_t K, const float *a, int16_t *q, float *scale);
   int64_t K, lda, lq;
   const float *A;
   int16_t *qa;
@@ -102,22 +113,20 @@ typedef struct qa_job {
 static void quantize_rows(void *ctx, int64_t m0, int64_t m1) {
   qa_job *j = ctx;
   for (int64_t m = m0; m < m1; m++) {
-    const float *a = j->A + m * j->lda;
     int16_t *q = j->qa + m * j->lq;
-    float amax = 0.f, inv;
-    for (int64_t k = 0; k < j->K; k++) {
-      float v = fabsf(a[k]);
-      amax = v > amax || isnan(v) ? v : amax;
-    }
-    j->sa[m] = scale_of(amax, &inv);
-    for (int64_t k = 0; k < j->K; k++) q[k] = quant(a[k], inv);
+    j->row(j->K, j->A + m * j->lda, q, &j->sa[m]);
     if (j->lq > j->K) q[j->K] = 0;
   }
 }
 
-void qgemm_quantize_a(smelt_pool *pool, int64_t M, int64_t K, const float *A, int64_t lda, int16_t *qa,
-                      float *sa) {
-  qa_job j = {.K = K, .lda = lda, .lq = qgemm_row_len(K), .A = A, .qa = qa, .sa = sa};
+void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, const float *A, int64_t lda,
+                      int16_t *qa, float *sa) {
+  qa_job j = {.row = qgemm_quantize_row_scalar, .K = K, .lda = lda, .lq = qgemm_row_len(K), .A = A, .qa = qa, .sa = sa};
+#ifdef SMELT_X86
+  if (isa >= ISA_AVX2) j.row = qgemm_quantize_row_avx2;
+#else
+  (void)isa;
+#endif
   int64_t grain = (1 << 15) / (K > 0 ? K : 1) + 1;
   pool_parallel_for(M * K >= (1 << 16) ? pool : NULL, M, grain, quantize_rows, &j);
 }
@@ -146,14 +155,17 @@ typedef struct run_job {
 static void store_tile(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
                        int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
   const qgemm_weights *w = a->w;
-  for (int r = 0; r < rows; r++) {
-    float *c = a->C + (m0 + r) * a->ldc + n0;
+  const float *sb = w->scale + n0, *bias = a->bias ? a->bias + n0 : NULL;
+  for (int r = 0; r < rows; r++) { /* simple loops: the compiler vectorizes them */
+    float *c = a->C + (m0 + r) * a->ldc + n0, v[2 * QGEMM_NR];
     float s = a->alpha * a->sa[m0 + r];
-    for (int j = 0; j < cols; j++) {
-      float v = s * w->scale[n0 + j] * (float)acc[r][j];
-      if (a->bias) v += a->bias[n0 + j];
-      c[j] = a->accumulate ? c[j] + v : v;
-    }
+    for (int j = 0; j < cols; j++) v[j] = s * sb[j] * (float)acc[r][j];
+    if (bias)
+      for (int j = 0; j < cols; j++) v[j] += bias[j];
+    if (a->accumulate)
+      for (int j = 0; j < cols; j++) c[j] += v[j];
+    else
+      for (int j = 0; j < cols; j++) c[j] = v[j];
   }
 }
 

@@ -52,8 +52,9 @@ void qgemm_weights_view(int64_t K, int64_t N, const void *blob, qgemm_weights *o
 /* Int16 elements per quantized row of A (K rounded up to even). */
 static inline int64_t qgemm_row_len(int64_t K) { return K + (K & 1); }
 /* Quantizes rows of A (M x K, row stride lda) into qa (M x qgemm_row_len(K))
- * and sa (M scales).  A row holding NaN or an infinity gets scale NaN. */
-void qgemm_quantize_a(smelt_pool *pool, int64_t M, int64_t K, const float *A, int64_t lda, int16_t *qa,
+ * and sa (M scales) with the row kernel of `isa`.  A row holding NaN or an
+ * infinity gets scale NaN. */
+void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, const float *A, int64_t lda, int16_t *qa,
                       float *sa);
 
 typedef struct qgemm_args {
@@ -80,6 +81,12 @@ typedef void (*qgemm_tile_fn)(int rows, int panels, const int16_t *qa, int64_t l
                               const int16_t *p1, int64_t pairs, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
 void qgemm_tile_scalar(int rows, int panels, const int16_t *qa, int64_t lq, const int16_t *p0,
                        const int16_t *p1, int64_t pairs, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
+/* One row of A: its scale (qgemm_scale_of) and K quantized values. */
+void qgemm_quantize_row_scalar(int64_t K, const float *a, int16_t *q, float *scale);
+void qgemm_quantize_row_avx2(int64_t K, const float *a, int16_t *q, float *scale);
+/* max|x| -> the scale max|x| / 127 and *inv = 127 / max|x| (0 and 0 for
+ * zeros; NaN and 0 when amax is NaN or infinite). */
+float qgemm_scale_of(float amax, float *inv);
 void qgemm_tile_avx2(int rows, int panels, const int16_t *qa, int64_t lq, const int16_t *p0,
                      const int16_t *p1, int64_t pairs, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
 

@@ -82,7 +82,7 @@ smelt_status gemm_int8_run(op_ctx *c, const qgemm_weights *w, int64_t M, const f
   int16_t *qa = tensor_data_alloc(bytes);
   if (!qa) return err_nomem("int8 GEMM: quantized activations", bytes);
   float *sa = (float *)((char *)qa + qa_bytes);
-  qgemm_quantize_a(c->pool, M, w->K, A, lda, qa, sa);
+  qgemm_quantize_a(c->pool, isa_active(), M, w->K, A, lda, qa, sa);
   qgemm_args a = {.M = M, .qa = qa, .sa = sa, .w = w, .alpha = alpha, .bias = bias, .accumulate = accumulate,
                   .C = C, .ldc = w->N};
   qgemm_run(c->pool, isa_active(), &a);

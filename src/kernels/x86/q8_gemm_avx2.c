@@ -9,6 +9,7 @@
 
 #ifdef SMELT_X86
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define Q8_INLINE static inline __attribute__((always_inline)) SMELT_TARGET_AVX2
@@ -35,6 +36,38 @@ Q8_INLINE void tile(const int R, const int P, const int16_t *qa, int64_t lq, con
   for (int r = 0; r < R; r++) {
     _mm256_storeu_si256((__m256i *)acc[r], c[r][0]);
     if (P > 1) _mm256_storeu_si256((__m256i *)(acc[r] + QGEMM_NR), c[r][1]);
+  }
+}
+
+SMELT_TARGET_AVX2 void qgemm_quantize_row_avx2(int64_t K, const float *a, int16_t *q, float *scale) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 vmax = _mm256_setzero_ps(), vnan = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 x = _mm256_loadu_ps(a + k);
+    vmax = _mm256_max_ps(vmax, _mm256_and_ps(x, abs_mask));
+    vnan = _mm256_or_ps(vnan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  }
+  float m[8], amax = 0.f;
+  _mm256_storeu_ps(m, vmax);
+  for (int i = 0; i < 8; i++) amax = m[i] > amax ? m[i] : amax;
+  if (!_mm256_testz_ps(vnan, vnan)) amax = NAN;
+  for (int64_t t = k; t < K; t++) {
+    float v = a[t] < 0 ? -a[t] : a[t];
+    amax = v > amax || v != v ? v : amax;
+  }
+  float inv;
+  *scale = qgemm_scale_of(amax, &inv);
+  __m256 vinv = _mm256_set1_ps(inv);
+  for (k = 0; k + 16 <= K; k += 16) { /* |x * inv| <= 127: no clamp; cvtps rounds to nearest even */
+    __m256i lo = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + k), vinv));
+    __m256i hi = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a + k + 8), vinv));
+    __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
+    _mm256_storeu_si256((__m256i *)(q + k), p);
+  }
+  for (; k < K; k++) {
+    float x = a[k] * inv;
+    q[k] = (int16_t)_mm_cvtss_si32(_mm_set_ss(x)); /* the same rounding as above */
   }
 }
 
