@@ -239,7 +239,8 @@ void smelt_tensor_release(smelt_tensor *t);
  * chosen by the file's contents.  out->name is set to NULL.  The caller frees
  * the data with smelt_tensor_release. */
 smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
-/* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed. */
+/* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed.
+ * bfloat16 (which numpy lacks) is written as float32, the same values. */
 smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
 
 #ifdef __cplusplus
