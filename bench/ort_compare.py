@@ -90,7 +90,7 @@ def tensor_to_numpy(np, t):
 class SmeltRunner:
     """One smelt build's session on one model, with the inputs loaded."""
 
-    def __init__(self, np, sm, path, inputs, threads, mode=0, dims=None):
+    def __init__(self, np, sm, path, inputs, threads, mode=0, dims=None, precision=0):
         self.np, self.sm = np, sm
         self.loaded = (Tensor * len(inputs))()
         for k, p in enumerate(inputs):
@@ -101,6 +101,7 @@ class SmeltRunner:
         opts = sm.lib.smelt_session_options_default()
         opts.threads = threads
         opts.mode = mode
+        opts.precision = precision
         if dims:  # "name=v,name=v": sizes for symbolic dims, so a compiled mode compiles here
             self.dims = dims.encode()
             opts.dims = self.dims
