@@ -39,7 +39,7 @@ static q8_entry *build(op_cache *cache, smelt_pool *pool, const q8_key *key, con
   q8_key desc = *key;
   desc.w = NULL;
   prep_key pkey;
-  bool stored = cache->store && prep_store_key(cache->store, pool, "gemm-q8", &desc, sizeof desc, B,
+  bool stored = cache->store && prep_store_key(cache->store, pool, "gemm-u8s8", &desc, sizeof desc, B,
                                                sizeof(float) * (size_t)(key->K * key->N), len, &pkey);
   const void *blob = stored ? prep_store_get(cache->store, pool, &pkey) : NULL;
   if (!blob) {
@@ -78,12 +78,13 @@ const qgemm_weights *gemm_int8_weights(op_ctx *c, int i, bool trans_b, int64_t K
 smelt_status gemm_int8_run(op_ctx *c, const qgemm_weights *w, int64_t M, const float *A, int64_t lda,
                            float alpha, const float *bias, bool accumulate, float *C) {
   if (M <= 0) return SMELT_OK;
-  size_t qa_bytes = sizeof(int16_t) * (size_t)(M * w->Kp), bytes = qa_bytes + sizeof(float) * (size_t)M;
-  int16_t *qa = tensor_data_alloc(bytes);
+  size_t qa_bytes = (size_t)(M * w->Kp), bytes = qa_bytes + (sizeof(float) + sizeof(int32_t)) * (size_t)M;
+  uint8_t *qa = tensor_data_alloc(bytes); /* Kp is a multiple of 4: sa and za are aligned */
   if (!qa) return err_nomem("int8 GEMM: quantized activations", bytes);
-  float *sa = (float *)((char *)qa + qa_bytes);
-  qgemm_quantize_a(c->pool, isa_active(), M, w->K, A, lda, qa, sa);
-  qgemm_args a = {.M = M, .qa = qa, .sa = sa, .w = w, .alpha = alpha, .bias = bias, .accumulate = accumulate,
+  float *sa = (float *)(qa + qa_bytes);
+  int32_t *za = (int32_t *)(sa + M);
+  qgemm_quantize_a(c->pool, isa_active(), M, w->K, A, lda, qa, sa, za);
+  qgemm_args a = {.M = M, .qa = qa, .sa = sa, .za = za, .w = w, .alpha = alpha, .bias = bias, .accumulate = accumulate,
                   .C = C, .ldc = w->N};
   qgemm_run(c->pool, isa_active(), &a);
   tensor_data_free(qa);

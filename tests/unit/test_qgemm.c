@@ -3,15 +3,16 @@
  * kernel), on awkward shapes (1, primes, odd K, sizes off the 6 x 16 tile
  * and the 8-column panel), B plain and transposed, with alpha, bias and
  * accumulation, on one thread and on a pool:
- *   - exactness: C equals alpha * sa * sb * sum(qa qb) + bias (+ C), the
- *     integer sum taken in int64 here (1e-5 relative: only the fp32
- *     epilogue rounds);
+ *   - exactness: C equals alpha * sa * sb * (sum(qa qb) - za colsum) + bias
+ *     (+ C), the integer sums taken in int64 here (1e-5 relative: only the
+ *     fp32 epilogue rounds);
  *   - accuracy against the fp32 product: |C - ref| <= alpha * sum_k (|a| sb/2
  *     + |b| sa/2 + sa sb / 4) (each quantized side is off by at most half
  *     its step) plus 1e-5 of the magnitudes for fp32 rounding;
- *   - the quantization itself: values in [-127, 127], 127 reached by each
- *     row's largest element, all-zero rows give scale 0 and C = bias, a row
- *     with NaN gives NaN outputs in that row only;
+ *   - the quantization itself: A's values in [0, 127], the row's minimum at
+ *     0 and its maximum at 126 or 127 (the zero point's rounding), the weights'
+ *     column sums, all-zero rows give scale 0 and C = bias, a row with NaN
+ *     gives NaN outputs in that row only;
  *   - the two row quantizers agree, and K past QGEMM_MAX_K is refused. */
 #include <math.h>
 #include <stdlib.h>
@@ -43,9 +44,10 @@ static void run_case(isa_level isa, smelt_pool *pool, const qcase *q) {
   float *A = randn(M * K), *B = randn(K * N), *bias = randn(N), *C = randn(M * N), *C0 = malloc(sizeof(float) * (size_t)(M * N));
   if (M > 2) memset(A + K, 0, sizeof(float) * (size_t)K); /* row 1: all zero */
   void *blob = tensor_data_alloc(qgemm_weights_bytes(K, N));
-  int16_t *qa = malloc(sizeof(int16_t) * (size_t)(M * lq));
+  uint8_t *qa = malloc((size_t)(M * lq));
   float *sa = malloc(sizeof(float) * (size_t)M);
-  if (!A || !B || !bias || !C || !C0 || !blob || !qa || !sa) {
+  int32_t *za = malloc(sizeof(int32_t) * (size_t)M);
+  if (!A || !B || !bias || !C || !C0 || !blob || !qa || !sa || !za) {
     CHECK(!"out of memory");
     goto done;
   }
@@ -53,31 +55,38 @@ static void run_case(isa_level isa, smelt_pool *pool, const qcase *q) {
   qgemm_weights w;
   qgemm_quantize_b(pool, q->tb, K, N, B, blob);
   qgemm_weights_view(K, N, blob, &w);
-  qgemm_quantize_a(pool, isa, M, K, A, K, qa, sa);
-  qgemm_args args = {.M = M, .qa = qa, .sa = sa, .w = &w, .alpha = q->alpha, .bias = q->bias ? bias : NULL,
+  qgemm_quantize_a(pool, isa, M, K, A, K, qa, sa, za);
+  for (int64_t n = 0; n < N; n++) {
+    int64_t cs = 0;
+    for (int64_t k = 0; k < K; k++) cs += w.w[n / QGEMM_NR * (lq / 4) * 32 + k / 4 * 32 + n % QGEMM_NR * 4 + k % 4];
+    CHECK(cs == w.colsum[n]);
+  }
+  qgemm_args args = {.M = M, .qa = qa, .sa = sa, .za = za, .w = &w, .alpha = q->alpha, .bias = q->bias ? bias : NULL,
                      .accumulate = q->acc, .C = C, .ldc = N};
   qgemm_run(pool, isa, &args);
   int bad_exact = 0, bad_bound = 0, bad_q = 0;
   for (int64_t m = 0; m < M; m++) {
-    int16_t qmax = 0;
+    int qmax = 0, qmin = 255;
     for (int64_t k = 0; k < K; k++) {
-      int16_t v = qa[m * lq + k];
-      bad_q += v < -127 || v > 127;
-      qmax = (int16_t)(abs(v) > qmax ? abs(v) : qmax);
+      int v = qa[m * lq + k];
+      bad_q += v > 127;
+      qmax = v > qmax ? v : qmax, qmin = v < qmin ? v : qmin;
     }
-    bool zero_row = M > 2 && m == 1;
-    bad_q += zero_row ? (sa[m] != 0.f || qmax != 0) : qmax != 127;
+    bool zero_row = M > 2 && m == 1, both_signs = false;
+    for (int64_t k = 1; k < K; k++) both_signs |= A[m * K + k] * A[m * K] < 0;
+    bad_q += zero_row ? (sa[m] != 0.f || qmax != 0 || za[m] != 0) : both_signs && (qmax < 126 || qmin != 0);
     for (int64_t n = 0; n < N; n++) {
       int64_t isum = 0;
       double ref = 0, mag = 0, bound = 0, sb = w.scale[n];
       for (int64_t k = 0; k < K; k++) {
         double a = A[m * K + k], b = q->tb ? B[n * K + k] : B[k * N + n];
-        int16_t qb = w.w[n / QGEMM_NR * (lq / 2) * 2 * QGEMM_NR + k / 2 * 2 * QGEMM_NR + n % QGEMM_NR * 2 + k % 2];
+        int8_t qb = w.w[n / QGEMM_NR * (lq / 4) * 32 + k / 4 * 32 + n % QGEMM_NR * 4 + k % 4];
         isum += (int64_t)qa[m * lq + k] * qb;
         ref += a * b, mag += fabs(a * b);
         bound += fabs(a) * sb / 2 + fabs(b) * sa[m] / 2 + sa[m] * sb / 4;
       }
       double extra = (q->bias ? bias[n] : 0) + (q->acc ? C0[m * N + n] : 0);
+      isum -= (int64_t)za[m] * w.colsum[n];
       double exact = q->alpha * (double)sa[m] * sb * (double)isum + extra, got = C[m * N + n];
       double scale = fabs(q->alpha) * mag + fabs(extra) + 1e-6;
       if (!(fabs(got - exact) <= 1e-5 * scale)) bad_exact++;
@@ -92,7 +101,7 @@ static void run_case(isa_level isa, smelt_pool *pool, const qcase *q) {
   CHECK(bad_bound == 0);
   CHECK(bad_q == 0);
 done:
-  free(A), free(B), free(bias), free(C), free(C0), free(qa), free(sa);
+  free(A), free(B), free(bias), free(C), free(C0), free(qa), free(sa), free(za);
   tensor_data_free(blob);
 }
 
@@ -100,14 +109,15 @@ static void nan_row(isa_level isa) {
   int64_t M = 3, K = 5, N = 9;
   float *A = randn(M * K), *B = randn(K * N), C[27];
   void *blob = tensor_data_alloc(qgemm_weights_bytes(K, N));
-  int16_t qa[3 * 6];
+  uint8_t qa[3 * 8];
   float sa[3];
+  int32_t za[3];
   A[K + 2] = NAN;
   qgemm_weights w;
   qgemm_quantize_b(NULL, false, K, N, B, blob);
   qgemm_weights_view(K, N, blob, &w);
-  qgemm_quantize_a(NULL, isa, M, K, A, K, qa, sa);
-  qgemm_args args = {.M = M, .qa = qa, .sa = sa, .w = &w, .alpha = 1.f, .C = C, .ldc = N};
+  qgemm_quantize_a(NULL, isa, M, K, A, K, qa, sa, za);
+  qgemm_args args = {.M = M, .qa = qa, .sa = sa, .za = za, .w = &w, .alpha = 1.f, .C = C, .ldc = N};
   qgemm_run(NULL, isa, &args);
   for (int64_t n = 0; n < N; n++) {
     CHECK(isnan(C[N + n]));
@@ -119,14 +129,15 @@ static void nan_row(isa_level isa) {
 
 static void rows_agree(void) {
   if (isa_detect() < ISA_AVX2) return;
-  for (int64_t K = 1; K < 70; K += 3) {
+  for (int64_t K = 1; K < 72; K += 3) {
     float *a = randn(K);
-    int16_t q1[72], q2[72];
+    uint8_t q1[72], q2[72];
     float s1, s2;
+    int32_t z1, z2;
     a[K / 2] *= 3.7f;
-    qgemm_quantize_row_scalar(K, a, q1, &s1);
-    qgemm_quantize_row_avx2(K, a, q2, &s2);
-    CHECK(s1 == s2);
+    qgemm_quantize_row_scalar(K, a, q1, &s1, &z1);
+    qgemm_quantize_row_avx2(K, a, q2, &s2, &z2);
+    CHECK(s1 == s2 && z1 == z2);
     int diff = 0;
     for (int64_t k = 0; k < K; k++) diff += q1[k] != q2[k];
     CHECK(diff == 0);
