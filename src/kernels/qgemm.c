@@ -4,7 +4,10 @@
  *
  * The driver splits C into blocks of rows x 64 columns; a block runs its
  * column panel pairs outer and its row tiles inner, with as many rows as
- * keep the block's quantized A within about 64 KB. */
+ * keep the block's quantized A within about 64 KB.  Blocks are numbered
+ * row block fastest, so the blocks a thread takes in a row share their
+ * weight panels: each weight byte comes from memory about once (A, M x K
+ * bytes, is the small side: an LM head's weights are 38 MB). */
 #include "kernels/qgemm.h"
 
 #include <math.h>
@@ -178,7 +181,7 @@ void qgemm_tile_scalar(int rows, int panels, const uint8_t *qa, int64_t lq, cons
 typedef struct run_job {
   const qgemm_args *a;
   qgemm_tile_fn tile;
-  int64_t mb, n_cb;
+  int64_t mb, n_rb;
 } run_job;
 
 static void store_tile(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
@@ -207,7 +210,7 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1) {
   int64_t lq = w->Kp, groups = w->Kp / QGEMM_KG, panel = groups * GROUP_BYTES;
   int32_t acc[QGEMM_MR][2 * QGEMM_NR];
   for (int64_t t = t0; t < t1; t++) {
-    int64_t m_lo = t / j->n_cb * j->mb, n_lo = t % j->n_cb * QGEMM_NB;
+    int64_t m_lo = t % j->n_rb * j->mb, n_lo = t / j->n_rb * QGEMM_NB;
     int64_t m_hi = m_lo + j->mb < a->M ? m_lo + j->mb : a->M;
     int64_t n_hi = n_lo + QGEMM_NB < w->N ? n_lo + QGEMM_NB : w->N;
     for (int64_t n = n_lo; n < n_hi; n += 2 * QGEMM_NR) {
@@ -235,8 +238,8 @@ void qgemm_run(smelt_pool *pool, isa_level isa, const qgemm_args *a) {
   j.mb = QGEMM_A_BLOCK_BYTES / w->Kp / QGEMM_MR * QGEMM_MR;
   if (j.mb < QGEMM_MR) j.mb = QGEMM_MR;
   if (j.mb > 8 * QGEMM_MR) j.mb = 8 * QGEMM_MR;
-  j.n_cb = (w->N + QGEMM_NB - 1) / QGEMM_NB;
-  int64_t tasks = (a->M + j.mb - 1) / j.mb * j.n_cb;
+  j.n_rb = (a->M + j.mb - 1) / j.mb;
+  int64_t tasks = j.n_rb * ((w->N + QGEMM_NB - 1) / QGEMM_NB);
   bool big = (double)a->M * (double)w->N * (double)w->K >= QGEMM_MIN_PARALLEL_MACS;
   pool_parallel_for(big ? pool : NULL, tasks, 1, run_blocks, &j);
 }
