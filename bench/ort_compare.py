@@ -61,7 +61,8 @@ class TensorV1(ctypes.Structure):
 
 class OptionsV1(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t)] + _OPTIONS_V0 + [
-        ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("log_level", ctypes.c_int)]
+        ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("log_level", ctypes.c_int),
+        ("precision", ctypes.c_int)]  # smelt_precision: 0 fp32, 1 bf16, 2 fp16, 3 int8, 4 int4
 
 
 class TensorV0(ctypes.Structure):
@@ -113,7 +114,7 @@ def tensor_to_numpy(np, t):
 class SmeltRunner:
     """One smelt build's session on one model, with the inputs loaded."""
 
-    def __init__(self, np, sm, path, inputs, threads, mode=0, dims=None):
+    def __init__(self, np, sm, path, inputs, threads, mode=0, dims=None, precision=0):
         self.np, self.sm = np, sm
         self.loaded = (sm.Tensor * len(inputs))()
         for k, p in enumerate(inputs):
@@ -124,6 +125,10 @@ class SmeltRunner:
         opts = sm.lib.smelt_session_options_default()
         opts.threads = threads
         opts.mode = mode
+        if precision:
+            if "precision" not in dict(type(opts)._fields_):
+                raise RuntimeError(f"this smelt build ({sm.lib.smelt_version().decode()}) has no precision option")
+            opts.precision = precision
         if dims:  # "name=v,name=v": sizes for symbolic dims, so a compiled mode compiles here
             self.dims = dims.encode()
             opts.dims = self.dims

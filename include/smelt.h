@@ -151,6 +151,22 @@ typedef enum smelt_log_level {
 
 typedef void (*smelt_log_fn)(smelt_log_level level, const char *message, void *user);
 
+/* The arithmetic precision a session runs its heavy nodes in (session
+ * option `precision`).  FP32 (the default) is exact as without the option.
+ * INT8: MatMul / Gemm / fused GEMM nodes whose weight is a constant run as
+ * dynamically quantized int8 GEMMs (per-output-channel symmetric int8
+ * weights, activations quantized per row at run time, fp32 accumulation of
+ * the dequantized result); everything else stays fp32 (README: Precision).
+ * BF16, FP16, INT4: not implemented yet; a session asking for them fails
+ * with SMELT_ERR_UNSUPPORTED. */
+typedef enum smelt_precision {
+  SMELT_PRECISION_FP32 = 0,
+  SMELT_PRECISION_BF16,
+  SMELT_PRECISION_FP16,
+  SMELT_PRECISION_INT8,
+  SMELT_PRECISION_INT4
+} smelt_precision;
+
 typedef struct smelt_session_options {
   /* sizeof(smelt_session_options), set by smelt_session_options_default():
    * start from it.  A size below the first released layout (0.2.0: this
@@ -187,6 +203,8 @@ typedef struct smelt_session_options {
    * SMELT_LOG_INFO).  $SMELT_LOG_LEVEL (error, warning, info or debug), when
    * set, overrides it; another value is refused by smelt_session_create. */
   smelt_log_level log_level;
+  /* Precision of the heavy nodes (smelt_precision above); 0 = FP32. */
+  smelt_precision precision;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */
@@ -256,6 +274,9 @@ SMELT_API smelt_status smelt_session_get_stats(const smelt_session *s, smelt_ses
 /* Parses "eager", "default", "reduce-overhead", "max-autotune". */
 SMELT_API smelt_status smelt_mode_parse(const char *name, smelt_mode *out);
 SMELT_API const char *smelt_mode_name(smelt_mode m);
+/* Parses "fp32", "bf16", "fp16", "int8", "int4". */
+SMELT_API smelt_status smelt_precision_parse(const char *name, smelt_precision *out);
+SMELT_API const char *smelt_precision_name(smelt_precision p);
 
 /* Runs the model.  inputs: n_inputs tensors, matched by name when name is set,
  * else by position among the model's inputs; every input must be given.
@@ -304,7 +325,8 @@ SMELT_API void smelt_tensor_release(smelt_tensor *t);
  * chosen by the file's contents.  out->name is set to NULL, out->owner to
  * SMELT_OWNER_SMELT.  The caller frees the data with smelt_tensor_release. */
 SMELT_API smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
-/* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed. */
+/* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed.
+ * bfloat16 (which numpy lacks) is written as float32, the same values. */
 SMELT_API smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
 
 /* ---- tokenizer ----
@@ -319,35 +341,35 @@ typedef struct smelt_tokenizer_stream smelt_tokenizer_stream;
 /* Loads tokenizer.json.  Errors name the file, line:column and JSON path;
  * parts smelt does not implement (another model type, an unknown split
  * regex...) give SMELT_ERR_UNSUPPORTED naming them.  Free with smelt_tokenizer_free. */
-smelt_status smelt_tokenizer_load(const char *tokenizer_json_path, smelt_tokenizer **out);
-smelt_status smelt_tokenizer_load_bytes(const char *json, size_t len, smelt_tokenizer **out);
-void smelt_tokenizer_free(smelt_tokenizer *t);
+SMELT_API smelt_status smelt_tokenizer_load(const char *tokenizer_json_path, smelt_tokenizer **out);
+SMELT_API smelt_status smelt_tokenizer_load_bytes(const char *json, size_t len, smelt_tokenizer **out);
+SMELT_API void smelt_tokenizer_free(smelt_tokenizer *t);
 /* Encodes len bytes of UTF-8 text.  add_special_tokens: the post-processor's
  * tokens (BOS...) too.  *ids is freed with smelt_free. */
-smelt_status smelt_tokenizer_encode(const smelt_tokenizer *t, const char *text, size_t len, int add_special_tokens,
+SMELT_API smelt_status smelt_tokenizer_encode(const smelt_tokenizer *t, const char *text, size_t len, int add_special_tokens,
                                     int32_t **ids, size_t *n);
 /* Decodes n ids; *text is NUL-terminated (*len bytes), freed with smelt_free.
  * An id outside the vocabulary is SMELT_ERR_INVALID_ARGUMENT. */
-smelt_status smelt_tokenizer_decode(const smelt_tokenizer *t, const int32_t *ids, size_t n, int skip_special_tokens,
+SMELT_API smelt_status smelt_tokenizer_decode(const smelt_tokenizer *t, const int32_t *ids, size_t n, int skip_special_tokens,
                                     char **text, size_t *len);
 /* Streaming decode for generation: each step gives the text the new id
  * completes ("" while a character's UTF-8 bytes are split across tokens);
  * *text stays valid until the next call on the stream. */
-smelt_status smelt_tokenizer_stream_new(const smelt_tokenizer *t, int skip_special_tokens, smelt_tokenizer_stream **out);
-smelt_status smelt_tokenizer_stream_step(smelt_tokenizer_stream *s, int32_t id, const char **text, size_t *len);
-void smelt_tokenizer_stream_free(smelt_tokenizer_stream *s);
+SMELT_API smelt_status smelt_tokenizer_stream_new(const smelt_tokenizer *t, int skip_special_tokens, smelt_tokenizer_stream **out);
+SMELT_API smelt_status smelt_tokenizer_stream_step(smelt_tokenizer_stream *s, int32_t id, const char **text, size_t *len);
+SMELT_API void smelt_tokenizer_stream_free(smelt_tokenizer_stream *s);
 /* The id of a token by its text ("</s>", "<|endoftext|>"). */
-smelt_status smelt_tokenizer_token_id(const smelt_tokenizer *t, const char *token, int32_t *id);
+SMELT_API smelt_status smelt_tokenizer_token_id(const smelt_tokenizer *t, const char *token, int32_t *id);
 /* The text of an id as the vocabulary holds it (owned by t), NULL if none. */
-const char *smelt_tokenizer_id_token(const smelt_tokenizer *t, int32_t id);
+SMELT_API const char *smelt_tokenizer_id_token(const smelt_tokenizer *t, int32_t id);
 /* One more than the largest id. */
-int32_t smelt_tokenizer_vocab_size(const smelt_tokenizer *t);
+SMELT_API int32_t smelt_tokenizer_vocab_size(const smelt_tokenizer *t);
 /* The BOS / EOS ids found by their usual names (<|begin_of_text|>, <s>,
  * <|endoftext|>...; <|end_of_text|>, </s>, <|endoftext|>...), -1 if none. */
-int32_t smelt_tokenizer_bos_id(const smelt_tokenizer *t);
-int32_t smelt_tokenizer_eos_id(const smelt_tokenizer *t);
+SMELT_API int32_t smelt_tokenizer_bos_id(const smelt_tokenizer *t);
+SMELT_API int32_t smelt_tokenizer_eos_id(const smelt_tokenizer *t);
 /* Frees memory smelt allocated for the caller (token ids, decoded text). */
-void smelt_free(void *p);
+SMELT_API void smelt_free(void *p);
 
 #ifdef __cplusplus
 }

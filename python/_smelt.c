@@ -200,13 +200,13 @@ static PyObject *names_tuple(const smelt_model *m, int input) {
 
 static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"source", "mode", "threads", "dims", "cache_dir", "buckets",
-                           "dynamic", "fullgraph", "recompile_limit", NULL};
+                           "dynamic", "fullgraph", "recompile_limit", "precision", NULL};
   PyObject *source;
-  const char *mode = "default", *dims = NULL, *cache_dir = NULL, *buckets = NULL;
+  const char *mode = "default", *dims = NULL, *cache_dir = NULL, *buckets = NULL, *precision = "fp32";
   int threads = 0, dynamic = 0, fullgraph = 0, recompile_limit = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sizzzppi", kwlist, &source, &mode, &threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sizzzppis", kwlist, &source, &mode, &threads,
                                    &dims, &cache_dir, &buckets, &dynamic, &fullgraph,
-                                   &recompile_limit))
+                                   &recompile_limit, &precision))
     return -1;
   if (self->session) {
     PyErr_SetString(PyExc_RuntimeError, "Session.__init__ called twice");
@@ -215,6 +215,11 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
   smelt_session_options opts = smelt_session_options_default();
   opts.log = smelt_log_stderr; /* the library's warnings, on stderr as the CLI shows them */
   smelt_status st = smelt_mode_parse(mode, &opts.mode);
+  if (st) {
+    raise_last(st);
+    return -1;
+  }
+  st = smelt_precision_parse(precision, &opts.precision);
   if (st) {
     raise_last(st);
     return -1;

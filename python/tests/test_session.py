@@ -172,3 +172,4 @@ def test_precision():
     with pytest.raises(smelt.UnsupportedError, match="fp32"):
         smelt.Session(MLP, precision="fp16")
     assert smelt.Session(MLP, precision="fp32", mode="eager")
+    assert smelt.Session(MLP, precision="int8", mode="eager").precision == "int8"

@@ -24,6 +24,7 @@
 
 typedef struct compile_options {
   smelt_mode mode;
+  smelt_precision precision; /* passes/autocast.c */
   bool fullgraph;
   bool dynamic;
   smelt_pool *pool;

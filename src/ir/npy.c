@@ -369,8 +369,7 @@ static smelt_status npy_check_tensor(const tensor *t, const char **descr) {
   *descr = npy_descr(t->dtype);
   if (!*descr)
     return err_set(SMELT_ERR_UNSUPPORTED, "%s tensors cannot be saved as .npy: numpy has no such "
-                   "type%s", dtype_name(t->dtype),
-                   t->dtype == SMELT_BF16 ? " (convert to float32 first)" : "");
+                   "type", dtype_name(t->dtype));
   if (t->rank < 0 || t->rank > SMELT_MAX_RANK)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "cannot save a tensor of rank %d", t->rank);
   char sb[256];
@@ -384,9 +383,33 @@ static smelt_status npy_check_tensor(const tensor *t, const char **descr) {
   return SMELT_OK;
 }
 
+/* bfloat16 as float32: the same values (bf16 is float32's upper half). */
+static smelt_status encode_bf16(const tensor *t, uint8_t **buf, size_t *len) {
+  tensor f = *t;
+  f.dtype = SMELT_F32;
+  int64_t n = t->rank >= 0 && t->rank <= SMELT_MAX_RANK ? shape_numel(t->rank, t->dims) : -1;
+  if (n < 0 || (uint64_t)n > SIZE_MAX / 4 ||
+      (size_t)n * 2 != t->nbytes || (!t->data && t->nbytes))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "cannot save bfloat16 of rank %d: it holds %zu bytes of data, "
+                   "expected %lld x 2", t->rank, t->nbytes, (long long)n);
+  f.nbytes = sizeof(float) * (size_t)n;
+  uint32_t *w = malloc(f.nbytes ? f.nbytes : 1);
+  if (!w) return err_nomem("bfloat16 tensor widened to float32", f.nbytes);
+  for (int64_t i = 0; i < n; i++) {
+    uint16_t h;
+    memcpy(&h, (const uint8_t *)t->data + 2 * i, 2);
+    w[i] = (uint32_t)h << 16;
+  }
+  f.data = w;
+  smelt_status s = npy_encode(&f, buf, len);
+  free(w);
+  return s;
+}
+
 smelt_status npy_encode(const tensor *t, uint8_t **buf, size_t *len) {
   *buf = NULL;
   *len = 0;
+  if (t->kind == TENSOR_KIND_TENSOR && t->dtype == SMELT_BF16) return encode_bf16(t, buf, len);
   const char *descr = NULL;
   TRY(npy_check_tensor(t, &descr));
   char dict[SMELT_MAX_RANK * 24 + 160];

@@ -3,7 +3,9 @@
  * Reads format versions 1.0, 2.0 and 3.0 (3.0 = utf-8 header), C order only.
  * Types: float16/32/64, int8/16/32/64, uint8/16/32/64, bool, complex64/128,
  * little- or big-endian (big-endian data is byte-swapped on load).  numpy has
- * no bfloat16, so bfloat16 tensors can be neither read nor written here.
+ * no bfloat16: a bfloat16 tensor is written as float32 (the same values,
+ * exactly: bf16 is float32's upper half; twice the bytes), and cannot be
+ * read back as bfloat16.
  *
  * Every length and offset comes from the file and is checked; a malformed file
  * gives SMELT_ERR_INVALID_ARGUMENT (or UNSUPPORTED for valid numpy that smelt

@@ -16,11 +16,16 @@
  *
  * Bias, relu and clip run in the GEMM's epilogue while the tile is in
  * registers; the residual is preloaded into Y (beta = 1).  Sigmoid, tanh and
- * gelu run on each block of rows right after its GEMM while it is in cache. */
+ * gelu run on each block of rows right after its GEMM while it is in cache.
+ *
+ * Attribute precision = "int8" (set by passes/autocast.c): with a constant
+ * B and no transA, the product runs as a dynamically quantized int8 GEMM
+ * (ops/gemm_int8.h), then the activation over Y. */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "kernels/gemm.h"
+#include "ops/gemm_int8.h"
 #include "ops/gemm_weights.h"
 #include "ops/fused_act.h"
 #include "ops/fused_util.h"
@@ -123,6 +128,14 @@ static smelt_status fgemm_run(op_ctx *c) {
     if (res->nbytes != y->nbytes) return err_set(SMELT_ERR_INTERNAL, "residual size differs from the output's");
     memcpy(y->data, res->data, y->nbytes);
   }
+  /* precision int8 (passes/autocast.c): a constant weight, quantized once */
+  const qgemm_weights *qw = gemm_int8_marked(c->node) && !p.ta ? gemm_int8_weights(c, 1, p.tb, p.K, p.N) : NULL;
+  if (qw) {
+    TRY(gemm_int8_run(c, qw, p.M, a->data, p.K, op_attr_float(c, "alpha", 1.f), bias ? bias->data : NULL,
+                      res != NULL, y->data));
+    fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
+    return SMELT_OK;
+  }
   gemm_params g = gemm_params_default();
   g.trans_a = p.ta;
   g.trans_b = p.tb;
@@ -163,7 +176,9 @@ smelt_status fused_gemm_op_prepare(op_ctx *c) {
   if (!c->cache || a->rank < 0 || b->rank != 2 || !op_input_is_constant(c, 1)) return SMELT_OK;
   fgemm_plan p;
   TRY(fgemm_shape(c, &p));
-  if (p.M > 0 && p.N > 0 && p.K > 0) (void)gemm_weights_b_input(c, 1, p.tb, p.K, p.N);
+  if (p.M <= 0 || p.N <= 0 || p.K <= 0) return SMELT_OK;
+  if (gemm_int8_marked(c->node) && !p.ta && gemm_int8_weights(c, 1, p.tb, p.K, p.N)) return SMELT_OK;
+  (void)gemm_weights_b_input(c, 1, p.tb, p.K, p.N);
   return SMELT_OK;
 }
 

@@ -14,6 +14,7 @@ typedef struct pass_options {
   smelt_mode mode;
   bool specialized;       /* input shapes are concrete (static compile) */
   const char *debug_dir;  /* SMELT_DEBUG: write IR before/after each pass here; NULL = off */
+  smelt_precision precision; /* session precision: autocast marks nodes for it (autocast.c) */
 } pass_options;
 
 typedef struct pass_stat {

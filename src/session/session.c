@@ -9,6 +9,7 @@
 #include "session/session_compile.h"
 #include "ops/node_run.h"
 #include "util/api_struct.h"
+#include "runtime/precision.h"
 #include "util/bufcache.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -122,6 +123,7 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
   if (o.recompile_limit < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "recompile_limit must be >= 0, got %d", o.recompile_limit);
   if (o.threads < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o.threads);
+  TRY(precision_check(o.precision));
   const ir_graph *g = m->onnx->graph;
   TRY(check_supported(g));
   smelt_session *s = calloc(1, sizeof *s);
@@ -136,7 +138,8 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
     bufcache_set_budget(s->bufs, s->opts.max_memory);
   }
   if (!st) st = pool_create(o.threads, &s->pool);
-  if (!st) st = eager_plan_build(g, &s->plan);
+  if (!st) st = precision_graph(g, o.precision, NULL, &s->precision_graph);
+  if (!st) st = eager_plan_build(s->precision_graph ? s->precision_graph : g, &s->plan);
   if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
   if (!st && s->sc && compile_declared) { /* what compiling allocates (arenas, prepared weights) counts against the budget */
     bufcache *prev = bufcache_enter(s->bufs);
@@ -155,6 +158,7 @@ void smelt_session_free(smelt_session *s) {
   if (!s) return;
   session_compiler_free(s->sc);
   eager_plan_free(&s->plan);
+  ir_graph_free(s->precision_graph);
   pool_free(s->pool);
   pthread_mutex_destroy(&s->stats_lock);
   bufcache_free_all(s->bufs);

@@ -168,7 +168,7 @@ static smelt_status compile_for(smelt_session *s, tensor *const *inputs, compile
   probe_compiler(sc);
   char dbg[1200];
   debug_dir_for(sc, s->opts.mode, dbg, sizeof dbg);
-  compile_options o = {.mode = s->opts.mode, .fullgraph = s->opts.fullgraph != 0, .dynamic = s->opts.dynamic != 0,
+  compile_options o = {.mode = s->opts.mode, .precision = s->opts.precision, .fullgraph = s->opts.fullgraph != 0, .dynamic = s->opts.dynamic != 0,
                        .pool = s->pool, .cache = &sc->cache, .debug_dir = dbg[0] ? dbg : NULL,
                        .jobs = pool_machine_cores() < 8 ? pool_machine_cores() : 8,
                        .tc = sc->tc_error[0] ? NULL : &sc->tc, .tc_error = sc->tc_error, .memo = &sc->memo,

@@ -29,7 +29,7 @@ def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def check_result(r, runs):
+def check_result(r, runs, exact=True):
     mode = r.get("mode")
     check(isinstance(mode, str), "result has a mode")
     if "error" in r:
@@ -52,7 +52,8 @@ def check_result(r, runs):
     check(r.get("runs") == runs and lat.get("n") == runs, f"{mode}: {runs} timed runs")
     par = r.get("parity", {})
     check(is_num(par.get("max_abs")) and is_num(par.get("max_rel")), f"{mode}: parity max_abs/max_rel")
-    check(par.get("within_tolerance") is True, f"{mode}: parity within tolerance of eager")
+    if exact:  # int8 is not expected within fp32's tolerance: its accuracy fields say how far
+        check(par.get("within_tolerance") is True, f"{mode}: parity within tolerance of eager")
     return True
 
 
@@ -77,6 +78,35 @@ def check_bench(smelt, model, tmp):
     if res and check_result(res[0], 5):
         check(res[0]["speedup_vs_eager"] == 1.0, "eager speedup is 1")
         check(res[0]["parity"]["max_abs"] == 0, "eager is deterministic on the same inputs")
+        acc = res[0].get("accuracy", {}).get("outputs", [])
+        check(len(acc) == 1 and acc[0].get("cosine") == 1.0, f"fp32 accuracy: cosine 1 ({acc})")
+    check(d.get("precision") == "fp32", "precision fp32 by default")
+
+    # --precision int8: every mode at int8, accuracy against an eager fp32 run
+    out3 = os.path.join(tmp, "int8.json")
+    rc, stdout, stderr = run([smelt, "bench", model, "--precision", "int8", "--mode", "eager", "--mode", "default",
+                              "--runs", "3", "--warmup", "0", "--json", out3])
+    check(rc == 0, f"bench --precision int8 exits 0 (got {rc}: {stderr.strip()})")
+    check("eager fp32 once for reference" in stdout, "int8: an eager fp32 reference run")
+    check("accuracy int8 vs eager fp32, output y" in stdout, "int8: accuracy printed per output")
+    with open(out3) as f:
+        d = json.load(f)
+    check(d.get("precision") == "int8", "precision int8 in the report")
+    for r in d.get("results", []):
+        if not check_result(r, 3, exact=False):
+            continue
+        check(r.get("precision") == "int8", f"{r['mode']}: result precision int8")
+        acc = r.get("accuracy", {})
+        outs = acc.get("outputs", [])
+        check(acc.get("reference") == "eager fp32" and len(outs) == 1 and outs[0].get("name") == "y",
+              f"{r['mode']}: accuracy of output y against eager fp32")
+        if outs:
+            o = outs[0]
+            check(is_num(o.get("cosine")) and 0.999 <= o["cosine"] < 1, f"{r['mode']}: int8 cosine in [0.999, 1) ({o})")
+            check(is_num(o.get("max_abs")) and o["max_abs"] > 0 and is_num(o.get("max_rel")),
+                  f"{r['mode']}: int8 differs from fp32 ({o})")
+    rc, stdout, stderr = run([smelt, "bench", model, "--precision", "bf16", "--runs", "1", "--warmup", "0"])
+    check(rc == 1 and "not implemented yet" in stdout + stderr, f"bench --precision bf16: refused (got {rc})")
 
     # every mode: compiled ones are either measured in full or carry an error, never a number
     out2 = os.path.join(tmp, "compare.json")
@@ -92,7 +122,8 @@ def check_bench(smelt, model, tmp):
             check(is_num(r.get("speedup_vs_eager")), f"{r['mode']}: speedup is a number")
     check("too few" in stdout, "3 runs draw the too-few-runs warning")
 
-    for args, want in ((["--runs", "3", "--seconds", "1"], 2), (["--bogus"], 2), (["--mode", "fast"], 2)):
+    for args, want in ((["--runs", "3", "--seconds", "1"], 2), (["--bogus"], 2), (["--mode", "fast"], 2),
+                       (["--precision", "fp64"], 2)):
         rc, _, stderr = run([smelt, "bench", model] + args)
         check(rc == want and stderr.strip(), f"bench {' '.join(args)}: exit {want} with a message (got {rc})")
     rc, _, stderr = run([smelt, "bench", os.path.join(tmp, "missing.onnx")])

@@ -1,4 +1,5 @@
 /* .npy reading and writing: round trips, numpy's own files, malformed input. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,14 +75,53 @@ static void test_roundtrips(void) {
   roundtrip_one(SMELT_F32, SMELT_MAX_RANK, big);
 }
 
+/* bfloat16 (numpy has none) is written as float32 with the same values;
+ * float16 as numpy's <f2, read back bit for bit. */
+static void test_half_types(void) {
+  tensor t, back;
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  int64_t d[2] = {2, 3};
+  static const uint16_t bf[6] = {0x3f80, 0xc040, 0x0000, 0x8000, 0x7f80, 0x3eab}; /* 1 -3 0 -0 inf 0.333984375 */
+  static const float want[6] = {1.f, -3.f, 0.f, -0.f, INFINITY, 0.333984375f};
+  CHECK_OK(tensor_alloc(&t, SMELT_BF16, 2, d));
+  memcpy(t.data, bf, sizeof bf);
+  CHECK_OK(npy_encode(&t, &buf, &len));
+  CHECK(buf && memmem(buf, len, "'<f4'", 5) != NULL);
+  if (buf && !npy_decode(buf, len, &back)) {
+    CHECK(back.dtype == SMELT_F32 && back.rank == 2 && back.dims[0] == 2 && back.dims[1] == 3);
+    CHECK(back.nbytes == sizeof want && !memcmp(back.data, want, sizeof want));
+    CHECK(signbit(((float *)back.data)[3]));
+    tensor_release(&back);
+  }
+  free(buf);
+  tensor_release(&t);
+  static const uint16_t h[6] = {0x3c00, 0xc200, 0x0000, 0x8000, 0x7c00, 0x3555};
+  CHECK_OK(tensor_alloc(&t, SMELT_F16, 2, d));
+  memcpy(t.data, h, sizeof h);
+  CHECK_OK(npy_encode(&t, &buf, &len));
+  CHECK(buf && memmem(buf, len, "'<f2'", 5) != NULL);
+  if (buf && !npy_decode(buf, len, &back)) {
+    CHECK(back.dtype == SMELT_F16 && back.nbytes == sizeof h && !memcmp(back.data, h, sizeof h));
+    tensor_release(&back);
+  }
+  free(buf);
+  tensor_release(&t);
+}
+
 static void test_encode_refuses(void) {
   tensor t;
   uint8_t *buf = (uint8_t *)"x";
   size_t len = 7;
   int64_t d = 3;
-  CHECK_OK(tensor_alloc(&t, SMELT_BF16, 1, &d));
+  CHECK_OK(tensor_alloc(&t, SMELT_F8E4M3FN, 1, &d));
   CHECK(npy_encode(&t, &buf, &len) == SMELT_ERR_UNSUPPORTED && !buf && len == 0);
-  CHECK(strstr(err_message(), "bfloat16") != NULL);
+  CHECK(strstr(err_message(), "float8") != NULL);
+  tensor_release(&t);
+  CHECK_OK(tensor_alloc(&t, SMELT_BF16, 1, &d));
+  t.nbytes = 4; /* inconsistent with the shape */
+  CHECK(npy_encode(&t, &buf, &len) == SMELT_ERR_INVALID_ARGUMENT);
+  t.nbytes = 6;
   tensor_release(&t);
   CHECK_OK(tensor_alloc(&t, SMELT_F32, 1, &d));
   t.nbytes = 8; /* inconsistent with the shape */
@@ -335,6 +375,7 @@ static void test_bool_and_complex(void) {
 int main(void) {
   test_roundtrips();
   test_encode_refuses();
+  test_half_types();
   test_numpy_files();
   test_header_variants();
   test_header_errors();

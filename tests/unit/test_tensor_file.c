@@ -235,10 +235,19 @@ static void test_public_api(void) {
   bad.dims[0] = -3;
   CHECK(smelt_tensor_save_npy(p, &bad) == SMELT_ERR_INVALID_ARGUMENT);
   bad = in;
-  bad.dtype = SMELT_BF16;
-  bad.nbytes = 12;
+  bad.dtype = SMELT_F8E4M3FN; /* numpy has no such type */
+  bad.nbytes = 6;
   CHECK(smelt_tensor_save_npy(p, &bad) == SMELT_ERR_UNSUPPORTED);
   CHECK(access(p, F_OK) != 0);
+  /* bfloat16 (numpy has none either) is written as float32, the same values */
+  uint16_t bf[6] = {0x3f80, 0xc000, 0x4060, 0x0000, 0xbe80, 0x7149}; /* 1 -2 3.5 0 -0.25 ~1e30 */
+  smelt_tensor h = {.dtype = SMELT_BF16, .rank = 2, .dims = {3, 2}, .data = bf, .nbytes = sizeof bf};
+  CHECK_OK(smelt_tensor_save_npy(p, &h));
+  CHECK_OK(smelt_tensor_load(p, &out));
+  CHECK(out.dtype == SMELT_F32 && out.rank == 2 && out.nbytes == 6 * sizeof(float) && out.data &&
+        !memcmp(out.data, v, 5 * sizeof(float)));
+  smelt_tensor_release(&out);
+  remove(p);
   CHECK(smelt_tensor_save_npy(NULL, &in) == SMELT_ERR_INVALID_ARGUMENT);
   CHECK(smelt_tensor_load(in_dir(p, "none.npy"), &out) == SMELT_ERR_IO && out.data == NULL);
   CHECK(strstr(smelt_last_error(), "none.npy"));

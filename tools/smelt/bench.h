@@ -12,6 +12,7 @@
 #include "util/stats.h"
 
 #define BENCH_MAX_MODES 8
+#define BENCH_MAX_ACC 32 /* outputs whose accuracy is reported one by one */
 #define BENCH_CI_LEVEL 0.95
 #define BENCH_CI_WARN 0.05      /* warn when the CI is wider than 5% of the median */
 #define BENCH_DEFAULT_WARMUP 10
@@ -46,6 +47,7 @@ typedef struct bench_config {
   double timeout_s;  /* > 0: a run taking longer fails the mode (--timeout) */
   const char *tmp;   /* this bench's private temporary folder */
   size_t max_memory; /* session memory budget (0: the default) */
+  smelt_precision precision; /* every measured mode runs at it; the reference is eager fp32 */
 } bench_config;
 
 /* What smelt_session_get_stats said about one session. */
@@ -76,6 +78,12 @@ typedef struct bench_result {
   bool has_parity, parity_within_tol;
   double max_abs, max_rel;
   char parity_error[512];
+  /* per output (the first BENCH_MAX_ACC), against the reference's first
+   * run: max abs and rel error (as parity) and cosine similarity */
+  int n_acc;
+  struct bench_acc {
+    double max_abs, max_rel, cosine;
+  } acc[BENCH_MAX_ACC];
   bool has_speedup;
   double speedup;
 } bench_result;

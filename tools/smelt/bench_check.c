@@ -7,6 +7,20 @@
 #include "runtime/compare.h"
 #include "runtime/tensor_file.h"
 
+/* Cosine similarity of two float tensors of the same size (1 when both are
+ * zero, NaN when one of them is zero or holds a NaN). */
+static double cosine(const tensor *a, const tensor *e) {
+  int64_t n = tensor_numel(a);
+  if (!dtype_is_float(a->dtype) || !dtype_is_float(e->dtype) || n != tensor_numel(e)) return NAN;
+  double ab = 0, aa = 0, ee = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double x = tensor_get_f64(a, i), y = tensor_get_f64(e, i);
+    ab += x * y, aa += x * x, ee += y * y;
+  }
+  if (aa == 0 && ee == 0) return 1;
+  return ab / sqrt(aa * ee);
+}
+
 /* Compares one saved output with the reference; false (and r->parity_error) if
  * the files cannot be read or compared. */
 static bool compare_file(const bench_result *ref, bench_result *r, const char *prefix, int k) {
@@ -29,6 +43,11 @@ static bool compare_file(const bench_result *ref, bench_result *r, const char *p
     if (c.max_abs > r->max_abs || isnan(c.max_abs)) r->max_abs = c.max_abs;
     if (c.max_rel > r->max_rel || isnan(c.max_rel)) r->max_rel = c.max_rel;
     r->parity_within_tol &= c.ok;
+    if (!strcmp(prefix, "first") && k < BENCH_MAX_ACC) {
+      r->acc[k].max_abs = c.max_abs, r->acc[k].max_rel = c.max_rel;
+      r->acc[k].cosine = a.kind == TENSOR_KIND_TENSOR && e.kind == TENSOR_KIND_TENSOR ? cosine(&a, &e) : NAN;
+      if (k >= r->n_acc) r->n_acc = k + 1;
+    }
   }
   tensor_release(&a);
   tensor_release(&e);
@@ -40,6 +59,7 @@ void bench_parity(const ir_graph *g, const bench_result *ref, bench_result *r) {
   r->max_abs = r->max_rel = 0;
   r->parity_within_tol = true;
   r->parity_error[0] = 0;
+  r->n_acc = 0;
   if (!r->ok || !ref || !ref->ok || r->n_outputs_saved != g->n_outputs || ref->n_outputs_saved != g->n_outputs) {
     snprintf(r->parity_error, sizeof r->parity_error, "%s",
              !ref || !ref->ok ? "no eager reference outputs" : "this mode produced no outputs");

@@ -53,6 +53,12 @@ void bench_print_result(const bench_report *rep, const bench_result *r) {
     printf("  parity vs eager max abs %.3g, max rel %.3g (%s rtol %g atol %g)\n", r->max_abs, r->max_rel,
            r->parity_within_tol ? "within" : "OUTSIDE", BENCH_RTOL, BENCH_ATOL);
   else printf("  parity vs eager not checked: %s\n", r->parity_error);
+  const ir_graph *g = rep->graph;
+  if (rep->cfg->precision != SMELT_PRECISION_FP32)
+    for (int k = 0; r->has_parity && k < r->n_acc && k < g->n_outputs; k++)
+      printf("  accuracy %s vs eager fp32, output %s: max abs %.3g, max rel %.3g, cosine %.6f\n",
+             smelt_precision_name(rep->cfg->precision), g->values[g->outputs[k]].name, r->acc[k].max_abs,
+             r->acc[k].max_rel, r->acc[k].cosine);
 }
 
 static const char *model_label(const char *path, char *buf, size_t n) {
@@ -187,6 +193,22 @@ static void json_result(json_writer *w, const bench_report *rep, const bench_res
     json_kv_string(w, "error", r->parity_error);
   }
   json_object_end(w);
+  json_kv_string(w, "precision", smelt_precision_name(rep->cfg->precision));
+  json_key(w, "accuracy"); /* every output against eager fp32 (the parity reference) */
+  json_object_begin(w);
+  json_kv_string(w, "reference", "eager fp32");
+  json_key(w, "outputs");
+  json_array_begin(w);
+  for (int k = 0; r->has_parity && k < r->n_acc && k < rep->graph->n_outputs; k++) {
+    json_object_begin(w);
+    json_kv_string(w, "name", rep->graph->values[rep->graph->outputs[k]].name);
+    json_kv_number(w, "max_abs", r->acc[k].max_abs);
+    json_kv_number(w, "max_rel", r->acc[k].max_rel);
+    json_kv_number(w, "cosine", r->acc[k].cosine);
+    json_object_end(w);
+  }
+  json_array_end(w);
+  json_object_end(w);
   json_key(w, "speedup_vs_eager");
   if (r->has_speedup) json_number(w, r->speedup);
   else json_null(w);
@@ -243,6 +265,7 @@ int bench_write_json(const bench_report *rep, const char *path) {
   for (int i = 0; i < rep->n_results; i++)
     if (rep->results[i].ok) threads = rep->results[i].threads;
   json_kv_int(&w, "threads", threads);
+  json_kv_string(&w, "precision", smelt_precision_name(rep->cfg->precision));
   json_key(&w, "inputs");
   json_inputs(&w, rep);
   json_config(&w, rep);

@@ -44,6 +44,9 @@ bool cli_bytes(const char *flag, const char *s, size_t *out);
   "                   a node that would go past it fails with a message (default: four\n" \
   "                   fifths of the smallest of available memory, the cgroup limit\n" \
   "                   and ulimit -v)\n"
+#define CLI_PRECISION_HELP \
+  "  --precision P    fp32 (default), int8 (constant-weight MatMul/Gemm as dynamically\n" \
+  "                   quantized int8 GEMMs; the rest fp32); bf16, fp16, int4: not yet\n"
 /* True if argv[i] is flag (and takes the next argument, which must exist). */
 bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
 

@@ -1,5 +1,6 @@
 /* The session options shared by run, test and compile: --mode, --fullgraph,
- * --dynamic, --bucket NAME:AXIS=S1,S2,... (repeatable), --max-memory B. */
+ * --dynamic, --bucket NAME:AXIS=S1,S2,... (repeatable), --max-memory B,
+ * --precision P. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,13 @@ bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad) {
   *bad = false;
   if (cli_flag_arg(argc, argv, i, "--mode", &v)) {
     if (!v || smelt_mode_parse(v, &m->opts.mode)) {
+      if (v) fprintf(stderr, "smelt: %s\n", smelt_last_error());
+      *bad = true;
+    }
+    return true;
+  }
+  if (cli_flag_arg(argc, argv, i, "--precision", &v)) {
+    if (!v || smelt_precision_parse(v, &m->opts.precision)) {
       if (v) fprintf(stderr, "smelt: %s\n", smelt_last_error());
       *bad = true;
     }
@@ -57,5 +65,5 @@ const char *cli_mode_help(void) {
          "  --fullgraph      compiled modes: a graph break is an error\n"
          "  --dynamic        compiled modes: kernels generic over sizes (new shapes: no C compile)\n"
          "  --bucket NAME:AXIS=S1,S2,...  pad input NAME's AXIS up to the next size (repeatable)\n"
-         CLI_MAX_MEMORY_HELP;
+         CLI_MAX_MEMORY_HELP CLI_PRECISION_HELP;
 }

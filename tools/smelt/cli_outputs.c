@@ -57,6 +57,10 @@ int cli_write_outputs(const ir_graph *g, const tensor *outputs, const char *dir)
     fprintf(stderr, "smelt: note: outputs %s and %s have the same file name %.*s.npy; %s went to %s\n", q(other),
             q(names[k]), (int)base, files[k], q(names[k]), q_path(paths[k]));
   }
+  for (int k = 0; k < n; k++)
+    if (outputs[k].kind == TENSOR_KIND_TENSOR && outputs[k].dtype == SMELT_BF16)
+      fprintf(stderr, "smelt: note: output %s is bfloat16, which numpy lacks: %s holds it as float32 (same values)\n",
+              q(names[k]), q_path(paths[k]));
   rc = 0;
 done:
   for (int k = 0; k < n && paths && bufs; k++) {

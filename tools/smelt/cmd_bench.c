@@ -16,7 +16,7 @@ static int usage(int code) {
   printf(
       "usage: smelt bench MODEL [--mode M]... [--compare] [--warmup N] [--runs N | --seconds S]\n"
       "                   [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S] [--json FILE]\n"
-      "                   [--timeout S] [--max-memory B]\n\n"
+      "                   [--timeout S] [--max-memory B] [--precision P]\n\n"
       "Measures the model's latency per execution mode, the way benchmarks are trusted:\n"
       "  --mode M        eager, default, reduce-overhead or max-autotune (repeatable;\n"
       "                  default: the session default mode)\n"
@@ -32,7 +32,10 @@ static int usage(int code) {
       "  --json FILE     also write the results as JSON\n"
       "  --timeout S     a run taking longer than S seconds fails its mode (reported as\n"
       "                  the mode's error, 'timeout: ...')\n"
-      CLI_MAX_MEMORY_HELP "\n"
+      CLI_MAX_MEMORY_HELP
+      "  --precision P   run every mode at fp32 (default) or int8; the outputs are then\n"
+      "                  compared with an eager fp32 run on the same inputs: max abs and\n"
+      "                  rel error and cosine similarity per output (JSON: \"accuracy\")\n\n"
       "Every mode sees the same inputs.  Per mode, in a child process of its own:\n"
       "  - session creation with an empty cache (a fresh temporary cache_dir: cold)\n"
       "    and again with the cache it filled (warm); compiled modes compile and\n"
@@ -108,6 +111,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       a->cfg.threads = (int)n;
     } else if (cli_flag_arg(argc, argv, &i, "--max-memory", &v)) {
       if (!v || !cli_bytes("--max-memory", v, &a->cfg.max_memory)) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "--precision", &v)) {
+      if (!v) return 2;
+      if (smelt_precision_parse(v, &a->cfg.precision)) return cli_fail("--precision") + 1;
     } else if (cli_flag_arg(argc, argv, &i, "--seed", &v)) {
       if (!v || !cli_int("--seed", v, 0, INT64_MAX, &a->seed)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--json", &v)) {
@@ -158,19 +164,22 @@ static void run_all(const bench_args *a, const smelt_model *m, tensor *const *in
                     bench_result *ref_storage, const bench_result **ref) {
   const ir_graph *g = m->onnx->graph;
   *ref = NULL;
-  if (a->modes[0] != SMELT_MODE_EAGER) {
-    printf("running eager once for reference outputs...\n");
+  bool fp32 = a->cfg.precision == SMELT_PRECISION_FP32; /* else eager at P is no reference: eager fp32 is */
+  if (a->modes[0] != SMELT_MODE_EAGER || !fp32) {
+    printf("running eager%s once for reference outputs...\n", fp32 ? "" : " fp32");
     bench_run_mode(m, in, &a->cfg, SMELT_MODE_EAGER, true, ref_storage);
     *ref = ref_storage;
   }
   for (int i = 0; i < a->n_modes; i++) {
     printf("measuring %s...\n", smelt_mode_name((smelt_mode)a->modes[i]));
     bench_run_mode(m, in, &a->cfg, a->modes[i], false, &res[i]);
-    if (a->modes[i] == SMELT_MODE_EAGER) *ref = &res[i];
+    if (a->modes[i] == SMELT_MODE_EAGER && fp32) *ref = &res[i];
   }
+  const bench_result *e = NULL; /* speedups are against eager at the same precision */
+  for (int i = 0; i < a->n_modes; i++)
+    if (a->modes[i] == SMELT_MODE_EAGER) e = &res[i];
   for (int i = 0; i < a->n_modes; i++) {
     bench_parity(g, *ref, &res[i]);
-    const bench_result *e = *ref && *ref != ref_storage ? *ref : NULL;
     res[i].has_speedup = e && e->ok && res[i].ok && res[i].lat.median > 0;
     if (res[i].has_speedup) res[i].speedup = e->lat.median / res[i].lat.median;
   }

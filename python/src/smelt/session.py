@@ -13,7 +13,7 @@ from .errors import InvalidArgumentError, UnsupportedError
 Shape = Tuple[Union[int, str, None], ...]
 
 #: the precisions the library implements today
-PRECISIONS = ("fp32",)
+PRECISIONS = ("fp32", "int8")
 
 
 class ValueInfo(NamedTuple):
@@ -66,8 +66,9 @@ class Session:
         model: a path to an .onnx file, or the model's bytes.
         mode: "eager", "default", "reduce-overhead" or "max-autotune".
         threads: worker threads (None: the machine's cores).
-        precision: "fp32" (the only precision the library implements today;
-            others raise smelt.UnsupportedError).
+        precision: "fp32" (default) or "int8" (constant-weight MatMul/Gemm as
+            dynamically quantized int8 GEMMs, the rest fp32; README: Precision);
+            "bf16", "fp16", "int4" raise smelt.UnsupportedError (not implemented yet).
         dims: sizes for symbolic dims, {"batch": 1, "seq": 128} or "batch=1,seq=128";
             when every input shape is fixed, compiled modes compile at creation.
         cache_dir: the compiled-kernel cache (None: $SMELT_CACHE_DIR, else
@@ -97,7 +98,8 @@ class Session:
             model if isinstance(model, (bytes, bytearray, memoryview)) else os.fspath(model),
             mode, int(threads or 0), _dims_string(dims),
             None if cache_dir is None else os.fspath(cache_dir), _buckets_string(buckets),
-            bool(dynamic), bool(fullgraph), -1 if recompile_limit is None else int(recompile_limit))
+            bool(dynamic), bool(fullgraph), -1 if recompile_limit is None else int(recompile_limit),
+            precision)
         self._input_names = self._s.input_names
         self._output_names = self._s.output_names
 

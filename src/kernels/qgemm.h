@@ -1,0 +1,107 @@
+/* int8 dynamically quantized GEMM (session precision int8).
+ *
+ *   C = alpha * dequant(quant(A) quant(B)) + bias (+ C when accumulating)
+ *
+ * B (the constant weight, op(B) K x N) is quantized once per output channel
+ * (column n), symmetric int8: sb[n] = max_k |B[k][n]| / 127, qb = round(B /
+ * sb) in [-127, 127].  A is quantized per row at run time, asymmetric
+ * unsigned 7-bit: the row's range [min(0, lo), max(0, hi)] maps onto
+ * [0, 127], sa[m] = (hi - lo) / 127, zero point za[m] = round(-lo / sa),
+ * qa = round(a / sa) + za.  The products are summed exactly in int32 and
+ * dequantized in an fp32 epilogue:
+ *   C[m][n] = alpha * sa[m] * sb[n] * (sum_k qa qb - za[m] * colsum[n]) + bias[n]
+ * (colsum[n] = sum_k qb[k][n], kept with the weights).
+ *
+ * Why 7 bits for A: the AVX2 kernel multiplies with vpmaddubsw (u8 x s8,
+ * pairs of products summed into int16 with saturation).  With qa <= 127
+ * and |qb| <= 127 a pair is at most 2 * 127 * 127 = 32258 < 32767, so it
+ * never saturates (full 8-bit activations could reach 64770: ONNX
+ * Runtime's reduce_range exists for this).  vpmaddwd with ones then widens
+ * to int32.  The int32 sum stays exact while K * 127 * 127 < 2^31:
+ * K <= QGEMM_MAX_K.
+ *
+ * Error: |a b - a^ b^| <= |a| sb/2 + |b| sa/2 + sa sb/4 per product (the
+ * rounding of each side is at most half its step), summed over K.
+ *
+ * Packed weights are one block of qgemm_weights_bytes(K, N) bytes: Np column
+ * scales (float), Np column sums (int32), then Np/8 panels of 8 columns,
+ * each Kp/4 groups of 4 k, each group 8 x {B[4g..4g+3][n]} int8 (Kp: K
+ * rounded up to a multiple of 4, Np: N to a multiple of 8, padding zero).
+ * A block can be kept on disk (cache/prep_store.h) and viewed again with
+ * qgemm_weights_view. */
+#ifndef SMELT_KERNELS_QGEMM_H
+#define SMELT_KERNELS_QGEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/isa.h"
+#include "parallel/pool.h"
+
+#define QGEMM_MAX_K ((int64_t)131072)
+#define QGEMM_NR 8 /* columns per packed panel */
+#define QGEMM_KG 4 /* k per group */
+
+typedef struct qgemm_weights {
+  int64_t K, N, Kp, Np;
+  const float *scale;   /* Np column scales (0 past N) */
+  const int32_t *colsum; /* Np column sums of the quantized weights */
+  const int8_t *w;       /* the panels */
+} qgemm_weights;
+
+/* Bytes of the packed block for op(B) K x N; 0 when K or N is out of range. */
+size_t qgemm_weights_bytes(int64_t K, int64_t N);
+/* Quantizes and packs op(B) (trans_b: B is N x K, else K x N, dense) into
+ * blob (qgemm_weights_bytes(K, N) bytes, 16-byte aligned), on pool.  A
+ * column holding NaN or an infinity gets scale NaN (its outputs are NaN). */
+void qgemm_quantize_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, const float *B, void *blob);
+/* The weights in a packed block. */
+void qgemm_weights_view(int64_t K, int64_t N, const void *blob, qgemm_weights *out);
+
+/* Bytes per quantized row of A (K rounded up to a multiple of 4). */
+static inline int64_t qgemm_row_len(int64_t K) { return (K + QGEMM_KG - 1) / QGEMM_KG * QGEMM_KG; }
+/* Quantizes rows of A (M x K, row stride lda) into qa (M x qgemm_row_len(K),
+ * padding 0), sa (M scales) and za (M zero points) with the row kernel of
+ * `isa`.  A row holding NaN or an infinity gets scale NaN. */
+void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, const float *A, int64_t lda,
+                      uint8_t *qa, float *sa, int32_t *za);
+
+typedef struct qgemm_args {
+  int64_t M;
+  const uint8_t *qa; /* qgemm_quantize_a's rows */
+  const float *sa;
+  const int32_t *za;
+  const qgemm_weights *w;
+  float alpha;
+  const float *bias; /* N values added to every row, or NULL */
+  bool accumulate;   /* add to what C holds (a residual preloaded there) */
+  float *C;
+  int64_t ldc;
+} qgemm_args;
+
+/* Runs the product with the kernel of `isa` (ISA_AVX512 uses the AVX2 one:
+ * there is no VNNI kernel yet).  On pool. */
+void qgemm_run(smelt_pool *pool, isa_level isa, const qgemm_args *a);
+
+/* ---- kernels ---- */
+#define QGEMM_MR 6
+/* acc[r][j] = sum over `groups` groups of 4 k of qa[r][k] * panel[k][j], for
+ * r < rows, j < 8 * panels (1 or 2): rows of qa at stride lq, panels p0 (and p1). */
+typedef void (*qgemm_tile_fn)(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0,
+                              const int8_t *p1, int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
+void qgemm_tile_scalar(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
+                       int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
+void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
+                     int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
+/* One row of A: K quantized values, its scale and zero point (qgemm_range). */
+void qgemm_quantize_row_scalar(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);
+void qgemm_quantize_row_avx2(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);
+/* A row's range lo..hi (NaN if it held NaN or an infinity) -> its scale,
+ * zero point and the step's inverse (0, 0, 0 for an all-zero row; NaN, 0, 0
+ * for a non-finite one). */
+float qgemm_range(float lo, float hi, int32_t *zero, float *inv);
+/* A weight column's max |x| -> its scale and the step's inverse. */
+float qgemm_scale_of(float amax, float *inv);
+
+#endif

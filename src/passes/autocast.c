@@ -1,0 +1,178 @@
+/* Autocast: which nodes run in the session's reduced precision, as AMP
+ * decides.  With pass_options.precision INT8 (fp32: the pass does nothing):
+ *
+ * Runs in int8 (dynamic quantization) -- the allow-list:
+ *   MatMul (A rank >= 2, B 2-D), Gemm (transA 0; C absent, a bias row with
+ *   beta 1, or a residual of the output's shape with beta 1) and smelt.Gemm
+ *   (transA 0), all float32, whose weight B is a constant of the graph (an
+ *   initializer that is not a graph input) with K <= QGEMM_MAX_K.  MatMul
+ *   and Gemm become smelt.Gemm; the node gets precision = "int8", which
+ *   ops/fused_gemm.c reads (weights quantized per output channel once,
+ *   activations per row at run time, fp32 out: kernels/qgemm.h).
+ *
+ * Stays fp32 -- the keep-list, with the reason logged per node for GEMMs:
+ *   - products of two activations (attention's Q K^T and P V, any MatMul
+ *     whose B is computed): both sides would need run-time quantization and
+ *     attention scores are sensitive to it;
+ *   - convolutions (no int8 convolution kernel yet);
+ *   - Softmax, LayerNormalization / RMS norms and their statistics,
+ *     reductions (ReduceMean, ReduceSum, ...), residual and bias Adds,
+ *     activations and every other elementwise or data-movement node: they
+ *     are memory-bound (no speed to win) or numerically sensitive (sums,
+ *     exponentials, variances), so they keep fp32 and the GEMMs' outputs
+ *     come back as fp32;
+ *   - GEMMs whose weight is a graph input (it may change per run), whose
+ *     A is transposed, or whose K passes QGEMM_MAX_K (the int32 sum could
+ *     overflow).
+ *
+ * The log (smelt compile --explain) has one line per GEMM decision and a
+ * count of the other ops kept in fp32.
+ *
+ * Complexity: O(n + v): one look at each node. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/qgemm.h"
+#include "passes/rewrite.h"
+#include "util/err.h"
+
+static bool is_f32(rewriter *w, int v) { return v >= 0 && rw_val(w, v)->dtype == SMELT_F32; }
+
+/* v is a constant for the session's lifetime (op_input_is_constant's rule). */
+static bool constant_weight(rewriter *w, int v) {
+  if (v < 0) return false;
+  const ir_value *val = rw_val(w, v);
+  return (val->flags & IR_VALUE_INITIALIZER) && !(val->flags & IR_VALUE_INPUT) && rw_const(w, v);
+}
+
+typedef struct ac_plan {
+  int bias, residual; /* Gemm's C, as one of them; -1: none */
+  int64_t K;
+} ac_plan;
+
+/* NULL when the node can run in int8 (p filled), else why it cannot. */
+static const char *check(rewriter *w, int id, ac_plan *p) {
+  const ir_node *nd = rw_node(w, id);
+  bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
+  bool gemm = rw_is_op(w, id, "Gemm");
+  p->bias = p->residual = -1;
+  if (nd->n_outputs != 1 || !is_f32(w, nd->outputs[0]) || !is_f32(w, nd->inputs[0]) || !is_f32(w, nd->inputs[1]))
+    return "not float32";
+  const ir_value *a = rw_val(w, nd->inputs[0]), *b = rw_val(w, nd->inputs[1]), *y = rw_val(w, nd->outputs[0]);
+  if (!constant_weight(w, nd->inputs[1])) return "its weight is not a constant (a product of activations)";
+  if (b->rank != 2) return "its weight is not 2-D";
+  if ((fused || gemm) && ir_attr_int(nd, "transA", 0)) return "A is transposed";
+  if (a->rank < 2) return "A is 1-D";
+  bool tb = (fused || gemm) && ir_attr_int(nd, "transB", 0);
+  p->K = b->dims[tb ? 1 : 0];
+  if (!dim_known(p->K) || p->K > QGEMM_MAX_K) return "K is past the int8 kernel's exact range";
+  if (gemm && nd->n_inputs > 2 && nd->inputs[2] >= 0) {
+    int c = nd->inputs[2];
+    const ir_value *cv = rw_val(w, c);
+    int64_t N = b->dims[tb ? 0 : 1];
+    if (!is_f32(w, c) || ir_attr_float(nd, "beta", 1.f) != 1.f) return "Gemm's C is scaled (beta != 1)";
+    if (cv->rank == 1 && cv->dims[0] == N && dim_known(N)) p->bias = c;
+    else if (rw_same_shape(cv, y)) p->residual = c;
+    else return "Gemm's C is neither a bias row nor the output's shape";
+  }
+  return NULL;
+}
+
+/* MatMul / Gemm -> smelt.Gemm(A, B, bias, residual) with precision int8;
+ * smelt.Gemm: the same node again with the attribute added. */
+static smelt_status to_int8(rewriter *w, int id, const ac_plan *p) {
+  const ir_node *nd = rw_node(w, id);
+  bool fused = !strcmp(nd->domain, "smelt");
+  int a = nd->inputs[0], b = nd->inputs[1];
+  int bias = fused && nd->n_inputs > 2 ? nd->inputs[2] : p->bias;
+  int res = fused && nd->n_inputs > 3 ? nd->inputs[3] : p->residual;
+  int n_attrs = fused ? nd->n_attrs + 1 : 9, nid;
+  int64_t tb = rw_is_op(w, id, "MatMul") ? 0 : ir_attr_int(nd, "transB", 0);
+  float alpha = rw_is_op(w, id, "MatMul") ? 1.f : ir_attr_float(nd, "alpha", 1.f);
+  TRY(rw_replace_node(w, id, "Gemm", "smelt", 4, n_attrs, &nid));
+  nd = rw_node(w, id); /* the node array may have moved */
+  if (fused) {
+    for (int k = 0; k < nd->n_attrs; k++) TRY(rw_attr_copy(w, nid, k, &nd->attrs[k]));
+  } else {
+    TRY(rw_attr_int(w, nid, 0, "transA", 0));
+    TRY(rw_attr_int(w, nid, 1, "transB", tb));
+    TRY(rw_attr_float(w, nid, 2, "alpha", alpha));
+    TRY(rw_attr_string(w, nid, 3, "activation", "none"));
+    TRY(rw_attr_float(w, nid, 4, "clip_min", 0.f));
+    TRY(rw_attr_float(w, nid, 5, "clip_max", 0.f));
+    TRY(rw_attr_int(w, nid, 6, "has_bias", bias >= 0));
+    TRY(rw_attr_int(w, nid, 7, "has_residual", res >= 0));
+  }
+  TRY(rw_attr_string(w, nid, n_attrs - 1, "precision", "int8"));
+  TRY(rw_set_input(w, nid, 0, a));
+  TRY(rw_set_input(w, nid, 1, b));
+  TRY(rw_set_input(w, nid, 2, bias));
+  return rw_set_input(w, nid, 3, res);
+}
+
+/* Counts of the other ops kept in fp32, for one summary line. */
+typedef struct kept_ops {
+  const char *op[32];
+  int count[32], n, other;
+} kept_ops;
+
+static void keep(kept_ops *k, const char *op) {
+  for (int i = 0; i < k->n; i++)
+    if (!strcmp(k->op[i], op)) {
+      k->count[i]++;
+      return;
+    }
+  if (k->n == 32) {
+    k->other++;
+    return;
+  }
+  k->op[k->n] = op;
+  k->count[k->n++] = 1;
+}
+
+static void log_kept(rewriter *w, const kept_ops *k) {
+  char line[1024];
+  int n = snprintf(line, sizeof line, "autocast: fp32 (keep-list):");
+  for (int i = 0; i < k->n && n < (int)sizeof line; i++)
+    n += snprintf(line + n, sizeof line - (size_t)n, " %s x%d", k->op[i], k->count[i]);
+  if (k->other && n < (int)sizeof line) snprintf(line + n, sizeof line - (size_t)n, " + %d others", k->other);
+  if (k->n) pass_log(w->r, "%s", line);
+}
+
+smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
+  if (o->precision != SMELT_PRECISION_INT8) return SMELT_OK;
+  rewriter w;
+  TRY(rw_begin(&w, g, o, r));
+  smelt_status s = SMELT_OK;
+  kept_ops kept = {0};
+  int n = g->n_nodes, n_int8 = 0;
+  for (int id = 0; !s && id < n; id++) {
+    if (!rw_live(&w, id)) continue;
+    const ir_node *nd = rw_node(&w, id);
+    bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
+    bool cand = fused || rw_is_op(&w, id, "MatMul") || rw_is_op(&w, id, "Gemm");
+    char nb[160];
+    if (!cand) {
+      keep(&kept, nd->op_type);
+      continue;
+    }
+    if (fused && !strcmp(ir_attr_string(nd, "precision", "fp32"), "int8")) continue; /* done before */
+    ac_plan p;
+    const char *why = check(&w, id, &p);
+    if (why) {
+      pass_log(r, "autocast: %s (%s%s) stays fp32: %s", rw_name(&w, id, nb, sizeof nb), fused ? "smelt." : "",
+               nd->op_type, why);
+      continue;
+    }
+    pass_log(r, "autocast: %s (%s%s) -> int8: constant weight, K %lld", rw_name(&w, id, nb, sizeof nb),
+             fused ? "smelt." : "", nd->op_type, (long long)p.K);
+    s = to_int8(&w, id, &p);
+    w.changes++;
+    n_int8++;
+  }
+  if (!s) {
+    log_kept(&w, &kept);
+    pass_log(r, "autocast: %d GEMM node%s in int8", n_int8, n_int8 == 1 ? "" : "s");
+  }
+  return rw_end(&w, s, changes);
+}

@@ -1,0 +1,54 @@
+/* smelt_precision: names, parsing, and which precisions this build runs. */
+#include <string.h>
+
+#include "runtime/precision.h"
+#include "ops/infer.h"
+#include "passes/passes_list.h"
+#include "util/err.h"
+#include "util/quote.h"
+
+static const char *const precision_names[] = {"fp32", "bf16", "fp16", "int8", "int4"};
+
+const char *smelt_precision_name(smelt_precision p) {
+  return (unsigned)p < sizeof precision_names / sizeof *precision_names ? precision_names[p] : "unknown";
+}
+
+smelt_status smelt_precision_parse(const char *name, smelt_precision *out) {
+  for (unsigned i = 0; name && i < sizeof precision_names / sizeof *precision_names; i++)
+    if (!strcmp(name, precision_names[i])) {
+      *out = (smelt_precision)i;
+      return SMELT_OK;
+    }
+  return err_set(SMELT_ERR_INVALID_ARGUMENT, "unknown precision %s: expected fp32, bf16, fp16, int8 or int4",
+                 q(name ? name : "(null)"));
+}
+
+smelt_status precision_check(smelt_precision p) {
+  switch (p) {
+  case SMELT_PRECISION_FP32:
+  case SMELT_PRECISION_INT8: return SMELT_OK;
+  case SMELT_PRECISION_BF16:
+  case SMELT_PRECISION_FP16:
+  case SMELT_PRECISION_INT4:
+    return err_set(SMELT_ERR_UNSUPPORTED, "precision %s: not implemented yet on this build (fp32 and int8 are)",
+                   smelt_precision_name(p));
+  }
+  return err_set(SMELT_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)p);
+}
+
+smelt_status precision_graph(const ir_graph *g, smelt_precision p, pass_report *r, ir_graph **out) {
+  *out = NULL;
+  if (p == SMELT_PRECISION_FP32) return SMELT_OK;
+  ir_graph *c = NULL;
+  TRY(ir_graph_clone(g, &c));
+  pass_options o = {.mode = SMELT_MODE_EAGER, .precision = p};
+  int changes = 0;
+  smelt_status s = pass_autocast(c, &o, r, &changes);
+  if (!s) s = ir_graph_infer(c);
+  if (s) {
+    ir_graph_free(c);
+    return s;
+  }
+  *out = c;
+  return SMELT_OK;
+}

@@ -1,0 +1,123 @@
+/* Session precision (smelt_session_options.precision) on the repo's
+ * models/mlp (three Gemm layers with constant weights):
+ *   - names: smelt_precision_parse / smelt_precision_name round trip, an
+ *     unknown name is an error naming it;
+ *   - bf16, fp16, int4 are refused with SMELT_ERR_UNSUPPORTED ("not
+ *     implemented yet"), a value outside the enum with INVALID_ARGUMENT:
+ *     never a silent fp32;
+ *   - int8 in eager and default mode: the autocast pass marks the three
+ *     Gemms (log lines "-> int8", the keep-list summary) and the outputs
+ *     differ from fp32 (the int8 kernels ran) by quantization noise only:
+ *     each int8 GEMM is off by about 2^-8 of its operands' magnitudes
+ *     (kernels/qgemm.h), three in a row stay within 2% of the output's
+ *     largest magnitude, cosine similarity >= 0.999;
+ *   - fp32 leaves the graph alone (no autocast clone, bitwise the default). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "onnx/model_internal.h"
+#include "passes/pass.h"
+#include "runtime/precision.h"
+#include "smelt.h"
+
+#define B 5
+#define IN 64
+#define OUT 10
+
+static float x[B * IN];
+
+static smelt_status run(const smelt_model *m, smelt_mode mode, smelt_precision p, float *y) {
+  smelt_session_options o = smelt_session_options_default();
+  o.mode = mode, o.precision = p, o.threads = 2, o.dims = "batch=5";
+  smelt_session *s = NULL;
+  smelt_status st = smelt_session_create(m, &o, &s);
+  if (st) return st;
+  smelt_tensor in = {.name = "x", .dtype = SMELT_F32, .rank = 2, .dims = {B, IN}, .data = x, .nbytes = sizeof x};
+  smelt_tensor out = {.name = "y", .dtype = SMELT_F32, .rank = 2, .dims = {B, OUT}, .data = y,
+                      .nbytes = sizeof(float) * B * OUT};
+  st = smelt_session_run(s, &in, 1, &out, 1);
+  smelt_session_free(s);
+  return st;
+}
+
+static void names(void) {
+  for (int p = SMELT_PRECISION_FP32; p <= SMELT_PRECISION_INT4; p++) {
+    smelt_precision got = (smelt_precision)-1;
+    CHECK_OK(smelt_precision_parse(smelt_precision_name((smelt_precision)p), &got));
+    CHECK(got == (smelt_precision)p);
+  }
+  smelt_precision got;
+  CHECK(smelt_precision_parse("float8", &got) == SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(smelt_last_error(), "float8") != NULL);
+}
+
+static void refused(const smelt_model *m) {
+  float y[B * OUT];
+  smelt_precision later[] = {SMELT_PRECISION_BF16, SMELT_PRECISION_FP16, SMELT_PRECISION_INT4};
+  for (int i = 0; i < 3; i++) {
+    CHECK(run(m, SMELT_MODE_EAGER, later[i], y) == SMELT_ERR_UNSUPPORTED);
+    CHECK(strstr(smelt_last_error(), "not implemented yet") != NULL);
+    CHECK(strstr(smelt_last_error(), smelt_precision_name(later[i])) != NULL);
+  }
+  CHECK(run(m, SMELT_MODE_EAGER, (smelt_precision)77, y) == SMELT_ERR_INVALID_ARGUMENT);
+}
+
+static void autocast_log(const smelt_model *m) {
+  pass_report r;
+  memset(&r, 0, sizeof r);
+  ir_graph *g = NULL;
+  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_FP32, &r, &g));
+  CHECK(g == NULL && r.n_log == 0);
+  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_INT8, &r, &g));
+  int int8 = 0, keep = 0, marked = 0;
+  for (int i = 0; i < r.n_log; i++) {
+    int8 += strstr(r.log[i], "-> int8") != NULL;
+    keep += strstr(r.log[i], "keep-list") != NULL && strstr(r.log[i], "Relu") != NULL;
+  }
+  for (int i = 0; g && i < g->n_nodes; i++)
+    marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), "int8");
+  CHECK(int8 == 3);
+  CHECK(keep == 1);
+  CHECK(marked == 3);
+  ir_graph_free(g);
+  pass_report_free(&r);
+}
+
+static void int8_close(const smelt_model *m, smelt_mode mode) {
+  float ref[B * OUT], y[B * OUT], y32[B * OUT];
+  CHECK_OK(run(m, SMELT_MODE_EAGER, SMELT_PRECISION_FP32, ref));
+  CHECK_OK(run(m, mode, SMELT_PRECISION_FP32, y32));
+  CHECK_OK(run(m, mode, SMELT_PRECISION_INT8, y));
+  double ymax = 0, err = 0, ab = 0, aa = 0, bb = 0;
+  int same = 0;
+  for (int i = 0; i < B * OUT; i++) {
+    ymax = fmax(ymax, fabs(ref[i]));
+    err = fmax(err, fabs(y[i] - ref[i]));
+    ab += (double)y[i] * ref[i], aa += (double)y[i] * y[i], bb += (double)ref[i] * ref[i];
+    same += y[i] == ref[i];
+  }
+  double cos = ab / sqrt(aa * bb);
+  printf("mode %s: int8 max abs error %.3g of max |y| %.3g, cosine %.6f\n", smelt_mode_name(mode), err, ymax, cos);
+  CHECK(err <= 0.02 * ymax);
+  CHECK(cos >= 0.999);
+  CHECK(same < B * OUT / 2); /* the int8 kernels ran */
+  if (mode == SMELT_MODE_EAGER) CHECK(!memcmp(y32, ref, sizeof ref)); /* fp32 is exact as before */
+}
+
+int main(void) {
+  const char *path = SMELT_SOURCE_DIR "/models/mlp/model.onnx"; /* in the repo: missing is a failure */
+  setenv("SMELT_CACHE", "off", 1);
+  for (int i = 0; i < B * IN; i++) x[i] = sinf(0.37f * (float)i) * 2.f;
+  names();
+  smelt_model *m = NULL;
+  CHECK_OK(smelt_model_load(path, &m));
+  if (!m) return test_report("test_precision");
+  refused(m);
+  autocast_log(m);
+  int8_close(m, SMELT_MODE_EAGER);
+  int8_close(m, SMELT_MODE_DEFAULT);
+  smelt_model_free(m);
+  return test_report("test_precision");
+}
