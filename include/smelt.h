@@ -120,6 +120,12 @@ typedef struct smelt_session_options {
    * ulimit -v.
    * SIZE_MAX: no budget. */
   size_t max_memory;
+  /* The device the session runs on: "cpu" (NULL or "": the default), or
+   * "cpu-ref" (test-only: the reference kernels through the device seam,
+   * eager mode only).  "cuda" / "cuda:N" are reserved and fail with
+   * SMELT_ERR_UNSUPPORTED (not built into this library); other names with
+   * SMELT_ERR_INVALID_ARGUMENT.  Read when the session is created. */
+  const char *device;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */

@@ -16,6 +16,7 @@ struct smelt_session {
   pthread_mutex_t stats_lock;
   struct bufcache *bufs; /* large blocks kept between runs (util/bufcache.h) */
   struct session_compiler *sc; /* compiled modes (compile/session_compile.h); NULL in eager */
+  const struct backend *dev;   /* the device it runs on (backend/backend.h); plan and sc are the cpu devices' */
 };
 
 /* smelt_session_create; compile_declared false: a model whose input shapes
