@@ -46,6 +46,7 @@ typedef struct bench_config {
   double timeout_s;  /* > 0: a run taking longer fails the mode (--timeout) */
   const char *tmp;   /* this bench's private temporary folder */
   size_t max_memory; /* session memory budget (0: the default) */
+  const char *device; /* session option device (NULL: cpu) */
 } bench_config;
 
 /* What smelt_session_get_stats said about one session. */

@@ -40,6 +40,11 @@ bool cli_bytes(const char *flag, const char *s, size_t *out);
   "                   a node that would go past it fails with a message (default: four\n" \
   "                   fifths of the smallest of available memory, the cgroup limit\n" \
   "                   and ulimit -v)\n"
+/* A device name (--device): true if this library has it; else prints why not. */
+bool cli_device(const char *flag, const char *name);
+#define CLI_DEVICE_HELP \
+  "  --device NAME    the device: cpu (default), or cpu-ref (test-only: the reference\n" \
+  "                   kernels through the device seam, eager mode only)\n"
 /* True if argv[i] is flag (and takes the next argument, which must exist). */
 bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
 

@@ -16,7 +16,7 @@ static int usage(int code) {
   printf(
       "usage: smelt bench MODEL [--mode M]... [--compare] [--warmup N] [--runs N | --seconds S]\n"
       "                   [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S] [--json FILE]\n"
-      "                   [--timeout S] [--max-memory B]\n\n"
+      "                   [--timeout S] [--max-memory B] [--device NAME]\n\n"
       "Measures the model's latency per execution mode, the way benchmarks are trusted:\n"
       "  --mode M        eager, default, reduce-overhead or max-autotune (repeatable;\n"
       "                  default: the session default mode)\n"
@@ -32,7 +32,7 @@ static int usage(int code) {
       "  --json FILE     also write the results as JSON\n"
       "  --timeout S     a run taking longer than S seconds fails its mode (reported as\n"
       "                  the mode's error, 'timeout: ...')\n"
-      CLI_MAX_MEMORY_HELP "\n"
+      CLI_MAX_MEMORY_HELP CLI_DEVICE_HELP "\n"
       "Every mode sees the same inputs.  Per mode, in a child process of its own:\n"
       "  - session creation with an empty cache (a fresh temporary cache_dir: cold)\n"
       "    and again with the cache it filled (warm); compiled modes compile and\n"
@@ -108,6 +108,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
       a->cfg.threads = (int)n;
     } else if (cli_flag_arg(argc, argv, &i, "--max-memory", &v)) {
       if (!v || !cli_bytes("--max-memory", v, &a->cfg.max_memory)) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "--device", &v)) {
+      if (!v || !cli_device("--device", v)) return 2;
+      a->cfg.device = v;
     } else if (cli_flag_arg(argc, argv, &i, "--seed", &v)) {
       if (!v || !cli_int("--seed", v, 0, INT64_MAX, &a->seed)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--json", &v)) {

@@ -16,7 +16,7 @@
 static int usage(int code) {
   printf("usage: smelt profile MODEL -o TRACE.json [--mode M] [--runs N] [--warmup N] [--top N]\n"
          "                     [--by op|node] [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S]\n"
-         "                     [--timeout S] [--max-memory B]\n\n"
+         "                     [--timeout S] [--max-memory B] [--device NAME]\n\n"
          "Times every kernel of N runs (default 10, after 1 untimed warm-up) and writes a\n"
          "Chrome trace: one track for the thread running the graph (a span per node or\n"
          "kernel, nested for subgraphs) and one per pool worker (a span per chunk of\n"
@@ -28,7 +28,7 @@ static int usage(int code) {
          "runs of a few microseconds, the executor's fixed cost per run: input checks,\n"
          "the value table, frees).\n"
          "Inputs as for `smelt run` (--dim, -i, --seed).  --timeout S: a run taking\n"
-         "longer than S seconds stops the profile with an error.\n\n" CLI_MAX_MEMORY_HELP,
+         "longer than S seconds stops the profile with an error.\n\n" CLI_MAX_MEMORY_HELP CLI_DEVICE_HELP,
          COVERAGE_TOLERANCE * 100);
   return code;
 }
@@ -39,6 +39,7 @@ typedef struct profile_args {
   int64_t runs, warmup, top, threads, seed;
   double timeout_s;
   size_t max_memory;
+  const char *device;
   bool by_name;
   cli_kv files[MAX_KV], dims[MAX_KV];
   int n_files, n_dims;
@@ -72,6 +73,9 @@ static int parse_args(int argc, char **argv, profile_args *a) {
       if (!v || !cli_int("--threads", v, 0, 1024, &a->threads)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--max-memory", &v)) {
       if (!v || !cli_bytes("--max-memory", v, &a->max_memory)) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "--device", &v)) {
+      if (!v || !cli_device("--device", v)) return 2;
+      a->device = v;
     } else if (cli_flag_arg(argc, argv, &i, "--seed", &v)) {
       if (!v || !cli_int("--seed", v, 0, INT64_MAX, &a->seed)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--by", &v)) {
@@ -192,6 +196,7 @@ static int profile_model(const profile_args *a, const smelt_model *m, tensor *in
   o.threads = (int)a->threads;
   o.mode = a->mode;
   o.max_memory = a->max_memory;
+  o.device = a->device;
   smelt_session *s = NULL;
   profiler *p = NULL;
   profile_summary sum = {0};
