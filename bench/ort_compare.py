@@ -52,7 +52,8 @@ class Options(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("mode", ctypes.c_int), ("fullgraph", ctypes.c_int),
                 ("dynamic", ctypes.c_int), ("recompile_limit", ctypes.c_int),
                 ("buckets", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
-                ("dims", ctypes.c_char_p), ("max_memory", ctypes.c_size_t)]
+                ("dims", ctypes.c_char_p), ("max_memory", ctypes.c_size_t),
+                ("device", ctypes.c_char_p)]
 
 
 class Smelt:
