@@ -23,6 +23,7 @@ static bool cpu_supports(const ir_graph *g, const ir_node *node, smelt_dtype dty
 
 static smelt_status cpu_open(smelt_session *s) {
   TRY(eager_plan_build(s->model->onnx->graph, &s->plan));
+  s->plan.device = &backend_cpu;
   if (s->opts.mode != SMELT_MODE_EAGER) TRY(session_compiler_create(s, &s->sc));
   return SMELT_OK;
 }

@@ -51,6 +51,7 @@ static smelt_status ref_open(smelt_session *s) {
                    "needs device 'cpu'", q(smelt_mode_name(s->opts.mode)));
   TRY(eager_plan_build(s->model->onnx->graph, &s->plan));
   s->plan.plain = true;
+  s->plan.device = &backend_cpu_ref;
   return SMELT_OK;
 }
 

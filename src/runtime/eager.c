@@ -113,6 +113,7 @@ static smelt_status run_subgraph(void *exec, const ir_graph *body, int n_in, ten
   eager_plan p;
   TRY(eager_plan_build(body, &p));
   p.plain = f->plan->plain;
+  p.device = f->plan->device;
   smelt_status s = eager_run(&p, f->pool, f, ins, outs, f->stats);
   eager_plan_free(&p);
   return s;

@@ -14,6 +14,7 @@ typedef struct eager_plan {
   int *free_list;
   op_cache *caches; /* one per node: prepared weights, kept for the plan's lifetime */
   bool plain;       /* reference kernels only: ops get no cache (nothing prepared), subgraphs too */
+  const struct backend *device; /* the device that made it (backend/backend.h); NULL outside a session */
 } eager_plan;
 
 typedef struct eager_stats {
