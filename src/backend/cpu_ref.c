@@ -1,7 +1,8 @@
 /* "cpu-ref": a test-only second device.  The CPU through the table with the
  * reference kernels alone: eager only (no compiled plans), ops without a
  * cache (no packed or Winograd-transformed weights), the scalar ISA path
- * (as SMELT_ISA=scalar) and one thread.  Its buffers are its own as far as
+ * (as SMELT_ISA=scalar) and one thread (its session's pool is replaced by
+ * one of a single thread, whatever the threads option says).  Its buffers are its own as far as
  * the session can tell: inputs are copied in and results copied out
  * (host_memory false), and every block it hands out is filled with 0xff
  * bytes first (as SMELT_POISON=1), so a kernel that leaves part of an output
@@ -49,6 +50,11 @@ static smelt_status ref_open(smelt_session *s) {
   if (s->opts.mode != SMELT_MODE_EAGER)
     return err_set(SMELT_ERR_UNSUPPORTED, "device 'cpu-ref' runs the reference kernels eagerly; mode %s "
                    "needs device 'cpu'", q(smelt_mode_name(s->opts.mode)));
+  /* one thread, the caller: the ISA cap and the buffers entered on it hold
+   * for every kernel (pool workers would not inherit them) */
+  pool_free(s->pool);
+  s->pool = NULL;
+  TRY(pool_create(1, &s->pool));
   TRY(eager_plan_build(s->model->onnx->graph, &s->plan));
   s->plan.plain = true;
   s->plan.device = &backend_cpu_ref;
@@ -66,7 +72,7 @@ static smelt_status ref_compile(smelt_session *s, tensor *const *inputs, struct 
 
 static smelt_status ref_run(smelt_session *s, tensor *const *inputs, tensor *outputs, eager_stats *stats) {
   isa_level prev = isa_cap_enter(ISA_SCALAR);
-  smelt_status st = backend_eager_run(s, NULL, inputs, outputs, stats); /* no pool: one thread */
+  smelt_status st = backend_eager_run(s, s->pool, inputs, outputs, stats); /* a pool of one: the caller */
   isa_cap_enter(prev);
   return st;
 }

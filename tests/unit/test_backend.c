@@ -81,6 +81,7 @@ static size_t run_mlp(const smelt_model *m, const char *dev, float *out, size_t 
   memset(name, 'x', sizeof name - 1);
   CHECK(!strcmp(s->opts.device, dev) && !strcmp(s->dev->name, dev) && s->plan.device == s->dev);
   CHECK(s->plan.plain == (s->dev == &backend_cpu_ref));
+  CHECK(pool_threads(s->pool) == (s->dev == &backend_cpu_ref ? 1 : 2));
   smelt_value_info vi;
   CHECK_OK(smelt_model_input(m, 0, &vi));
   smelt_tensor in = {.dtype = SMELT_F32, .rank = vi.rank};
