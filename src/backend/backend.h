@@ -14,10 +14,12 @@
  *              as a device with separate memory would use it;
  *   "cuda", "cuda:N"  reserved: a clear "not built into this library" error.
  *
- * Layering: backend/ sits above runtime/ and compile/ (the CPU devices wrap
- * them) and below the session, which includes only this header.  Lower
- * layers never include it: tensor data comes from a device through the
- * buffer_fns it enters on the running thread (ir/tensor.h). */
+ * Layering: backend/ (this header and the registry) sits just below
+ * session/, which includes it; the two CPU devices are defined in session/
+ * (session/device_cpu.c, device_cpu_ref.c) because they wrap the session's
+ * runtime and compiler.  Lower layers never include it: tensor data comes
+ * from a device through the buffer_fns it enters on the running thread
+ * (ir/tensor.h), and the ISA cap is kernels/isa.h's. */
 #ifndef SMELT_BACKEND_BACKEND_H
 #define SMELT_BACKEND_BACKEND_H
 
@@ -85,17 +87,9 @@ const backend *backend_at(int i);
 /* "cpu, cpu-ref" into buf. */
 const char *backend_names(char *buf, size_t n);
 
+/* The registered devices (defined in session/device_cpu.c and
+ * session/device_cpu_ref.c). */
 extern const backend backend_cpu;
 extern const backend backend_cpu_ref;
-
-/* For the CPU devices: the session's eager plan run on pool (NULL: the
- * calling thread alone), recording the run's peak bytes in its stats. */
-struct smelt_pool;
-smelt_status backend_eager_run(struct smelt_session *s, struct smelt_pool *pool, tensor *const *inputs,
-                               tensor *outputs, struct eager_stats *stats);
-
-/* cpu-ref's counters since the process started: blocks allocated through
- * its buffers, and copies in and out (tests check the seam is used). */
-void backend_cpu_ref_counts(size_t *allocs, size_t *copies);
 
 #endif

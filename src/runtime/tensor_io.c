@@ -6,7 +6,7 @@
 #include "runtime/tensor_file.h"
 #include "util/err.h"
 #include "util/file.h"
-#include "util/npy.h"
+#include "ir/npy.h"
 
 smelt_status smelt_tensor_load(const char *path, smelt_tensor *out) {
   if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_tensor_load: out is NULL");
@@ -36,6 +36,6 @@ smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t) {
 
 void smelt_tensor_release(smelt_tensor *t) {
   if (!t) return;
-  tensor_data_free(t->data);
+  if (t->owner == SMELT_OWNER_SMELT) tensor_data_free(t->data);
   memset(t, 0, sizeof *t);
 }

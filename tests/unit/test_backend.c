@@ -10,7 +10,8 @@
 #include "backend/backend.h"
 #include "check.h"
 #include "kernels/isa.h"
-#include "runtime/session.h"
+#include "session/device_cpu.h"
+#include "session/session.h"
 #include "smelt.h"
 
 #ifndef SMELT_SOURCE_DIR

@@ -264,13 +264,23 @@ static void public_entry(smelt_pool *pool) {
   gcase g;
   if (case_make(&g, true, false, 37, 45, 29, 2, 1.5f, 0.f, GEMM_BIAS_NONE, GEMM_ACT_NONE)) {
     const gemm_params *p = &g.p;
-    gemm_f32(pool, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha, p->A, p->lda, p->B,
-             p->ldb, p->beta, p->C, p->ldc);
+    CHECK_OK(gemm_f32(pool, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha, p->A, p->lda, p->B,
+                      p->ldb, p->beta, p->C, p->ldc));
     CHECK(case_error(&g) <= 1.0);
   } else {
     CHECK(!"out of memory in test");
   }
   case_free(&g);
+  /* bad arguments come back as a status with a message; C is untouched */
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, c[4] = {7, 7, 7, 7};
+  CHECK(gemm_f32(pool, false, false, -1, 2, 3, 1.f, a, 3, b, 2, 0.f, c, 2) == SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, a, 2, b, 2, 0.f, c, 2) == SMELT_ERR_INVALID_ARGUMENT); /* lda < K */
+  CHECK(strstr(smelt_last_error(), "lda") != NULL);
+  CHECK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, NULL, 3, b, 2, 0.f, c, 2) == SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, a, 3, b, 2, 0.f, NULL, 2) == SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(c[0] == 7.f && c[1] == 7.f && c[2] == 7.f && c[3] == 7.f);
+  CHECK_OK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, a, 3, b, 2, 0.f, c, 2));
+  CHECK(c[0] == 4.f && c[1] == 5.f && c[2] == 10.f && c[3] == 11.f);
 }
 
 /* Sanitizer runtimes need address space of their own and die when it is

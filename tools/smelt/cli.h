@@ -20,6 +20,9 @@ typedef struct cli_mode_opts {
   smelt_session_options opts;
   char buckets[4096];
 } cli_mode_opts;
+/* smelt_session_options_default() with smelt_log_stderr as the log callback:
+ * every verb shows the library's warnings and progress on stderr. */
+smelt_session_options cli_session_options(void);
 void cli_mode_init(cli_mode_opts *m);
 /* True if argv[*i] is one of those flags (consumed); *bad on a bad value. */
 bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad);
@@ -53,7 +56,7 @@ bool cli_timeout_flag(int argc, char **argv, int *i, double *timeout_s, bool *ba
 #define CLI_TIMEOUT_HELP \
   "  --timeout S      stop a run that takes longer than S seconds (an error naming the timeout)\n"
 /* session_run_tensors with a deadline of timeout_s seconds (0 = none): past
- * it the run stops with SMELT_TIMEOUT (runtime/run_ctl.h). */
+ * it the run stops with SMELT_TIMEOUT (parallel/run_ctl.h). */
 struct eager_stats;
 smelt_status cli_session_run(smelt_session *s, tensor *const *inputs, tensor *outputs,
                              struct eager_stats *stats, double timeout_s);
