@@ -4,6 +4,7 @@
  * the same results, cpu-ref's inputs and results crossing through its copy
  * function and its intermediates through its buffers. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,12 @@ static void test_sessions(void) {
   CHECK(smelt_session_create(m, &o, &s) == SMELT_ERR_UNSUPPORTED && !s);
   o.device = "npu";
   CHECK(smelt_session_create(m, &o, &s) == SMELT_ERR_INVALID_ARGUMENT && !s);
+  /* a caller built before the field: its struct_size ends before device */
+  o.struct_size = offsetof(smelt_session_options, device);
+  o.device = "cuda:0"; /* past the caller's struct: never read */
+  CHECK_OK(smelt_session_create(m, &o, &s));
+  CHECK(s && s->dev == &backend_cpu);
+  smelt_session_free(s);
   smelt_model_free(m);
 }
 
