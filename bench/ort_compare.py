@@ -62,7 +62,12 @@ class TensorV1(ctypes.Structure):
 class OptionsV1(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t)] + _OPTIONS_V0 + [
         ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("log_level", ctypes.c_int),
-        ("precision", ctypes.c_int)]  # smelt_precision: 0 fp32, 1 bf16, 2 fp16, 3 int8, 4 int4
+        ("precision", ctypes.c_int),  # smelt_precision: 0 fp32, 1 bf16, 2 fp16, 3 int8, 4 int4
+        ("device", ctypes.c_char_p)]
+
+
+# the first released (0.2.0) layout ended at log_level
+OPTIONS_V1_FIRST = OptionsV1.log_level.offset + ctypes.sizeof(ctypes.c_int)
 
 
 class TensorV0(ctypes.Structure):
@@ -93,8 +98,12 @@ class Smelt:
         L.smelt_tensor_release.argtypes = [ctypes.POINTER(Tensor)]
         L.smelt_session_free.argtypes = [ctypes.c_void_p]
         L.smelt_model_free.argtypes = [ctypes.c_void_p]
-        if ver >= (0, 2) and L.smelt_session_options_default().struct_size != ctypes.sizeof(Options):
-            raise RuntimeError(f"{path}: smelt_session_options is {L.smelt_session_options_default().struct_size} "
+        # A library older than this script may have a shorter options struct
+        # (fields are only appended: device came after log_level); it reads
+        # the prefix its struct_size names.  A longer one means OptionsV1 is stale.
+        n = L.smelt_session_options_default().struct_size if ver >= (0, 2) else 0
+        if ver >= (0, 2) and not (OPTIONS_V1_FIRST <= n <= ctypes.sizeof(Options)):
+            raise RuntimeError(f"{path}: smelt_session_options is {n} "
                                f"bytes, this script's copy {ctypes.sizeof(Options)}: update OptionsV1")
 
     def check(self, status, what):

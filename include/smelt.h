@@ -205,6 +205,14 @@ typedef struct smelt_session_options {
   smelt_log_level log_level;
   /* Precision of the heavy nodes (smelt_precision above); 0 = FP32. */
   smelt_precision precision;
+  /* The device the session runs on: "cpu" (NULL or "": the default), or
+   * "cpu-ref" (test-only: the reference kernels through the device seam,
+   * eager mode only).  "cuda" / "cuda:N" are reserved and fail with
+   * SMELT_ERR_UNSUPPORTED (not built into this library); other names with
+   * SMELT_ERR_INVALID_ARGUMENT.  Read when the session is created.  Added
+   * after the first released layout: a caller whose struct_size ends before
+   * it gets "cpu". */
+  const char *device;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */

@@ -200,13 +200,13 @@ static PyObject *names_tuple(const smelt_model *m, int input) {
 
 static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"source", "mode", "threads", "dims", "cache_dir", "buckets",
-                           "dynamic", "fullgraph", "recompile_limit", "precision", NULL};
+                           "dynamic", "fullgraph", "recompile_limit", "precision", "device", NULL};
   PyObject *source;
-  const char *mode = "default", *dims = NULL, *cache_dir = NULL, *buckets = NULL, *precision = "fp32";
+  const char *mode = "default", *dims = NULL, *cache_dir = NULL, *buckets = NULL, *precision = "fp32", *device = NULL;
   int threads = 0, dynamic = 0, fullgraph = 0, recompile_limit = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sizzzppis", kwlist, &source, &mode, &threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sizzzppisz", kwlist, &source, &mode, &threads,
                                    &dims, &cache_dir, &buckets, &dynamic, &fullgraph,
-                                   &recompile_limit, &precision))
+                                   &recompile_limit, &precision, &device))
     return -1;
   if (self->session) {
     PyErr_SetString(PyExc_RuntimeError, "Session.__init__ called twice");
@@ -231,6 +231,7 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
   opts.dynamic = dynamic;
   opts.fullgraph = fullgraph;
   if (recompile_limit >= 0) opts.recompile_limit = recompile_limit;
+  opts.device = device; /* copied (resolved to the device's name) by smelt_session_create */
 
   smelt_model *m = NULL;
   if (PyBytes_Check(source) || PyByteArray_Check(source) || PyMemoryView_Check(source)) {

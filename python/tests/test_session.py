@@ -173,3 +173,17 @@ def test_precision():
         smelt.Session(MLP, precision="fp16")
     assert smelt.Session(MLP, precision="fp32", mode="eager")
     assert smelt.Session(MLP, precision="int8", mode="eager").precision == "int8"
+
+
+def test_device():
+    cpu = smelt.Session(MLP, mode="eager", device="cpu")
+    ref = smelt.Session(MLP, mode="eager", device="cpu-ref")
+    x = mlp_input(cpu)
+    np.testing.assert_allclose(ref.run([x])[0], cpu.run([x])[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(smelt.Session(MLP, mode="eager").run([x])[0], cpu.run([x])[0])
+    with pytest.raises(smelt.UnsupportedError, match="not built into this library"):
+        smelt.Session(MLP, device="cuda:0")
+    with pytest.raises(smelt.UnsupportedError, match="cpu-ref"):
+        smelt.Session(MLP, mode="default", device="cpu-ref")
+    with pytest.raises(smelt.InvalidArgumentError, match="unknown device 'tpu'"):
+        smelt.Session(MLP, device="tpu")

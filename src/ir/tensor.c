@@ -40,8 +40,24 @@ const char *shape_str(char *buf, size_t n, int rank, const int64_t *dims, const 
   return buf;
 }
 
-void *tensor_data_alloc(size_t n) { return bufcache_alloc(n); }
-void tensor_data_free(void *p) { bufcache_release(p); }
+static _Thread_local const buffer_fns *cur_buffers;
+
+const buffer_fns *tensor_buffers_enter(const buffer_fns *b) {
+  const buffer_fns *prev = cur_buffers;
+  cur_buffers = b;
+  return prev;
+}
+
+void *tensor_data_alloc(size_t n) {
+  const buffer_fns *b = cur_buffers;
+  return b ? b->alloc(n) : bufcache_alloc(n);
+}
+
+void tensor_data_free(void *p) {
+  const buffer_fns *b = cur_buffers;
+  if (b) b->free(p);
+  else bufcache_release(p);
+}
 
 static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, bool zero);
 
@@ -88,6 +104,7 @@ static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const i
   t->data = p;
   t->nbytes = nb;
   t->owns_data = true;
+  t->device = cur_buffers ? cur_buffers->device : NULL;
   return SMELT_OK;
 }
 

@@ -39,6 +39,9 @@ typedef struct tensor {
   tensor_kind kind;
   struct tensor **seq;
   int seq_len;
+  /* The device whose buffer functions allocated data (backend/backend.h);
+   * NULL: host memory from the buffer cache, or not allocated by smelt. */
+  const struct backend *device;
 } tensor;
 
 /* ---- dtypes ---- */
@@ -100,5 +103,21 @@ void *tensor_data_alloc(size_t n);
  * full (operator outputs).  SMELT_POISON=1 fills it with 0xff bytes. */
 smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims);
 void tensor_data_free(void *p);
+
+/* Where tensor data comes from on this thread: a device's buffer functions
+ * (backend/backend.h), entered by a session for its run; none entered:
+ * host memory through the current buffer cache (util/bufcache.h).
+ * tensor_data_alloc/free and every tensor allocation go through them, and a
+ * tensor allocated so records the device.  Threads of the session's pool do
+ * not inherit them: a device whose memory is not the host's runs its kernels
+ * on the calling thread (cpu-ref does). */
+struct backend;
+typedef struct buffer_fns {
+  const struct backend *device;
+  void *(*alloc)(size_t n); /* 64-byte aligned; NULL when out of memory or over budget */
+  void (*free)(void *p);    /* NULL ok */
+} buffer_fns;
+/* Makes b current on this thread (NULL: none); returns the one it replaces. */
+const buffer_fns *tensor_buffers_enter(const buffer_fns *b);
 
 #endif

@@ -76,6 +76,14 @@ isa_level isa_clamp(isa_level requested) {
   return requested < d ? requested : d;
 }
 
+static _Thread_local int thread_cap = ISA_COUNT;
+
+isa_level isa_cap_enter(isa_level cap) {
+  isa_level prev = (isa_level)thread_cap;
+  thread_cap = (int)cap;
+  return prev;
+}
+
 isa_choice isa_choose(void) {
   isa_choice ch = {0};
   ch.detected = isa_detect();
@@ -84,6 +92,7 @@ isa_choice isa_choose(void) {
   ch.env_valid = isa_parse(env, &ch.requested);
   if (!ch.env_valid) ch.requested = ch.detected;
   ch.active = ch.requested < ch.detected ? ch.requested : ch.detected;
+  if ((int)ch.active > thread_cap) ch.active = (isa_level)thread_cap;
   return ch;
 }
 

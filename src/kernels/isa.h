@@ -38,5 +38,10 @@ isa_choice isa_choose(void);
 isa_level isa_active(void);
 /* The level a caller's request resolves to on this machine. */
 isa_level isa_clamp(isa_level requested);
+/* Caps the active level on the calling thread (isa_choose, isa_active) at
+ * cap, whatever SMELT_ISA says; ISA_COUNT: no cap.  Returns the cap it
+ * replaces, for the caller to restore.  The reference device (cpu-ref,
+ * backend/) runs under ISA_SCALAR; pool workers do not inherit the cap. */
+isa_level isa_cap_enter(isa_level cap);
 
 #endif

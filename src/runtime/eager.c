@@ -112,6 +112,8 @@ static smelt_status run_subgraph(void *exec, const ir_graph *body, int n_in, ten
   TRY(run_ctl_check(run_ctl_current(), SMELT_OK));
   eager_plan p;
   TRY(eager_plan_build(body, &p));
+  p.plain = f->plan->plain;
+  p.device = f->plan->device;
   smelt_status s = eager_run(&p, f->pool, f, ins, outs, f->stats);
   eager_plan_free(&p);
   return s;
@@ -171,7 +173,7 @@ static smelt_status run_step(eager_frame *f, int step) {
   }
   const run_hook *hook = f->stats ? f->stats->hook : NULL;
   if (hook) hook->begin(hook->ctx, nd->op_type, nd->name);
-  smelt_status s = node_run_cached(g, id, in, out, f->pool, run_subgraph, f, &p->caches[id]);
+  smelt_status s = node_run_cached(g, id, in, out, f->pool, run_subgraph, f, p->plain ? NULL : &p->caches[id]);
   if (hook) hook->end(hook->ctx);
   for (int o = 0; o < nd->n_outputs; o++) {
     if (nd->outputs[o] < 0) tensor_release(&scratch[o]);

@@ -13,6 +13,8 @@ typedef struct eager_plan {
   int *free_start; /* values to free after step k: free_list[free_start[k]..free_start[k+1]) */
   int *free_list;
   op_cache *caches; /* one per node: prepared weights, kept for the plan's lifetime */
+  bool plain;       /* reference kernels only: ops get no cache (nothing prepared), subgraphs too */
+  const struct backend *device; /* the device that made it (backend/backend.h); NULL outside a session */
 } eager_plan;
 
 typedef struct eager_stats {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cache/prep_store.h"
 #include "session/session_compile.h"
 #include "ops/node_run.h"
@@ -27,16 +28,23 @@ smelt_session_options smelt_session_options_default(void) {
 #define OPTIONS_V1 (offsetof(smelt_session_options, log_level) + sizeof(smelt_log_level))
 #define STATS_V1 (offsetof(smelt_session_stats, prepared_saved) + sizeof(int))
 
-/* Every node, subgraphs included, must have a kernel and the right arity. */
-static smelt_status check_supported(const ir_graph *g) {
+/* Every node, subgraphs included, must have a kernel, the right arity and
+ * be supported by the device. */
+static smelt_status check_supported(const backend *dev, const ir_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     TRY(node_check_arity(g, i));
     const ir_node *nd = &g->nodes[i];
+    smelt_dtype dt = nd->n_outputs > 0 && nd->outputs[0] >= 0 ? g->values[nd->outputs[0]].dtype : SMELT_UNDEFINED;
+    if (!dev->supports(g, nd, dt)) {
+      char lb[256];
+      return err_set(SMELT_ERR_UNSUPPORTED, "%s: device %s does not run it (%s)", ir_node_label(g, i, lb, sizeof lb),
+                     q(dev->name), dtype_name(dt));
+    }
     for (int a = 0; a < nd->n_attrs; a++) {
       const ir_attr *at = &nd->attrs[a];
-      if (at->type == IR_ATTR_GRAPH && at->g) TRY(check_supported(at->g));
+      if (at->type == IR_ATTR_GRAPH && at->g) TRY(check_supported(dev, at->g));
       for (int k = 0; at->type == IR_ATTR_GRAPHS && k < at->n; k++)
-        if (at->graphs[k]) TRY(check_supported(at->graphs[k]));
+        if (at->graphs[k]) TRY(check_supported(dev, at->graphs[k]));
     }
   }
   return SMELT_OK;
@@ -93,7 +101,7 @@ static smelt_status compile_declared_shapes(smelt_session *s) {
     if (fixed) st = tensor_alloc(&shapes[k], v->dtype, v->rank, dims);
     ptrs[k] = &shapes[k];
   }
-  if (!st && fixed) st = session_compile(s, ptrs, NULL);
+  if (!st && fixed) st = s->dev->compile(s, ptrs, NULL);
   for (int k = 0; shapes && k < g->n_inputs; k++) tensor_release(&shapes[k]);
   free(shapes);
   free(ptrs);
@@ -124,8 +132,11 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "recompile_limit must be >= 0, got %d", o.recompile_limit);
   if (o.threads < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o.threads);
   TRY(precision_check(o.precision));
+  const backend *dev;
+  TRY(backend_lookup(o.device, &dev));
+  o.device = dev->name; /* the caller's string need not outlive the call */
   const ir_graph *g = m->onnx->graph;
-  TRY(check_supported(g));
+  TRY(check_supported(dev, g));
   smelt_session *s = calloc(1, sizeof *s);
   if (!s) return err_nomem("session", sizeof *s);
   s->model = m;
@@ -139,9 +150,11 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
   }
   if (!st) st = pool_create(o.threads, &s->pool);
   if (!st) st = precision_graph(g, o.precision, NULL, &s->precision_graph);
-  if (!st) st = eager_plan_build(s->precision_graph ? s->precision_graph : g, &s->plan);
-  if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
-  if (!st && s->sc && compile_declared) { /* what compiling allocates (arenas, prepared weights) counts against the budget */
+  if (!st) {
+    st = dev->open(s);
+    if (!st) s->dev = dev; /* closed by smelt_session_free from here on */
+  }
+  if (!st && o.mode != SMELT_MODE_EAGER && compile_declared) { /* what compiling allocates (arenas, prepared weights) counts against the budget */
     bufcache *prev = bufcache_enter(s->bufs);
     st = compile_declared_shapes(s);
     bufcache_enter(prev);
@@ -156,8 +169,7 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
 
 void smelt_session_free(smelt_session *s) {
   if (!s) return;
-  session_compiler_free(s->sc);
-  eager_plan_free(&s->plan);
+  if (s->dev) s->dev->close(s);
   ir_graph_free(s->precision_graph);
   pool_free(s->pool);
   pthread_mutex_destroy(&s->stats_lock);
@@ -204,6 +216,59 @@ smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int6
   return SMELT_OK;
 }
 
+/* The device's run with its buffers current on this thread, then synchronized. */
+static smelt_status session_launch(smelt_session *s, tensor *const *inputs, tensor *outputs, eager_stats *stats) {
+  const buffer_fns *prev = tensor_buffers_enter(&s->dev->buffers);
+  smelt_status st = s->dev->run(s, inputs, outputs, stats);
+  if (!st) st = s->dev->synchronize(s);
+  tensor_buffers_enter(prev);
+  return st;
+}
+
+/* t into a new tensor of the same type and shape in the buffers now
+ * current (the device's, or the host's), through the device's copy. */
+static smelt_status copy_across(const backend *dev, const tensor *t, tensor *dst, backend_copy_kind kind,
+                                const char *what, const char *name) {
+  if (t->kind != TENSOR_KIND_TENSOR)
+    return err_set(SMELT_ERR_UNSUPPORTED, "device %s: %s %s is a sequence or optional; only tensors cross "
+                   "to and from its memory", q(dev->name), what, q(name));
+  smelt_status st = tensor_alloc_uninit(dst, t->dtype, t->rank, t->dims);
+  if (!st && dst->nbytes) /* dst's size: a caller's input buffer may be larger than its shape */
+    st = dev->copy(dst->data, t->data, dst->nbytes, kind);
+  if (st) tensor_release(dst);
+  return st;
+}
+
+/* A device with memory of its own: inputs copied into it, the run, results
+ * copied out into host buffers (its own then freed). */
+static smelt_status run_through_copies(smelt_session *s, tensor *const *inputs, tensor *outputs,
+                                       eager_stats *stats) {
+  const ir_graph *g = s->model->onnx->graph;
+  const backend *dev = s->dev;
+  size_t ni = (size_t)g->n_inputs + 1, no = (size_t)g->n_outputs + 1;
+  tensor *din = calloc(ni, sizeof *din), **dptr = calloc(ni, sizeof *dptr), *dout = calloc(no, sizeof *dout);
+  smelt_status st = !din || !dptr || !dout ? err_nomem("device tensors", ni * sizeof *din) : SMELT_OK;
+  const buffer_fns *prev = tensor_buffers_enter(&dev->buffers);
+  for (int k = 0; !st && k < g->n_inputs; k++) {
+    st = copy_across(dev, inputs[k], &din[k], BACKEND_COPY_HOST_TO_DEVICE, "input", g->values[g->inputs[k]].name);
+    dptr[k] = &din[k];
+  }
+  tensor_buffers_enter(prev);
+  if (!st) st = session_launch(s, dptr, dout, stats);
+  for (int k = 0; !st && k < g->n_outputs; k++) /* into host memory */
+    st = copy_across(dev, &dout[k], &outputs[k], BACKEND_COPY_DEVICE_TO_HOST, "output", g->values[g->outputs[k]].name);
+  if (st)
+    for (int k = 0; k < g->n_outputs; k++) tensor_release(&outputs[k]);
+  prev = tensor_buffers_enter(&dev->buffers);
+  for (int k = 0; din && k < g->n_inputs; k++) tensor_release(&din[k]);
+  for (int k = 0; dout && k < g->n_outputs; k++) tensor_release(&dout[k]);
+  tensor_buffers_enter(prev);
+  free(din);
+  free(dptr);
+  free(dout);
+  return st;
+}
+
 /* Results belong to the caller: they no longer count against the budget. */
 static void disown_tensor(bufcache *c, const tensor *t) {
   if (t->owns_data) bufcache_disown(c, t->data);
@@ -221,15 +286,8 @@ smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor
   free(sym_vals);
   if (st) return st;
   bufcache *prev = bufcache_enter(s->bufs);
-  if (s->sc) {
-    st = session_compiled_run(s, inputs, outputs, stats ? stats->hook : NULL);
-  } else {
-    eager_stats local = {0};
-    st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
-    pthread_mutex_lock(&s->stats_lock);
-    s->stats.eager_peak_bytes = (stats ? stats : &local)->peak_bytes;
-    pthread_mutex_unlock(&s->stats_lock);
-  }
+  st = s->dev->host_memory ? session_launch(s, inputs, outputs, stats)
+                           : run_through_copies(s, inputs, outputs, stats);
   for (int k = 0; k < g->n_outputs; k++) disown_tensor(s->bufs, &outputs[k]);
   bufcache_enter(prev);
   return st;

@@ -19,6 +19,7 @@ struct smelt_session {
   struct bufcache *bufs; /* large blocks kept between runs (util/bufcache.h) */
   struct session_compiler *sc; /* compiled modes (session/session_compile.h); NULL in eager */
   ir_graph *precision_graph; /* the graph `plan` runs when precision is not fp32 (runtime/precision.h); else NULL */
+  const struct backend *dev;   /* the device it runs on (backend/backend.h); plan and sc are the cpu devices' */
 };
 
 /* smelt_session_create; compile_declared false: a model whose input shapes

@@ -67,6 +67,7 @@ def check_bench(smelt, model, tmp):
         check(k in d, f"field '{k}'")
     check(d.get("model") == model, "model is the path given")
     check(isinstance(d.get("threads"), int) and d["threads"] >= 1, "threads >= 1")
+    check(d.get("device") == "cpu", "device is cpu (the default)")
     inp = d.get("inputs", {}).get("x", {})
     check(inp.get("dtype") == "float32" and inp.get("shape") == [1, 64], "input x float32 [1,64]")
     env = d.get("environment", {})

@@ -126,6 +126,19 @@ if [ "$("$smelt" tokenize --tokenizer "$tmp/tok_ok.json" --text abba)" = "2,1,0"
 else
   echo "FAIL tokenize: $("$smelt" tokenize --tokenizer "$tmp/tok_ok.json" --text abba 2>&1)"; fails=$((fails + 1))
 fi
+# --device: CUDA is not built in, an unknown name lists the devices there are,
+# and cpu-ref (the reference device) runs eager only
+expect_device_error() { # expect_device_error CODE MESSAGE CMD...
+  local code=$1 msg=$2
+  shift 2
+  expect_exit "$code" "device: $msg" "$@"
+  grep -qF "$msg" "$tmp/err" || { echo "FAIL device: no \"$msg\" in:"; cat "$tmp/err"; fails=$((fails + 1)); }
+}
+expect_device_error 2 "device 'cuda:0': not built into this library" "$smelt" run "$model" --device cuda:0 -o "$tmp/o"
+expect_device_error 2 "unknown device 'tpu'; this library has: cpu, cpu-ref" "$smelt" bench "$model" --device tpu
+expect_device_error 2 "device 'cuda': not built into this library" "$smelt" profile "$model" -o "$tmp/t.json" --device cuda
+expect_device_error 1 "device 'cpu-ref' runs the reference kernels eagerly" \
+  "$smelt" run "$model" --device cpu-ref --mode default -o "$tmp/o"
 
 [ $fails -eq 0 ] && echo "all CLI error checks passed" || echo "$fails CLI error checks failed"
 [ $fails -eq 0 ]

@@ -48,6 +48,7 @@ typedef struct bench_config {
   const char *tmp;   /* this bench's private temporary folder */
   size_t max_memory; /* session memory budget (0: the default) */
   smelt_precision precision; /* every measured mode runs at it; the reference is eager fp32 */
+  const char *device; /* session option device (NULL: cpu) */
 } bench_config;
 
 /* What smelt_session_get_stats said about one session. */

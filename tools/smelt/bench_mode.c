@@ -189,6 +189,7 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
   o.cache_dir = cache; /* fresh and empty: the first creation is a cold one */
   o.max_memory = c->max_memory;
   o.precision = reference_only ? SMELT_PRECISION_FP32 : c->precision;
+  o.device = c->device;
   char dims[2048];
   dims_of_inputs(g, in, dims, sizeof dims);
   o.dims = dims;

@@ -266,6 +266,7 @@ int bench_write_json(const bench_report *rep, const char *path) {
     if (rep->results[i].ok) threads = rep->results[i].threads;
   json_kv_int(&w, "threads", threads);
   json_kv_string(&w, "precision", smelt_precision_name(rep->cfg->precision));
+  json_kv_string(&w, "device", rep->cfg->device && *rep->cfg->device ? rep->cfg->device : "cpu");
   json_key(&w, "inputs");
   json_inputs(&w, rep);
   json_config(&w, rep);

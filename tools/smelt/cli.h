@@ -47,6 +47,11 @@ bool cli_bytes(const char *flag, const char *s, size_t *out);
 #define CLI_PRECISION_HELP \
   "  --precision P    fp32 (default), int8 (constant-weight MatMul/Gemm as dynamically\n" \
   "                   quantized int8 GEMMs; the rest fp32); bf16, fp16, int4: not yet\n"
+/* A device name (--device): true if this library has it; else prints why not. */
+bool cli_device(const char *flag, const char *name);
+#define CLI_DEVICE_HELP \
+  "  --device NAME    the device: cpu (default), or cpu-ref (test-only: the reference\n" \
+  "                   kernels through the device seam, eager mode only)\n"
 /* True if argv[i] is flag (and takes the next argument, which must exist). */
 bool cli_flag_arg(int argc, char **argv, int *i, const char *flag, const char **val);
 

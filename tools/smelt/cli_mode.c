@@ -1,10 +1,18 @@
 /* The session options shared by run, test and compile: --mode, --fullgraph,
  * --dynamic, --bucket NAME:AXIS=S1,S2,... (repeatable), --max-memory B,
- * --precision P. */
+ * --precision P, --device NAME. */
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "cli.h"
+
+bool cli_device(const char *flag, const char *name) {
+  const backend *b;
+  if (!backend_lookup(name, &b)) return true;
+  fprintf(stderr, "smelt: %s: %s\n", flag, smelt_last_error());
+  return false;
+}
 
 bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad) {
   const char *v;
@@ -25,6 +33,11 @@ bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad) {
   }
   if (cli_flag_arg(argc, argv, i, "--max-memory", &v)) {
     *bad = !v || !cli_bytes("--max-memory", v, &m->opts.max_memory);
+    return true;
+  }
+  if (cli_flag_arg(argc, argv, i, "--device", &v)) {
+    *bad = !v || !cli_device("--device", v);
+    m->opts.device = v;
     return true;
   }
   if (!strcmp(argv[*i], "--fullgraph")) {
@@ -65,5 +78,5 @@ const char *cli_mode_help(void) {
          "  --fullgraph      compiled modes: a graph break is an error\n"
          "  --dynamic        compiled modes: kernels generic over sizes (new shapes: no C compile)\n"
          "  --bucket NAME:AXIS=S1,S2,...  pad input NAME's AXIS up to the next size (repeatable)\n"
-         CLI_MAX_MEMORY_HELP CLI_PRECISION_HELP;
+         CLI_MAX_MEMORY_HELP CLI_PRECISION_HELP CLI_DEVICE_HELP;
 }

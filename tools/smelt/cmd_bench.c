@@ -16,7 +16,7 @@ static int usage(int code) {
   printf(
       "usage: smelt bench MODEL [--mode M]... [--compare] [--warmup N] [--runs N | --seconds S]\n"
       "                   [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S] [--json FILE]\n"
-      "                   [--timeout S] [--max-memory B] [--precision P]\n\n"
+      "                   [--timeout S] [--max-memory B] [--precision P] [--device NAME]\n\n"
       "Measures the model's latency per execution mode, the way benchmarks are trusted:\n"
       "  --mode M        eager, default, reduce-overhead or max-autotune (repeatable;\n"
       "                  default: the session default mode)\n"
@@ -35,7 +35,8 @@ static int usage(int code) {
       CLI_MAX_MEMORY_HELP
       "  --precision P   run every mode at fp32 (default) or int8; the outputs are then\n"
       "                  compared with an eager fp32 run on the same inputs: max abs and\n"
-      "                  rel error and cosine similarity per output (JSON: \"accuracy\")\n\n"
+      "                  rel error and cosine similarity per output (JSON: \"accuracy\")\n"
+      CLI_DEVICE_HELP "\n"
       "Every mode sees the same inputs.  Per mode, in a child process of its own:\n"
       "  - session creation with an empty cache (a fresh temporary cache_dir: cold)\n"
       "    and again with the cache it filled (warm); compiled modes compile and\n"
@@ -114,6 +115,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     } else if (cli_flag_arg(argc, argv, &i, "--precision", &v)) {
       if (!v) return 2;
       if (smelt_precision_parse(v, &a->cfg.precision)) return cli_fail("--precision") + 1;
+    } else if (cli_flag_arg(argc, argv, &i, "--device", &v)) {
+      if (!v || !cli_device("--device", v)) return 2;
+      a->cfg.device = v;
     } else if (cli_flag_arg(argc, argv, &i, "--seed", &v)) {
       if (!v || !cli_int("--seed", v, 0, INT64_MAX, &a->seed)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--json", &v)) {

@@ -16,7 +16,7 @@ static int usage(int code) {
   printf("usage: smelt compile MODEL [--mode M] [--shape NAME=D0xD1x...]... [--dim NAME=V]...\n"
          "                     [--explain] [--threads N] [--fullgraph] [--dynamic]\n"
          "                     [--bucket NAME:AXIS=S1,S2,...] [--max-memory B]\n"
-         "                     [--precision P]\n\n"
+         "                     [--precision P] [--device NAME]\n\n"
          "Compiles the model for the given input shapes (declared shapes, symbolic dims from\n"
          "--dim, default 1) and stores the result in the compile cache, so that a later run\n"
          "with the same shapes and options starts at once.\n"
@@ -24,7 +24,7 @@ static int usage(int code) {
          "  --shape NAME=S   the shape of input NAME, dims joined by 'x' (e.g. 1x3x224x224)\n"
          "  --explain        print graph breaks, every fusion, the kernels generated, the\n"
          "                   arena size and the time each stage took\n"
-         "  --fullgraph, --dynamic, --bucket, --max-memory, --precision: as for smelt run\n");
+         "  --fullgraph, --dynamic, --bucket, --max-memory, --precision, --device: as for smelt run\n");
   return code;
 }
 

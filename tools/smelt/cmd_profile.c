@@ -16,7 +16,7 @@
 static int usage(int code) {
   printf("usage: smelt profile MODEL -o TRACE.json [--mode M] [--runs N] [--warmup N] [--top N]\n"
          "                     [--by op|node] [--threads N] [--dim NAME=V]... [-i NAME=FILE]... [--seed S]\n"
-         "                     [--timeout S] [--max-memory B] [--precision P]\n\n"
+         "                     [--timeout S] [--max-memory B] [--precision P] [--device NAME]\n\n"
          "Times every kernel of N runs (default 10, after 1 untimed warm-up) and writes a\n"
          "Chrome trace: one track for the thread running the graph (a span per node or\n"
          "kernel, nested for subgraphs) and one per pool worker (a span per chunk of\n"
@@ -29,7 +29,7 @@ static int usage(int code) {
          "the value table, frees).\n"
          "Inputs as for `smelt run` (--dim, -i, --seed).  --timeout S: a run taking\n"
          "longer than S seconds stops the profile with an error.\n\n" CLI_MAX_MEMORY_HELP
-         CLI_PRECISION_HELP,
+         CLI_PRECISION_HELP CLI_DEVICE_HELP,
          COVERAGE_TOLERANCE * 100);
   return code;
 }
@@ -41,6 +41,7 @@ typedef struct profile_args {
   double timeout_s;
   size_t max_memory;
   smelt_precision precision;
+  const char *device;
   bool by_name;
   cli_kv files[MAX_KV], dims[MAX_KV];
   int n_files, n_dims;
@@ -77,6 +78,9 @@ static int parse_args(int argc, char **argv, profile_args *a) {
     } else if (cli_flag_arg(argc, argv, &i, "--precision", &v)) {
       if (!v) return 2;
       if (smelt_precision_parse(v, &a->precision)) return cli_fail("--precision") + 1;
+    } else if (cli_flag_arg(argc, argv, &i, "--device", &v)) {
+      if (!v || !cli_device("--device", v)) return 2;
+      a->device = v;
     } else if (cli_flag_arg(argc, argv, &i, "--seed", &v)) {
       if (!v || !cli_int("--seed", v, 0, INT64_MAX, &a->seed)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--by", &v)) {
@@ -198,6 +202,7 @@ static int profile_model(const profile_args *a, const smelt_model *m, tensor *in
   o.mode = a->mode;
   o.max_memory = a->max_memory;
   o.precision = a->precision;
+  o.device = a->device;
   smelt_session *s = NULL;
   profiler *p = NULL;
   profile_summary sum = {0};

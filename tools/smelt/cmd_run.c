@@ -17,7 +17,7 @@ static int usage(int code) {
   printf("usage: smelt run MODEL [-i NAME=FILE]... [-o DIR] [--threads N] [--dim NAME=V]...\n"
          "                 [--seed S] [--strict-inputs] [--mode M] [--fullgraph] [--dynamic]\n"
          "                 [--bucket NAME:AXIS=S1,S2,...] [--timeout S] [--max-memory B]\n"
-         "                 [--precision P]\n\n"
+         "                 [--precision P] [--device NAME]\n\n"
          "Runs the model once and writes each output to DIR/NAME.npy (default DIR: .): NAME made\n"
          "safe ([A-Za-z0-9._-], others become _) and distinct (_1, _2... with a note on stderr);\n"
          "all outputs are written or none.\n"

@@ -23,7 +23,7 @@ typedef enum { T_PASS, T_FAIL, T_SKIP } test_result;
 static int usage(int code) {
   printf("usage: smelt test DIR... [--rtol R] [--atol A] [--threads N] [--timeout S] [--mode M]\n"
          "                [--fullgraph] [--dynamic] [--bucket NAME:AXIS=S1,S2,...] [--max-memory B]\n"
-         "                [--precision P]\n\n"
+         "                [--precision P] [--device NAME]\n\n"
          "Runs ONNX backend-test folders (model.onnx + test_data_set_N/{input,output}_K.pb)\n"
          "and compares with the expected outputs: floats pass when |a-e| <= atol + rtol*|e|\n"
          "(defaults rtol 1e-3, atol 1e-4; NaN equals NaN), integers and bools exactly.\n"

@@ -76,6 +76,9 @@ class Session:
         dynamic, fullgraph, recompile_limit, buckets: smelt_session_options
             fields of the same names (buckets: {"input:axis": [64, 128]} or the
             C string form).
+        device: "cpu" (None: the default) or "cpu-ref" (test-only: the
+            reference kernels through the device seam, eager mode only);
+            "cuda:N" raises smelt.UnsupportedError (not built in).
 
     ``run`` is thread-safe (concurrent calls on one session are allowed) and
     releases the GIL while smelt runs.
@@ -86,7 +89,8 @@ class Session:
                  dims: Union[None, str, Mapping[str, int]] = None,
                  cache_dir: Union[None, str, os.PathLike] = None, *, dynamic: bool = False,
                  fullgraph: bool = False, recompile_limit: Optional[int] = None,
-                 buckets: Union[None, str, Mapping[str, Sequence[int]]] = None) -> None:
+                 buckets: Union[None, str, Mapping[str, Sequence[int]]] = None,
+                 device: Optional[str] = None) -> None:
         if precision not in PRECISIONS:
             raise UnsupportedError(
                 f"precision {precision!r}: smelt implements only {', '.join(PRECISIONS)} today", 3)
@@ -99,7 +103,7 @@ class Session:
             mode, int(threads or 0), _dims_string(dims),
             None if cache_dir is None else os.fspath(cache_dir), _buckets_string(buckets),
             bool(dynamic), bool(fullgraph), -1 if recompile_limit is None else int(recompile_limit),
-            precision)
+            precision, device)
         self._input_names = self._s.input_names
         self._output_names = self._s.output_names
 
