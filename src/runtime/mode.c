@@ -1,21 +1,16 @@
-#include <string.h>
-
+/* The execution modes by name (smelt.h: smelt_mode_parse, smelt_mode_name). */
 #include "util/err.h"
-#include "util/quote.h"
+#include "util/names.h"
 
 static const char *const mode_names[] = {"eager", "default", "reduce-overhead", "max-autotune"};
 
 const char *smelt_mode_name(smelt_mode m) {
-  return (unsigned)m < sizeof mode_names / sizeof *mode_names ? mode_names[m] : "unknown";
+  return names_name(mode_names, (int)(sizeof mode_names / sizeof *mode_names), (int)m);
 }
 
 smelt_status smelt_mode_parse(const char *name, smelt_mode *out) {
-  for (unsigned i = 0; name && i < sizeof mode_names / sizeof *mode_names; i++)
-    if (!strcmp(name, mode_names[i])) {
-      *out = (smelt_mode)i;
-      return SMELT_OK;
-    }
-  return err_set(SMELT_ERR_INVALID_ARGUMENT,
-                 "unknown mode %s: expected eager, default, reduce-overhead or max-autotune",
-                 q(name ? name : "(null)"));
+  int v = 0;
+  TRY(names_parse(mode_names, (int)(sizeof mode_names / sizeof *mode_names), "mode", name, &v));
+  *out = (smelt_mode)v;
+  return SMELT_OK;
 }

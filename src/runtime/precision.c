@@ -5,22 +5,20 @@
 #include "ops/infer.h"
 #include "passes/passes_list.h"
 #include "util/err.h"
+#include "util/names.h"
 #include "util/quote.h"
 
 static const char *const precision_names[] = {"fp32", "bf16", "fp16", "int8", "int4"};
 
 const char *smelt_precision_name(smelt_precision p) {
-  return (unsigned)p < sizeof precision_names / sizeof *precision_names ? precision_names[p] : "unknown";
+  return names_name(precision_names, (int)(sizeof precision_names / sizeof *precision_names), (int)p);
 }
 
 smelt_status smelt_precision_parse(const char *name, smelt_precision *out) {
-  for (unsigned i = 0; name && i < sizeof precision_names / sizeof *precision_names; i++)
-    if (!strcmp(name, precision_names[i])) {
-      *out = (smelt_precision)i;
-      return SMELT_OK;
-    }
-  return err_set(SMELT_ERR_INVALID_ARGUMENT, "unknown precision %s: expected fp32, bf16, fp16, int8 or int4",
-                 q(name ? name : "(null)"));
+  int v = 0;
+  TRY(names_parse(precision_names, (int)(sizeof precision_names / sizeof *precision_names), "precision", name, &v));
+  *out = (smelt_precision)v;
+  return SMELT_OK;
 }
 
 smelt_status precision_check(smelt_precision p) {
