@@ -26,14 +26,16 @@ except ImportError as e:  # pragma: no cover
 def config_for(name):
     if name == "gpt2":
         return transformers.GPT2Config(vocab_size=512, n_positions=256, n_embd=64, n_layer=2, n_head=4,
-                                       bos_token_id=0, eos_token_id=511)
+                                       bos_token_id=0, eos_token_id=511,
+                                       initializer_range=0.1)
     if name == "gpt2-124m":
         return transformers.GPT2Config()  # GPT-2 small: 12 layers, 768 wide, 50257 tokens
     if name == "llama":
         return transformers.LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=160,
                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                         max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0,
-                                        bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+                                        bos_token_id=1, eos_token_id=2, tie_word_embeddings=False,
+                                        initializer_range=0.1)
     raise SystemExit("unknown model '%s' (gpt2, llama, gpt2-124m)" % name)
 
 
