@@ -9,7 +9,7 @@ torch.onnx.export (the TorchScript exporter) with past key/value inputs:
           [batch,kv_heads,past,head_dim] float32
   outputs logits [batch,seq,vocab], present.N.key/value [batch,kv_heads,past+seq,head_dim]
 
-usage: make_decoder_fixtures.py OUT_DIR [gpt2|llama|gpt2-124m]...
+usage: make_decoder_fixtures.py OUT_DIR [gpt2|llama|gpt2-124m|llama-124m]...
 Each model lands in OUT_DIR/NAME/ (config.json, model.safetensors, model.onnx).
 Exit 77 when torch or transformers is missing."""
 import os
@@ -30,13 +30,18 @@ def config_for(name):
                                        initializer_range=0.1)
     if name == "gpt2-124m":
         return transformers.GPT2Config()  # GPT-2 small: 12 layers, 768 wide, 50257 tokens
+    if name == "llama-124m":  # Llama-style at GPT-2 small's size (for onnxruntime-genai, which has no GPT-2)
+        return transformers.LlamaConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048,
+                                        num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,
+                                        max_position_embeddings=1024, bos_token_id=1, eos_token_id=2,
+                                        tie_word_embeddings=False)
     if name == "llama":
         return transformers.LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=160,
                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                         max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0,
                                         bos_token_id=1, eos_token_id=2, tie_word_embeddings=False,
                                         initializer_range=0.1)
-    raise SystemExit("unknown model '%s' (gpt2, llama, gpt2-124m)" % name)
+    raise SystemExit("unknown model '%s' (gpt2, llama, gpt2-124m, llama-124m)" % name)
 
 
 class Wrapper(torch.nn.Module):
@@ -72,7 +77,7 @@ class Wrapper(torch.nn.Module):
 def build(name, out_dir):
     torch.manual_seed(1234 if name != "llama" else 4321)
     cfg = config_for(name)
-    cls = transformers.LlamaForCausalLM if name == "llama" else transformers.GPT2LMHeadModel
+    cls = transformers.LlamaForCausalLM if name.startswith("llama") else transformers.GPT2LMHeadModel
     model = cls(cfg).eval()
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
@@ -81,7 +86,7 @@ def build(name, out_dir):
     heads = cfg.num_attention_heads
     kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
     head_dim = cfg.hidden_size // heads
-    with_pos = name == "llama"
+    with_pos = name.startswith("llama")
     b, s, p = 1, 3, 2
     ids = torch.randint(0, cfg.vocab_size, (b, s))
     mask = torch.ones(b, p + s, dtype=torch.int64)
