@@ -335,7 +335,7 @@ int cmd_generate(int argc, char **argv) {
   go.seed = (uint64_t)a.seed;
   go.eos_token_id = a.eos;
   if (smelt_generator_create(s, &go, &g)) {
-    cli_fail("generate");
+    cli_fail(NULL);
     goto done;
   }
   size_t B = (size_t)a.batch;
@@ -353,7 +353,7 @@ int cmd_generate(int argc, char **argv) {
 
   double t0 = now_ms();
   if (smelt_generator_prefill(g, batch_ids, n_prompt)) {
-    cli_fail("generate");
+    cli_fail(NULL);
     goto done;
   }
   double t_prefill = now_ms();
@@ -364,7 +364,7 @@ int cmd_generate(int argc, char **argv) {
     double ts = now_ms();
     if (smelt_generator_next(g, tokens)) {
       if (stream) printf("\n");
-      cli_fail("generate");
+      cli_fail(NULL);
       goto done;
     }
     double te = now_ms();
