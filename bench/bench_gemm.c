@@ -31,7 +31,7 @@
 #include "kernels/gemm_kernels.h"
 #include "kernels/ceiling.h"
 #include "kernels/isa.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 static double now_s(void) {
   struct timespec t;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/npy.h"
+#include "ir/npy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tensor t;

@@ -138,15 +138,71 @@ def test_inference_mode(no_fallback_unless_expected):
     assert not fallbacks(no_fallback_unless_expected)
 
 
-def test_training_graph_falls_back(no_fallback_unless_expected):
-    m = torch.nn.Linear(8, 4)
+def test_grad_enabled_runs_on_smelt_with_eager_gradients(no_fallback_unless_expected):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    ref.load_state_dict(m.state_dict())
+    c = compiled(m)
+    x = torch.randn(3, 8, requires_grad=True)
+    xr = x.detach().clone().requires_grad_()
+    y = c(x)  # grad enabled, weights require grad: smelt forward, eager-recompute backward
+    assert y.requires_grad
+    torch.testing.assert_close(y, ref(xr), rtol=1e-4, atol=1e-5)
+    (y * torch.arange(4.0)).sum().backward()
+    (ref(xr) * torch.arange(4.0)).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    assert not fallbacks(no_fallback_unless_expected)
+
+
+def test_resnet50_one_liner_runs_on_smelt(no_fallback_unless_expected):
+    """The issue's line as written: eval(), grad enabled, weights requiring grad."""
+    tv = pytest.importorskip("torchvision")
+    m = tv.models.resnet50().eval()
+    c = torch.compile(m, backend="smelt", options={"threads": 2})
+    x = torch.randn(1, 3, 224, 224)
+    torch._dynamo.reset()
+    err = (c(x) - m(x)).abs().max().item()
+    assert err < 1e-3
+    assert not fallbacks(no_fallback_unless_expected)
+
+
+def test_weights_changed_in_place_fall_back(no_fallback_unless_expected):
+    m = torch.nn.Linear(8, 4).eval()
     c = compiled(m)
     x = torch.randn(2, 8)
-    y = c(x)  # grad enabled, weights require grad: not smelt's
-    y.sum().backward()
-    assert m.weight.grad is not None
+    with torch.no_grad():
+        torch.testing.assert_close(c(x), m(x))
+        assert not fallbacks(no_fallback_unless_expected)
+        m.weight.mul_(2)  # frozen into the smelt model: must not be used stale
+        torch.testing.assert_close(c(x), m(x))
+        torch.testing.assert_close(c(x), m(x))
     w = fallbacks(no_fallback_unless_expected)
-    assert len(w) == 1 and "training graph" in str(w[0].message)
+    assert len(w) == 1 and "changed in place" in str(w[0].message)
+
+
+def test_training_mode_graph_falls_back(no_fallback_unless_expected):
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    m.train()
+    c = compiled(m)
+    x = torch.randn(2, 3, 8, 8)
+    y = c(x)  # batch statistics and running-stat updates: not smelt's
+    y.sum().backward()
+    assert m[0].weight.grad is not None
+    w = fallbacks(no_fallback_unless_expected)
+    assert len(w) == 1 and "training-mode graph" in str(w[0].message)
+
+
+def test_dropout_training_falls_back(no_fallback_unless_expected):
+    m = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5))
+    m.train()
+    c = compiled(m)
+    with torch.no_grad():
+        c(torch.randn(4, 8))
+    w = fallbacks(no_fallback_unless_expected)
+    assert len(w) == 1 and "dropout" in str(w[0].message)
 
 
 def test_untakeable_graph_falls_back(no_fallback_unless_expected):

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cache/evict.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/hash.h"

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 #include "smelt.h"
 
 typedef struct smelt_cache {

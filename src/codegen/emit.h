@@ -14,20 +14,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "compile/kir.h"
+#include "codegen/kir.h"
+#include "util/strbuf.h"
 
 #define EMIT_ABI 1
 #define EMIT_MAX_PARAMS (2 + SMELT_MAX_RANK * (2 * KIR_MAX_OPERANDS + 1))
-
-typedef struct strbuf {
-  char *s;
-  size_t len, cap;
-  bool oom;
-} strbuf;
-
-void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void sb_vprintf(strbuf *b, const char *fmt, va_list ap);
-void sb_free(strbuf *b);
 
 /* The tunable shape of the generated loops (max-autotune varies them). */
 typedef struct emit_opts {

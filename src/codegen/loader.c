@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "codegen/emit.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 #include "util/err.h"
 
 static smelt_status write_all(int fd, const void *bytes, size_t len) {

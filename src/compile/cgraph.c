@@ -3,6 +3,7 @@
  * Complexity: O(n + v + e): a topological order, consumer lists (CSR) and
  * one classification per node (bounded work: ranks are at most SMELT_MAX_RANK). */
 #include "compile/cgraph.h"
+#include "compile/lower.h"
 
 #include <stdlib.h>
 #include <string.h>

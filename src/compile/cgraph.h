@@ -3,7 +3,7 @@
 #ifndef SMELT_COMPILE_CGRAPH_H
 #define SMELT_COMPILE_CGRAPH_H
 
-#include "compile/kir.h"
+#include "codegen/kir.h"
 #include "ir/ir.h"
 
 typedef enum cn_kind {
@@ -44,18 +44,9 @@ typedef struct cgraph {
 smelt_status cgraph_build(ir_graph *g, bool dynamic, bool tune, cgraph *cg);
 void cgraph_free(cgraph *cg);
 
-/* Classification of one node (lower.c). */
-void lower_classify(const cgraph *cg, int node, cn_info *info);
 /* True if the value's shape is fully concrete. */
 bool value_concrete(const ir_value *v);
 /* Contiguous element strides of a dense shape. */
 void shape_strides(int rank, const int64_t *dims, int64_t *st);
-
-/* Builds the kernel IR for a set of nodes (in execution order) iterating over
- * I (rank r, outer dims k).  in_group marks the set.  Values produced in the
- * set and needed outside it become stores.  false if the set cannot be one
- * kernel (shapes do not line up, too big, unsupported form). */
-bool lower_group(const cgraph *cg, const int *nodes, int n, const bool *in_group, int r, int k,
-                 const int64_t *I, kir_group *kg);
 
 #endif

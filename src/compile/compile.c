@@ -9,9 +9,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "compile/gemm_step.h"
-#include "runtime/op_cache.h"
+#include "runtime/gemm_step.h"
+#include "ops/op_cache.h"
+#include "runtime/eager.h"
 #include "runtime/plan_run.h"
+#include "tune/autotune.h"
 #include "util/err.h"
 #include "util/file.h"
 
@@ -41,7 +43,8 @@ void compiled_plan_free(compiled_plan *p) {
   if (p->caches) op_cache_free_all(p->caches, p->g->n_nodes);
   free(p->caches);
   if (p->owns_lib) kernel_lib_close(&p->lib);
-  eager_plan_free(&p->eplan);
+  if (p->eplan) eager_plan_free(p->eplan);
+  free(p->eplan);
   free(p->in_sig);
   ir_graph_free(p->g);
   pthread_mutex_destroy(&p->lock);
@@ -267,7 +270,8 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
     sb_printf(&r->explain, "whole graph runs eagerly: %s %s\n",
               cg.whole_eager_node >= 0 ? nname(p->g, cg.whole_eager_node, lb, sizeof lb) : "the graph",
               cg.whole_eager_why);
-    s = eager_plan_build(mg, &p->eplan);
+    if (!(p->eplan = calloc(1, sizeof *p->eplan))) s = err_nomem("eager plan", sizeof *p->eplan);
+    else s = eager_plan_build(mg, p->eplan);
   } else if (!s) {
     s = build_steps(p, &cg, o, r);
     /* prepared weights are keyed by what they were made from (weights,
@@ -278,7 +282,7 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
   }
   cgraph_free(&cg);
   double tt = now_s();
-  if (!s && o->mode == SMELT_MODE_MAX_AUTOTUNE && !p->whole_eager) s = autotune_plan(p, inputs, o, r);
+  if (!s && o->mode == SMELT_MODE_MAX_AUTOTUNE && !p->whole_eager) s = autotune_plan(p, inputs, o->cache, &r->explain, &r->tune_cache_hit);
   r->t_tune += now_s() - tt;
   if (!s) debug_plan(o, p);
   r->seconds += now_s() - t0;

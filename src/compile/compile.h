@@ -18,7 +18,8 @@
 #include "codegen/cc.h"
 #include "compile/cgraph.h"
 #include "compile/fuse.h"
-#include "compile/plan.h"
+#include "plan/plan.h"
+#include "util/strbuf.h"
 
 typedef struct compile_options {
   smelt_mode mode;
@@ -80,9 +81,5 @@ typedef struct kernel_memo {
 } kernel_memo;
 void kernel_memo_init(kernel_memo *m);
 void kernel_memo_free(kernel_memo *m);
-
-/* tune (src/tune/autotune.c): max-autotune over p's steps. */
-smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const compile_options *o,
-                           compile_report *rep);
 
 #endif

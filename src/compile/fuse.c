@@ -6,6 +6,7 @@
  * the steps between a producer and a far consumer otherwise) and, on a merge
  * that has such steps, a backward search and a re-ranking of them. */
 #include "compile/fuse.h"
+#include "compile/lower.h"
 
 #include <stdarg.h>
 #include <stdio.h>

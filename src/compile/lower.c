@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile/cgraph.h"
+#include "compile/lower.h"
 #include "ops/fused_act.h"
 #include "ops/nn_util.h"
 #include "ops/op.h"
@@ -44,14 +44,16 @@ static const pw_def pw_defs[] = {
     {"Where", KF_COUNT, 3},     {"Cast", KF_COUNT, 0},
 };
 
-static const pw_def *find_pw(const ir_node *nd) {
-  if (*nd->domain && strcmp(nd->domain, "ai.onnx")) {
-    if (!strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gelu")) return &pw_defs[21];
-    return NULL;
-  }
+static const pw_def *pw_named(const char *name) {
   for (size_t i = 0; i < sizeof pw_defs / sizeof *pw_defs; i++)
-    if (!strcmp(pw_defs[i].name, nd->op_type)) return &pw_defs[i];
+    if (!strcmp(pw_defs[i].name, name)) return &pw_defs[i];
   return NULL;
+}
+
+static const pw_def *find_pw(const ir_node *nd) {
+  if (*nd->domain && strcmp(nd->domain, "ai.onnx")) /* smelt.Gelu computes what ONNX Gelu does */
+    return !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gelu") ? pw_named("Gelu") : NULL;
+  return pw_named(nd->op_type);
 }
 
 static const char *const view_ops[] = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", NULL};

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "compile/compile.h"
-#include "compile/gemm_step.h"
+#include "runtime/gemm_step.h"
 #include "plan/memplan.h"
 #include "util/err.h"
 

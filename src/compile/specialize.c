@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "compile/compile.h"
+#include "ops/infer.h"
 #include "ops/op.h"
 #include "passes/pass.h"
 #include "util/err.h"

@@ -7,7 +7,7 @@
 
 #include "generate/gen_sample.h"
 #include "generate/gen_signature.h"
-#include "runtime/session.h"
+#include "session/session.h"
 #include "util/err.h"
 
 struct smelt_generator {

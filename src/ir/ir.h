@@ -159,9 +159,8 @@ smelt_status ir_node_deps(const ir_graph *g, const ir_node *nd, int **deps, int 
 /* Checks structure: inputs defined, single producer per value, outputs produced,
  * ops known.  Messages name the node. */
 smelt_status ir_graph_validate(const ir_graph *g);
-/* Runs each node's type/shape inference in topological order, filling value
- * dtypes and shapes (symbolic where not concrete). */
-smelt_status ir_graph_infer(ir_graph *g);
+/* Type and shape inference over a graph: ir_graph_infer in ops/infer.h (it
+ * calls the ops' infer functions, so it lives above them). */
 
 /* "node 'name' (OpType)" or "node #i (OpType)" for messages. */
 const char *ir_node_label(const ir_graph *g, int node_id, char *buf, size_t n);

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 typedef enum attn_mask_kind {
   ATTN_MASK_NONE = 0,

@@ -11,7 +11,7 @@
 #define SMELT_KERNELS_CEILING_H
 
 #include "kernels/isa.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 double ceiling_peak_gflops(smelt_pool *pool, isa_level isa, int threads);
 /* 0 when the arrays cannot be allocated. */

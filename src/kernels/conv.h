@@ -16,7 +16,7 @@
  *              the fallback for everything else, and for 1x1 convolutions,
  *              which are plain GEMMs.
  * Weights are packed/transformed by conv2d_prepare once; the op caches the
- * result per session node (runtime/op_cache.h). */
+ * result per session node (ops/op_cache.h). */
 #ifndef SMELT_KERNELS_CONV_H
 #define SMELT_KERNELS_CONV_H
 
@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "kernels/isa.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 typedef enum conv_algo {
   CONV_ALGO_AUTO = 0,

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "kernels/isa.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 void gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
               float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "kernels/isa.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 typedef struct pool2d_desc {
   int64_t N, C, H, W;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "onnx/model_internal.h"
+#include "ops/infer.h"
 #include "util/err.h"
 
 /* Validates and infers the imported graph, then wraps it in a smelt_model.

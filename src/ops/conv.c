@@ -22,14 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/prep_store.h"
 #include "kernels/conv.h"
 #include "kernels/gemm.h"
 #include "ops/gemm_weights.h"
 #include "ops/conv_core.h"
 #include "ops/nn_util.h"
-#include "runtime/op_cache.h"
-#include "runtime/run_ctl.h"
+#include "ops/op_cache.h"
+#include "parallel/run_ctl.h"
 #include "util/err.h"
 
 typedef struct conv_geom {
@@ -336,27 +335,24 @@ static void conv_desc_of(const conv_geom *g, conv2d_desc *d) {
                      .pt = two ? w->pad_lo[0] : 0, .pl = w->pad_lo[two]};
 }
 
-/* Prepared weights through the session's store on disk (cache/prep_store.h):
- * a saved copy is mapped instead of transforming W again. */
+/* Prepared weights through the session's store on disk (op_cache.store,
+ * ops/op_cache.h): a saved copy is mapped instead of transforming W again. */
 typedef struct conv_prep_desc {
   int64_t algo, isa, C, M, G, KH, KW;
 } conv_prep_desc;
 
 static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_algo algo, isa_level isa,
                                         const float *W, conv2d_weights **pw) {
-  prep_store *ps = c->cache ? c->cache->store : NULL;
-  if (!ps) return conv2d_prepare(c->pool, d, algo, isa, W, pw);
+  if (!c->cache || !c->cache->store) return conv2d_prepare(c->pool, d, algo, isa, W, pw);
   conv_prep_desc pd = {algo, isa, d->C, d->M, d->G, d->KH, d->KW};
   size_t w_bytes = sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW);
   int64_t n = 0;
   TRY(conv2d_prepared_floats(d, algo, isa, &n));
-  prep_key k;
-  if (!prep_store_key(ps, c->pool, "conv", &pd, sizeof pd, W, w_bytes, sizeof(float) * (size_t)n, &k))
-    return conv2d_prepare(c->pool, d, algo, isa, W, pw);
-  const float *saved = prep_store_get(ps, c->pool, &k);
+  op_prep_key k;
+  const float *saved = op_prep_get(c->cache, c->pool, "conv", &pd, sizeof pd, W, w_bytes, sizeof(float) * (size_t)n, &k);
   if (saved) return conv2d_weights_wrap(d, algo, isa, saved, n, pw);
   TRY(conv2d_prepare(c->pool, d, algo, isa, W, pw));
-  prep_store_put(ps, c->pool, &k, conv2d_weights_data(*pw, &n));
+  if (k.stored) op_prep_put(c->cache, c->pool, &k, conv2d_weights_data(*pw, &n));
   return SMELT_OK;
 }
 

@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/prep_store.h"
 #include "kernels/gemm_kernels.h"
-#include "runtime/op_cache.h"
-#include "runtime/run_ctl.h"
+#include "ops/op_cache.h"
+#include "parallel/run_ctl.h"
 #include "util/env.h"
 #include "util/err.h"
 
@@ -44,22 +43,20 @@ static gemm_packed *build(op_cache *cache, smelt_pool *pool, isa_level isa, cons
   if (n <= 0) return NULL; /* no packed path */
   gemm_packed *pk = NULL;
   smelt_status st = SMELT_OK;
-  prep_key pkey;
+  op_prep_key pkey;
   gw_key desc = *key;
   desc.w = NULL;
-  bool stored = cache->store && prep_store_key(cache->store, pool, which == 'b' ? "gemm-b" : "gemm-a", &desc,
-                                               sizeof desc, W, sizeof(float) * (size_t)(K * mn),
-                                               sizeof(float) * (size_t)n, &pkey);
-  const float *saved = stored ? prep_store_get(cache->store, pool, &pkey) : NULL;
+  const float *saved = op_prep_get(cache, pool, which == 'b' ? "gemm-b" : "gemm-a", &desc, sizeof desc, W,
+                                   sizeof(float) * (size_t)(K * mn), sizeof(float) * (size_t)n, &pkey);
   if (saved) {
     st = which == 'b' ? gemm_pack_b_wrap(isa, trans, K, mn, saved, n, &pk)
                       : gemm_pack_a_wrap(isa, trans, mn, K, saved, n, &pk);
   } else {
     st = which == 'b' ? gemm_pack_b_prepare(pool, isa, trans, K, mn, W, trans ? K : mn, &pk)
                       : gemm_pack_a_prepare(pool, isa, trans, mn, K, W, trans ? mn : K, &pk);
-    if (!st && pk && stored) {
+    if (!st && pk && pkey.stored) {
       int64_t got = 0;
-      prep_store_put(cache->store, pool, &pkey, gemm_packed_data(pk, &got));
+      op_prep_put(cache, pool, &pkey, gemm_packed_data(pk, &got));
     }
   }
   if (st || !pk) { /* no memory: the GEMM packs per call instead */

@@ -2,8 +2,8 @@
  * gemm_pack_b_prepare / gemm_pack_a_prepare): the ops that multiply by a
  * weight (MatMul, Gemm, smelt.Gemm, Conv through im2col) and the compiled
  * plan's GEMM steps ask here for the weight's packed form.  It comes from
- * the node's op cache (runtime/op_cache.h), else from the session's store
- * on disk (cache/prep_store.h: mapped, not packed again), else it is packed
+ * the node's op cache (ops/op_cache.h), else from the session's store
+ * on disk (op_cache.store: mapped, not packed again), else it is packed
  * now and kept in both.  The cache owns the result.
  *
  * NULL (and no error) when there is nothing to use: no cache (an op run
@@ -14,7 +14,7 @@
 
 #include "kernels/gemm.h"
 #include "ops/op.h"
-#include "runtime/op_cache.h" /* op_input_is_constant */
+#include "ops/op_cache.h" /* op_input_is_constant */
 
 /* op(B): K x N; B is N x K (row stride K) with trans_b, else K x N (row stride N). */
 const gemm_packed *gemm_weights_b(op_cache *cache, smelt_pool *pool, bool trans_b, int64_t K, int64_t N,

@@ -22,10 +22,10 @@
 #define SMELT_OPS_OP_H
 
 #include "ir/ir.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 typedef struct op_ctx op_ctx;
-/* Per-node prepared data (packed weights) owned by the session: runtime/op_cache.h. */
+/* Per-node prepared data (packed weights) owned by the session: ops/op_cache.h. */
 typedef struct op_cache op_cache;
 
 typedef struct op_def {

@@ -17,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/infer.h"
 #include "passes/rewrite.h"
-#include "runtime/node_run.h"
+#include "ops/node_run.h"
 #include "util/err.h"
 
 #define FOLD_MAX_BYTES ((size_t)16 << 20)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ops/infer.h"
 #include "passes/passes_list.h"
 #include "util/err.h"
 #include "util/quote.h"

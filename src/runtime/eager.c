@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/node_run.h"
-#include "runtime/op_cache.h"
-#include "runtime/run_ctl.h"
+#include "ops/node_run.h"
+#include "ops/op_cache.h"
+#include "parallel/run_ctl.h"
 #include "util/err.h"
 #include "util/quote.h"
 

@@ -5,10 +5,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "compile/gemm_step.h"
-#include "runtime/node_run.h"
-#include "runtime/op_cache.h"
-#include "runtime/run_ctl.h"
+#include "runtime/eager.h"
+#include "runtime/gemm_step.h"
+#include "ops/node_run.h"
+#include "ops/op_cache.h"
+#include "parallel/run_ctl.h"
 #include "util/err.h"
 #include "util/membudget.h"
 
@@ -445,7 +446,7 @@ smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *out
 smelt_status plan_run_hooked(compiled_plan *p, tensor *const *inputs, tensor *outputs, const run_hook *hook) {
   if (p->whole_eager) {
     eager_stats es = {.hook = hook};
-    return eager_run(&p->eplan, p->pool, NULL, inputs, outputs, &es);
+    return eager_run(p->eplan, p->pool, NULL, inputs, outputs, &es);
   }
   return run_once(p, inputs, outputs, NULL, hook);
 }

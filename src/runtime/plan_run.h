@@ -9,7 +9,7 @@
 #ifndef SMELT_RUNTIME_PLAN_RUN_H
 #define SMELT_RUNTIME_PLAN_RUN_H
 
-#include "compile/plan.h"
+#include "plan/plan.h"
 #include "runtime/run_hook.h"
 
 /* inputs: one per graph input, with the plan's shapes (the caller guards).

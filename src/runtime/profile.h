@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 #include "runtime/run_hook.h"
 #include "util/json.h"
 

@@ -7,7 +7,7 @@
 #include "onnx/onnx.h"
 #include "util/err.h"
 #include "util/file.h"
-#include "util/npy.h"
+#include "ir/npy.h"
 
 static bool has_ext(const char *path, const char *ext) {
   size_t n = strlen(path), e = strlen(ext);

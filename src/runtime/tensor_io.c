@@ -6,7 +6,7 @@
 #include "runtime/tensor_file.h"
 #include "util/err.h"
 #include "util/file.h"
-#include "util/npy.h"
+#include "ir/npy.h"
 
 smelt_status smelt_tensor_load(const char *path, smelt_tensor *out) {
   if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_tensor_load: out is NULL");

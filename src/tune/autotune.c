@@ -11,9 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tune/autotune.h"
+
 #include "cache/keys.h"
-#include "compile/compile.h"
-#include "compile/gemm_step.h"
+#include "runtime/gemm_step.h"
 #include "runtime/plan_run.h"
 #include "util/err.h"
 
@@ -64,11 +65,11 @@ static bool load_choices(compiled_plan *p, const char *text, size_t len, int *ch
   return true;
 }
 
-static void save_choices(const compiled_plan *p, const compile_options *o, const cache_key *k, const int *chosen) {
+static void save_choices(const compiled_plan *p, const smelt_cache *cache, const cache_key *k, const int *chosen) {
   strbuf b = {0};
   sb_printf(&b, "smelt-tune 1 steps %d\n", p->n_steps);
   for (int i = 0; i < p->n_steps; i++) sb_printf(&b, "%d %d\n", i, chosen[i]);
-  if (!b.oom) cache_put(o->cache, k, "tune", b.s, b.len);
+  if (!b.oom) cache_put(cache, k, "tune", b.s, b.len);
   sb_free(&b);
 }
 
@@ -93,8 +94,8 @@ static smelt_status measure(compiled_plan *p, tensor *const *inputs, int max_v, 
   return s;
 }
 
-smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const compile_options *o,
-                           compile_report *rep) {
+smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const smelt_cache *cache, strbuf *explain,
+                           bool *cache_hit) {
   if (!p->n_steps) return SMELT_OK;
   int *chosen = calloc((size_t)p->n_steps + 1, sizeof(int));
   double *t = malloc(sizeof(double) * 8 * ((size_t)p->n_steps + 1));
@@ -108,10 +109,10 @@ smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const compil
   size_t len = 0;
   bool hit = false;
   char why[256];
-  cache_get(o->cache, &k, "tune", &data, &len, &hit, why, sizeof why);
+  cache_get(cache, &k, "tune", &data, &len, &hit, why, sizeof why);
   smelt_status s = SMELT_OK;
   if (hit && load_choices(p, (const char *)data, len, chosen)) {
-    rep->tune_cache_hit = true;
+    *cache_hit = true;
   } else {
     int max_v = 1;
     for (int i = 0; i < p->n_steps; i++)
@@ -125,7 +126,7 @@ smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const compil
       chosen[i] = best;
       p->steps[i].seconds = t[i * 8 + best];
     }
-    if (!s) save_choices(p, o, &k, chosen);
+    if (!s) save_choices(p, cache, &k, chosen);
   }
   int changed = 0;
   for (int i = 0; i < p->n_steps; i++) {
@@ -133,8 +134,8 @@ smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const compil
     changed += chosen[i] != 0;
   }
   if (!s)
-    sb_printf(&rep->explain, "max-autotune: %d of %d steps use a non-default variant%s\n", changed, p->n_steps,
-              rep->tune_cache_hit ? " (choices from the cache)" : "");
+    sb_printf(explain, "max-autotune: %d of %d steps use a non-default variant%s\n", changed, p->n_steps,
+              *cache_hit ? " (choices from the cache)" : "");
   free(data);
   free(chosen);
   free(t);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "compile/compile.h"
+#include "ops/infer.h"
 #include "ops/op.h"
 #include "runtime/eager.h"
 #include "runtime/plan_run.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ops/op.h"
-#include "runtime/node_run.h"
+#include "ops/node_run.h"
 #include "util/err.h"
 
 /* A one-node graph for op_type with borrowed attrs; inputs i (NULL = absent)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ops/infer.h"
 #include "ops/op.h"
 #include "passes/passes_list.h"
 #include "runtime/compare.h"

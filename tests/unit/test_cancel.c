@@ -1,4 +1,4 @@
-/* Cancellation and deadlines (smelt_run_options, runtime/run_ctl.h), through
+/* Cancellation and deadlines (smelt_run_options, parallel/run_ctl.h), through
  * the C API on models written at test time:
  *   - a Loop whose trip count is an input: with M = 1e18 and a 2 s timeout
  *     the run returns SMELT_TIMEOUT (well under 20 s), fills no output, and
@@ -27,8 +27,8 @@
 #include "kernels/isa.h"
 #include "onnx_test_util.h"
 #include "ops/gemm_weights.h"
-#include "runtime/pool.h"
-#include "runtime/run_ctl.h"
+#include "parallel/pool.h"
+#include "parallel/run_ctl.h"
 #include "smelt.h"
 
 static char root[256];

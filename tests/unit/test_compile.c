@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "compile/gemm_step.h"
+#include "runtime/gemm_step.h"
 #include "graph_builder.h"
 
 static gb_env env;

@@ -18,7 +18,7 @@
 #include "check.h"
 #include "kernels/conv.h"
 #include "kernels/pool2d.h"
-#include "runtime/op_cache.h"
+#include "ops/op_cache.h"
 #include "util/err.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "onnx_test_util.h"
-#include "runtime/session.h"
+#include "session/session.h"
 #include "smelt.h"
 #include "util/bufcache.h"
 #include "util/err.h"

@@ -5,7 +5,7 @@
 #include "check.h"
 #include "util/err.h"
 #include "util/file.h"
-#include "util/npy.h"
+#include "ir/npy.h"
 
 /* tests/data/npy/<name>, found from this source file's path. */
 static void fixture_path(char *out, size_t n, const char *name) {

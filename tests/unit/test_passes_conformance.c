@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "onnx/onnx.h"
+#include "ops/infer.h"
 #include "passes_util.h"
 #include "runtime/tensor_file.h"
 

@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 
 static atomic_long total;
 static void add_range(void *ctx, int64_t b, int64_t e) {

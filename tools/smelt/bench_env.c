@@ -6,7 +6,7 @@
 
 #include "bench.h"
 #include "kernels/isa.h"
-#include "runtime/pool.h"
+#include "parallel/pool.h"
 #include "util/build_info.h"
 
 static void copy(char *dst, size_t n, const char *src) {

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "runtime/session.h"
+#include "session/session.h"
 #include "runtime/tensor_file.h"
 
 static double now_s(void) {

@@ -49,7 +49,7 @@ bool cli_timeout_flag(int argc, char **argv, int *i, double *timeout_s, bool *ba
 #define CLI_TIMEOUT_HELP \
   "  --timeout S      stop a run that takes longer than S seconds (an error naming the timeout)\n"
 /* session_run_tensors with a deadline of timeout_s seconds (0 = none): past
- * it the run stops with SMELT_TIMEOUT (runtime/run_ctl.h). */
+ * it the run stops with SMELT_TIMEOUT (parallel/run_ctl.h). */
 struct eager_stats;
 smelt_status cli_session_run(smelt_session *s, tensor *const *inputs, tensor *outputs,
                              struct eager_stats *stats, double timeout_s);

@@ -4,7 +4,7 @@
 
 #include "cli.h"
 #include "runtime/inputs_gen.h"
-#include "runtime/session.h"
+#include "session/session.h"
 #include "runtime/tensor_file.h"
 
 /* Integer inputs that index an embedding (Gather data[...] by this input) are

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "util/file_name.h"
 #include "util/file_set.h"
-#include "util/npy.h"
+#include "ir/npy.h"
 #include "util/quote.h"
 
 int cli_write_outputs(const ir_graph *g, const tensor *outputs, const char *dir) {

@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "runtime/run_ctl.h"
-#include "runtime/session.h"
+#include "parallel/run_ctl.h"
+#include "session/session.h"
 
 bool cli_timeout_flag(int argc, char **argv, int *i, double *timeout_s, bool *bad) {
   const char *v;

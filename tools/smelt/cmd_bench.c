@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "runtime/session.h"
+#include "session/session.h"
 
 #define MAX_KV 256
 

@@ -27,8 +27,8 @@
 #include "kernels/isa.h"
 #include "kernels/vmath.h"
 #include "ops/op.h"
-#include "runtime/node_run.h"
-#include "runtime/op_cache.h"
+#include "ops/node_run.h"
+#include "ops/op_cache.h"
 #include "util/err.h"
 
 typedef struct bk_row {

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "compile/session_compile.h"
-#include "runtime/session.h"
+#include "session/session_compile.h"
+#include "session/session.h"
 
 #define MAX_KV 256
 

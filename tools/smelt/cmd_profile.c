@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "runtime/profile.h"
-#include "runtime/session.h"
+#include "session/session.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/quote.h"

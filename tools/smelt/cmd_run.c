@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "runtime/session.h"
+#include "session/session.h"
 #include "runtime/tensor_file.h"
 #include "util/quote.h"
 

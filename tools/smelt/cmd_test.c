@@ -7,7 +7,7 @@
 
 #include "cli.h"
 #include "runtime/compare.h"
-#include "runtime/session.h"
+#include "session/session.h"
 #include "runtime/tensor_file.h"
 #include "util/quote.h"
 

@@ -10,8 +10,19 @@ shape, see recompile_limit and buckets).
 
 A graph smelt cannot take (export or session creation fails, an output that
 is not a tensor) runs on the fallback path with one warning naming the
-reason; so does a training graph (grad enabled and an input that requires
-grad): smelt's outputs carry no autograd history.
+reason; so does a training-mode graph (dropout or batch norm with
+training=True, or an op that updates a graph input in place, such as
+BatchNorm's running statistics).
+
+Grad enabled with inputs that require grad (an eval-mode model whose weights
+require grad, as after ``model.eval()``): the forward runs on smelt and the
+outputs carry autograd history through a function whose backward recomputes
+the graph eagerly, so ``.backward()`` gives PyTorch's own gradients.
+
+Weights are frozen into the smelt model when the graph is compiled.  Each
+call checks their version counters: once a weight has been changed in place
+(an optimizer step, ``weight.copy_(...)`` under no_grad), the graph moves to
+the fallback path for good, with one warning, instead of using stale weights.
 
 options (all optional):
     mode: "default" | "reduce-overhead" | "max-autotune" | "eager"  (default "default")
@@ -113,6 +124,35 @@ class _Frozen:
         self.module = Mod()
 
 
+_TRAINING_FNS = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+                 "feature_dropout", "batch_norm", "instance_norm", "rrelu"}
+
+
+def _training_mode(gm) -> Optional[str]:
+    """Why gm is a training-mode graph (smelt's export would freeze it into
+    inference semantics), or None."""
+    import inspect
+    for n in gm.graph.nodes:
+        if n.op == "call_method" and isinstance(n.target, str) and n.target.endswith("_") \
+                and not n.target.endswith("__") and n.args and getattr(n.args[0], "op", None) == "placeholder":
+            return f"a training-mode graph: {n.target} updates graph input {n.args[0].name} in place"
+        if n.op != "call_function":
+            continue
+        name = getattr(n.target, "__name__", "")
+        if name not in _TRAINING_FNS:
+            continue
+        try:
+            bound = inspect.signature(n.target).bind(*n.args, **n.kwargs)
+        except (TypeError, ValueError):  # a builtin (torch.dropout(x, p, train)): read the flag by place
+            if name.endswith("dropout") and len(n.args) >= 3 and n.args[2] is True:
+                return f"a training-mode graph: {name} with train=True"
+            continue
+        bound.apply_defaults()
+        if bound.arguments.get("training") is True or bound.arguments.get("use_input_stats") is True:
+            return f"a training-mode graph: {name} with training=True"
+    return None
+
+
 def _outputs_are_tensors(gm) -> Optional[str]:
     import torch
     for n in gm.graph.nodes:
@@ -142,12 +182,7 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     if how not in ("inductor", "eager"):
         raise UnsupportedError(f"fallback {how!r}: expected 'inductor' or 'eager'", 3)
 
-    if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
-                                       for x in example_inputs):
-        return _fallback(gm, example_inputs, how,
-                         "a training graph (grad is enabled and an input requires grad); "
-                         "run under torch.no_grad() or torch.inference_mode() to use smelt")
-    why = _outputs_are_tensors(gm)
+    why = _training_mode(gm) or _outputs_are_tensors(gm)
     if why:
         return _fallback(gm, example_inputs, how, why)
     try:
@@ -176,8 +211,11 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     run = sess._s.run
     from_numpy = torch.from_numpy
     import numpy as np
+    # the weights frozen into the model, with their version counters now
+    frozen_weights = [(x, x._version) for x in example_inputs if isinstance(x, torch.Tensor) and _is_static(x)]
+    state: Dict[str, Any] = {"fallback": None}
 
-    def call(*args):
+    def smelt_forward(args):
         arrays = []
         for i in pick:
             t = args[i]
@@ -188,5 +226,78 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
             arrays.append(t.numpy())
         return [from_numpy(np.asarray(b)) for b in run(arrays, names)]
 
+    def weights_changed() -> bool:
+        for w, v in frozen_weights:
+            if w._version != v:
+                return True
+        return False
+
+    def call(*args):
+        if state["fallback"] is None and weights_changed():
+            state["fallback"] = _fallback(gm, example_inputs, how,
+                                          "a weight frozen into the smelt model was changed in place "
+                                          "(an optimizer step?); smelt would use the old values")
+        if state["fallback"] is not None:
+            return state["fallback"](*args)
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return list(_SmeltGrad.apply(gm, smelt_forward, len(args), *args))
+        return smelt_forward(args)
+
     call.smelt_session = sess  # for tests and diagnostics
     return call
+
+
+def _make_grad_fn():
+    import torch
+
+    class SmeltGrad(torch.autograd.Function):
+        """Outputs from smelt, gradients from an eager recompute of the graph."""
+
+        @staticmethod
+        def forward(ctx, gm, fwd, n, *args):
+            ctx.gm = gm
+            ctx.n = n
+            ctx.tensor_at = [k for k, a in enumerate(args) if isinstance(a, torch.Tensor)]
+            ctx.others = {k: a for k, a in enumerate(args) if not isinstance(a, torch.Tensor)}
+            ctx.save_for_backward(*[args[k] for k in ctx.tensor_at])
+            outs = fwd(args)
+            ctx.mark_non_differentiable(*[o for o in outs if not o.is_floating_point()])
+            return tuple(outs)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            saved = ctx.saved_tensors
+            args: List[Any] = [None] * ctx.n
+            for k, v in ctx.others.items():
+                args[k] = v
+            wrt = []
+            for k, t in zip(ctx.tensor_at, saved):
+                d = t.detach().requires_grad_(t.requires_grad)
+                args[k] = d
+                if t.requires_grad:
+                    wrt.append((k, d))
+            with torch.enable_grad():
+                outs = ctx.gm(*args)
+            outs = outs if isinstance(outs, (list, tuple)) else (outs,)
+            pairs = [(o, g) for o, g in zip(outs, grads)
+                     if g is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+            got = torch.autograd.grad([o for o, _ in pairs], [d for _, d in wrt], [g for _, g in pairs],
+                                      allow_unused=True) if pairs and wrt else [None] * len(wrt)
+            result: List[Any] = [None] * ctx.n
+            for (k, _), g in zip(wrt, got):
+                result[k] = g
+            return (None, None, None, *result)
+
+    return SmeltGrad
+
+
+class _LazyGrad:
+    fn = None
+
+    def apply(self, *a):
+        if _LazyGrad.fn is None:
+            _LazyGrad.fn = _make_grad_fn()
+        return _LazyGrad.fn.apply(*a)
+
+
+_SmeltGrad = _LazyGrad()

@@ -1,0 +1,83 @@
+#include "ops/op_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct op_cache_entry {
+  op_cache_entry *next;
+  void *data;
+  void (*free_fn)(void *data);
+  size_t key_len;
+  unsigned char key[]; /* key_len bytes */
+};
+
+static void *find_from(op_cache_entry *e, const void *key, size_t key_len) {
+  for (; e; e = e->next)
+    if (e->key_len == key_len && !memcmp(e->key, key, key_len)) return e->data;
+  return NULL;
+}
+
+void *op_cache_find(op_cache *c, const void *key, size_t key_len) {
+  if (!c) return NULL;
+  return find_from(atomic_load_explicit(&c->head, memory_order_acquire), key, key_len);
+}
+
+void *op_cache_add(op_cache *c, const void *key, size_t key_len, void *data,
+                   void (*free_fn)(void *data)) {
+  if (!c || key_len > ((size_t)1 << 20)) return NULL;
+  op_cache_entry *e = malloc(sizeof *e + key_len);
+  if (!e) return NULL;
+  e->data = data;
+  e->free_fn = free_fn;
+  e->key_len = key_len;
+  memcpy(e->key, key, key_len);
+  op_cache_entry *head = atomic_load_explicit(&c->head, memory_order_acquire);
+  for (;;) {
+    /* entries are only ever pushed, so a key already present is in the list
+     * this head leads to */
+    void *old = find_from(head, key, key_len);
+    if (old) {
+      free(e);
+      if (free_fn) free_fn(data);
+      return old;
+    }
+    e->next = head;
+    if (atomic_compare_exchange_weak_explicit(&c->head, &head, e, memory_order_release,
+                                              memory_order_acquire))
+      return data;
+  }
+}
+
+void op_cache_free_all(op_cache *caches, int n) {
+  for (int i = 0; caches && i < n; i++) {
+    op_cache_entry *e = atomic_load_explicit(&caches[i].head, memory_order_acquire);
+    while (e) {
+      op_cache_entry *next = e->next;
+      if (e->free_fn) e->free_fn(e->data);
+      free(e);
+      e = next;
+    }
+    atomic_store_explicit(&caches[i].head, NULL, memory_order_relaxed);
+  }
+}
+
+const void *op_prep_get(op_cache *c, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
+                        const void *src, size_t src_len, size_t len, op_prep_key *k) {
+  memset(k, 0, sizeof *k);
+  if (!c || !c->store) return NULL;
+  return c->store->get(c->store->self, pool, kind, desc, desc_len, src, src_len, len, k);
+}
+
+void op_prep_put(op_cache *c, smelt_pool *pool, const op_prep_key *k, const void *data) {
+  if (c && c->store && k->stored) c->store->put(c->store->self, pool, k, data);
+}
+
+bool op_input_is_constant(const op_ctx *c, int i) {
+  if (!c->graph || !c->node || i >= c->n_in || i >= c->node->n_inputs || !c->in[i]) return false;
+  int v = c->node->inputs[i];
+  if (v < 0 || v >= c->graph->n_values) return false;
+  const ir_value *val = &c->graph->values[v];
+  if (!(val->flags & IR_VALUE_INITIALIZER) || (val->flags & IR_VALUE_INPUT) || !val->constant)
+    return false;
+  return val->constant->data == c->in[i]->data;
+}

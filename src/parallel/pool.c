@@ -1,0 +1,332 @@
+/* Thread pool.  Between jobs a worker spins for a short while (default
+ * 200 us, SMELT_SPIN_US) watching for the next job, then sleeps on a
+ * condition variable, so back-to-back parallel regions -- one per operator
+ * in a model run -- hand work over without a kernel round trip, while an idle
+ * session costs no CPU once the spin has run out.  The caller waits for the
+ * workers the same way.  One job at a time (callers serialize on job_lock);
+ * work is split into chunks claimed with an atomic counter.  A job made
+ * inside a run that can be stopped (parallel/run_ctl.h) checks the run before
+ * each chunk and leaves the rest undone once it has stopped. */
+#include "parallel/pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "parallel/run_ctl.h"
+#include "util/bufcache.h"
+#include "util/err.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+struct smelt_pool {
+  int n_threads;
+  int64_t spin_ns;
+  pthread_t *workers;
+  pthread_mutex_t job_lock; /* one parallel_for at a time */
+  pthread_mutex_t mu;       /* guards the sleeping side of the handshakes */
+  pthread_cond_t wake, done;
+  atomic_uint_fast64_t generation; /* bumped once a job is published */
+  atomic_bool stop;
+  atomic_int sleepers;     /* workers asleep or going to sleep on `wake` */
+  atomic_bool caller_asleep;
+  /* The current job: written only while no worker is in it (busy == 0 and
+   * the claim word carries another job's tag). */
+  void (*fn)(void *, int64_t, int64_t);
+  void *ctx;
+  int64_t n, chunk, n_chunks;
+  /* Claim word: the job's tag in the high 32 bits, the next chunk index in
+   * the low 32.  A claim is a fetch_add; one whose old value carries another
+   * tag is void.  The caller retags the word when it closes a job, so a
+   * worker that wakes late never touches it. */
+  atomic_uint_fast64_t claim;
+  atomic_int busy; /* workers inside the current job */
+  struct bufcache *job_bufs; /* the caller's buffer cache, current in workers during the job */
+  run_ctl *job_ctl; /* the caller's run control (parallel/run_ctl.h): checked before each chunk */
+  pool_chunk_observer obs, job_obs; /* set / in force for the current job */
+  void *obs_ctx, *job_obs_ctx;
+  /* Contention (see pool_thread_cost): raised when the caller had to wait
+   * for a worker long after finishing its own chunks, lowered by joins on
+   * time.  Written under job_lock, read anywhere. */
+  atomic_int late_score;
+  atomic_int_fast64_t last_late_ns;
+};
+
+static _Thread_local const smelt_pool *in_pool_job;
+
+int pool_machine_cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Spins until pred(p, arg) holds or spin_ns has passed; true if it holds.
+ * After the first few microseconds each round yields the CPU, so a thread
+ * that shares its core with the one it waits for does not starve it. */
+static bool spin_until(const smelt_pool *p, bool (*pred)(const smelt_pool *, uint64_t), uint64_t arg) {
+  if (pred(p, arg)) return true;
+  if (p->spin_ns <= 0) return false;
+  int64_t start = now_ns(), t = start;
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      cpu_relax();
+      if (pred(p, arg)) return true;
+    }
+    t = now_ns();
+    if (t - start >= p->spin_ns) return false;
+    if (t - start >= 20000) sched_yield();
+  }
+}
+
+static bool job_posted(const smelt_pool *p, uint64_t seen) {
+  return atomic_load(&p->generation) != seen || atomic_load(&p->stop);
+}
+
+static bool job_idle(const smelt_pool *p, uint64_t unused) {
+  (void)unused;
+  return atomic_load(&p->busy) == 0;
+}
+
+static uint32_t job_tag(uint64_t gen) { return (uint32_t)gen; }
+
+/* Runs chunks of the job tagged `tag` until none is left; how many it ran. */
+static int64_t run_chunks(smelt_pool *p, uint32_t tag) {
+  int64_t ran = 0;
+  const smelt_pool *saved = in_pool_job;
+  in_pool_job = p;
+  bufcache *saved_bufs = bufcache_enter(p->job_bufs);
+  for (;;) {
+    /* a stopped run leaves its remaining chunks undone */
+    if (p->job_ctl && run_ctl_poll(p->job_ctl)) break;
+    uint64_t w = atomic_fetch_add(&p->claim, 1);
+    if ((uint32_t)(w >> 32) != tag || (int64_t)(uint32_t)w >= p->n_chunks) break;
+    ran++;
+    int64_t b = (int64_t)(uint32_t)w * p->chunk;
+    int64_t e = b + p->chunk < p->n ? b + p->chunk : p->n;
+    if (!p->job_obs) {
+      p->fn(p->ctx, b, e);
+      continue;
+    }
+    int64_t t0 = now_ns();
+    p->fn(p->ctx, b, e);
+    p->job_obs(p->job_obs_ctx, b, e, t0, now_ns());
+  }
+  bufcache_enter(saved_bufs);
+  in_pool_job = saved;
+  return ran;
+}
+
+static void *worker_main(void *arg) {
+  smelt_pool *p = arg;
+  uint64_t seen = 0;
+  for (;;) {
+    if (!spin_until(p, job_posted, seen)) {
+      /* Dekker with the poster: it bumps generation then reads sleepers;
+       * we raise sleepers then re-read generation under mu. */
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (!job_posted(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) break;
+    seen = atomic_load(&p->generation);
+    /* Join, then check the job is still open (Dekker with the closer:
+     * it retags the claim word, then reads busy). */
+    atomic_fetch_add(&p->busy, 1);
+    if ((uint32_t)(atomic_load(&p->claim) >> 32) == job_tag(seen)) run_chunks(p, job_tag(seen));
+    if (atomic_fetch_sub(&p->busy, 1) == 1 && atomic_load(&p->caller_asleep)) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
+  }
+  return NULL;
+}
+
+static int64_t spin_from_env(void) {
+  const char *s = getenv("SMELT_SPIN_US");
+  if (!s || !*s) return 200000;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (*end || v < 0) return 200000;
+  return (int64_t)(v > 1000000 ? 1000000 : v) * 1000;
+}
+
+smelt_status pool_create(int n_threads, smelt_pool **out) {
+  if (n_threads <= 0) n_threads = pool_machine_cores();
+  if (n_threads > 1024) return err_set(SMELT_ERR_INVALID_ARGUMENT, "threads %d is more than 1024", n_threads);
+  smelt_pool *p = calloc(1, sizeof *p);
+  if (!p) return err_nomem("thread pool", sizeof *p);
+  p->n_threads = n_threads;
+  p->spin_ns = spin_from_env();
+  pthread_mutex_init(&p->job_lock, NULL);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->done, NULL);
+  atomic_init(&p->generation, 0);
+  atomic_init(&p->stop, false);
+  atomic_init(&p->sleepers, 0);
+  atomic_init(&p->caller_asleep, false);
+  atomic_init(&p->claim, 0);
+  atomic_init(&p->busy, 0);
+  atomic_init(&p->late_score, 0);
+  atomic_init(&p->last_late_ns, 0);
+  if (n_threads > 1) {
+    p->workers = calloc((size_t)n_threads - 1, sizeof(pthread_t));
+    if (!p->workers) {
+      pool_free(p);
+      return err_nomem("thread pool", sizeof(pthread_t) * (size_t)n_threads);
+    }
+    for (int i = 0; i < n_threads - 1; i++) {
+      if (pthread_create(&p->workers[i], NULL, worker_main, p)) {
+        p->n_threads = i + 1; /* only i workers were started */
+        pool_free(p);
+        return err_set(SMELT_ERR_NOMEM, "could not start thread %d of %d", i + 1, n_threads);
+      }
+    }
+  }
+  *out = p;
+  return SMELT_OK;
+}
+
+void pool_free(smelt_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->stop, true);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; p->workers && i < p->n_threads - 1; i++) pthread_join(p->workers[i], NULL);
+  free(p->workers);
+  pthread_mutex_destroy(&p->job_lock);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->wake);
+  pthread_cond_destroy(&p->done);
+  free(p);
+}
+
+int pool_threads(const smelt_pool *p) { return p ? p->n_threads : 1; }
+
+void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
+                       void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  if (!p || p->n_threads == 1 || n <= grain || in_pool_job) {
+    run_ctl *ctl = p && !in_pool_job && n > grain ? run_ctl_current() : NULL;
+    if (!ctl) {
+      fn(ctx, 0, n);
+      return;
+    }
+    /* one thread, in a run that may be stopped: 8 chunks with a check before each */
+    int64_t chunk = (n + 7) / 8 > grain ? (n + 7) / 8 : grain;
+    for (int64_t b = 0; b < n && !run_ctl_poll(ctl); b += chunk) fn(ctx, b, b + chunk < n ? b + chunk : n);
+    return;
+  }
+  pthread_mutex_lock(&p->job_lock);
+  /* ~4 chunks per thread balances load without much claiming overhead. */
+  int64_t chunk = (n + (int64_t)p->n_threads * 4 - 1) / ((int64_t)p->n_threads * 4);
+  if (chunk < grain) chunk = grain;
+  if ((n + chunk - 1) / chunk > (int64_t)UINT32_MAX / 2) chunk = (n + UINT32_MAX / 2 - 1) / (UINT32_MAX / 2);
+  p->fn = fn;
+  p->ctx = ctx;
+  p->n = n;
+  p->chunk = chunk;
+  p->n_chunks = (n + chunk - 1) / chunk;
+  p->job_obs = p->obs;
+  p->job_obs_ctx = p->obs_ctx;
+  p->job_bufs = bufcache_current();
+  p->job_ctl = run_ctl_current();
+  uint64_t gen = atomic_load(&p->generation) + 1;
+  atomic_store(&p->claim, (uint64_t)job_tag(gen) << 32);
+  atomic_store(&p->generation, gen); /* publishes the job */
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  int64_t t0 = now_ns();
+  int64_t ran = run_chunks(p, job_tag(gen));
+  int64_t t1 = now_ns();
+  /* Close the job: workers that have not joined yet never will. */
+  atomic_store(&p->claim, (uint64_t)(job_tag(gen) ^ 0x80000000u) << 32);
+  if (!spin_until(p, job_idle, 0)) {
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_asleep, true);
+    while (!job_idle(p, 0)) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_asleep, false);
+    pthread_mutex_unlock(&p->mu);
+  }
+  int64_t t2 = now_ns();
+  pool_note_join(p, t1 - t0, ran, p->n_chunks, t2 - t1, t2);
+  pthread_mutex_unlock(&p->job_lock);
+}
+
+bool pool_stopping(void) {
+  run_ctl *c = in_pool_job ? in_pool_job->job_ctl : run_ctl_current();
+  return c && run_ctl_poll(c);
+}
+
+/* A worker still inside the job well after the caller ran out of chunks
+ * (more than two of the caller's chunks plus 30 us) was descheduled: the
+ * machine has more runnable threads than cores.  So, less surely, was one
+ * that took no chunk of a job that kept the caller busy for 20 us (a
+ * spinning worker joins within a microsecond; the wake-up was paid for
+ * nothing).  A late join adds 8 points, an idle worker 4 (at most 48 in
+ * all), a join on time takes 1 off; from 12 points (two late joins, or
+ * three idle ones, close together) the pool is contended until the points
+ * fall below 12 or 50 ms pass without a late or idle join. */
+#define LATE_POINTS 8
+#define IDLE_POINTS 4
+#define CONTENDED_SCORE 12
+#define CONTENDED_NS 50000000LL
+void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n_chunks, int64_t wait_ns,
+                    int64_t now) {
+  if (!p) return;
+  int64_t per = own_chunks > 0 ? own_ns / own_chunks : own_ns;
+  int score = atomic_load_explicit(&p->late_score, memory_order_relaxed), add = 0;
+  if (wait_ns > 2 * per + 30000) add = LATE_POINTS;
+  else if (own_chunks >= n_chunks && n_chunks >= 2 && own_ns > 20000) add = IDLE_POINTS;
+  if (add) {
+    score = score + add > 4 * CONTENDED_SCORE ? 4 * CONTENDED_SCORE : score + add;
+    atomic_store_explicit(&p->last_late_ns, now, memory_order_relaxed);
+  } else if (score > 0) {
+    score--;
+  }
+  atomic_store_explicit(&p->late_score, score, memory_order_relaxed);
+}
+
+int pool_thread_cost_at(const smelt_pool *p, int64_t now) {
+  if (!p || p->n_threads <= 1) return 1;
+  if (atomic_load_explicit(&p->late_score, memory_order_relaxed) < CONTENDED_SCORE) return 1;
+  int64_t last = atomic_load_explicit(&p->last_late_ns, memory_order_relaxed);
+  return now - last < CONTENDED_NS ? POOL_CONTENDED_COST : 1;
+}
+
+int pool_thread_cost(const smelt_pool *p) {
+  if (!p || p->n_threads <= 1) return 1;
+  return pool_thread_cost_at(p, now_ns());
+}
+
+void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx) {
+  if (!p) return;
+  pthread_mutex_lock(&p->job_lock);
+  p->obs = fn;
+  p->obs_ctx = fn ? ctx : NULL;
+  pthread_mutex_unlock(&p->job_lock);
+}

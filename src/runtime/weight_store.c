@@ -1,0 +1,28 @@
+/* See weight_store.h: op_prep_store over cache/prep_store.h. */
+#include "runtime/weight_store.h"
+
+#include <string.h>
+
+_Static_assert(sizeof(((op_prep_key *)0)->hex) == sizeof(((cache_key *)0)->hex), "op_prep_key.hex holds a cache key");
+
+static const void *ws_get(void *self, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
+                          const void *src, size_t src_len, size_t len, op_prep_key *k) {
+  prep_key pk;
+  memset(k, 0, sizeof *k);
+  if (!prep_store_key(self, pool, kind, desc, desc_len, src, src_len, len, &pk)) return NULL;
+  k->stored = true;
+  memcpy(k->hex, pk.key.hex, sizeof k->hex);
+  k->kind = pk.kind;
+  k->len = pk.len;
+  return prep_store_get(self, pool, &pk);
+}
+
+static void ws_put(void *self, smelt_pool *pool, const op_prep_key *k, const void *data) {
+  prep_key pk = {.kind = k->kind, .len = k->len};
+  memcpy(pk.key.hex, k->hex, sizeof pk.key.hex);
+  prep_store_put(self, pool, &pk, data);
+}
+
+op_prep_store weight_store_over(prep_store *ps) {
+  return (op_prep_store){.self = ps, .get = ws_get, .put = ws_put};
+}

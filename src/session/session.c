@@ -1,0 +1,225 @@
+/* Sessions: create (validate, plan, thread pool) and run. */
+#include "session/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/prep_store.h"
+#include "session/session_compile.h"
+#include "ops/node_run.h"
+#include "util/bufcache.h"
+#include "util/err.h"
+#include "util/quote.h"
+#include "util/membudget.h"
+
+smelt_session_options smelt_session_options_default(void) {
+  smelt_session_options o = {.threads = 0, .mode = SMELT_MODE_EAGER, .recompile_limit = 8};
+  return o;
+}
+
+/* Every node, subgraphs included, must have a kernel and the right arity. */
+static smelt_status check_supported(const ir_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    TRY(node_check_arity(g, i));
+    const ir_node *nd = &g->nodes[i];
+    for (int a = 0; a < nd->n_attrs; a++) {
+      const ir_attr *at = &nd->attrs[a];
+      if (at->type == IR_ATTR_GRAPH && at->g) TRY(check_supported(at->g));
+      for (int k = 0; at->type == IR_ATTR_GRAPHS && k < at->n; k++)
+        if (at->graphs[k]) TRY(check_supported(at->graphs[k]));
+    }
+  }
+  return SMELT_OK;
+}
+
+/* opts.dims ("batch=1,seq=128") into vals (one per symbol, -1 = not given). */
+static smelt_status parse_dims(const ir_graph *g, const char *text, int64_t *vals) {
+  for (int i = 0; i < g->n_syms; i++) vals[i] = -1;
+  const char *p = text;
+  while (p && *p) {
+    const char *eq = strchr(p, '='), *end = strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    if (!eq || eq > end || eq == p)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: %s is not NAME=SIZE", q_n(p, (size_t)(end - p)));
+    int sym = -1;
+    for (int i = 0; i < g->n_syms && sym < 0; i++)
+      if (strlen(g->syms[i]) == (size_t)(eq - p) && !strncmp(g->syms[i], p, (size_t)(eq - p))) sym = i;
+    if (sym < 0)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: %s is not a symbolic dimension of this model", q_n(p, (size_t)(eq - p)));
+    char *stop;
+    long long v = strtoll(eq + 1, &stop, 10);
+    if (stop != end || eq + 1 == end || v < 0)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "dims: %s needs a size >= 0", q_n(p, (size_t)(end - p)));
+    vals[sym] = v;
+    p = *end ? end + 1 : end;
+  }
+  return SMELT_OK;
+}
+
+/* A model whose inputs all have fixed shapes (declared, or fixed by
+ * opts.dims) is compiled, and its weights prepared, when the session is
+ * made, not on the first run: the work (or the cache lookup) happens once,
+ * where users expect it, and the first run is as fast as every other.
+ * Otherwise, and in dynamic and bucketed sessions, plans are made for the
+ * shapes runs bring. */
+static smelt_status compile_declared_shapes(smelt_session *s) {
+  const ir_graph *g = s->model->onnx->graph;
+  int64_t *vals = malloc(sizeof(int64_t) * (size_t)(g->n_syms + 1));
+  if (!vals) return err_nomem("dims", sizeof(int64_t) * (size_t)g->n_syms);
+  smelt_status st = parse_dims(g, s->opts.dims, vals);
+  bool fixed = !st && !s->opts.dynamic && !(s->opts.buckets && *s->opts.buckets) && g->n_inputs > 0;
+  tensor *shapes = fixed ? calloc((size_t)g->n_inputs, sizeof *shapes) : NULL;
+  tensor **ptrs = fixed ? calloc((size_t)g->n_inputs, sizeof *ptrs) : NULL;
+  if (fixed && (!shapes || !ptrs)) st = err_nomem("input shapes", sizeof *shapes * (size_t)g->n_inputs);
+  for (int k = 0; !st && fixed && k < g->n_inputs; k++) {
+    const ir_value *v = &g->values[g->inputs[k]];
+    fixed = v->kind == TENSOR_KIND_TENSOR && v->rank >= 0 && dtype_bits(v->dtype) != 0;
+    int64_t dims[SMELT_MAX_RANK];
+    for (int d = 0; fixed && d < v->rank; d++) {
+      dims[d] = v->dims[d] <= DIM_SYM_BASE ? vals[dim_sym_index(v->dims[d])] : v->dims[d];
+      fixed = dims[d] >= 0;
+    }
+    /* zeros: max-autotune times its variants on real buffers */
+    if (fixed) st = tensor_alloc(&shapes[k], v->dtype, v->rank, dims);
+    ptrs[k] = &shapes[k];
+  }
+  if (!st && fixed) st = session_compile(s, ptrs, NULL);
+  for (int k = 0; shapes && k < g->n_inputs; k++) tensor_release(&shapes[k]);
+  free(shapes);
+  free(ptrs);
+  free(vals);
+  return st;
+}
+
+smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
+                                  smelt_session **out) {
+  return session_create(m, opts, true, out);
+}
+
+smelt_status session_create(const smelt_model *m, const smelt_session_options *opts, bool compile_declared,
+                            smelt_session **out) {
+  if (!m || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_create: model and out must not be NULL");
+  *out = NULL;
+  smelt_session_options o = opts ? *opts : smelt_session_options_default();
+  if ((unsigned)o.mode > SMELT_MODE_MAX_AUTOTUNE)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "unknown mode %d", (int)o.mode);
+  if (o.recompile_limit < 0)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "recompile_limit must be >= 0, got %d", o.recompile_limit);
+  if (o.threads < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o.threads);
+  const ir_graph *g = m->onnx->graph;
+  TRY(check_supported(g));
+  smelt_session *s = calloc(1, sizeof *s);
+  if (!s) return err_nomem("session", sizeof *s);
+  s->model = m;
+  s->opts = o;
+  pthread_mutex_init(&s->stats_lock, NULL);
+  smelt_status st = bufcache_create(&s->bufs);
+  if (!st) {
+    if (!s->opts.max_memory) s->opts.max_memory = membudget_default();
+    bufcache_set_budget(s->bufs, s->opts.max_memory);
+  }
+  if (!st) st = pool_create(o.threads, &s->pool);
+  if (!st) st = eager_plan_build(g, &s->plan);
+  if (!st && o.mode != SMELT_MODE_EAGER) st = session_compiler_create(s, &s->sc);
+  if (!st && s->sc && compile_declared) { /* what compiling allocates (arenas, prepared weights) counts against the budget */
+    bufcache *prev = bufcache_enter(s->bufs);
+    st = compile_declared_shapes(s);
+    bufcache_enter(prev);
+  }
+  if (st) {
+    smelt_session_free(s);
+    return st;
+  }
+  *out = s;
+  return SMELT_OK;
+}
+
+void smelt_session_free(smelt_session *s) {
+  if (!s) return;
+  session_compiler_free(s->sc);
+  eager_plan_free(&s->plan);
+  pool_free(s->pool);
+  pthread_mutex_destroy(&s->stats_lock);
+  bufcache_free_all(s->bufs);
+  free(s);
+}
+
+static const char *describe_value(const ir_graph *g, const ir_value *v, char *buf, size_t n) {
+  char sh[256];
+  snprintf(buf, n, "%s %s %s", q(v->name), dtype_name(v->dtype), shape_str(sh, sizeof sh, v->rank, v->dims, g->syms));
+  return buf;
+}
+
+smelt_status session_check_input(const ir_graph *g, int k, const tensor *t, int64_t *sym_vals) {
+  const ir_value *v = &g->values[g->inputs[k]];
+  char want[512], got[256];
+  describe_value(g, v, want, sizeof want);
+  shape_str(got, sizeof got, t->rank, t->dims, NULL);
+  if (t->kind != TENSOR_KIND_TENSOR) return SMELT_OK; /* sequences/optionals: checked by ops */
+  if (v->dtype != SMELT_UNDEFINED && t->dtype != v->dtype)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got %s %s", want, dtype_name(t->dtype), got);
+  if (v->rank >= 0 && t->rank != v->rank)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got rank %d %s", want, t->rank, got);
+  for (int d = 0; v->rank >= 0 && d < v->rank; d++) {
+    int64_t e = v->dims[d];
+    if (dim_known(e) && t->dims[d] != e)
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got shape %s (dim %d is %lld, expected %lld)",
+                     want, got, d, (long long)t->dims[d], (long long)e);
+    if (e <= DIM_SYM_BASE && sym_vals) {
+      int si = dim_sym_index(e);
+      if (sym_vals[si] >= 0 && sym_vals[si] != t->dims[d])
+        return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: got shape %s, but %s is %lld in an earlier input",
+                       want, got, q(g->syms[si]), (long long)sym_vals[si]);
+      sym_vals[si] = t->dims[d];
+    }
+  }
+  int64_t n = tensor_numel(t);
+  size_t need = 0; /* packed types: ceil(n * bits / 8) */
+  bool sized = n >= 0 && dtype_nbytes(t->dtype, n, &need);
+  if (n < 0 || (dtype_bits(t->dtype) && !sized) || (sized && t->nbytes < need) ||
+      (n > 0 && !t->data))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %s: the buffer holds %zu bytes, shape %s needs %zu",
+                   want, t->nbytes, got, need);
+  return SMELT_OK;
+}
+
+/* Results belong to the caller: they no longer count against the budget. */
+static void disown_tensor(bufcache *c, const tensor *t) {
+  if (t->owns_data) bufcache_disown(c, t->data);
+  for (int i = 0; i < t->seq_len; i++) disown_tensor(c, t->seq[i]);
+}
+
+smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor *outputs,
+                                 eager_stats *stats) {
+  const ir_graph *g = s->model->onnx->graph;
+  int64_t *sym_vals = malloc(sizeof(int64_t) * (size_t)(g->n_syms + 1));
+  if (!sym_vals) return err_nomem("symbol table", sizeof(int64_t) * (size_t)g->n_syms);
+  for (int i = 0; i < g->n_syms; i++) sym_vals[i] = -1;
+  smelt_status st = SMELT_OK;
+  for (int k = 0; !st && k < g->n_inputs; k++) st = session_check_input(g, k, inputs[k], sym_vals);
+  free(sym_vals);
+  if (st) return st;
+  bufcache *prev = bufcache_enter(s->bufs);
+  if (s->sc) {
+    st = session_compiled_run(s, inputs, outputs, stats ? stats->hook : NULL);
+  } else {
+    eager_stats local = {0};
+    st = eager_run(&s->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
+    pthread_mutex_lock(&s->stats_lock);
+    s->stats.eager_peak_bytes = (stats ? stats : &local)->peak_bytes;
+    pthread_mutex_unlock(&s->stats_lock);
+  }
+  for (int k = 0; k < g->n_outputs; k++) disown_tensor(s->bufs, &outputs[k]);
+  bufcache_enter(prev);
+  return st;
+}
+
+smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out) {
+  if (!s || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_get_stats: NULL argument");
+  pthread_mutex_lock((pthread_mutex_t *)&s->stats_lock);
+  *out = s->stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&s->stats_lock);
+  if (s->sc && s->sc->prep) prep_store_counts(s->sc->prep, &out->prepared_loaded, &out->prepared_saved);
+  return SMELT_OK;
+}
