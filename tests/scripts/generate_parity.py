@@ -3,7 +3,9 @@
 for 64 new tokens on the GPT-2-style and Llama-style fixtures
 (make_decoder_fixtures.py, built here with random weights), in eager and
 default modes; and the zoo's gpt_tiny_kv (past.N.key -> present.N.key)
-gives the same tokens eagerly and compiled.
+gives the same tokens eagerly and compiled.  Where the build has the
+tokenizer (src/tokenizer/), --prompt TEXT with a tokenizer.json trained here
+streams the text that `tokenizers` decodes from the ids --prompt-ids gives.
 
 usage: generate_parity.py SMELT SHARED_DIR [WORK_DIR]
 Exit 77 when torch or transformers is missing."""
@@ -50,6 +52,39 @@ def hf_tokens(folder, prompt, n_new):
     return out[0, len(prompt):].tolist()
 
 
+def check_prompt_text(smelt, folder):
+    """--prompt with tokenizer.json beside the model: the streamed text is the
+    decode of the tokens --prompt-ids gives for the same ids.  0 = ok or
+    skipped, 1 = failed."""
+    try:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    except ImportError:
+        print("skip --prompt: no tokenizers package")
+        return 0
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tr = trainers.BpeTrainer(vocab_size=500, special_tokens=["<|endoftext|>"],
+                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(["hello world, the quick brown fox jumps over the lazy dog %d" % i for i in range(300)], tr)
+    tok.save(os.path.join(folder, "tokenizer.json"))
+    model = os.path.join(folder, "model.onnx")
+    text = "hello world, the quick"
+    r = subprocess.run([smelt, "generate", model, "--prompt", text, "--max-new-tokens", "16", "--eos", "-1"],
+                       capture_output=True)
+    if r.returncode == 2 and b"does not have" in r.stderr:
+        print("skip --prompt: this build of smelt has no tokenizer")
+        return 0
+    ids = tok.encode(text).ids
+    got = smelt_tokens(smelt, model, "eager", ids, 16)["tokens"][0]
+    want = tok.decode(got).encode("utf-8")
+    ok = r.returncode == 0 and r.stdout[:-1] == want
+    print("%s --prompt streams the decoded tokens: %r" % ("ok  " if ok else "FAIL", r.stdout[:-1]))
+    if not ok:
+        print("  want %r\n  stderr %s" % (want, r.stderr.decode(errors="replace")))
+    return 0 if ok else 1
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
@@ -82,6 +117,7 @@ def main():
         if kv != want:
             print("FAIL %s: kv_cache_bytes %d, expected %d" % (name, kv, want))
             failed += 1
+    failed += check_prompt_text(smelt, os.path.join(work, "gpt2"))
     tiny = os.path.join(shared, "models", "gpt_tiny_kv", "model.onnx")
     if os.path.exists(tiny):
         a = smelt_tokens(smelt, tiny, "eager", PROMPT[:4], 16)["tokens"]
