@@ -33,7 +33,7 @@ def summarize(name, prompt_len, t0, t_first, step_ms, tokens):
             "tokens": tokens}
 
 
-def run_ort(model_dir, prompt, n_new, threads):
+def run_ort(model_dir, prompt, n_new, threads, warmup=0):
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
@@ -45,8 +45,20 @@ def run_ort(model_dir, prompt, n_new, threads):
     for name, i in ins.items():
         if "past" in name:
             past[name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
-    ids, pos, tokens, step_ms = list(prompt), 0, [], []
+    empty = dict(past)
+    for _ in range(warmup):
+        past = dict(empty)
+        ort_loop(s, ins, outs, past, prompt, 2)
+    past = dict(empty)
     t0 = time.perf_counter()
+    t_first, step_ms, tokens = ort_loop(s, ins, outs, past, prompt, n_new)
+    return summarize("onnxruntime %s (python loop, io binding)" % ort.__version__, len(prompt), t0, t_first,
+                     step_ms, tokens)
+
+
+def ort_loop(s, ins, outs, past, prompt, n_new):
+    import onnxruntime as ort
+    ids, pos, tokens, step_ms = list(prompt), 0, [], []
     t_first = None
     for step in range(n_new):
         ts = time.perf_counter()
@@ -75,8 +87,7 @@ def run_ort(model_dir, prompt, n_new, threads):
             step_ms.append((te - ts) * 1e3)
         pos += len(ids)
         ids = [t]
-    return summarize("onnxruntime %s (python loop, io binding)" % ort.__version__, len(prompt), t0, t_first,
-                     step_ms, tokens)
+    return t_first, step_ms, tokens
 
 
 def run_genai(genai_dir, prompt, n_new, threads):
@@ -116,6 +127,7 @@ def main():
     ap.add_argument("--genai-dir")
     ap.add_argument("--smelt")
     ap.add_argument("--mode", action="append")
+    ap.add_argument("--warmup", type=int, default=0, help="untimed prompt runs first (smelt --warmup; ORT too)")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     vocab = json.load(open(os.path.join(a.model_dir, "config.json"))).get("vocab_size", 50257)
@@ -125,13 +137,13 @@ def main():
         for mode in a.mode or ["eager"]:
             r = subprocess.run([a.smelt, "generate", os.path.join(a.model_dir, "model.onnx"), "--prompt-ids",
                                 ",".join(map(str, prompt)), "--max-new-tokens", str(a.new), "--eos", "-1",
-                                "--json", "--threads", str(a.threads), "--mode", mode],
+                                "--json", "--threads", str(a.threads), "--mode", mode, "--warmup", str(a.warmup)],
                                capture_output=True, text=True, check=True)
             rep = json.loads(r.stdout)
             rep["runner"] = "smelt generate --mode %s" % mode
             rep["tokens"] = rep["tokens"][0]
             results.append(rep)
-    results.append(run_ort(a.model_dir, prompt, a.new, a.threads))
+    results.append(run_ort(a.model_dir, prompt, a.new, a.threads, a.warmup))
     if a.genai_dir:
         try:
             results.append(run_genai(a.genai_dir, prompt, a.new, a.threads))

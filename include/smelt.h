@@ -268,7 +268,9 @@ const float *smelt_generator_logits(const smelt_generator *g, int64_t *vocab);
 int64_t smelt_generator_length(const smelt_generator *g);
 /* Bytes the KV cache holds now (every layer's key and value). */
 size_t smelt_generator_kv_bytes(const smelt_generator *g);
-/* Drops the cache and the logits: the next call is a prefill. */
+/* Drops the cache and the logits: the next call is a prefill.  Reset and
+ * prefill restart the sampler from the seed (the same prompt and seed give
+ * the same tokens again). */
 void smelt_generator_reset(smelt_generator *g);
 void smelt_generator_free(smelt_generator *g);
 

@@ -54,6 +54,7 @@ static void drop_cache(smelt_generator *g) {
   }
   g->len = 0;
   g->have_logits = g->have_pending = false;
+  g->sampler.state = g->o.seed; /* each generation draws from the seed again */
   for (int b = 0; b < g->o.batch; b++) g->finished[b] = false;
 }
 

@@ -144,6 +144,20 @@ static void test_tiny_kv(void) {
     CHECK(tok[0] == o.eos_token_id && smelt_generator_done(g));
     smelt_generator_free(g);
   }
+  /* sampling: prefill restarts the draws from the seed */
+  o = smelt_generator_options_default();
+  o.temperature = 50;
+  o.seed = 11;
+  CHECK_OK(smelt_generator_create(s, &o, &g));
+  if (g) {
+    int64_t run[2][6];
+    for (int r = 0; r < 2; r++) {
+      CHECK_OK(smelt_generator_prefill(g, prompt, 3));
+      for (int i = 0; i < 6; i++) CHECK_OK(smelt_generator_next(g, &run[r][i]));
+    }
+    CHECK(!memcmp(run[0], run[1], sizeof run[0]));
+    smelt_generator_free(g);
+  }
 out:
   smelt_session_free(s);
   smelt_model_free(m);

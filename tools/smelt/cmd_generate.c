@@ -1,6 +1,6 @@
 /* smelt generate MODEL --prompt-ids 1,2,3 | --prompt TEXT [--tokenizer FILE]
  *   [--max-new-tokens N] [--temperature T --top-k K --top-p P --seed S]
- *   [--batch N] [--eos ID] [--json] [--mode M] [--threads N]
+ *   [--batch N] [--eos ID] [--warmup N] [--json] [--mode M] [--threads N]
  * Prefill, then decode steps with the KV cache fed back (src/generate/);
  * tokens are streamed to stdout as they are produced. */
 #include <errno.h>
@@ -25,7 +25,8 @@
 static int usage(int code) {
   printf("usage: smelt generate MODEL (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer FILE])\n"
          "                      [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
-         "                      [--seed S] [--eos ID] [--batch N] [--json] [--threads N] [--mode M]\n\n"
+         "                      [--seed S] [--eos ID] [--batch N] [--warmup N] [--json] [--threads N]\n"
+         "                      [--mode M]\n\n"
          "Generates text with a decoder-only language model exported with its KV cache\n"
          "(input_ids, optional attention_mask and position_ids, past.N.key/value or\n"
          "past_key_values.N.key/value in, logits and present.N.key/value out): one prefill\n"
@@ -44,6 +45,8 @@ static int usage(int code) {
          "  --eos ID           stop a sequence at this token (default: the tokenizer's EOS, or\n"
          "                     eos_token_id from config.json beside MODEL; -1: never)\n"
          "  --batch N          generate N sequences of the same prompt at once (default 1)\n"
+         "  --warmup N         run the prompt N times first (untimed, then dropped): one-time work\n"
+         "                     (weight packing, compiling) out of the time to first token\n"
          "  --json             print a JSON report instead of streaming: the tokens, time to\n"
          "                     first token, prefill and decode tokens/s, ms/token p50/p99,\n"
          "                     KV-cache bytes, peak RSS\n"
@@ -140,7 +143,7 @@ static int64_t eos_from_config(const char *model) {
 
 typedef struct gen_args {
   const char *model, *prompt_ids, *prompt, *tokenizer;
-  int64_t max_new, top_k, seed, batch, threads, eos;
+  int64_t max_new, top_k, seed, batch, threads, eos, warmup;
   double temperature, top_p;
   bool json, eos_given;
   cli_mode_opts mo;
@@ -174,6 +177,8 @@ static int parse_args(int argc, char **argv, gen_args *a) {
       if (!v || !cli_int("--batch", v, 1, 65536, &a->batch)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--threads", &v)) {
       if (!v || !cli_int("--threads", v, 0, 1024, &a->threads)) return 2;
+    } else if (cli_flag_arg(argc, argv, &i, "--warmup", &v)) {
+      if (!v || !cli_int("--warmup", v, 0, 1000, &a->warmup)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--eos", &v)) {
       if (!v || !cli_int("--eos", v, -1, INT64_MAX, &a->eos)) return 2;
       a->eos_given = true;
@@ -351,6 +356,14 @@ int cmd_generate(int argc, char **argv) {
   }
   for (size_t b = 0; b < B; b++) memcpy(batch_ids + b * n_prompt, prompt, n_prompt * sizeof *prompt);
 
+  for (int64_t w = 0; w < a.warmup; w++) {
+    /* a prefill and one decode step (when there is room for one) */
+    if (smelt_generator_prefill(g, batch_ids, n_prompt) || smelt_generator_next(g, tokens) ||
+        (a.max_new > 1 && smelt_generator_next(g, tokens))) {
+      cli_fail("--warmup");
+      goto done;
+    }
+  }
   double t0 = now_ms();
   if (smelt_generator_prefill(g, batch_ids, n_prompt)) {
     cli_fail(NULL);
@@ -403,6 +416,7 @@ int cmd_generate(int argc, char **argv) {
     json_kv_int(&w, "threads", a.threads);
     json_kv_int(&w, "batch", a.batch);
     json_kv_int(&w, "prompt_tokens", (int64_t)n_prompt);
+    json_kv_int(&w, "warmup", a.warmup);
     json_kv_int(&w, "new_tokens", produced);
     json_key(&w, "tokens");
     json_array_begin(&w);
