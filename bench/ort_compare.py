@@ -42,23 +42,44 @@ NP_OF_DTYPE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "
                9: "bool", 10: "float16", 11: "float64"}
 
 
-class Tensor(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
-                ("dims", ctypes.c_int64 * MAX_RANK), ("data", ctypes.c_void_p),
-                ("nbytes", ctypes.c_size_t)]
+# smelt_tensor and smelt_session_options exactly as include/smelt.h lays them
+# out (0.2.0 on); the 0.1 layouts (no owner, no struct_size nor log fields)
+# for a --baseline-lib built before them.
+_TENSOR_V0 = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
+              ("dims", ctypes.c_int64 * MAX_RANK), ("data", ctypes.c_void_p),
+              ("nbytes", ctypes.c_size_t)]
+_OPTIONS_V0 = [("threads", ctypes.c_int), ("mode", ctypes.c_int), ("fullgraph", ctypes.c_int),
+               ("dynamic", ctypes.c_int), ("recompile_limit", ctypes.c_int),
+               ("buckets", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
+               ("dims", ctypes.c_char_p), ("max_memory", ctypes.c_size_t)]
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 
 
-class Options(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_int), ("mode", ctypes.c_int), ("fullgraph", ctypes.c_int),
-                ("dynamic", ctypes.c_int), ("recompile_limit", ctypes.c_int),
-                ("buckets", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p),
-                ("dims", ctypes.c_char_p), ("max_memory", ctypes.c_size_t)]
+class TensorV1(ctypes.Structure):
+    _fields_ = _TENSOR_V0 + [("owner", ctypes.c_int)]
+
+
+class OptionsV1(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t)] + _OPTIONS_V0 + [
+        ("log", LOG_FN), ("log_user", ctypes.c_void_p), ("log_level", ctypes.c_int)]
+
+
+class TensorV0(ctypes.Structure):
+    _fields_ = _TENSOR_V0
+
+
+class OptionsV0(ctypes.Structure):
+    _fields_ = _OPTIONS_V0
 
 
 class Smelt:
     def __init__(self, path):
         self.lib = ctypes.CDLL(path)
         L = self.lib
+        L.smelt_version.restype = ctypes.c_char_p
+        ver = tuple(int(x) for x in L.smelt_version().decode().split(".")[:2])
+        self.Tensor, self.Options = (TensorV0, OptionsV0) if ver < (0, 2) else (TensorV1, OptionsV1)
+        Tensor, Options = self.Tensor, self.Options
         L.smelt_last_error.restype = ctypes.c_char_p
         L.smelt_session_options_default.restype = Options
         L.smelt_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
@@ -71,6 +92,9 @@ class Smelt:
         L.smelt_tensor_release.argtypes = [ctypes.POINTER(Tensor)]
         L.smelt_session_free.argtypes = [ctypes.c_void_p]
         L.smelt_model_free.argtypes = [ctypes.c_void_p]
+        if ver >= (0, 2) and L.smelt_session_options_default().struct_size != ctypes.sizeof(Options):
+            raise RuntimeError(f"{path}: smelt_session_options is {L.smelt_session_options_default().struct_size} "
+                               f"bytes, this script's copy {ctypes.sizeof(Options)}: update OptionsV1")
 
     def check(self, status, what):
         if status != 0:
@@ -91,7 +115,7 @@ class SmeltRunner:
 
     def __init__(self, np, sm, path, inputs, threads, mode=0, dims=None):
         self.np, self.sm = np, sm
-        self.loaded = (Tensor * len(inputs))()
+        self.loaded = (sm.Tensor * len(inputs))()
         for k, p in enumerate(inputs):
             sm.check(sm.lib.smelt_tensor_load(p.encode(), ctypes.byref(self.loaded[k])), f"load {p}")
         self.n_in = len(inputs)
@@ -112,7 +136,7 @@ class SmeltRunner:
         return [tensor_to_numpy(self.np, self.loaded[k]) for k in range(self.n_in)]
 
     def run(self, keep=False):
-        outs = (Tensor * self.n_out)()
+        outs = (self.sm.Tensor * self.n_out)()
         t0 = time.perf_counter()
         self.sm.check(self.sm.lib.smelt_session_run(self.session, self.loaded, self.n_in, outs,
                                                     self.n_out), "run")

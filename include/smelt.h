@@ -19,6 +19,31 @@
 extern "C" {
 #endif
 
+/* The library's version.  These three lines are the one place it is written:
+ * CMakeLists.txt (project VERSION, the shared library's SOVERSION, smelt.pc)
+ * and python/pyproject.toml read them from here.  smelt_version() returns
+ * SMELT_VERSION as the library was built, so a program can compare the header
+ * it was compiled with against the library it runs with. */
+#define SMELT_VERSION_MAJOR 0
+#define SMELT_VERSION_MINOR 2
+#define SMELT_VERSION_PATCH 0
+#define SMELT_VERSION_STR_(x) #x
+#define SMELT_VERSION_XSTR_(x) SMELT_VERSION_STR_(x)
+/* "MAJOR.MINOR.PATCH" */
+#define SMELT_VERSION                                                              \
+  SMELT_VERSION_XSTR_(SMELT_VERSION_MAJOR) "." SMELT_VERSION_XSTR_(SMELT_VERSION_MINOR) "." \
+  SMELT_VERSION_XSTR_(SMELT_VERSION_PATCH)
+/* One number for #if: MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define SMELT_VERSION_NUMBER (SMELT_VERSION_MAJOR * 10000 + SMELT_VERSION_MINOR * 100 + SMELT_VERSION_PATCH)
+
+/* Marks the public functions: the shared library is built with hidden
+ * visibility, so these are the only symbols it exports. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SMELT_API __attribute__((visibility("default")))
+#else
+#define SMELT_API
+#endif
+
 #define SMELT_MAX_RANK 12
 
 typedef enum smelt_status {
@@ -66,8 +91,16 @@ typedef enum smelt_dtype {
   SMELT_DTYPE_COUNT
 } smelt_dtype;
 
-/* A tensor view: a plain descriptor, not owned by smelt unless a function says so.
- * Data is dense, row-major (C order).  name is optional (NULL = by position). */
+/* Who owns a tensor's data. */
+typedef enum smelt_owner {
+  SMELT_OWNER_CALLER = 0, /* the caller's memory: smelt never frees it (what {0} gives) */
+  SMELT_OWNER_SMELT = 1   /* allocated by smelt (an output, smelt_tensor_load): free with smelt_tensor_release */
+} smelt_owner;
+
+/* A tensor view: a plain descriptor.  Data is dense, row-major (C order).
+ * name is optional (NULL = by position).  owner says whose data it is: set
+ * SMELT_OWNER_CALLER (0) for data you give; smelt sets SMELT_OWNER_SMELT on
+ * every descriptor whose data it allocates. */
 typedef struct smelt_tensor {
   const char *name;
   smelt_dtype dtype;
@@ -75,6 +108,7 @@ typedef struct smelt_tensor {
   int64_t dims[SMELT_MAX_RANK];
   void *data;
   size_t nbytes;
+  smelt_owner owner;
 } smelt_tensor;
 
 /* Description of a model input or output.  dims[i] < 0 means the dimension is
@@ -98,7 +132,32 @@ typedef enum smelt_mode {
   SMELT_MODE_MAX_AUTOTUNE
 } smelt_mode;
 
+/* ---- logging ----
+ * The library writes nothing to stderr (or anywhere) on its own: what it has
+ * to say -- a warning (no C compiler, compile cache off, recompile limit
+ * reached, prepared weights not cached), progress (max-autotune timing its
+ * variants) -- goes to the log callback of the session's options, if any.
+ * A message is one line without a trailing newline and without a "smelt:"
+ * prefix; it is valid during the call only.  The callback may be called from
+ * any thread that calls into the session (and from the session's worker
+ * threads), concurrently: it must be thread-safe and must not call back into
+ * the session. */
+typedef enum smelt_log_level {
+  SMELT_LOG_ERROR = 0,   /* something failed that the call itself does not report */
+  SMELT_LOG_WARNING = 1, /* the session goes on, but not as asked (slower, uncached...) */
+  SMELT_LOG_INFO = 2,    /* progress of long work (max-autotune) */
+  SMELT_LOG_DEBUG = 3    /* detail for smelt's developers */
+} smelt_log_level;
+
+typedef void (*smelt_log_fn)(smelt_log_level level, const char *message, void *user);
+
 typedef struct smelt_session_options {
+  /* sizeof(smelt_session_options), set by smelt_session_options_default():
+   * start from it.  A size below the first released layout (0.2.0: this
+   * one) is refused with SMELT_ERR_INVALID_ARGUMENT; a bigger one (a caller
+   * built against a later header) is read up to the fields this library
+   * knows. */
+  size_t struct_size;
   int threads;         /* worker threads; 0 = the machine's cores */
   smelt_mode mode;     /* execution mode */
   int fullgraph;       /* compiled modes: any graph break is an error */
@@ -120,10 +179,25 @@ typedef struct smelt_session_options {
    * ulimit -v.
    * SIZE_MAX: no budget. */
   size_t max_memory;
+  /* Where the session's messages go (see smelt_log_level).  NULL (the
+   * default): nowhere.  smelt_log_stderr prints them as the CLI does. */
+  smelt_log_fn log;
+  void *log_user; /* passed to log unchanged */
+  /* Messages of this level and more severe are passed to log (default
+   * SMELT_LOG_INFO).  $SMELT_LOG_LEVEL (error, warning, info or debug), when
+   * set, overrides it; another value is refused by smelt_session_create. */
+  smelt_log_level log_level;
 } smelt_session_options;
 
 /* What a session has done so far (for benchmarks and diagnostics). */
 typedef struct smelt_session_stats {
+  /* Set by the caller to sizeof(smelt_session_stats) before
+   * smelt_session_get_stats (smelt_session_stats st = {.struct_size = sizeof st};).  The
+   * library writes no byte past it: an older caller's smaller struct gets the
+   * fields it has, a newer caller's bigger one gets the fields this library
+   * knows and zeros after them.  Below the first released layout (0.2.0:
+   * this one): SMELT_ERR_INVALID_ARGUMENT. */
+  size_t struct_size;
   int compiles;            /* specializations compiled (cold or from cache) */
   int cache_hits;          /* of those, loaded from the on-disk cache */
   int eager_fallback;      /* 1 once the recompile limit sent this session to eager */
@@ -137,54 +211,65 @@ typedef struct smelt_session_stats {
 } smelt_session_stats;
 
 /* ---- library ---- */
-const char *smelt_version(void);
+SMELT_API const char *smelt_version(void);
 /* The message of the calling thread's last failure ("" if none).  Valid until
  * the thread's next smelt call that fails. */
-const char *smelt_last_error(void);
-const char *smelt_status_name(smelt_status s);
-const char *smelt_dtype_name(smelt_dtype t);
+SMELT_API const char *smelt_last_error(void);
+SMELT_API const char *smelt_status_name(smelt_status s);
+SMELT_API const char *smelt_dtype_name(smelt_dtype t);
 /* Bytes per element, 0 for string and sub-byte types.  Sub-byte types (int4,
  * uint4, float4e2m1: two per byte; int2, uint2: four per byte) are packed, the
  * first element in the low bits, as ONNX stores them: a tensor of n elements
  * takes ceil(n * bits / 8) bytes (smelt_tensor.nbytes). */
-size_t smelt_dtype_size(smelt_dtype t);
+SMELT_API size_t smelt_dtype_size(smelt_dtype t);
 
 /* ---- models ---- */
 /* Loads an ONNX model.  The file is memory-mapped; weights are viewed in place.
  * On success *out is owned by the caller: free with smelt_model_free. */
-smelt_status smelt_model_load(const char *path, smelt_model **out);
+SMELT_API smelt_status smelt_model_load(const char *path, smelt_model **out);
 /* Loads an ONNX model from memory (len bytes at data).  The model keeps its own
  * copy, so data may be freed after the call.  External data is not allowed
  * (there is no folder to resolve it in).  Free with smelt_model_free. */
-smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out);
-void smelt_model_free(smelt_model *m);
-int smelt_model_num_inputs(const smelt_model *m);
-int smelt_model_num_outputs(const smelt_model *m);
+SMELT_API smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out);
+SMELT_API void smelt_model_free(smelt_model *m);
+SMELT_API int smelt_model_num_inputs(const smelt_model *m);
+SMELT_API int smelt_model_num_outputs(const smelt_model *m);
 /* Fills *info for input/output i.  Strings in *info are owned by the model. */
-smelt_status smelt_model_input(const smelt_model *m, int i, smelt_value_info *info);
-smelt_status smelt_model_output(const smelt_model *m, int i, smelt_value_info *info);
+SMELT_API smelt_status smelt_model_input(const smelt_model *m, int i, smelt_value_info *info);
+SMELT_API smelt_status smelt_model_output(const smelt_model *m, int i, smelt_value_info *info);
 
 /* ---- sessions ---- */
-smelt_session_options smelt_session_options_default(void);
+/* struct_size set, threads 0, eager, recompile_limit 8, no log callback,
+ * log_level SMELT_LOG_INFO, everything else zero/NULL. */
+SMELT_API smelt_session_options smelt_session_options_default(void);
+/* A ready-made smelt_log_fn: writes "smelt: warning: MESSAGE" (warnings),
+ * "smelt: error: MESSAGE" (errors) or "smelt: MESSAGE" (info, debug) and a
+ * newline to stderr, one line per write.  user is ignored. */
+SMELT_API void smelt_log_stderr(smelt_log_level level, const char *message, void *user);
 /* Creates a session (thread pool, prepared plan) for a model.  opts may be NULL
  * for defaults.  The model must outlive the session. */
-smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
-                                  smelt_session **out);
-void smelt_session_free(smelt_session *s);
-smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out);
+SMELT_API smelt_status smelt_session_create(const smelt_model *m, const smelt_session_options *opts,
+                                            smelt_session **out);
+SMELT_API void smelt_session_free(smelt_session *s);
+/* Fills *out up to out->struct_size (set it first: see smelt_session_stats). */
+SMELT_API smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out);
 /* Parses "eager", "default", "reduce-overhead", "max-autotune". */
-smelt_status smelt_mode_parse(const char *name, smelt_mode *out);
-const char *smelt_mode_name(smelt_mode m);
+SMELT_API smelt_status smelt_mode_parse(const char *name, smelt_mode *out);
+SMELT_API const char *smelt_mode_name(smelt_mode m);
 
 /* Runs the model.  inputs: n_inputs tensors, matched by name when name is set,
  * else by position among the model's inputs; every input must be given.
  * outputs: n_outputs descriptors, matched the same way (n_outputs may be fewer
  * than the model has).  For each output whose data is NULL, smelt allocates the
- * data and fills the descriptor; the caller frees it with smelt_tensor_release.
- * An output whose data is set must have the right dtype and nbytes; smelt
- * writes into it.  Thread-safe: concurrent calls on one session are allowed. */
-smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
-                               smelt_tensor *outputs, size_t n_outputs);
+ * data and fills the descriptor (owner SMELT_OWNER_SMELT); the caller frees it
+ * with smelt_tensor_release.  An output whose data is set must have the right
+ * dtype and nbytes; smelt writes into it (its owner is left as it is).
+ * All or none: when the run fails at any point, no output descriptor is
+ * filled and whatever smelt allocated for them is freed (a caller-owned
+ * buffer holds unspecified bytes).  Thread-safe: concurrent calls on one
+ * session are allowed. */
+SMELT_API smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
+                                         smelt_tensor *outputs, size_t n_outputs);
 /* ---- run options: cancellation and deadlines ----
  * Like ONNX Runtime's RunOptions with its terminate flag.  A run given
  * options stops early when *cancel becomes non-zero (set it from any thread,
@@ -204,22 +289,65 @@ typedef struct smelt_run_options {
   const volatile int *cancel; /* non-NULL: the run stops once *cancel != 0; NULL = none */
 } smelt_run_options;
 
-smelt_run_options smelt_run_options_default(void);
+SMELT_API smelt_run_options smelt_run_options_default(void);
 /* smelt_session_run with options (NULL = none: the same as smelt_session_run). */
-smelt_status smelt_session_run_with(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
-                                    smelt_tensor *outputs, size_t n_outputs,
-                                    const smelt_run_options *options);
+SMELT_API smelt_status smelt_session_run_with(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
+                                              smelt_tensor *outputs, size_t n_outputs,
+                                              const smelt_run_options *options);
 
-/* Frees data that smelt allocated for an output and clears the descriptor. */
-void smelt_tensor_release(smelt_tensor *t);
+/* Frees the data if smelt owns it (owner SMELT_OWNER_SMELT; the caller's
+ * data is never freed) and clears the descriptor (all zero).  NULL: nothing. */
+SMELT_API void smelt_tensor_release(smelt_tensor *t);
 
 /* ---- tensor files ---- */
 /* Reads a tensor from a .npy (v1-v3, C order) or ONNX TensorProto .pb file,
- * chosen by the file's contents.  out->name is set to NULL.  The caller frees
- * the data with smelt_tensor_release. */
-smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
+ * chosen by the file's contents.  out->name is set to NULL, out->owner to
+ * SMELT_OWNER_SMELT.  The caller frees the data with smelt_tensor_release. */
+SMELT_API smelt_status smelt_tensor_load(const char *path, smelt_tensor *out);
 /* Writes a tensor as .npy (v1).  Atomic: written to a temporary file, then renamed. */
-smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
+SMELT_API smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
+
+/* ---- tokenizer ----
+ * Hugging Face tokenizer.json files with a BPE model: byte-level BPE (GPT-2,
+ * Llama-3, Qwen2 style) and SentencePiece-style BPE with byte fallback
+ * (Llama-2 style).  Ids and text are the same as the `tokenizers` library's
+ * (encode(text, add_special_tokens), decode(ids, skip_special_tokens)).  A
+ * tokenizer may be used from several threads at once. */
+typedef struct smelt_tokenizer smelt_tokenizer;
+typedef struct smelt_tokenizer_stream smelt_tokenizer_stream;
+
+/* Loads tokenizer.json.  Errors name the file, line:column and JSON path;
+ * parts smelt does not implement (another model type, an unknown split
+ * regex...) give SMELT_ERR_UNSUPPORTED naming them.  Free with smelt_tokenizer_free. */
+smelt_status smelt_tokenizer_load(const char *tokenizer_json_path, smelt_tokenizer **out);
+smelt_status smelt_tokenizer_load_bytes(const char *json, size_t len, smelt_tokenizer **out);
+void smelt_tokenizer_free(smelt_tokenizer *t);
+/* Encodes len bytes of UTF-8 text.  add_special_tokens: the post-processor's
+ * tokens (BOS...) too.  *ids is freed with smelt_free. */
+smelt_status smelt_tokenizer_encode(const smelt_tokenizer *t, const char *text, size_t len, int add_special_tokens,
+                                    int32_t **ids, size_t *n);
+/* Decodes n ids; *text is NUL-terminated (*len bytes), freed with smelt_free.
+ * An id outside the vocabulary is SMELT_ERR_INVALID_ARGUMENT. */
+smelt_status smelt_tokenizer_decode(const smelt_tokenizer *t, const int32_t *ids, size_t n, int skip_special_tokens,
+                                    char **text, size_t *len);
+/* Streaming decode for generation: each step gives the text the new id
+ * completes ("" while a character's UTF-8 bytes are split across tokens);
+ * *text stays valid until the next call on the stream. */
+smelt_status smelt_tokenizer_stream_new(const smelt_tokenizer *t, int skip_special_tokens, smelt_tokenizer_stream **out);
+smelt_status smelt_tokenizer_stream_step(smelt_tokenizer_stream *s, int32_t id, const char **text, size_t *len);
+void smelt_tokenizer_stream_free(smelt_tokenizer_stream *s);
+/* The id of a token by its text ("</s>", "<|endoftext|>"). */
+smelt_status smelt_tokenizer_token_id(const smelt_tokenizer *t, const char *token, int32_t *id);
+/* The text of an id as the vocabulary holds it (owned by t), NULL if none. */
+const char *smelt_tokenizer_id_token(const smelt_tokenizer *t, int32_t id);
+/* One more than the largest id. */
+int32_t smelt_tokenizer_vocab_size(const smelt_tokenizer *t);
+/* The BOS / EOS ids found by their usual names (<|begin_of_text|>, <s>,
+ * <|endoftext|>...; <|end_of_text|>, </s>, <|endoftext|>...), -1 if none. */
+int32_t smelt_tokenizer_bos_id(const smelt_tokenizer *t);
+int32_t smelt_tokenizer_eos_id(const smelt_tokenizer *t);
+/* Frees memory smelt allocated for the caller (token ids, decoded text). */
+void smelt_free(void *p);
 
 /* ---- generation: decoder-only language models with a KV cache ----
  * A generator drives a session of a decoder exported with its cache as inputs
@@ -235,7 +363,10 @@ smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t);
 typedef struct smelt_generator smelt_generator;
 
 typedef struct smelt_generator_options {
-  size_t struct_size;   /* sizeof(smelt_generator_options): set by smelt_generator_options_default */
+  /* sizeof(smelt_generator_options), set by smelt_generator_options_default():
+   * start from it.  Smaller than this first layout: refused; bigger (a later
+   * header): read up to the fields this library knows. */
+  size_t struct_size;
   int batch;            /* sequences generated at once (default 1) */
   int64_t max_length;   /* prompt + generated tokens at most; 0 = no limit */
   float temperature;    /* 0 (default): greedy; > 0: sampling at this temperature */
@@ -245,34 +376,34 @@ typedef struct smelt_generator_options {
   int64_t eos_token_id; /* -1 (default): none */
 } smelt_generator_options;
 
-smelt_generator_options smelt_generator_options_default(void);
+SMELT_API smelt_generator_options smelt_generator_options_default(void);
 /* Checks the session's model for the signature above (an error names what
  * does not fit).  The session must outlive the generator; opts NULL = defaults. */
-smelt_status smelt_generator_create(smelt_session *s, const smelt_generator_options *opts,
+SMELT_API smelt_status smelt_generator_create(smelt_session *s, const smelt_generator_options *opts,
                                     smelt_generator **out);
 /* Starts sequences over: runs the prompt, ids[b * n + i] the i-th token of
  * sequence b (batch rows of n tokens), and keeps the last position's logits. */
-smelt_status smelt_generator_prefill(smelt_generator *g, const int64_t *ids, size_t n);
+SMELT_API smelt_status smelt_generator_prefill(smelt_generator *g, const int64_t *ids, size_t n);
 /* Picks the next token of each sequence (tokens[batch]) from the last logits. */
-smelt_status smelt_generator_sample(smelt_generator *g, int64_t *tokens);
+SMELT_API smelt_status smelt_generator_sample(smelt_generator *g, int64_t *tokens);
 /* Runs one decode step: tokens[batch], one per sequence, appended to the cache. */
-smelt_status smelt_generator_step(smelt_generator *g, const int64_t *tokens);
+SMELT_API smelt_status smelt_generator_step(smelt_generator *g, const int64_t *tokens);
 /* The next token of each sequence: feeds the tokens the previous call
  * returned (a step), then samples.  After prefill, the first call only samples. */
-smelt_status smelt_generator_next(smelt_generator *g, int64_t *tokens);
+SMELT_API smelt_status smelt_generator_next(smelt_generator *g, int64_t *tokens);
 /* 1 when every sequence has produced eos_token_id or max_length is reached. */
-int smelt_generator_done(const smelt_generator *g);
+SMELT_API int smelt_generator_done(const smelt_generator *g);
 /* The last position's logits: batch rows of *vocab floats, owned by g (valid until its next call). */
-const float *smelt_generator_logits(const smelt_generator *g, int64_t *vocab);
+SMELT_API const float *smelt_generator_logits(const smelt_generator *g, int64_t *vocab);
 /* Tokens in the cache per sequence (prompt + steps run). */
-int64_t smelt_generator_length(const smelt_generator *g);
+SMELT_API int64_t smelt_generator_length(const smelt_generator *g);
 /* Bytes the KV cache holds now (every layer's key and value). */
-size_t smelt_generator_kv_bytes(const smelt_generator *g);
+SMELT_API size_t smelt_generator_kv_bytes(const smelt_generator *g);
 /* Drops the cache and the logits: the next call is a prefill.  Reset and
  * prefill restart the sampler from the seed (the same prompt and seed give
  * the same tokens again). */
-void smelt_generator_reset(smelt_generator *g);
-void smelt_generator_free(smelt_generator *g);
+SMELT_API void smelt_generator_reset(smelt_generator *g);
+SMELT_API void smelt_generator_free(smelt_generator *g);
 
 #ifdef __cplusplus
 }

@@ -214,6 +214,7 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   smelt_session_options opts = smelt_session_options_default();
+  opts.log = smelt_log_stderr; /* the library's warnings, on stderr as the CLI shows them */
   smelt_status st = smelt_mode_parse(mode, &opts.mode);
   if (st) {
     raise_last(st);
@@ -428,7 +429,7 @@ static PyObject *session_value_infos(SessionObject *self, PyObject *args) {
 
 static PyObject *session_stats(SessionObject *self, PyObject *unused) {
   if (check_open(self)) return NULL;
-  smelt_session_stats s;
+  smelt_session_stats s = {.struct_size = sizeof s};
   smelt_status st = smelt_session_get_stats(self->session, &s);
   if (st) return raise_last(st);
   return Py_BuildValue("{s:i,s:i,s:O,s:i,s:i,s:d,s:n,s:n,s:i,s:i}", "compiles", s.compiles,

@@ -43,11 +43,16 @@ if [ -d "$shared/conformance/onnx-node" ]; then
   python3 "$root/tests/conformance/run.py" "$build/smelt" "$shared/conformance/onnx-node" \
     --sample "$sample" --jobs 2 --timeout 300 | tail -n 25 || status=1
 else
-  echo "   skipped: $shared/conformance/onnx-node not found"
+  echo "   SKIP: $shared/conformance/onnx-node not found"
+  skipped=1
 fi
 
 if [ $status -ne 0 ]; then
   echo "== the sanitizer run found problems"
   exit 1
+fi
+if [ "${skipped:-0}" = 1 ]; then
+  echo "== sanitizer run clean, but the conformance sample did not run (exit 77: skipped)"
+  exit 77
 fi
 echo "== sanitizer run clean"

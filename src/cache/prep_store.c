@@ -15,6 +15,7 @@ typedef struct mapping {
 
 struct prep_store {
   const smelt_cache *cache;
+  const smelt_logger *log;
   pthread_mutex_t mu;
   mapping *maps;
   int n_maps, cap_maps;
@@ -22,10 +23,11 @@ struct prep_store {
   bool warned;
 };
 
-smelt_status prep_store_create(const smelt_cache *c, prep_store **out) {
+smelt_status prep_store_create(const smelt_cache *c, const smelt_logger *log, prep_store **out) {
   prep_store *s = calloc(1, sizeof *s);
   if (!s) return err_nomem("prepared-weight store", sizeof *s);
   s->cache = c;
+  s->log = log;
   pthread_mutex_init(&s->mu, NULL);
   *out = s;
   return SMELT_OK;
@@ -94,7 +96,7 @@ void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const vo
   if (warn) s->warned = true;
   pthread_mutex_unlock(&s->mu);
   if (warn)
-    fprintf(stderr, "smelt: warning: prepared weights not cached (%s); later sessions prepare them again\n",
+    log_msg(s->log, SMELT_LOG_WARNING, "prepared weights not cached (%s); later sessions prepare them again",
             smelt_last_error());
 }
 

@@ -18,12 +18,14 @@
 #include <stddef.h>
 
 #include "cache/cache.h"
+#include "util/log.h"
 
 typedef struct prep_store prep_store;
 
-/* c (enabled, outliving the store) is where entries go.  *out owned by the
- * caller: prep_store_free. */
-smelt_status prep_store_create(const smelt_cache *c, prep_store **out);
+/* c (enabled, outliving the store) is where entries go; log (NULL: none,
+ * else outliving the store) gets its warning.  *out owned by the caller:
+ * prep_store_free. */
+smelt_status prep_store_create(const smelt_cache *c, const smelt_logger *log, prep_store **out);
 void prep_store_free(prep_store *s); /* unmaps everything it handed out; NULL ok */
 
 /* Where the prepared array of len bytes made from (kind, desc, src) lives:
@@ -41,7 +43,7 @@ bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const voi
  * cache holds one of exactly k->len bytes, else NULL. */
 const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k);
 /* Saves data (k->len bytes) under k.  A failure (disk full, read-only cache)
- * is reported once on stderr and otherwise ignored: the session goes on
+ * is logged once (a warning) and otherwise ignored: the session goes on
  * preparing in memory. */
 void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data);
 

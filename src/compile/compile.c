@@ -282,7 +282,7 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
   }
   cgraph_free(&cg);
   double tt = now_s();
-  if (!s && o->mode == SMELT_MODE_MAX_AUTOTUNE && !p->whole_eager) s = autotune_plan(p, inputs, o->cache, &r->explain, &r->tune_cache_hit);
+  if (!s && o->mode == SMELT_MODE_MAX_AUTOTUNE && !p->whole_eager) s = autotune_plan(p, inputs, o->cache, &r->explain, &r->tune_cache_hit, o->log);
   r->t_tune += now_s() - tt;
   if (!s) debug_plan(o, p);
   r->seconds += now_s() - t0;

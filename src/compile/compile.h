@@ -20,6 +20,7 @@
 #include "compile/fuse.h"
 #include "plan/plan.h"
 #include "util/strbuf.h"
+#include "util/log.h"
 
 typedef struct compile_options {
   smelt_mode mode;
@@ -33,6 +34,7 @@ typedef struct compile_options {
   const char *tc_error;
   struct kernel_memo *memo; /* the session's loaded kernel libraries, by key */
   struct op_cache *op_cache; /* the session's prepared weights, shared by its plans (may be NULL) */
+  const smelt_logger *log;   /* the session's log (max-autotune's progress); NULL: none */
 } compile_options;
 
 /* What a compile did (for stats, --explain and SMELT_DEBUG). */
@@ -43,7 +45,7 @@ typedef struct compile_report {
   bool cache_hit;
   bool tune_cache_hit;
   bool no_codegen;       /* the compiler could not be used: groups ran eagerly */
-  char warning[1024];    /* a message for stderr (no compiler, cache refused...), "" if none */
+  char warning[1024];    /* a warning for the session's log (no compiler, cache refused...), "" if none */
   int graph_breaks, kernels, groups, fusions, library_steps;
   size_t arena_bytes;
   size_t eager_bytes;    /* what the eager executor would hold at its peak (estimate) */

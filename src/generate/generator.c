@@ -8,6 +8,7 @@
 #include "generate/gen_sample.h"
 #include "generate/gen_signature.h"
 #include "session/session.h"
+#include "util/api_struct.h"
 #include "util/err.h"
 
 struct smelt_generator {
@@ -63,13 +64,9 @@ smelt_status smelt_generator_create(smelt_session *s, const smelt_generator_opti
   if (!s || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_generator_create: session or out is NULL");
   *out = NULL;
   smelt_generator_options o = smelt_generator_options_default();
-  if (opts) {
-    if (opts->struct_size != sizeof o)
-      return err_set(SMELT_ERR_INVALID_ARGUMENT,
-                     "smelt_generator_create: options.struct_size is %zu, expected %zu "
-                     "(start from smelt_generator_options_default)", opts->struct_size, sizeof o);
-    o = *opts;
-  }
+  if (opts)
+    TRY(api_struct_read(opts, sizeof o, sizeof o, &o, "smelt_generator_create: options",
+                        "start from smelt_generator_options_default()"));
   if (o.batch < 1 || o.batch > 65536)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "generate: batch %d is outside 1..65536", o.batch);
   if (o.max_length < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "generate: max_length %lld is negative",

@@ -10,10 +10,19 @@
  * vector idle and one dependent FMA chain per row, so they run "wide": the
  * plane's rows back to back as one run over the padded width Wq (the
  * columns past OW are computed and dropped) into a small scratch, then
- * each row is copied out through the epilogue.  Planes run in parallel. */
+ * each row is copied out through the epilogue.  Planes run in parallel.
+ *
+ * Narrow planes without a residual (dwb_fits) run blocked instead: vl channels at a
+ * time are transposed into a padded pixel-major copy (a pixel is vl
+ * consecutive floats: rows_to_blk), every output pixel is taps FMAs on
+ * whole vectors (dw_blk), and the result goes back to the channels' planes
+ * (blk_to_rows).  No lane is idle and no row is short; on mobilenet_v2's
+ * 14x14 and 7x7 layers (AVX2) ~2x the wide form, whose per-row copies,
+ * partial vectors and pass through a scratch cost more than the sums. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
@@ -84,9 +93,93 @@ static void dw_planes(void *vctx, int64_t q0, int64_t q1) {
   tensor_data_free(buf);
 }
 
+/* ---- blocked: vl channels per unit of work ---- */
+
+typedef struct dwb_job {
+  const conv2d_weights *w;
+  const float *X, *B;
+  float *Y;
+  float lo, hi;
+  int64_t Hp, Wp;     /* the padded blocked copy, in pixels */
+  int64_t n_blk;      /* channel blocks per image */
+  int64_t off[64];    /* per tap: its offset in the copy, in floats */
+  int64_t buf_floats; /* per thread: the copy, the outputs, weights, bias */
+  atomic_bool failed;
+} dwb_job;
+
+static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, float *wv, float *bv) {
+  const conv2d_desc *d = &j->w->d;
+  const conv_kernels *k = j->w->k;
+  const int vl = k->vl;
+  int64_t n = u / j->n_blk, c0 = (u % j->n_blk) * vl, taps = d->KH * d->KW;
+  int nch = (int)(d->C - c0 < vl ? d->C - c0 : vl);
+  const float *src[16];
+  float *dst[16];
+  for (int l = 0; l < vl; l++) {
+    bool in = l < nch;
+    for (int64_t t = 0; t < taps; t++) wv[t * vl + l] = in ? j->w->data[(c0 + l) * taps + t] : 0.f;
+    bv[l] = in && j->B ? j->B[c0 + l] : 0.f;
+    dst[l] = in ? j->Y + (n * d->C + c0 + l) * d->OH * d->OW : NULL;
+  }
+  for (int64_t ih = 0; ih < d->H; ih++) { /* the padding around stays 0 from the first fill */
+    for (int l = 0; l < vl; l++) src[l] = l < nch ? j->X + ((n * d->C + c0 + l) * d->H + ih) * d->W : NULL;
+    k->rows_to_blk(src, d->W, buf + ((ih + d->pt) * j->Wp + d->pl) * vl);
+  }
+  k->dw_blk(buf, j->Wp, d->sh, d->sw, j->off, (int)taps, wv, bv, j->lo, j->hi, d->OH, d->OW, obuf);
+  k->blk_to_rows(obuf, d->OH * d->OW, dst, NULL);
+}
+
+static void dwb_blocks(void *vctx, int64_t u0, int64_t u1) {
+  dwb_job *j = vctx;
+  const conv2d_desc *d = &j->w->d;
+  int vl = j->w->k->vl;
+  float *buf = tensor_data_alloc(sizeof(float) * (size_t)j->buf_floats);
+  if (!buf) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  int64_t copy = j->Hp * j->Wp * vl;
+  memset(buf, 0, sizeof(float) * (size_t)copy);
+  float *obuf = buf + copy, *wv = obuf + d->OH * d->OW * vl, *bv = wv + d->KH * d->KW * vl;
+  for (int64_t u = u0; u < u1; u++) dwb_block(j, u, buf, obuf, wv, bv);
+  tensor_data_free(buf);
+}
+
+/* Whether the blocked form takes this call: planes under 4 vectors wide,
+ * or 8 at a stride (the row form's phase split costs more there), and no
+ * residual.  Measured at AVX2 (1 thread, blocked vs rows): 7x7 1.9x, 14x14
+ * 1.4x, 28x28 1.2x, 56x56 0.9x; stride 2 to 7x7 2.6x, to 28x28 1.4x, to
+ * 56x56 1.1x. */
+static bool dwb_fits(const conv2d_weights *w, const conv2d_epilogue *ep) {
+  const conv2d_desc *d = &w->d;
+  int vl = w->k->vl;
+  bool narrow = d->OW < 4 * vl || (d->sw > 1 && d->OW < 8 * vl);
+  return vl > 1 && vl <= 16 && narrow && d->KH * d->KW <= 64 && !(ep && ep->residual);
+}
+
+static smelt_status dwb_run(smelt_pool *pool, const conv2d_weights *w, const float *X, const float *B,
+                            const conv2d_epilogue *ep, float *Y) {
+  const conv2d_desc *d = &w->d;
+  int vl = w->k->vl;
+  dwb_job j = {.w = w, .X = X, .B = B, .Y = Y, .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
+  /* rows and columns read: the input's with its begin pads, and the last window's */
+  int64_t rh = (d->OH - 1) * d->sh + (d->KH - 1) * d->dh + 1, rw = (d->OW - 1) * d->sw + (d->KW - 1) * d->dw + 1;
+  j.Hp = d->H + d->pt > rh ? d->H + d->pt : rh;
+  j.Wp = d->W + d->pl > rw ? d->W + d->pl : rw;
+  j.n_blk = (d->C + vl - 1) / vl;
+  for (int64_t kh = 0, t = 0; kh < d->KH; kh++)
+    for (int64_t kw = 0; kw < d->KW; kw++, t++) j.off[t] = (kh * d->dh * j.Wp + kw * d->dw) * vl;
+  j.buf_floats = (j.Hp * j.Wp + d->OH * d->OW + d->KH * d->KW + 1) * vl;
+  int64_t grain = 1 + 32768 / (d->OH * d->OW * d->KH * d->KW * vl + 1);
+  pool_parallel_for(pool, d->N * j.n_blk, grain, dwb_blocks, &j);
+  if (atomic_load(&j.failed)) return err_nomem("depthwise block", sizeof(float) * (size_t)j.buf_floats);
+  return SMELT_OK;
+}
+
 smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                          const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
+  if (dwb_fits(w, ep)) return dwb_run(pool, w, X, B, ep, Y);
   dw_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
               .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
   int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw;

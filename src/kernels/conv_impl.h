@@ -356,6 +356,39 @@ static SIMD_TARGET void SIMD_NAME(dw9_row)(const float *p, const int64_t *off, c
   }
 }
 
+static SIMD_TARGET void SIMD_NAME(dw_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw,
+                                          const int64_t *off, int taps, const float *w, const float *bias,
+                                          float lo, float hi, int64_t OH, int64_t OW, float *o) {
+  const vf vb = v_load(bias), vlo = v_set1(lo), vhi = v_set1(hi);
+  if (taps == 9) { /* 3x3: the weights in registers */
+    const vf w0 = v_load(w), w1 = v_load(w + VL), w2 = v_load(w + 2 * VL), w3 = v_load(w + 3 * VL);
+    const vf w4 = v_load(w + 4 * VL), w5 = v_load(w + 5 * VL), w6 = v_load(w + 6 * VL);
+    const vf w7 = v_load(w + 7 * VL), w8 = v_load(w + 8 * VL);
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        const float *q = p + (oh * sh * Wp + ow * sw) * VL;
+        vf a = v_fma(w0, v_load(q + off[0]), vb);
+        a = v_fma(w1, v_load(q + off[1]), a);
+        a = v_fma(w2, v_load(q + off[2]), a);
+        a = v_fma(w3, v_load(q + off[3]), a);
+        a = v_fma(w4, v_load(q + off[4]), a);
+        a = v_fma(w5, v_load(q + off[5]), a);
+        a = v_fma(w6, v_load(q + off[6]), a);
+        a = v_fma(w7, v_load(q + off[7]), a);
+        a = v_fma(w8, v_load(q + off[8]), a);
+        v_store(o + (oh * OW + ow) * VL, SIMD_NAME(clampv)(a, vlo, vhi));
+      }
+    return;
+  }
+  for (int64_t oh = 0; oh < OH; oh++)
+    for (int64_t ow = 0; ow < OW; ow++) {
+      const float *q = p + (oh * sh * Wp + ow * sw) * VL;
+      vf a = vb;
+      for (int t = 0; t < taps; t++) a = v_fma(v_load(w + t * VL), v_load(q + off[t]), a);
+      v_store(o + (oh * OW + ow) * VL, SIMD_NAME(clampv)(a, vlo, vhi));
+    }
+}
+
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(epi_run)(const float *x, const float *res, vf vlo,
                                                          vf vhi, float *y, int64_t n, int64_t cap) {
   int64_t j = 0;
@@ -484,6 +517,32 @@ static SIMD_TARGET void SIMD_NAME(pool_max_row)(const float *p, const int64_t *o
   }
 }
 
+static SIMD_TARGET void SIMD_NAME(max_pool_row)(const float *x, int64_t xs, int64_t rows,
+                                                const pool_row_geom *g, float *t, float *ph, float *y,
+                                                int64_t cap) {
+  int64_t j = 0, n = g->W;
+  for (; j + 2 * VL <= n; j += 2 * VL) {
+    vf a = v_set1(-INFINITY), b = a;
+    for (int64_t r = 0; r < rows; r++)
+      a = v_max(v_load(x + r * xs + j), a), b = v_max(v_load(x + r * xs + j + VL), b);
+    v_store(t + j, a);
+    v_store(t + j + VL, b);
+  }
+  for (; j < n; j += VL) {
+    int c = n - j < VL ? (int)(n - j) : VL;
+    vf a = v_set1(-INFINITY);
+    for (int64_t r = 0; r < rows; r++) a = v_max(v_loadn(x + r * xs + j, c), a);
+    v_store(t + j, a); /* whole: t has room (a masked store is slow on AMD) */
+  }
+  int64_t room = g->sw * g->Wq + VL;
+  for (int64_t pw = 0; pw < g->sw; pw++) {
+    int64_t lo = g->lo[pw], hi = g->hi[pw];
+    SIMD_NAME(fill_row)(lo < hi ? t + lo * g->sw + pw - g->pl : t, g->sw, lo, hi, g->Wq, -INFINITY, ph + pw * g->Wq,
+                        room - pw * g->Wq);
+  }
+  SIMD_NAME(pool_max_row)(ph, g->off, (int)g->KW, y, g->OW, cap);
+}
+
 static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,
                                                 const float *scale, float s, float *y, int64_t n,
                                                 int64_t cap) {
@@ -536,9 +595,11 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .blk_to_rows = SIMD_NAME(blk_to_rows),
     .dw_row = SIMD_NAME(dw_row),
     .dw9_row = SIMD_NAME(dw9_row),
+    .dw_blk = SIMD_NAME(dw_blk),
     .epi_rows = SIMD_NAME(epi_rows),
     .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),
+    .max_pool_row = SIMD_NAME(max_pool_row),
     .pool_avg_row = SIMD_NAME(pool_avg_row),
     .row_sum = SIMD_NAME(row_sum),
 };

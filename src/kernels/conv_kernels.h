@@ -12,6 +12,13 @@
 
 struct conv_phases;
 
+/* A max pool's row geometry for max_pool_row (kernels/pool2d.c makes it). */
+typedef struct pool_row_geom {
+  int64_t W, pl, sw, Wq, KW, OW;
+  const int64_t *lo, *hi; /* per column phase: the columns holding values */
+  const int64_t *off;     /* per tap: its offset in the phase rows */
+} pool_row_geom;
+
 #define CONV_DIRECT_MAX_NV 4
 
 typedef struct conv_kernels {
@@ -55,6 +62,13 @@ typedef struct conv_kernels {
    * NULL; NaN passes through the clamp as in the reference Clip). */
   void (*dw9_row)(const float *p, const int64_t *off, const float *w, float bias,
                   const float *res, float lo, float hi, float *y, int64_t n, int64_t cap);
+  /* Depthwise on vl channels at once (blocked layout, see rows_to_blk),
+   * for outputs (oh, ow) < (OH, OW): o[(oh*OW + ow)*vl + l] = min(hi,
+   * max(lo, bias[l] + sum_t w[t*vl + l] * p[(oh*sh*Wp + ow*sw)*vl + off[t]
+   * + l])): p the padded blocked input (row stride Wp pixels), off[t] in
+   * floats. */
+  void (*dw_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw, const int64_t *off, int taps,
+                 const float *w, const float *bias, float lo, float hi, int64_t OH, int64_t OW, float *o);
   /* rows of n: y[r*n + j] = min(hi, max(lo, x[r*xs + j] + res[r*n + j])),
    * j < n, r < rows (res may be NULL; x may be y when xs = n). */
   void (*epi_rows)(const float *x, int64_t xs, const float *res, float lo, float hi, float *y,
@@ -71,6 +85,15 @@ typedef struct conv_kernels {
    * (max, or sum times scale[j] when scale is given, else times s). */
   void (*pool_max_row)(const float *p, const int64_t *off, int taps, float *y, int64_t n,
                        int64_t cap);
+  /* One output row of a max pool, separably (kernels/pool2d.c): t[j] =
+   * max over r < rows of x[r*xs + j] (-inf when rows is 0; NaN ignored as
+   * in pool_max_row) for j < g->W, then t's stride phases padded with -inf
+   * into ph (g->sw rows of g->Wq: row pw, column i holds t[i*sw + pw - pl],
+   * values for i in [lo[pw], hi[pw])), then pool_max_row over g->KW taps
+   * at g->off into y.  t: room for W rounded up to whole vectors; ph:
+   * sw*Wq floats and a vector more. */
+  void (*max_pool_row)(const float *x, int64_t xs, int64_t rows, const struct pool_row_geom *g, float *t,
+                       float *ph, float *y, int64_t cap);
   void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
                        float s, float *y, int64_t n, int64_t cap);
   /* sum of x[0..n) in double (vector partial sums over short blocks) */

@@ -526,9 +526,9 @@ smelt_status gemm_f32_ex(smelt_pool *pool, const gemm_params *p) {
   return gemm_f32_isa(pool, p, isa_active());
 }
 
-void gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-              float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-              float *C, int64_t ldc) {
+smelt_status gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                      float *C, int64_t ldc) {
   gemm_params p = gemm_params_default();
   p.trans_a = trans_a;
   p.trans_b = trans_b;
@@ -543,7 +543,5 @@ void gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N
   p.beta = beta;
   p.C = C;
   p.ldc = ldc;
-  /* void by contract: a bad argument leaves C untouched, with the reason in
-   * smelt_last_error(). */
-  (void)gemm_f32_ex(pool, &p);
+  return gemm_f32_ex(pool, &p);
 }

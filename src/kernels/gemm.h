@@ -13,9 +13,12 @@
 #include "kernels/isa.h"
 #include "parallel/pool.h"
 
-void gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-              float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-              float *C, int64_t ldc);
+/* Returns SMELT_ERR_INVALID_ARGUMENT (with the reason in smelt_last_error(),
+ * C untouched) for negative sizes, strides below the row length, or NULL
+ * pointers that the sizes require, as gemm_f32_ex does; otherwise SMELT_OK. */
+smelt_status gemm_f32(smelt_pool *pool, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                      float *C, int64_t ldc) __attribute__((warn_unused_result));
 
 /* Work done on each output element while its tile is still in registers:
  *   C[m][n] = act(alpha * (op(A) op(B))[m][n] + beta * C[m][n] + bias)

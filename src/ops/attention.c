@@ -159,6 +159,7 @@ typedef struct attn_job {
   float *Y, *QK;          /* QK may be NULL */
   bool inline_gemm;
   atomic_bool failed;
+  atomic_int gemm_st; /* a worker's GEMM refused its arguments: that status */
 } attn_job;
 
 /* Additive bias of row (b, h, i) into bias[0..Stot). */
@@ -217,7 +218,7 @@ static void attn_row(const attn_job *j, int64_t b, int64_t h, int64_t i, float *
 }
 
 /* One (batch, head): scores, rows, then P V. */
-static void attn_head(attn_job *j, int64_t bh, float *s, float *bias, smelt_pool *pool) {
+static smelt_status attn_head(attn_job *j, int64_t bh, float *s, float *bias, smelt_pool *pool) {
   const attn_geom *g = j->g;
   int64_t b = bh / g->Hq, h = bh % g->Hq, hk = h / (g->Hq / g->Hkv);
   const float *q, *k = j->K + (b * g->Hkv + hk) * g->Stot * g->D;
@@ -236,15 +237,16 @@ static void attn_head(attn_job *j, int64_t bh, float *s, float *bias, smelt_pool
     ldy = g->Dv;
   }
   if (g->D > 0)
-    gemm_f32(pool, false, true, g->Sq, g->Stot, g->D, g->scale, q, ldq, k, g->D, 0.f, s, g->Stot);
+    TRY(gemm_f32(pool, false, true, g->Sq, g->Stot, g->D, g->scale, q, ldq, k, g->D, 0.f, s, g->Stot));
   else
     memset(s, 0, sizeof(float) * (size_t)(g->Sq * g->Stot));
   for (int64_t i = 0; i < g->Sq; i++) attn_row(j, b, h, i, s + i * g->Stot, bias);
   if (g->Stot > 0) {
-    gemm_f32(pool, false, false, g->Sq, g->Dv, g->Stot, 1.f, s, g->Stot, v, g->Dv, 0.f, y, ldy);
+    TRY(gemm_f32(pool, false, false, g->Sq, g->Dv, g->Stot, 1.f, s, g->Stot, v, g->Dv, 0.f, y, ldy));
   } else {
     for (int64_t i = 0; i < g->Sq; i++) memset(y + i * ldy, 0, sizeof(float) * (size_t)g->Dv);
   }
+  return SMELT_OK;
 }
 
 static void attn_heads(void *vctx, int64_t h0, int64_t h1) {
@@ -256,7 +258,13 @@ static void attn_heads(void *vctx, int64_t h0, int64_t h1) {
     free(s);
     return;
   }
-  for (int64_t bh = h0; bh < h1; bh++) attn_head(j, bh, s, bias, NULL);
+  for (int64_t bh = h0; bh < h1; bh++) {
+    smelt_status st = attn_head(j, bh, s, bias, NULL);
+    if (st) { /* the message is this worker's: the caller reports the status */
+      atomic_store(&j->gemm_st, (int)st);
+      break;
+    }
+  }
   free(s);
   free(bias);
 }
@@ -311,12 +319,14 @@ static smelt_status attn_compute(op_ctx *c, const attn_geom *g, attn_job *j) {
   if (pool_threads(c->pool) > 1 && heads >= pool_threads(c->pool)) {
     pool_parallel_for(c->pool, heads, 1, attn_heads, j);
     if (atomic_load(&j->failed)) return err_nomem("attention scores", (size_t)(g->Sq * g->Stot) * 4);
+    int gst = atomic_load(&j->gemm_st);
+    if (gst) return err_set((smelt_status)gst, "attention: the GEMM of a head refused its arguments");
     return SMELT_OK;
   }
   float *s = NULL, *bias = NULL;
   smelt_status st = nn_alloc((void **)&s, g->Sq * g->Stot, sizeof(float), "attention scores");
   if (!st) st = nn_alloc((void **)&bias, g->Stot, sizeof(float), "attention bias");
-  for (int64_t bh = 0; !st && bh < heads; bh++) attn_head(j, bh, s, bias, c->pool);
+  for (int64_t bh = 0; !st && bh < heads; bh++) st = attn_head(j, bh, s, bias, c->pool);
   free(s);
   free(bias);
   return st;

@@ -175,10 +175,16 @@ static smelt_status convt_f32(op_ctx *c, const convt_geom *g, const float *X, co
       convt_job j = {g, col, Y + (n * g->M + gi * g->Mg) * g->S_out, 0, 0};
       for (j.p0 = 0; j.p0 < g->S_in; j.p0 += tile) {
         j.width = g->S_in - j.p0 < tile ? g->S_in - j.p0 : tile;
-        if (g->Cg == 0) memset(col, 0, sizeof(float) * (size_t)(g->Mk * j.width));
-        else
-          gemm_f32(c->pool, true, false, g->Mk, j.width, g->Cg, 1.f, wg, g->Mk, x + j.p0, g->S_in,
-                   0.f, col, j.width);
+        if (g->Cg == 0) {
+          memset(col, 0, sizeof(float) * (size_t)(g->Mk * j.width));
+        } else {
+          smelt_status st = gemm_f32(c->pool, true, false, g->Mk, j.width, g->Cg, 1.f, wg, g->Mk, x + j.p0,
+                                     g->S_in, 0.f, col, j.width);
+          if (st) {
+            free(col);
+            return st;
+          }
+        }
         pool_parallel_for(c->pool, g->Mg, 1, col2im_channels, &j);
       }
     }

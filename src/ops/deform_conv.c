@@ -145,7 +145,7 @@ static smelt_status dconv_run(op_ctx *c) {
   if (!st && !f64) st = nn_alloc((void **)&Yf, g.Mg * g.S_out, sizeof(float), "DeformConv output");
   for (int64_t i = 0; !st && !f64 && i < g.M * rows; i++) Wf[i] = (float)W[i];
   for (int64_t n = 0; !st && n < g.N; n++)
-    for (int64_t gi = 0; gi < g.G; gi++) {
+    for (int64_t gi = 0; !st && gi < g.G; gi++) {
       dconv_columns(&g, X, O, Mk, n, gi, col);
       double *yg = Y + (n * g.M + gi * g.Mg) * g.S_out;
       if (f64) {
@@ -158,8 +158,8 @@ static smelt_status dconv_run(op_ctx *c) {
       } else {
         for (int64_t i = 0; i < rows * g.S_out; i++) colf[i] = (float)col[i];
         if (rows == 0) memset(Yf, 0, sizeof(float) * (size_t)(g.Mg * g.S_out));
-        else gemm_f32(c->pool, false, false, g.Mg, g.S_out, rows, 1.f, Wf + gi * g.Mg * rows, rows,
-                      colf, g.S_out, 0.f, Yf, g.S_out);
+        else st = gemm_f32(c->pool, false, false, g.Mg, g.S_out, rows, 1.f, Wf + gi * g.Mg * rows, rows,
+                           colf, g.S_out, 0.f, Yf, g.S_out);
         for (int64_t i = 0; i < g.Mg * g.S_out; i++) yg[i] = Yf[i];
       }
       for (int64_t m = 0; B && m < g.Mg; m++)

@@ -385,13 +385,13 @@ static smelt_status ein_gemm(op_ctx *c, const ein_plan *p, bool *done) {
   if (!st) {
     gather(p, c->in[0]->data, sa, la, na, A);
     gather(p, c->in[1]->data, sb, lb, nb2, B);
-    for (int64_t b = 0; b < Bt; b++) {
+    for (int64_t b = 0; !st && b < Bt; b++) {
       if (K == 0) memset(C + b * M * N, 0, sizeof(float) * (size_t)(M * N));
-      else gemm_f32(c->pool, false, false, M, N, K, 1.f, A + b * M * K, K, B + b * K * N, N, 0.f,
-                    C + b * M * N, N);
+      else st = gemm_f32(c->pool, false, false, M, N, K, 1.f, A + b * M * K, K, B + b * K * N, N, 0.f,
+                         C + b * M * N, N);
     }
-    scatter(p, C, sc, lc, nc, c->out[0]->data);
-    *done = true;
+    if (!st) scatter(p, C, sc, lc, nc, c->out[0]->data);
+    *done = !st;
   }
   free(A);
   free(B);

@@ -56,16 +56,13 @@ static smelt_status flex_infer(op_ctx *c) {
 
 /* C[M,N] = alpha * A[M,K] op(B) with op(B) = B^T [N,K] when tb, in the
  * working precision. */
-static void flex_product(smelt_pool *pool, smelt_dtype wp, bool tb, int64_t M, int64_t N, int64_t K,
-                         double alpha, const void *A, const void *B, void *C) {
+static smelt_status flex_product(smelt_pool *pool, smelt_dtype wp, bool tb, int64_t M, int64_t N, int64_t K,
+                                 double alpha, const void *A, const void *B, void *C) {
   if (K == 0) {
     memset(C, 0, (size_t)(M * N) * dtype_size(wp));
-    return;
+    return SMELT_OK;
   }
-  if (wp == SMELT_F32) {
-    gemm_f32(pool, false, tb, M, N, K, (float)alpha, A, K, B, tb ? K : N, 0.f, C, N);
-    return;
-  }
+  if (wp == SMELT_F32) return gemm_f32(pool, false, tb, M, N, K, (float)alpha, A, K, B, tb ? K : N, 0.f, C, N);
   const double *a = A, *b = B;
   double *cc = C;
   for (int64_t m = 0; m < M; m++)
@@ -74,6 +71,7 @@ static void flex_product(smelt_pool *pool, smelt_dtype wp, bool tb, int64_t M, i
       for (int64_t k = 0; k < K; k++) acc += a[m * K + k] * (tb ? b[n * K + k] : b[k * N + n]);
       cc[m * N + n] = alpha * acc;
     }
+  return SMELT_OK;
 }
 
 /* Runs a modifier subgraph on t (in place): same shape, any float type back. */
@@ -148,8 +146,8 @@ static smelt_status flex_run(op_ctx *c) {
   if (!st) st = tensor_alloc(&sc, g.wp, 4, (int64_t[]){g.B, g.Hq, g.L, g.S});
   for (int64_t bh = 0; !st && bh < heads; bh++) {
     int64_t kv = (bh / g.Hq) * g.Hkv + (bh % g.Hq) / grp;
-    flex_product(c->pool, g.wp, true, g.L, g.S, g.E, 1.0, (char *)Q + bh * g.L * g.E * es,
-                 (char *)K + kv * g.S * g.E * es, (char *)sc.data + bh * g.L * g.S * es);
+    st = flex_product(c->pool, g.wp, true, g.L, g.S, g.E, 1.0, (char *)Q + bh * g.L * g.E * es,
+                      (char *)K + kv * g.S * g.E * es, (char *)sc.data + bh * g.L * g.S * es);
   }
   smelt_dtype in_t = c->in[0]->dtype;
   if (!st && (in_t == SMELT_F16 || in_t == SMELT_BF16)) { /* Q K^T is a product in the input type */
@@ -161,8 +159,8 @@ static smelt_status flex_run(op_ctx *c) {
   if (!st) st = flex_mod(c, "prob_mod", &sc);
   for (int64_t bh = 0; !st && bh < heads; bh++) {
     int64_t kv = (bh / g.Hq) * g.Hkv + (bh % g.Hq) / grp;
-    flex_product(c->pool, g.wp, false, g.L, g.Ev, g.S, 1.0, (char *)sc.data + bh * g.L * g.S * es,
-                 (char *)V + kv * g.S * g.Ev * es, (char *)Y + bh * g.L * g.Ev * es);
+    st = flex_product(c->pool, g.wp, false, g.L, g.Ev, g.S, 1.0, (char *)sc.data + bh * g.L * g.S * es,
+                      (char *)V + kv * g.S * g.Ev * es, (char *)Y + bh * g.L * g.Ev * es);
   }
   if (!st) {
     tensor *y = c->out[0];

@@ -1,6 +1,7 @@
 /* MatMul (numpy semantics) and Gemm.  f32 runs on gemm_f32; f16/bf16 through
  * f32 copies; f64 and the integer types on plain reference loops (integers
  * wrap like the element type). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,25 +125,30 @@ typedef struct mm_job {
   const mm_shape *s;
   const float *A, *B;
   float *C;
+  atomic_int st; /* a worker's GEMM refused its arguments: that status */
 } mm_job;
 
 static void mm_batches(void *vctx, int64_t b0, int64_t b1) {
-  const mm_job *j = vctx;
+  mm_job *j = vctx;
   const mm_shape *s = j->s;
   for (int64_t bi = b0; bi < b1; bi++) {
     int64_t oa, ob;
     mm_offsets(s, bi, &oa, &ob);
-    gemm_f32(NULL, false, false, s->M, s->N, s->K, 1.f, j->A + oa, s->K, j->B + ob, s->N, 0.f,
-             j->C + bi * s->M * s->N, s->N);
+    smelt_status st = gemm_f32(NULL, false, false, s->M, s->N, s->K, 1.f, j->A + oa, s->K, j->B + ob, s->N, 0.f,
+                               j->C + bi * s->M * s->N, s->N);
+    if (st) { /* the message is this worker's: matmul_f32 reports the status */
+      atomic_store(&j->st, (int)st);
+      return;
+    }
   }
 }
 
 /* pb: B packed ahead (one B for every batch), or NULL. */
-static void matmul_f32(smelt_pool *pool, const mm_shape *s, const float *A, const float *B,
-                       const gemm_packed *pb, float *C) {
+static smelt_status matmul_f32(smelt_pool *pool, const mm_shape *s, const float *A, const float *B,
+                               const gemm_packed *pb, float *C) {
   if (s->K == 0) {
     memset(C, 0, sizeof(float) * (size_t)(s->nbatch * s->M * s->N));
-    return;
+    return SMELT_OK;
   }
   bool b_shared = true; /* one B for every batch: stack A's batches into M */
   for (int i = 0; i < s->nb; i++) b_shared &= s->sb[i] == 0;
@@ -151,22 +157,23 @@ static void matmul_f32(smelt_pool *pool, const mm_shape *s, const float *A, cons
     p.M = s->nbatch * s->M, p.N = s->N, p.K = s->K;
     p.A = A, p.lda = s->K, p.B = B, p.ldb = s->N, p.C = C, p.ldc = s->N;
     p.packed_b = pb;
-    (void)gemm_f32_ex(pool, &p); /* the shapes were checked: it cannot fail */
-    return;
+    return gemm_f32_ex(pool, &p);
   }
-  mm_job j = {s, A, B, C};
+  mm_job j = {.s = s, .A = A, .B = B, .C = C};
   int64_t flops = s->M * s->N * s->K;
   if (s->nbatch >= pool_threads(pool) && flops < ((int64_t)1 << 22)) {
     /* many small products (attention heads): one product per task */
     pool_parallel_for(pool, s->nbatch, 1 + ((int64_t)1 << 16) / (flops + 1), mm_batches, &j);
-    return;
+    int st = atomic_load(&j.st);
+    return st ? err_set((smelt_status)st, "MatMul: the GEMM of a batch refused its arguments") : SMELT_OK;
   }
   for (int64_t bi = 0; bi < s->nbatch; bi++) {
     int64_t oa, ob;
     mm_offsets(s, bi, &oa, &ob);
-    gemm_f32(pool, false, false, s->M, s->N, s->K, 1.f, A + oa, s->K, B + ob, s->N, 0.f,
-             C + bi * s->M * s->N, s->N);
+    TRY(gemm_f32(pool, false, false, s->M, s->N, s->K, 1.f, A + oa, s->K, B + ob, s->N, 0.f,
+                 C + bi * s->M * s->N, s->N));
   }
+  return SMELT_OK;
 }
 
 static smelt_status matmul_ref(const mm_shape *s, const tensor *a, const tensor *b, tensor *y) {
@@ -213,8 +220,8 @@ static smelt_status matmul_run(op_ctx *c) {
   if (!st) st = nn_f32_acquire(b, &B);
   if (!st) st = nn_f32_out(y, &C);
   if (!st) {
-    matmul_f32(c->pool, &s, A, B, B == b->data ? gemm_weights_b_input(c, 1, false, s.K, s.N) : NULL, C);
-    nn_f32_commit(y, C);
+    st = matmul_f32(c->pool, &s, A, B, B == b->data ? gemm_weights_b_input(c, 1, false, s.K, s.N) : NULL, C);
+    nn_f32_commit(y, C); /* frees C's scratch copy, if any, either way */
   }
   if (A) nn_f32_release(a, A);
   if (B) nn_f32_release(b, B);

@@ -213,8 +213,8 @@ static void cell_gru(const rnn_dir *d, const float *xw, const float *hr, const f
 }
 
 /* GRU, linear_before_reset 0: r * H for the active rows, then its product with Rh. */
-static void gru_reset_product(op_ctx *c, const rnn_dir *d, const float *xw_step, int64_t s,
-                              const int32_t *lens, bool rev) {
+static smelt_status gru_reset_product(op_ctx *c, const rnn_dir *d, const float *xw_step, int64_t s,
+                                      const int32_t *lens, bool rev) {
   const rnn_cfg *g = d->g;
   int64_t n = g->H, GH = 3 * n;
   for (int64_t b = 0; b < g->B; b++) {
@@ -227,29 +227,30 @@ static void gru_reset_product(op_ctx *c, const rnn_dir *d, const float *xw_step,
       d->rh[b * n + j] = r * d->Hs[b * n + j];
     }
   }
-  gemm_f32(c->pool, false, true, g->B, n, n, 1.0f, d->rh, n, d->R + 2 * n * n, n, 0.0f, d->rhR, n);
+  return gemm_f32(c->pool, false, true, g->B, n, n, 1.0f, d->rh, n, d->R + 2 * n * n, n, 0.0f, d->rhR, n);
 }
 
 /* Input projection of all steps with the foldable biases added. */
-static void project_inputs(op_ctx *c, const rnn_dir *d, const float *X, const float *W) {
+static smelt_status project_inputs(op_ctx *c, const rnn_dir *d, const float *X, const float *W) {
   const rnn_cfg *g = d->g;
   int64_t GH = g->G * g->H, rows = g->S * g->B;
-  gemm_f32(c->pool, false, true, rows, GH, g->I, 1.0f, X, g->I, W, g->I, 0.0f, d->XW, GH);
+  TRY(gemm_f32(c->pool, false, true, rows, GH, g->I, 1.0f, X, g->I, W, g->I, 0.0f, d->XW, GH));
   for (int64_t r = 0; r < rows; r++)
     for (int64_t j = 0; j < GH; j++) {
       /* GRU's Rb of the h gate is not foldable: it sits inside r * (...) */
       bool rb_ok = g->kind != K_GRU || j < 2 * g->H;
       d->XW[r * GH + j] += (d->Wb ? d->Wb[j] : 0) + (d->Rb && rb_ok ? d->Rb[j] : 0);
     }
+  return SMELT_OK;
 }
 
-static void run_steps(op_ctx *c, const rnn_dir *d, const int32_t *lens, bool rev, int dir,
-                      rnn_out *out) {
+static smelt_status run_steps(op_ctx *c, const rnn_dir *d, const int32_t *lens, bool rev, int dir,
+                              rnn_out *out) {
   const rnn_cfg *g = d->g;
   int64_t n = g->H, GH = g->G * n, D = g->n_dir;
   for (int64_t s = 0; s < g->S; s++) {
-    gemm_f32(c->pool, false, true, g->B, GH, n, 1.0f, d->Hs, n, d->R, n, 0.0f, d->HR, GH);
-    if (g->kind == K_GRU && !g->lbr) gru_reset_product(c, d, d->XW, s, lens, rev);
+    TRY(gemm_f32(c->pool, false, true, g->B, GH, n, 1.0f, d->Hs, n, d->R, n, 0.0f, d->HR, GH));
+    if (g->kind == K_GRU && !g->lbr) TRY(gru_reset_product(c, d, d->XW, s, lens, rev));
     for (int64_t b = 0; b < g->B; b++) {
       int64_t L = lens ? lens[b] : g->S;
       if (s >= L) continue;
@@ -264,6 +265,7 @@ static void run_steps(op_ctx *c, const rnn_dir *d, const int32_t *lens, bool rev
   }
   memcpy(out->Yh + dir * g->B * n, d->Hs, sizeof(float) * (size_t)(g->B * n));
   memcpy(out->Yc + dir * g->B * n, d->Cs, sizeof(float) * (size_t)(g->B * n));
+  return SMELT_OK;
 }
 
 static smelt_status run_direction(op_ctx *c, const rnn_cfg *g, const rnn_in *in, int dir,
@@ -287,8 +289,8 @@ static smelt_status run_direction(op_ctx *c, const rnn_cfg *g, const rnn_in *in,
       d.Hs[i] = in->h0 ? in->h0[dir * BH + i] : 0;
       d.Cs[i] = in->c0 ? in->c0[dir * BH + i] : 0;
     }
-    project_inputs(c, &d, in->X, in->W + dir * GH * g->I);
-    run_steps(c, &d, in->lens, g->reverse || dir == 1, dir, out);
+    s = project_inputs(c, &d, in->X, in->W + dir * GH * g->I);
+    if (!s) s = run_steps(c, &d, in->lens, g->reverse || dir == 1, dir, out);
   }
   free(d.XW), free(d.HR), free(d.Hs), free(d.Cs), free(d.rh), free(d.rhR);
   return s;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/api_struct.h"
 #include "util/err.h"
 
 static _Thread_local run_ctl *current;
@@ -32,12 +33,9 @@ smelt_status run_ctl_init(run_ctl *c, const smelt_run_options *o, bool *active) 
   *active = false;
   if (!o) return SMELT_OK;
   smelt_run_options d = smelt_run_options_default();
-  size_t v1 = offsetof(smelt_run_options, cancel) + sizeof d.cancel;
-  if (o->struct_size < v1)
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "run options: struct_size is %zu, expected at least %zu "
-                   "(start from smelt_run_options_default())", o->struct_size, v1);
   /* a caller built against a later header may pass more: its known prefix counts */
-  memcpy(&d, o, o->struct_size < sizeof d ? o->struct_size : sizeof d);
+  TRY(api_struct_read(o, offsetof(smelt_run_options, cancel) + sizeof d.cancel, sizeof d, &d, "run options",
+                      "start from smelt_run_options_default()"));
   if (isnan(d.timeout_s) || d.timeout_s < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "run options: timeout_s must be >= 0 (0 = none), got %g",
                    d.timeout_s);

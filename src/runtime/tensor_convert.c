@@ -67,6 +67,7 @@ smelt_status tensor_to_public(tensor *t, smelt_tensor *out) {
   if (t->rank) memcpy(out->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
   out->data = data;
   out->nbytes = t->nbytes;
+  out->owner = SMELT_OWNER_SMELT;
   if (t->owns_data) t->data = NULL; /* moved */
   tensor_release(t);
   return SMELT_OK;

@@ -36,6 +36,6 @@ smelt_status smelt_tensor_save_npy(const char *path, const smelt_tensor *t) {
 
 void smelt_tensor_release(smelt_tensor *t) {
   if (!t) return;
-  tensor_data_free(t->data);
+  if (t->owner == SMELT_OWNER_SMELT) tensor_data_free(t->data);
   memset(t, 0, sizeof *t);
 }

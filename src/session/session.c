@@ -8,15 +8,23 @@
 #include "cache/prep_store.h"
 #include "session/session_compile.h"
 #include "ops/node_run.h"
+#include "util/api_struct.h"
 #include "util/bufcache.h"
 #include "util/err.h"
+#include "util/log.h"
 #include "util/quote.h"
 #include "util/membudget.h"
 
 smelt_session_options smelt_session_options_default(void) {
-  smelt_session_options o = {.threads = 0, .mode = SMELT_MODE_EAGER, .recompile_limit = 8};
+  smelt_session_options o = {.struct_size = sizeof o, .threads = 0, .mode = SMELT_MODE_EAGER, .recompile_limit = 8,
+                             .log_level = SMELT_LOG_INFO};
   return o;
 }
+
+/* The first released layouts (0.2.0): every field up to log_level, and up
+ * to prepared_saved.  Fields added later go after them and do not change these. */
+#define OPTIONS_V1 (offsetof(smelt_session_options, log_level) + sizeof(smelt_log_level))
+#define STATS_V1 (offsetof(smelt_session_stats, prepared_saved) + sizeof(int))
 
 /* Every node, subgraphs included, must have a kernel and the right arity. */
 static smelt_status check_supported(const ir_graph *g) {
@@ -101,7 +109,14 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
                             smelt_session **out) {
   if (!m || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_create: model and out must not be NULL");
   *out = NULL;
-  smelt_session_options o = opts ? *opts : smelt_session_options_default();
+  smelt_session_options o = smelt_session_options_default();
+  if (opts)
+    TRY(api_struct_read(opts, OPTIONS_V1, sizeof o, &o, "session options",
+                        "start from smelt_session_options_default()"));
+  if ((unsigned)o.log_level > SMELT_LOG_DEBUG)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "log_level must be SMELT_LOG_ERROR..SMELT_LOG_DEBUG (0..3), got %d",
+                   (int)o.log_level);
+  TRY(log_level_from_env(&o.log_level));
   if ((unsigned)o.mode > SMELT_MODE_MAX_AUTOTUNE)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "unknown mode %d", (int)o.mode);
   if (o.recompile_limit < 0)
@@ -113,6 +128,7 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
   if (!s) return err_nomem("session", sizeof *s);
   s->model = m;
   s->opts = o;
+  s->log = (smelt_logger){o.log, o.log_user, o.log_level};
   pthread_mutex_init(&s->stats_lock, NULL);
   smelt_status st = bufcache_create(&s->bufs);
   if (!st) {
@@ -217,9 +233,11 @@ smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor
 
 smelt_status smelt_session_get_stats(const smelt_session *s, smelt_session_stats *out) {
   if (!s || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_session_get_stats: NULL argument");
+  smelt_session_stats st;
   pthread_mutex_lock((pthread_mutex_t *)&s->stats_lock);
-  *out = s->stats;
+  st = s->stats;
   pthread_mutex_unlock((pthread_mutex_t *)&s->stats_lock);
-  if (s->sc && s->sc->prep) prep_store_counts(s->sc->prep, &out->prepared_loaded, &out->prepared_saved);
-  return SMELT_OK;
+  if (s->sc && s->sc->prep) prep_store_counts(s->sc->prep, &st.prepared_loaded, &st.prepared_saved);
+  return api_struct_write(out, &st, STATS_V1, sizeof st, "session stats",
+                          "set it to sizeof(smelt_session_stats) before the call");
 }

@@ -6,10 +6,12 @@
 #include <pthread.h>
 
 #include "runtime/eager.h"
+#include "util/log.h"
 
 struct smelt_session {
   const smelt_model *model;
   smelt_session_options opts;
+  smelt_logger log; /* opts.log, log_user and the effective log_level ($SMELT_LOG_LEVEL) */
   smelt_pool *pool;
   eager_plan plan;
   smelt_session_stats stats; /* guarded by stats_lock */

@@ -52,7 +52,8 @@ static smelt_status bind_inputs(const ir_graph *g, const smelt_tensor *inputs, s
   return SMELT_OK;
 }
 
-/* Hands result r to the caller's descriptor d: moves it, or copies into d's buffer. */
+/* Hands result r to the caller's descriptor d: moves it, or copies into d's
+ * buffer.  On failure d is as it was. */
 static smelt_status deliver(const ir_graph *g, int slot, tensor *r, smelt_tensor *d) {
   const char *name = g->values[g->outputs[slot]].name;
   if (r->kind != TENSOR_KIND_TENSOR)
@@ -65,16 +66,38 @@ static smelt_status deliver(const ir_graph *g, int slot, tensor *r, smelt_tensor
   } else if (r->owns_data) {
     d->data = r->data; /* moved: r keeps a non-owning pointer for a repeated request */
     r->owns_data = false;
+    d->owner = SMELT_OWNER_SMELT;
   } else {
     d->data = tensor_data_alloc(r->nbytes);
     if (!d->data) return err_nomem("output", r->nbytes);
     if (r->nbytes) memcpy(d->data, r->data, r->nbytes);
+    d->owner = SMELT_OWNER_SMELT;
   }
   d->dtype = r->dtype;
   d->rank = r->rank;
   memcpy(d->dims, r->dims, sizeof d->dims);
   d->nbytes = r->nbytes;
   return SMELT_OK;
+}
+
+/* All outputs or none: hands every result over, or, when one cannot be
+ * handed over, frees what was allocated for the ones before it and puts
+ * their descriptors back as the caller gave them. */
+static smelt_status deliver_all(const ir_graph *g, const int *slots, tensor *res, smelt_tensor *outputs,
+                                size_t n_outputs) {
+  smelt_tensor *given = malloc(sizeof *given * (n_outputs + 1));
+  if (!given) return err_nomem("output descriptors", sizeof *given * n_outputs);
+  if (n_outputs) memcpy(given, outputs, sizeof *given * n_outputs);
+  smelt_status st = SMELT_OK;
+  size_t done = 0;
+  for (; !st && done < n_outputs; done++) st = deliver(g, slots[done], &res[slots[done]], &outputs[done]);
+  if (st) /* the failed one (done - 1) is unchanged */
+    for (size_t i = 0; i + 1 < done; i++) {
+      if (!given[i].data) tensor_data_free(outputs[i].data); /* smelt's: moved or copied */
+      outputs[i] = given[i];
+    }
+  free(given);
+  return st;
 }
 
 smelt_status smelt_session_run(smelt_session *s, const smelt_tensor *inputs, size_t n_inputs,
@@ -106,7 +129,7 @@ smelt_status smelt_session_run_with(smelt_session *s, const smelt_tensor *inputs
     st = session_run_tensors(s, ptrs, res, NULL);
     run_ctl_enter(prev);
   }
-  for (size_t i = 0; !st && i < n_outputs; i++) st = deliver(g, slots[i], &res[slots[i]], &outputs[i]);
+  if (!st) st = deliver_all(g, slots, res, outputs, n_outputs);
   /* results not handed over (copied into the caller's buffers, or not
    * asked for) go back to the session's cache for the next run */
   bufcache *prev = bufcache_enter(s->bufs);

@@ -38,9 +38,9 @@ smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
   }
   bool warn = false;
   cache_open(&sc->cache, s->opts.cache_dir, &warn);
-  if (warn) fprintf(stderr, "smelt: warning: compile cache off: %s\n", sc->cache.why_off);
+  if (warn) log_msg(&s->log, SMELT_LOG_WARNING, "compile cache off: %s", sc->cache.why_off);
   if (sc->cache.enabled && env_flag_on("SMELT_CACHE_WEIGHTS")) {
-    st = prep_store_create(&sc->cache, &sc->prep);
+    st = prep_store_create(&sc->cache, &s->log, &sc->prep);
     if (st) {
       session_compiler_free(sc);
       return st;
@@ -172,7 +172,7 @@ static smelt_status compile_for(smelt_session *s, tensor *const *inputs, compile
                        .pool = s->pool, .cache = &sc->cache, .debug_dir = dbg[0] ? dbg : NULL,
                        .jobs = pool_machine_cores() < 8 ? pool_machine_cores() : 8,
                        .tc = sc->tc_error[0] ? NULL : &sc->tc, .tc_error = sc->tc_error, .memo = &sc->memo,
-                       .op_cache = sc->op_cache};
+                       .op_cache = sc->op_cache, .log = &s->log};
   compile_report local;
   memset(&local, 0, sizeof local);
   compile_report *r = rep ? rep : &local;
@@ -186,7 +186,7 @@ static smelt_status compile_for(smelt_session *s, tensor *const *inputs, compile
   }
   if (!st && r->warning[0]) {
     bool nocc = r->no_codegen;
-    if (!nocc || !sc->warned_nocc) fprintf(stderr, "smelt: warning: %s\n", r->warning);
+    if (!nocc || !sc->warned_nocc) log_msg(&s->log, SMELT_LOG_WARNING, "%s", r->warning);
     if (nocc) sc->warned_nocc = true;
   }
   if (!st) record_stats(s, r, *out);
@@ -208,9 +208,9 @@ static smelt_status get_plan(smelt_session *s, tensor *const *inputs, compiled_p
   if (!*out && (sc->counted >= limit || (dyn && sc->n_specs >= DYNAMIC_MAX_PLANS))) {
     if (!sc->fell_back) {
       char sh[512];
-      fprintf(stderr,
-              "smelt: warning: recompile limit reached (%d compiles); inputs %s and any other new shapes "
-              "run eagerly from now on (raise recompile_limit, or use dynamic or buckets)\n",
+      log_msg(&s->log, SMELT_LOG_WARNING,
+              "recompile limit reached (%d compiles); inputs %s and any other new shapes "
+              "run eagerly from now on (raise recompile_limit, or use dynamic or buckets)",
               sc->counted, shapes_text(inputs, n, sh, sizeof sh));
       sc->fell_back = true;
       pthread_mutex_lock(&s->stats_lock);

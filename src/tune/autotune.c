@@ -74,12 +74,13 @@ static void save_choices(const compiled_plan *p, const smelt_cache *cache, const
 }
 
 /* Times every variant index v (steps with fewer variants run their first). */
-static smelt_status measure(compiled_plan *p, tensor *const *inputs, int max_v, double *best_t) {
+static smelt_status measure(compiled_plan *p, tensor *const *inputs, const smelt_logger *log, int max_v,
+                            double *best_t) {
   double *acc = malloc(sizeof(double) * ((size_t)p->n_steps + 1));
   if (!acc) return err_nomem("tuning times", sizeof(double) * (size_t)p->n_steps);
   smelt_status s = SMELT_OK;
   for (int v = 0; !s && v < max_v; v++) {
-    fprintf(stderr, "smelt: max-autotune: timing variant %d of %d on %d steps\n", v + 1, max_v, p->n_steps);
+    log_msg(log, SMELT_LOG_INFO, "max-autotune: timing variant %d of %d on %d steps", v + 1, max_v, p->n_steps);
     for (int i = 0; i < p->n_steps; i++) set_variant(&p->steps[i], v);
     s = plan_run_timed(p, inputs, NULL, NULL); /* warm-up */
     for (int i = 0; i < p->n_steps; i++) best_t[i * 8 + v] = 1e30;
@@ -95,7 +96,7 @@ static smelt_status measure(compiled_plan *p, tensor *const *inputs, int max_v, 
 }
 
 smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const smelt_cache *cache, strbuf *explain,
-                           bool *cache_hit) {
+                           bool *cache_hit, const smelt_logger *log) {
   if (!p->n_steps) return SMELT_OK;
   int *chosen = calloc((size_t)p->n_steps + 1, sizeof(int));
   double *t = malloc(sizeof(double) * 8 * ((size_t)p->n_steps + 1));
@@ -118,7 +119,7 @@ smelt_status autotune_plan(compiled_plan *p, tensor *const *inputs, const smelt_
     for (int i = 0; i < p->n_steps; i++)
       if (n_variants(&p->steps[i]) > max_v) max_v = n_variants(&p->steps[i]);
     if (max_v > 8) max_v = 8;
-    s = measure(p, inputs, max_v, t);
+    s = measure(p, inputs, log, max_v, t);
     for (int i = 0; !s && i < p->n_steps; i++) {
       int best = 0;
       for (int v = 1; v < n_variants(&p->steps[i]) && v < max_v; v++)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/utf8.h"
 
 static void fail(json_writer *w, smelt_status st, const char *fmt, ...) {
   if (w->status) return;
@@ -123,27 +124,6 @@ void json_object_end(json_writer *w) { close_level(w, true); }
 void json_array_begin(json_writer *w) { open_level(w, false); }
 void json_array_end(json_writer *w) { close_level(w, false); }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid:
- * no overlongs, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  size_t len;
-  uint32_t cp;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-  else return 0;
-  if (len > n) return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i] & 0x3F);
-  }
-  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
-  if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-  return len;
-}
-
 static void put_escaped(json_writer *w, const char *str, size_t n) {
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
@@ -160,7 +140,7 @@ static void put_escaped(json_writer *w, const char *str, size_t n) {
       put(w, esc, 6);
       i++;
     } else {
-      size_t k = utf8_len(s + i, n - i);
+      size_t k = utf8_valid_len(s + i, n - i);
       if (k) put(w, (const char *)s + i, k);
       else put(w, "\\ufffd", 6);
       i += k ? k : 1;

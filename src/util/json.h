@@ -1,4 +1,6 @@
-/* A small JSON writer into a growing buffer, for benchmark results and traces.
+/* A small JSON writer into a growing buffer, for benchmark results and traces,
+ * and a reader (json_parse, below) for configuration files such as
+ * tokenizer.json.
  *
  * Commas and nesting are tracked for the caller: open an object or array, put
  * keys and values, close it.  Every string (keys too) is escaped: quote,
@@ -61,5 +63,44 @@ void json_kv_bool(json_writer *w, const char *key, bool v);
 /* Checks that every level is closed and no error happened; on success
  * *text (NUL-terminated, owned by w) and *len hold the document. */
 smelt_status json_finish(json_writer *w, const char **text, size_t *len);
+
+/* ---- reader ----
+ * json_parse reads a whole document (RFC 8259: UTF-8, no comments, no
+ * trailing commas) into a tree allocated in the document's arena.  Hostile
+ * input cannot crash it: nesting is capped at JSON_READ_MAX_DEPTH, strings
+ * must be valid UTF-8 without raw control characters, \u escapes must pair
+ * surrogates.  Errors name the source, line and column:
+ * "tokenizer.json:3:17: expected ',' or '}' in an object". */
+#define JSON_READ_MAX_DEPTH 128
+
+typedef enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } json_type;
+
+typedef struct json_value json_value;
+struct json_value {
+  json_type type;
+  uint32_t line, col; /* where the value starts: line and byte column, from 1 */
+  size_t n;           /* string: bytes (a \u0000 escape may put NULs inside); array/object: members */
+  const char *key;    /* member of an object: its key (NUL-terminated), else NULL */
+  size_t key_len;
+  union {
+    bool boolean;
+    double number;
+    const char *str;         /* NUL-terminated */
+    const json_value *items; /* array items, object members (in file order) */
+  } u;
+};
+
+typedef struct json_doc {
+  json_value root;
+  struct arena *mem; /* everything the tree points to */
+} json_doc;
+
+smelt_status json_parse(const char *text, size_t len, const char *where, json_doc *doc);
+void json_doc_free(json_doc *doc);
+
+/* The first member of object o named key; NULL if o is not an object or has none. */
+const json_value *json_get(const json_value *o, const char *key);
+/* A name for the type ("object", "string"...) for messages. */
+const char *json_type_name(json_type t);
 
 #endif

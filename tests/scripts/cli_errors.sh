@@ -112,5 +112,24 @@ tiny=$shared/models/gpt_tiny_kv/model.onnx
 if [ -f "$tiny" ]; then
   expect_error "generate: an id past the vocabulary" "$smelt" generate "$tiny" --prompt-ids 1,999999 --eos -1
 fi
+# smelt tokenize: bad tokenizer files and bad input are one-line errors naming where
+printf '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}}' >"$tmp/tok_merge.json"
+printf '{"model": {"type": "Unigram", "vocab": []}}' >"$tmp/tok_unigram.json"
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}}' >"$tmp/tok_ok.json"
+head -c 40 "$tmp/tok_ok.json" >"$tmp/tok_cut.json"
+expect_error "tokenizer: merge of a token not in the vocabulary" "$smelt" tokenize --tokenizer "$tmp/tok_merge.json" --text a
+expect_error "tokenizer: unsupported model" "$smelt" tokenize --tokenizer "$tmp/tok_unigram.json" --text a
+expect_error "tokenizer: truncated file" "$smelt" tokenize --tokenizer "$tmp/tok_cut.json" --text a
+expect_error "tokenizer: missing file" "$smelt" tokenize --tokenizer "$tmp/nope.json" --text a
+expect_error "tokenizer: id not in the vocabulary" "$smelt" tokenize --tokenizer "$tmp/tok_ok.json" --decode 1,7
+expect_exit 2 "tokenizer: bad --decode list (usage error)" "$smelt" tokenize --tokenizer "$tmp/tok_ok.json" --decode 1,x
+expect_exit 2 "tokenizer: no text (usage error)" "$smelt" tokenize --tokenizer "$tmp/tok_ok.json"
+if [ "$("$smelt" tokenize --tokenizer "$tmp/tok_ok.json" --text abba)" = "2,1,0" ] &&
+   [ "$("$smelt" tokenize --tokenizer "$tmp/tok_ok.json" --decode 2,1,0)" = "ab b a" ]; then
+  echo "ok   tokenize encodes and decodes"
+else
+  echo "FAIL tokenize: $("$smelt" tokenize --tokenizer "$tmp/tok_ok.json" --text abba 2>&1)"; fails=$((fails + 1))
+fi
+
 [ $fails -eq 0 ] && echo "all CLI error checks passed" || echo "$fails CLI error checks failed"
 [ $fails -eq 0 ]

@@ -122,7 +122,7 @@ static void test_compile_cache(void) {
   gb_env env;
   gb_env_init(&env);
   if (!env.have_cc) {
-    printf("test_cache: no C compiler, end-to-end part skipped\n");
+    test_skip("test_cache", "no C compiler, the end-to-end part did not run");
     pool_free(env.pool);
     return;
   }

@@ -252,7 +252,7 @@ static void test_cancel_thread(const char *model_path, const char *what, smelt_m
   if (!m) return;
   int n_in = smelt_model_num_inputs(m), n_out = smelt_model_num_outputs(m);
   if (n_in > 16 || n_out > 16 || !float_inputs(m)) {
-    printf("%s: skipped (inputs not float or too many values)\n", what);
+    test_skip(what, "inputs not float or too many values");
     smelt_model_free(m);
     return;
   }
@@ -467,7 +467,7 @@ int main(int argc, char **argv) {
   const char *sh = test_shared_dir(1, argv, shared, sizeof shared); /* $SMELT_SHARED or ../shared */
   snprintf(resnet, sizeof resnet, "%s/models/resnet18/model.onnx", sh ? sh : "/nonexistent");
   if (sh && access(resnet, R_OK) == 0) test_cancel_thread(resnet, "resnet18", SMELT_MODE_EAGER, 2);
-  else printf("resnet18: not found under ../shared/models, the MatMul chain stands in\n");
+  else test_skip("test_cancel", "resnet18 not found under ../shared/models (the MatMul chain ran)");
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   if (system(cmd)) return 1;

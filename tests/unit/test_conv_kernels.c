@@ -178,6 +178,13 @@ static void conv_cases(smelt_pool *pool) {
       /* depthwise 3x3: narrow planes run wide, wider ones row by row */
       mk(2, 5, 7, 7, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* 7x7 (mobilenet's last) */
       mk(1, 19, 57, 57, 19, 19, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),   /* stride 2, odd size */
+      /* blocked (vl channels at a time): a partial channel block, planes
+       * 14 and 28 wide, stride 2 down to 28 and 57, 5x5 dilated taps */
+      mk(2, 19, 14, 14, 19, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 9, 28, 28, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 17, 56, 56, 17, 17, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1),
+      mk(1, 3, 113, 113, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+      mk(1, 11, 15, 13, 11, 11, 5, 5, 1, 2, 2, 1, 4, 1, 2, 3),
       mk(1, 3, 40, 70, 3, 3, 3, 3, 1, 1, 1, 1, 0, 1, 2, 0),      /* asymmetric pads, long rows */
       mk(1, 2, 300, 13, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),     /* tall: several wide blocks */
       mk(1, 3, 33, 31, 3, 3, 3, 3, 2, 1, 1, 1, 1, 0, 0, 1),      /* strides 2x1 */

@@ -172,6 +172,13 @@ static void small_m(smelt_pool *pool, isa_level isa) {
                (gemm_bias)(t % 3), (gemm_act)((t + M) % 3));
     }
   }
+  /* Rows streamed through the column-sum buffer (1-3 rows, B not
+   * transposed): N across several buffer widths with a partial vector at
+   * the end, K not a multiple of the rows of B per pass, A both ways. */
+  for (int64_t M = 1; M <= 4; M++)
+    for (int t = 0; t < 3; t++)
+      run_case(pool, isa, t == 2, false, M, t == 0 ? 1037 : 513 + 8 * t, t == 1 ? 19 : 7 + M, t,
+               t == 1 ? -1.f : 1.f, t == 0 ? 0.5f : 0.f, (gemm_bias)t, (gemm_act)((t + M) % 3));
 }
 
 /* Bigger than one block in every direction (K blocks, M blocks, N panels). */
@@ -264,13 +271,23 @@ static void public_entry(smelt_pool *pool) {
   gcase g;
   if (case_make(&g, true, false, 37, 45, 29, 2, 1.5f, 0.f, GEMM_BIAS_NONE, GEMM_ACT_NONE)) {
     const gemm_params *p = &g.p;
-    gemm_f32(pool, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha, p->A, p->lda, p->B,
-             p->ldb, p->beta, p->C, p->ldc);
+    CHECK_OK(gemm_f32(pool, p->trans_a, p->trans_b, p->M, p->N, p->K, p->alpha, p->A, p->lda, p->B,
+                      p->ldb, p->beta, p->C, p->ldc));
     CHECK(case_error(&g) <= 1.0);
   } else {
     CHECK(!"out of memory in test");
   }
   case_free(&g);
+  /* bad arguments come back as a status with a message; C is untouched */
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, c[4] = {7, 7, 7, 7};
+  CHECK(gemm_f32(pool, false, false, -1, 2, 3, 1.f, a, 3, b, 2, 0.f, c, 2) == SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, a, 2, b, 2, 0.f, c, 2) == SMELT_ERR_INVALID_ARGUMENT); /* lda < K */
+  CHECK(strstr(smelt_last_error(), "lda") != NULL);
+  CHECK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, NULL, 3, b, 2, 0.f, c, 2) == SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, a, 3, b, 2, 0.f, NULL, 2) == SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(c[0] == 7.f && c[1] == 7.f && c[2] == 7.f && c[3] == 7.f);
+  CHECK_OK(gemm_f32(pool, false, false, 2, 2, 3, 1.f, a, 3, b, 2, 0.f, c, 2));
+  CHECK(c[0] == 4.f && c[1] == 5.f && c[2] == 10.f && c[3] == 11.f);
 }
 
 /* Sanitizer runtimes need address space of their own and die when it is

@@ -90,7 +90,7 @@ static void test_tiny_kv(void) {
   smelt_model *m = NULL;
   smelt_session *s = open_session(path, &m);
   if (!s) {
-    printf("gpt_tiny_kv not found: its checks are skipped\n");
+    test_skip("test_generate", "../shared/models/gpt_tiny_kv not found");
     return;
   }
   smelt_generator_options o = smelt_generator_options_default();

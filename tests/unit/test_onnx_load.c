@@ -864,7 +864,7 @@ int main(int argc, char **argv) {
     test_truncation(shared, "test_if_opt", true);
     test_truncation(shared, "test_affine_grid_2d_expanded", false);
   } else {
-    printf("skipping the shared models: no shared folder (pass it as argv[1] or SMELT_SHARED)\n");
+    test_skip("test_onnx_load", "the shared models: no shared folder (pass it as argv[1] or SMELT_SHARED)");
   }
   return test_report("onnx_load");
 }

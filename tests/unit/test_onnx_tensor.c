@@ -309,6 +309,6 @@ int main(int argc, char **argv) {
   if (shared)
     test_pb_files(shared);
   else
-    printf("skipping the .pb files: no shared folder (pass it as argv[1] or SMELT_SHARED)\n");
+    test_skip("test_onnx_tensor", "the .pb files: no shared folder (pass it as argv[1] or SMELT_SHARED)");
   return test_report("onnx_tensor");
 }

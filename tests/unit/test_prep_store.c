@@ -38,7 +38,7 @@ static void test_store(void) {
   cache_open(&c, dir, &warn);
   CHECK(c.enabled);
   prep_store *s = NULL;
-  CHECK_OK(prep_store_create(&c, &s));
+  CHECK_OK(prep_store_create(&c, NULL, &s));
   float src[300], prep[1000], other[300];
   for (int i = 0; i < 300; i++) src[i] = other[i] = (float)i * 0.5f;
   other[299] += 1;
@@ -132,7 +132,7 @@ static void test_session(void) {
   CHECK_OK(smelt_session_create(m, &o, &ref));
   o.mode = SMELT_MODE_DEFAULT;
   o.cache_dir = dir;
-  smelt_session_stats st;
+  smelt_session_stats st = {.struct_size = sizeof st};
   /* cold: compiled and prepared at creation, before any run */
   CHECK_OK(smelt_session_create(m, &o, &s));
   CHECK_OK(smelt_session_get_stats(s, &st));
@@ -230,7 +230,7 @@ static void test_gemm_session(void) {
   CHECK_OK(smelt_session_create(m, &o, &ref));
   o.mode = SMELT_MODE_DEFAULT;
   o.cache_dir = dir;
-  smelt_session_stats st;
+  smelt_session_stats st = {.struct_size = sizeof st};
   CHECK_OK(smelt_session_create(m, &o, &s));
   CHECK_OK(smelt_session_get_stats(s, &st));
   /* three weights: W, W2, W3 (none on the scalar ISA: no packed path) */

@@ -117,7 +117,7 @@ static void test_runtime_side(void) {
   cache_open(&c, dir, &warn);
   CHECK(c.enabled);
   prep_store *ps = NULL;
-  CHECK_OK(prep_store_create(&c, &ps));
+  CHECK_OK(prep_store_create(&c, NULL, &ps));
   op_prep_store iface = weight_store_over(ps);
   op_cache cache;
   memset(&cache, 0, sizeof cache);

@@ -114,7 +114,7 @@ static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_o
 }
 
 static void read_session_stats(smelt_session *s, bench_session_stats *b, bench_result *r) {
-  smelt_session_stats ss;
+  smelt_session_stats ss = {.struct_size = sizeof ss};
   if (smelt_session_get_stats(s, &ss)) return;
   *b = (bench_session_stats){ss.compiles, ss.cache_hits, ss.eager_fallback, ss.graph_breaks,
                              ss.kernels_generated, ss.prepared_loaded, ss.prepared_saved,
@@ -183,7 +183,7 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
     snprintf(r->error, sizeof r->error, "cannot create '%s': %s", cache, strerror(errno));
     return;
   }
-  smelt_session_options o = smelt_session_options_default();
+  smelt_session_options o = cli_session_options();
   o.threads = c->threads;
   o.mode = (smelt_mode)mode;
   o.cache_dir = cache; /* fresh and empty: the first creation is a cold one */

@@ -20,6 +20,9 @@ typedef struct cli_mode_opts {
   smelt_session_options opts;
   char buckets[4096];
 } cli_mode_opts;
+/* smelt_session_options_default() with smelt_log_stderr as the log callback:
+ * every verb shows the library's warnings and progress on stderr. */
+smelt_session_options cli_session_options(void);
 void cli_mode_init(cli_mode_opts *m);
 /* True if argv[*i] is one of those flags (consumed); *bad on a bad value. */
 bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad);
@@ -28,6 +31,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_bench_kernels(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 /* Prints "smelt: <msg>" with the library's last error to stderr; returns 1. */
 int cli_fail(const char *what);

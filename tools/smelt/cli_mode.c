@@ -41,9 +41,15 @@ bool cli_mode_flag(int argc, char **argv, int *i, cli_mode_opts *m, bool *bad) {
   return false;
 }
 
+smelt_session_options cli_session_options(void) {
+  smelt_session_options o = smelt_session_options_default();
+  o.log = smelt_log_stderr; /* the library's warnings and progress, as "smelt: warning: ..." */
+  return o;
+}
+
 void cli_mode_init(cli_mode_opts *m) {
   memset(m, 0, sizeof *m);
-  m->opts = smelt_session_options_default();
+  m->opts = cli_session_options();
 }
 
 const char *cli_mode_help(void) {

@@ -188,7 +188,7 @@ static int write_trace(const profile_args *a, const profiler *p, const profile_s
 static int profile_model(const profile_args *a, const smelt_model *m, tensor *in, tensor **ptrs,
                          tensor *out) {
   const ir_graph *g = m->onnx->graph;
-  smelt_session_options o = smelt_session_options_default();
+  smelt_session_options o = cli_session_options();
   o.threads = (int)a->threads;
   o.mode = a->mode;
   o.max_memory = a->max_memory;
