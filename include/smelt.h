@@ -379,6 +379,62 @@ SMELT_API int32_t smelt_tokenizer_eos_id(const smelt_tokenizer *t);
 /* Frees memory smelt allocated for the caller (token ids, decoded text). */
 SMELT_API void smelt_free(void *p);
 
+/* ---- generation: decoder-only language models with a KV cache ----
+ * A generator drives a session of a decoder exported with its cache as inputs
+ * and outputs: input_ids int64 [batch, seq]; optionally attention_mask int64
+ * [batch, past + seq] and position_ids int64 [batch, seq]; per layer
+ * past.N.key/value or past_key_values.N.key/value float32 [batch, heads,
+ * past_seq, head_dim] in, present.N.key/value out; logits float32 [batch,
+ * seq, vocab].  Prefill runs the prompt, then each step feeds one token per
+ * sequence with the cache the previous run returned.  Tokens are picked
+ * greedily by default, or sampled (temperature, top-k, top-p) from a seeded
+ * generator: the same seed gives the same tokens.  A sequence that produced
+ * eos_token_id is finished: its later tokens are eos_token_id. */
+typedef struct smelt_generator smelt_generator;
+
+typedef struct smelt_generator_options {
+  /* sizeof(smelt_generator_options), set by smelt_generator_options_default():
+   * start from it.  Smaller than this first layout: refused; bigger (a later
+   * header): read up to the fields this library knows. */
+  size_t struct_size;
+  int batch;            /* sequences generated at once (default 1) */
+  int64_t max_length;   /* prompt + generated tokens at most; 0 = no limit */
+  float temperature;    /* 0 (default): greedy; > 0: sampling at this temperature */
+  int top_k;            /* sampling: keep the k most likely tokens (0 = all) */
+  float top_p;          /* sampling: keep the fewest tokens whose probability reaches top_p (1 = all) */
+  uint64_t seed;        /* sampling: seed of the random generator */
+  int64_t eos_token_id; /* -1 (default): none */
+} smelt_generator_options;
+
+SMELT_API smelt_generator_options smelt_generator_options_default(void);
+/* Checks the session's model for the signature above (an error names what
+ * does not fit).  The session must outlive the generator; opts NULL = defaults. */
+SMELT_API smelt_status smelt_generator_create(smelt_session *s, const smelt_generator_options *opts,
+                                    smelt_generator **out);
+/* Starts sequences over: runs the prompt, ids[b * n + i] the i-th token of
+ * sequence b (batch rows of n tokens), and keeps the last position's logits. */
+SMELT_API smelt_status smelt_generator_prefill(smelt_generator *g, const int64_t *ids, size_t n);
+/* Picks the next token of each sequence (tokens[batch]) from the last logits. */
+SMELT_API smelt_status smelt_generator_sample(smelt_generator *g, int64_t *tokens);
+/* Runs one decode step: tokens[batch], one per sequence, appended to the cache. */
+SMELT_API smelt_status smelt_generator_step(smelt_generator *g, const int64_t *tokens);
+/* The next token of each sequence: feeds the tokens the previous call
+ * returned (a step), then samples.  After prefill, the first call only samples. */
+SMELT_API smelt_status smelt_generator_next(smelt_generator *g, int64_t *tokens);
+/* 1 when every sequence has produced eos_token_id or max_length is reached. */
+SMELT_API int smelt_generator_done(const smelt_generator *g);
+/* The last position's logits: batch rows of *vocab floats, owned by g (valid until its next call). */
+SMELT_API const float *smelt_generator_logits(const smelt_generator *g, int64_t *vocab);
+/* Tokens in the cache per sequence (prompt + steps run). */
+SMELT_API int64_t smelt_generator_length(const smelt_generator *g);
+/* Bytes the KV cache holds now (every layer's key and value). */
+SMELT_API size_t smelt_generator_kv_bytes(const smelt_generator *g);
+/* Drops the cache and the logits: the next call is a prefill.  Reset and
+ * prefill restart the sampler from the seed (the same prompt and seed give
+ * the same tokens again). */
+SMELT_API void smelt_generator_reset(smelt_generator *g);
+SMELT_API void smelt_generator_free(smelt_generator *g);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "smelt.h"
@@ -494,6 +495,221 @@ static PyTypeObject SessionType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* ---- Generator: smelt_generator_* over a Session (decoders with a KV cache) ---- */
+
+typedef struct {
+  PyObject_HEAD
+  SessionObject *sess; /* kept alive; closing it while a generator runs is refused */
+  smelt_generator *g;
+  int batch;
+} GeneratorObject;
+
+static void generator_dealloc(GeneratorObject *self) {
+  smelt_generator_free(self->g);
+  Py_XDECREF(self->sess);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int generator_init(GeneratorObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"session", "batch", "max_length", "temperature", "top_k", "top_p", "seed",
+                           "eos_token_id", NULL};
+  PyObject *sess;
+  smelt_generator_options o = smelt_generator_options_default();
+  long long max_length = 0, eos = -1;
+  unsigned long long seed = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iLfifKL", kwlist, &SessionType, &sess, &o.batch, &max_length,
+                                   &o.temperature, &o.top_k, &o.top_p, &seed, &eos))
+    return -1;
+  SessionObject *so = (SessionObject *)sess;
+  if (!so->session) {
+    raise_status(SMELT_ERR_INVALID_ARGUMENT, "Generator: the session is closed");
+    return -1;
+  }
+  o.max_length = max_length;
+  o.seed = seed;
+  o.eos_token_id = eos;
+  smelt_generator_free(self->g);
+  self->g = NULL;
+  smelt_status st = smelt_generator_create(so->session, &o, &self->g);
+  if (st) {
+    raise_last(st);
+    return -1;
+  }
+  Py_INCREF(sess);
+  Py_XSETREF(self->sess, so);
+  self->batch = o.batch;
+  return 0;
+}
+
+static bool generator_ready(GeneratorObject *self) {
+  if (!self->g || !self->sess || !self->sess->session) {
+    raise_status(SMELT_ERR_INVALID_ARGUMENT, "Generator: not created, or its session is closed");
+    return false;
+  }
+  return true;
+}
+
+/* A sequence of ints (batch 1) or of batch sequences of equal length -> ids (PyMem). */
+static int64_t *ids_from(PyObject *obj, int batch, Py_ssize_t *n_out) {
+  PyObject *seq = PySequence_Fast(obj, "ids must be a sequence of ints (or of sequences for batch > 1)");
+  if (!seq) return NULL;
+  Py_ssize_t rows = batch > 1 ? PySequence_Fast_GET_SIZE(seq) : 1, n = -1;
+  int64_t *ids = NULL;
+  if (rows != batch) {
+    raise_status(SMELT_ERR_INVALID_ARGUMENT, "ids: one row per sequence of the batch expected");
+    goto fail;
+  }
+  for (Py_ssize_t r = 0; r < rows; r++) {
+    PyObject *row = batch > 1 ? PySequence_Fast(PySequence_Fast_GET_ITEM(seq, r), "ids rows must be sequences")
+                              : (Py_INCREF(seq), seq);
+    if (!row) goto fail;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(row);
+    if (n < 0) {
+      n = len;
+      ids = PyMem_Malloc((size_t)(rows * (n ? n : 1)) * sizeof *ids);
+      if (!ids) {
+        Py_DECREF(row);
+        PyErr_NoMemory();
+        goto fail;
+      }
+    }
+    if (len != n) {
+      Py_DECREF(row);
+      raise_status(SMELT_ERR_INVALID_ARGUMENT, "ids: every row must have the same length");
+      goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+      long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(row, i));
+      if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(row);
+        goto fail;
+      }
+      ids[r * n + i] = v;
+    }
+    Py_DECREF(row);
+  }
+  Py_DECREF(seq);
+  *n_out = n;
+  return ids;
+fail:
+  PyMem_Free(ids);
+  Py_DECREF(seq);
+  return NULL;
+}
+
+static PyObject *tokens_out(GeneratorObject *self, const int64_t *t) {
+  if (self->batch == 1) return PyLong_FromLongLong(t[0]);
+  PyObject *l = PyList_New(self->batch);
+  for (int b = 0; l && b < self->batch; b++) PyList_SET_ITEM(l, b, PyLong_FromLongLong(t[b]));
+  return l;
+}
+
+/* Runs fn with the GIL released and the session marked busy (close is refused meanwhile). */
+#define GEN_CALL(self, expr)          \
+  do {                                \
+    self->sess->active++;             \
+    Py_BEGIN_ALLOW_THREADS st = expr; \
+    Py_END_ALLOW_THREADS              \
+    self->sess->active--;             \
+  } while (0)
+
+static PyObject *generator_prefill(GeneratorObject *self, PyObject *obj) {
+  if (!generator_ready(self)) return NULL;
+  Py_ssize_t n = 0;
+  int64_t *ids = ids_from(obj, self->batch, &n);
+  if (!ids) return NULL;
+  smelt_status st;
+  GEN_CALL(self, smelt_generator_prefill(self->g, ids, (size_t)n));
+  PyMem_Free(ids);
+  if (st) return raise_last(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *generator_step(GeneratorObject *self, PyObject *obj) {
+  if (!generator_ready(self)) return NULL;
+  Py_ssize_t n = 0;
+  PyObject *rows = obj;
+  if (self->batch > 1) { /* [t0, t1, ...] -> [[t0], [t1], ...] */
+    PyObject *seq = PySequence_Fast(obj, "tokens must be a sequence of ints");
+    if (!seq) return NULL;
+    rows = PyList_New(PySequence_Fast_GET_SIZE(seq));
+    for (Py_ssize_t i = 0; rows && i < PySequence_Fast_GET_SIZE(seq); i++) {
+      PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+      PyList_SET_ITEM(rows, i, PyTuple_Pack(1, item));
+    }
+    Py_DECREF(seq);
+    if (!rows) return NULL;
+  } else {
+    rows = PyTuple_Pack(1, obj);
+    if (!rows) return NULL;
+  }
+  int64_t *ids = ids_from(rows, self->batch, &n);
+  Py_DECREF(rows);
+  if (!ids) return NULL;
+  smelt_status st;
+  GEN_CALL(self, smelt_generator_step(self->g, ids));
+  PyMem_Free(ids);
+  if (st) return raise_last(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *generator_pick(GeneratorObject *self, bool step_first) {
+  if (!generator_ready(self)) return NULL;
+  int64_t *t = PyMem_Malloc((size_t)self->batch * sizeof *t);
+  if (!t) return PyErr_NoMemory();
+  smelt_status st;
+  if (step_first) GEN_CALL(self, smelt_generator_next(self->g, t));
+  else st = smelt_generator_sample(self->g, t);
+  PyObject *r = st ? raise_last(st) : tokens_out(self, t);
+  PyMem_Free(t);
+  return r;
+}
+
+static PyObject *generator_next(GeneratorObject *self, PyObject *unused) { return generator_pick(self, true); }
+static PyObject *generator_sample(GeneratorObject *self, PyObject *unused) { return generator_pick(self, false); }
+
+static PyObject *generator_reset(GeneratorObject *self, PyObject *unused) {
+  if (!generator_ready(self)) return NULL;
+  smelt_generator_reset(self->g);
+  Py_RETURN_NONE;
+}
+
+static PyObject *generator_done(GeneratorObject *self, void *closure) {
+  return PyBool_FromLong(self->g ? smelt_generator_done(self->g) : 1);
+}
+static PyObject *generator_length(GeneratorObject *self, void *closure) {
+  return PyLong_FromLongLong(self->g ? smelt_generator_length(self->g) : 0);
+}
+static PyObject *generator_kv_bytes(GeneratorObject *self, void *closure) {
+  return PyLong_FromSize_t(self->g ? smelt_generator_kv_bytes(self->g) : 0);
+}
+
+static PyMethodDef generator_methods[] = {
+    {"prefill", (PyCFunction)generator_prefill, METH_O, "prefill(ids): runs the prompt (rows of ids for batch > 1)"},
+    {"step", (PyCFunction)generator_step, METH_O, "step(tokens): feeds one token per sequence"},
+    {"sample", (PyCFunction)generator_sample, METH_NOARGS, "sample() -> the next token(s) from the last logits"},
+    {"next", (PyCFunction)generator_next, METH_NOARGS, "next() -> step with the last tokens, then sample"},
+    {"reset", (PyCFunction)generator_reset, METH_NOARGS, "drops the cache"},
+    {NULL}};
+
+static PyGetSetDef generator_getset[] = {
+    {"done", (getter)generator_done, NULL, "every sequence reached EOS, or max_length is reached", NULL},
+    {"length", (getter)generator_length, NULL, "tokens in the cache per sequence", NULL},
+    {"kv_bytes", (getter)generator_kv_bytes, NULL, "bytes the KV cache holds", NULL},
+    {NULL}};
+
+static PyTypeObject GeneratorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "smelt._smelt.Generator",
+    .tp_basicsize = sizeof(GeneratorObject),
+    .tp_dealloc = (destructor)generator_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Low-level smelt generator (use smelt.Generator).",
+    .tp_methods = generator_methods,
+    .tp_getset = generator_getset,
+    .tp_init = (initproc)generator_init,
+    .tp_new = PyType_GenericNew,
+};
+
 /* ---- module ---- */
 
 static PyObject *mod_set_errors(PyObject *mod, PyObject *arg) {
@@ -520,13 +736,16 @@ static struct PyModuleDef smelt_module = {
     .m_methods = mod_methods};
 
 PyMODINIT_FUNC PyInit__smelt(void) {
-  if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&SessionType) < 0) return NULL;
+  if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&SessionType) < 0 || PyType_Ready(&GeneratorType) < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&smelt_module);
   if (!m) return NULL;
   Py_INCREF(&BufferType);
   Py_INCREF(&SessionType);
+  Py_INCREF(&GeneratorType);
   if (PyModule_AddObject(m, "Buffer", (PyObject *)&BufferType) < 0 ||
-      PyModule_AddObject(m, "Session", (PyObject *)&SessionType) < 0) {
+      PyModule_AddObject(m, "Session", (PyObject *)&SessionType) < 0 ||
+      PyModule_AddObject(m, "Generator", (PyObject *)&GeneratorType) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -108,6 +108,16 @@ else
   echo "FAIL -o left changes behind:"; ls -lA "$tmp/keep"; fails=$((fails + 1))
 fi
 
+# smelt generate: a model that is not a decoder with a KV cache, bad prompt ids,
+# a prompt past the model's positions (gpt_tiny_kv has 128 positions: a Gather out of range)
+expect_error "generate: not a decoder" "$smelt" generate "$model" --prompt-ids 1,2
+expect_exit 2 "generate: bad --prompt-ids" "$smelt" generate "$model" --prompt-ids 1,x
+expect_exit 2 "generate: no prompt" "$smelt" generate "$model"
+expect_exit 2 "generate: --top-p out of range" "$smelt" generate "$model" --prompt-ids 1 --top-p 0
+tiny=$shared/models/gpt_tiny_kv/model.onnx
+if [ -f "$tiny" ]; then
+  expect_error "generate: an id past the vocabulary" "$smelt" generate "$tiny" --prompt-ids 1,999999 --eos -1
+fi
 # smelt tokenize: bad tokenizer files and bad input are one-line errors naming where
 printf '{"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}}' >"$tmp/tok_merge.json"
 printf '{"model": {"type": "Unigram", "vocab": []}}' >"$tmp/tok_unigram.json"

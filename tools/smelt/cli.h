@@ -30,6 +30,7 @@ const char *cli_mode_help(void);
 int cmd_bench(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_bench_kernels(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 
 /* Prints "smelt: <msg>" with the library's last error to stderr; returns 1. */

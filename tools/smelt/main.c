@@ -15,6 +15,7 @@ static const struct {
     {"compile", cmd_compile, "compile a model ahead of time (fills the cache); --explain shows how"},
     {"bench", cmd_bench, "measure latency, memory and parity per mode (with a confidence interval)"},
     {"profile", cmd_profile, "per-kernel timings as a Chrome trace and a top-N table"},
+    {"generate", cmd_generate, "generate tokens with a decoder-only language model and its KV cache"},
     {"bench-kernels", cmd_bench_kernels, "machine ceilings and each fast kernel's GFLOP/s on fixed shapes"},
     {"tokenize", cmd_tokenize, "encode text to token ids (or decode ids) with a Hugging Face tokenizer.json"},
 };

@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import _smelt
 from .errors import (BY_STATUS, Error, InternalError, InvalidArgumentError, InvalidModelError,
                      IOError, OutOfMemoryError, RuntimeFailure, UnsupportedError)
-from .session import PRECISIONS, Session, ValueInfo
+from .session import PRECISIONS, Generator, Session, ValueInfo
 
 _smelt.set_errors(BY_STATUS)
 
@@ -33,6 +33,6 @@ def load(path, **kwargs):
     return _load(path, **kwargs)
 
 
-__all__ = ["load", "Session", "ValueInfo", "PRECISIONS", "Error", "InvalidArgumentError",
+__all__ = ["load", "Session", "Generator", "ValueInfo", "PRECISIONS", "Error", "InvalidArgumentError",
            "InvalidModelError", "UnsupportedError", "IOError", "OutOfMemoryError",
            "RuntimeFailure", "InternalError", "compile", "__version__"]

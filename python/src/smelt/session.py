@@ -183,3 +183,60 @@ class Session:
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"inputs={list(self._input_names)}, outputs={list(self._output_names)}"
         return f"smelt.Session(mode={self.mode!r}, {state})"
+
+
+class Generator:
+    """Text generation with a decoder-only model exported with its KV cache
+    (the C API's smelt_generator_*; see src/generate/README.md).
+
+    gen = smelt.Generator(smelt.Session("model.onnx"), max_length=256, eos_token_id=50256)
+    gen.prefill([5, 17, 42])
+    while not gen.done: print(gen.next())
+
+    Greedy by default; temperature > 0 samples (top_k, top_p) from seed.
+    batch > 1: prefill takes one row of ids per sequence (same length) and
+    next() returns one token per sequence."""
+
+    def __init__(self, session: "Session", *, batch: int = 1, max_length: int = 0, temperature: float = 0.0,
+                 top_k: int = 0, top_p: float = 1.0, seed: int = 0, eos_token_id: int = -1) -> None:
+        self._session = session  # keeps it alive
+        self._g = _smelt.Generator(session._s, batch, max_length, temperature, top_k, top_p, seed, eos_token_id)
+
+    def prefill(self, ids: Sequence[Any]) -> None:
+        """Starts over with the prompt (a list of ids; rows of ids for batch > 1)."""
+        self._g.prefill(ids)
+
+    def next(self) -> Any:
+        """The next token (a list of tokens for batch > 1)."""
+        return self._g.next()
+
+    def step(self, tokens: Any) -> None:
+        """Feeds one token per sequence (the decode half of next())."""
+        self._g.step(tokens)
+
+    def sample(self) -> Any:
+        """Picks the next token(s) from the last logits (the sampling half of next())."""
+        return self._g.sample()
+
+    def reset(self) -> None:
+        self._g.reset()
+
+    @property
+    def done(self) -> bool:
+        return self._g.done
+
+    @property
+    def length(self) -> int:
+        return self._g.length
+
+    @property
+    def kv_bytes(self) -> int:
+        return self._g.kv_bytes
+
+    def generate(self, ids: Sequence[Any], max_new_tokens: int) -> List[Any]:
+        """prefill(ids), then up to max_new_tokens tokens (fewer at EOS or max_length)."""
+        self.prefill(ids)
+        out = []
+        while len(out) < max_new_tokens and not (out and self.done):
+            out.append(self.next())
+        return out

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Decoder generation measured the way `smelt generate --json` reports it, for
+peers driving the same model: ONNX Runtime on the same ONNX file in a Python
+loop (present -> past fed back each step, IO binding keeps outputs in ORT's
+memory), and ONNX Runtime GenAI on its own export of the same Hugging Face
+folder (its model builder, fp32 CPU) when onnxruntime-genai is installed.
+
+usage: generate_peers.py MODEL_DIR [--prompt-len 128] [--new 128] [--threads 2]
+                         [--genai-dir DIR] [--smelt SMELT --mode eager ...]
+MODEL_DIR holds model.onnx and config.json (tests/scripts/make_decoder_fixtures.py
+writes both: `make_decoder_fixtures.py /tmp/m gpt2-124m`).  Prints one JSON
+object per runner with time_to_first_token_ms, prefill_tokens_per_s,
+decode_tokens_per_s, ms_per_token_p50/p99 and the tokens' agreement with smelt's."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def summarize(name, prompt_len, t0, t_first, step_ms, tokens):
+    steps = sorted(step_ms)
+    dec = sum(step_ms)
+    return {"runner": name, "prompt_tokens": prompt_len, "new_tokens": len(tokens),
+            "time_to_first_token_ms": (t_first - t0) * 1e3,
+            "prefill_tokens_per_s": prompt_len / (t_first - t0),
+            "decode_tokens_per_s": len(step_ms) / (dec / 1e3) if step_ms else 0,
+            "ms_per_token_p50": float(np.percentile(steps, 50)) if steps else 0,
+            "ms_per_token_p99": float(np.percentile(steps, 99)) if steps else 0,
+            "tokens": tokens}
+
+
+def run_ort(model_dir, prompt, n_new, threads, warmup=0):
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    s = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), so, providers=["CPUExecutionProvider"])
+    ins = {i.name: i for i in s.get_inputs()}
+    outs = [o.name for o in s.get_outputs()]
+    past = {}
+    for name, i in ins.items():
+        if "past" in name:
+            past[name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
+    empty = dict(past)
+    for _ in range(warmup):
+        past = dict(empty)
+        ort_loop(s, ins, outs, past, prompt, 2)
+    past = dict(empty)
+    t0 = time.perf_counter()
+    t_first, step_ms, tokens = ort_loop(s, ins, outs, past, prompt, n_new)
+    return summarize("onnxruntime %s (python loop, io binding)" % ort.__version__, len(prompt), t0, t_first,
+                     step_ms, tokens)
+
+
+def ort_loop(s, ins, outs, past, prompt, n_new):
+    import onnxruntime as ort
+    ids, pos, tokens, step_ms = list(prompt), 0, [], []
+    t_first = None
+    for step in range(n_new):
+        ts = time.perf_counter()
+        b = s.io_binding()
+        feed = {"input_ids": np.array([ids], np.int64)}
+        if "attention_mask" in ins:
+            feed["attention_mask"] = np.ones((1, pos + len(ids)), np.int64)
+        if "position_ids" in ins:
+            feed["position_ids"] = np.arange(pos, pos + len(ids), dtype=np.int64)[None]
+        feed.update(past)
+        for k, v in feed.items():
+            b.bind_ortvalue_input(k, v if isinstance(v, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(v))
+        for o in outs:
+            b.bind_output(o)
+        s.run_with_iobinding(b)
+        r = b.get_outputs()
+        logits = r[0].numpy()
+        t = int(logits[0, -1].argmax())
+        tokens.append(t)
+        for name, v in zip(outs[1:], r[1:]):
+            past[name.replace("present", "past_key_values" if "past_key_values.0.key" in ins else "past")] = v
+        te = time.perf_counter()
+        if t_first is None:
+            t_first = te
+        else:
+            step_ms.append((te - ts) * 1e3)
+        pos += len(ids)
+        ids = [t]
+    return t_first, step_ms, tokens
+
+
+def run_genai(genai_dir, prompt, n_new, threads):
+    import onnxruntime_genai as og
+    cfg_path = os.path.join(genai_dir, "genai_config.json")
+    cfg = json.load(open(cfg_path))
+    opts = cfg["model"]["decoder"].setdefault("session_options", {})
+    opts["intra_op_num_threads"] = threads
+    opts["inter_op_num_threads"] = 1
+    json.dump(cfg, open(cfg_path, "w"), indent=2)
+    model = og.Model(genai_dir)
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=len(prompt) + n_new, min_length=len(prompt) + n_new)
+    g = og.Generator(model, params)
+    tokens, step_ms = [], []
+    t0 = time.perf_counter()
+    g.append_tokens(np.array([prompt], np.int32))
+    t_first = None
+    while not g.is_done() and len(tokens) < n_new:
+        ts = time.perf_counter()
+        g.generate_next_token()  # the first one samples from the prompt's logits
+        tokens.append(int(g.get_next_tokens()[0]))
+        te = time.perf_counter()
+        if t_first is None:
+            t_first = te
+        else:
+            step_ms.append((te - ts) * 1e3)
+    return summarize("onnxruntime-genai %s" % og.__version__, len(prompt), t0, t_first, step_ms, tokens)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model_dir")
+    ap.add_argument("--prompt-len", type=int, default=128)
+    ap.add_argument("--new", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--genai-dir")
+    ap.add_argument("--smelt")
+    ap.add_argument("--mode", action="append")
+    ap.add_argument("--warmup", type=int, default=0, help="untimed prompt runs first (smelt --warmup; ORT too)")
+    a = ap.parse_args()
+    rng = np.random.default_rng(0)
+    vocab = json.load(open(os.path.join(a.model_dir, "config.json"))).get("vocab_size", 50257)
+    prompt = rng.integers(0, vocab, a.prompt_len).tolist()
+    results = []
+    if a.smelt:
+        for mode in a.mode or ["eager"]:
+            r = subprocess.run([a.smelt, "generate", os.path.join(a.model_dir, "model.onnx"), "--prompt-ids",
+                                ",".join(map(str, prompt)), "--max-new-tokens", str(a.new), "--eos", "-1",
+                                "--json", "--threads", str(a.threads), "--mode", mode, "--warmup", str(a.warmup)],
+                               capture_output=True, text=True, check=True)
+            rep = json.loads(r.stdout)
+            rep["runner"] = "smelt generate --mode %s" % mode
+            rep["tokens"] = rep["tokens"][0]
+            results.append(rep)
+    results.append(run_ort(a.model_dir, prompt, a.new, a.threads, a.warmup))
+    if a.genai_dir:
+        try:
+            results.append(run_genai(a.genai_dir, prompt, a.new, a.threads))
+        except Exception as e:  # a peer that cannot run is reported, not fatal
+            print("onnxruntime-genai: %s" % e, file=sys.stderr)
+    ref = results[0]["tokens"]
+    for r in results:
+        r["tokens_equal_first"] = r["tokens"] == ref
+        r["tokens"] = r["tokens"][:8]
+        print(json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}))
+
+
+if __name__ == "__main__":
+    main()
