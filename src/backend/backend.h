@@ -61,7 +61,9 @@ typedef struct backend {
   bool (*supports)(const ir_graph *g, const ir_node *node, smelt_dtype dtype);
   /* Per-session state: made when the session is (threads, mode and options
    * are in s->opts), freed with it.  open fails with a message naming the
-   * device when it cannot honour the options (a mode it lacks). */
+   * device when it cannot honour the options (a mode it lacks).  close
+   * frees what open made, also after a failed open (the session calls it
+   * then, so open need not undo its own partial work). */
   smelt_status (*open)(struct smelt_session *s);
   void (*close)(struct smelt_session *s);
   /* Compiles a plan for these input shapes now (ahead of the runs that

@@ -153,6 +153,7 @@ smelt_status session_create(const smelt_model *m, const smelt_session_options *o
   if (!st) {
     st = dev->open(s);
     if (!st) s->dev = dev; /* closed by smelt_session_free from here on */
+    else dev->close(s);    /* what a failed open made so far */
   }
   if (!st && o.mode != SMELT_MODE_EAGER && compile_declared) { /* what compiling allocates (arenas, prepared weights) counts against the budget */
     bufcache *prev = bufcache_enter(s->bufs);
