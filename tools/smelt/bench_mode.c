@@ -20,29 +20,6 @@
 #include "session/session.h"
 #include "runtime/tensor_file.h"
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* A "VmHWM:" / "VmRSS:" line of /proc/self/status in MB; -1 if unreadable. */
-static double proc_status_mb(const char *field) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  size_t n = strlen(field);
-  double mb = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, field, n)) {
-      long long kb = strtoll(line + n, NULL, 10);
-      mb = (double)kb / 1024.0;
-      break;
-    }
-  fclose(f);
-  return mb;
-}
-
 /* Records what failed, with the library's message; returns false for the caller to pass on. */
 static bool fail(bench_result *r, const char *what) {
   r->ok = false;
@@ -62,9 +39,9 @@ static void release_all(tensor *t, int n) {
 /* One timed run; outputs released. */
 static smelt_status timed_run(smelt_session *s, tensor *const *in, tensor *out, int n_out,
                               double timeout_s, double *ms) {
-  double t0 = now_s();
+  double t0 = cli_now_s();
   smelt_status st = cli_session_run(s, in, out, NULL, timeout_s);
-  *ms = (now_s() - t0) * 1e3;
+  *ms = (cli_now_s() - t0) * 1e3;
   release_all(out, n_out);
   return st;
 }
@@ -89,9 +66,9 @@ static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_o
   int64_t min_runs = c->runs > 0 ? c->runs : c->seconds > 0 ? 1 : BENCH_DEFAULT_MIN_RUNS;
   int64_t max_runs = c->runs > 0 ? c->runs : BENCH_MAX_RUNS;
   size_t cap = 64, n = 0;
-  double *samples = malloc(cap * sizeof *samples), t0 = now_s();
+  double *samples = malloc(cap * sizeof *samples), t0 = cli_now_s();
   if (!samples) return oom(r);
-  while ((int64_t)n < max_runs && ((int64_t)n < min_runs || now_s() - t0 < min_s)) {
+  while ((int64_t)n < max_runs && ((int64_t)n < min_runs || cli_now_s() - t0 < min_s)) {
     if (n == cap) {
       double *g = realloc(samples, 2 * cap * sizeof *g);
       if (!g) {
@@ -107,7 +84,7 @@ static bool timed_loop(smelt_session *s, tensor *const *in, tensor *out, int n_o
     }
     n++;
   }
-  r->timed_s = now_s() - t0;
+  r->timed_s = cli_now_s() - t0;
   smelt_status st = stats_summarize(samples, n, BENCH_CI_LEVEL, &r->lat);
   free(samples);
   return st ? fail(r, "statistics") : true;
@@ -128,20 +105,20 @@ static smelt_session *create_and_first_run(const smelt_model *m, const smelt_ses
                                            tensor *const *in, tensor *out, int n_out, double timeout_s,
                                            double *create_s, double *first_ms, bench_result *r) {
   smelt_session *s = NULL;
-  double t0 = now_s();
+  double t0 = cli_now_s();
   if (smelt_session_create(m, o, &s)) {
     fail(r, "session create");
     return NULL;
   }
-  *create_s = now_s() - t0;
-  t0 = now_s();
+  *create_s = cli_now_s() - t0;
+  t0 = cli_now_s();
   if (cli_session_run(s, in, out, NULL, timeout_s)) {
     release_all(out, n_out);
     smelt_session_free(s);
     fail(r, "first run");
     return NULL;
   }
-  *first_ms = (now_s() - t0) * 1e3;
+  *first_ms = (cli_now_s() - t0) * 1e3;
   return s;
 }
 
@@ -176,7 +153,7 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
                     bool reference_only, bench_result *r) {
   const ir_graph *g = m->onnx->graph;
   int n_out = g->n_outputs;
-  r->rss_start_mb = proc_status_mb("VmRSS:");
+  r->rss_start_mb = cli_proc_status_mb("VmRSS:");
   char cache[600];
   snprintf(cache, sizeof cache, "%s/cache", r->out_dir);
   if (mkdir(r->out_dir, 0700) || mkdir(cache, 0700)) {
@@ -218,7 +195,7 @@ static void measure(const smelt_model *m, tensor *const *in, const bench_config 
   }
   if (!save_outputs(r, "last", out, n_out)) goto done;
   read_session_stats(s, &r->warm, r);
-  r->peak_rss_mb = proc_status_mb("VmHWM:");
+  r->peak_rss_mb = cli_proc_status_mb("VmHWM:");
   r->ok = true;
 done:
   if (out) release_all(out, n_out);

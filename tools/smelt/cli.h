@@ -69,6 +69,11 @@ smelt_status cli_session_run(smelt_session *s, tensor *const *inputs, tensor *ou
 /* snprintf for paths and messages; false if the result was cut short. */
 bool cli_path(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* CLOCK_MONOTONIC in seconds (for timing runs). */
+double cli_now_s(void);
+/* A "VmHWM:" / "VmRSS:" line of /proc/self/status in MB; -1 if unreadable. */
+double cli_proc_status_mb(const char *field);
+
 /* A NAME=VALUE pair list (for -i and --dim). */
 typedef struct cli_kv {
   const char *key, *val;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "util/membudget.h"
@@ -76,4 +77,26 @@ bool cli_path(char *buf, size_t n, const char *fmt, ...) {
   int k = vsnprintf(buf, n, fmt, ap);
   va_end(ap);
   return k >= 0 && (size_t)k < n;
+}
+
+double cli_now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+double cli_proc_status_mb(const char *field) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  size_t n = strlen(field);
+  double mb = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n)) {
+      long long kb = strtoll(line + n, NULL, 10);
+      mb = (double)kb / 1024.0;
+      break;
+    }
+  fclose(f);
+  return mb;
 }

@@ -50,12 +50,6 @@ typedef struct bk {
   int n_rows, cap_rows;
 } bk;
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -66,12 +60,12 @@ static int cmp_double(const void *a, const void *b) {
 static double bk_time2(const bk *b, void (*fn)(void *), void *ctx, double *best_ratio) {
   fn(ctx);
   fn(ctx);
-  double t[200], start = now_s();
+  double t[200], start = cli_now_s();
   int n = 0;
-  while (n < 200 && (n < 5 || now_s() - start < b->min_seconds)) {
-    double t0 = now_s();
+  while (n < 200 && (n < 5 || cli_now_s() - start < b->min_seconds)) {
+    double t0 = cli_now_s();
     fn(ctx);
-    t[n++] = now_s() - t0;
+    t[n++] = cli_now_s() - t0;
   }
   qsort(t, (size_t)n, sizeof *t, cmp_double);
   double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);

@@ -57,23 +57,6 @@ static int usage(int code) {
   return code;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static double peak_rss_bytes(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  double b = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "VmHWM:", 6)) b = (double)strtoll(line + 6, NULL, 10) * 1024.0;
-  fclose(f);
-  return b;
-}
-
 /* "1,2,3" -> ids (malloc'd). */
 static bool parse_ids(const char *s, int64_t **ids, size_t *n) {
   size_t cap = 16;
@@ -364,23 +347,23 @@ int cmd_generate(int argc, char **argv) {
       goto done;
     }
   }
-  double t0 = now_ms();
+  double t0 = cli_now_s() * 1e3;
   if (smelt_generator_prefill(g, batch_ids, n_prompt)) {
     cli_fail(NULL);
     goto done;
   }
-  double t_prefill = now_ms();
+  double t_prefill = cli_now_s() * 1e3;
   int64_t produced = 0;
   bool stream = !a.json;
   double ttft = 0, kv_bytes = 0;
   while (produced < a.max_new && !(produced && smelt_generator_done(g))) {
-    double ts = now_ms();
+    double ts = cli_now_s() * 1e3;
     if (smelt_generator_next(g, tokens)) {
       if (stream) printf("\n");
       cli_fail(NULL);
       goto done;
     }
-    double te = now_ms();
+    double te = cli_now_s() * 1e3;
     step_ms[produced] = te - ts;
     if (!produced) ttft = te - t0;
     for (size_t b = 0; b < B; b++) out_tok[b][produced] = tokens[b];
@@ -392,7 +375,7 @@ int cmd_generate(int argc, char **argv) {
     }
     produced++;
   }
-  double t_end = now_ms();
+  double t_end = cli_now_s() * 1e3;
   kv_bytes = (double)smelt_generator_kv_bytes(g);
   if (stream && B == 1) printf("\n");
   if (a.json) {
@@ -434,7 +417,8 @@ int cmd_generate(int argc, char **argv) {
     json_kv_number(&w, "ms_per_token_p99", p99);
     json_kv_number(&w, "total_ms", t_end - t0);
     json_kv_int(&w, "kv_cache_bytes", (int64_t)kv_bytes);
-    json_kv_int(&w, "peak_rss_bytes", (int64_t)peak_rss_bytes());
+    double peak_mb = cli_proc_status_mb("VmHWM:");
+    json_kv_int(&w, "peak_rss_bytes", peak_mb < 0 ? -1 : (int64_t)(peak_mb * 1048576.0));
     json_kv_int(&w, "compiles", st.compiles);
     json_kv_bool(&w, "eager_fallback", st.eager_fallback != 0);
     json_object_end(&w);

@@ -35,12 +35,6 @@ static int usage(int code) {
   return code;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 int cmd_run(int argc, char **argv) {
   const char *model = NULL, *outdir = ".", *v;
   cli_kv files[MAX_KV], dims[MAX_KV];
@@ -102,12 +96,12 @@ int cmd_run(int argc, char **argv) {
   }
   if (cli_make_inputs(g, files, n_files, dims, n_dims, strict, (uint64_t)seed, inputs)) goto done;
   for (int k = 0; k < g->n_inputs; k++) ptrs[k] = &inputs[k];
-  double t0 = now_ms();
+  double t0 = cli_now_s() * 1e3;
   if (cli_session_run(s, ptrs, outputs, NULL, timeout_s)) {
     rc = cli_fail(NULL);
     goto done;
   }
-  double t1 = now_ms();
+  double t1 = cli_now_s() * 1e3;
   if (mkdir(outdir, 0777) && errno != EEXIST) {
     fprintf(stderr, "smelt: cannot create output folder %s: %s\n", q_path(outdir), strerror(errno));
     goto done;
