@@ -16,10 +16,8 @@ import numpy as np
 import pytest
 
 import smelt
-from conftest import shared_dir
-from test_session import load_pb
+from test_session import ZOO, load_pb
 
-ZOO = sorted(p for p in (shared_dir() / "models").glob("*/") if (p / "test_data_set_0").is_dir())
 CLASSIFIERS = {"resnet18", "mobilenet_v2", "squeezenet", "vit_tiny", "mlp"}
 
 

@@ -34,6 +34,7 @@ options (all optional):
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -213,7 +214,7 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     import numpy as np
     # the weights frozen into the model, with their version counters now
     frozen_weights = [(x, x._version) for x in example_inputs if isinstance(x, torch.Tensor) and _is_static(x)]
-    state: Dict[str, Any] = {"fallback": None}
+    fallback: Optional[Callable] = None  # set for good once a frozen weight has changed
 
     def smelt_forward(args):
         arrays = []
@@ -233,21 +234,24 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
         return False
 
     def call(*args):
-        if state["fallback"] is None and weights_changed():
-            state["fallback"] = _fallback(gm, example_inputs, how,
-                                          "a weight frozen into the smelt model was changed in place "
-                                          "(an optimizer step?); smelt would use the old values")
-        if state["fallback"] is not None:
-            return state["fallback"](*args)
+        nonlocal fallback
+        if fallback is None and weights_changed():
+            fallback = _fallback(gm, example_inputs, how,
+                                 "a weight frozen into the smelt model was changed in place "
+                                 "(an optimizer step?); smelt would use the old values")
+        if fallback is not None:
+            return fallback(*args)
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            return list(_SmeltGrad.apply(gm, smelt_forward, len(args), *args))
+            return list(_grad_fn().apply(gm, smelt_forward, len(args), *args))
         return smelt_forward(args)
 
     call.smelt_session = sess  # for tests and diagnostics
     return call
 
 
-def _make_grad_fn():
+@functools.lru_cache(maxsize=None)
+def _grad_fn():
+    """The autograd Function, made once (torch is imported lazily)."""
     import torch
 
     class SmeltGrad(torch.autograd.Function):
@@ -289,15 +293,3 @@ def _make_grad_fn():
             return (None, None, None, *result)
 
     return SmeltGrad
-
-
-class _LazyGrad:
-    fn = None
-
-    def apply(self, *a):
-        if _LazyGrad.fn is None:
-            _LazyGrad.fn = _make_grad_fn()
-        return _LazyGrad.fn.apply(*a)
-
-
-_SmeltGrad = _LazyGrad()
