@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "ops/op_cache.h"
-#include "parallel/run_ctl.h"
 #include "util/err.h"
 
 bool gemm_int8_marked(const ir_node *nd) { return !strcmp(ir_attr_string(nd, "precision", "fp32"), "int8"); }
@@ -28,7 +27,19 @@ static void q8_entry_free(void *p) {
   free(e);
 }
 
-static q8_entry *build(op_cache *cache, smelt_pool *pool, const q8_key *key, const float *B) {
+typedef struct q8_make { /* what build quantizes */
+  op_cache *cache;
+  smelt_pool *pool;
+  const q8_key *key;
+  const float *B;
+} q8_make;
+
+static void *build(void *ctx) {
+  const q8_make *m = ctx;
+  op_cache *cache = m->cache;
+  smelt_pool *pool = m->pool;
+  const q8_key *key = m->key;
+  const float *B = m->B;
   size_t len = qgemm_weights_bytes(key->K, key->N);
   q8_entry *e = calloc(1, sizeof *e);
   if (!e || !len) {
@@ -62,14 +73,8 @@ const qgemm_weights *gemm_int8_weights(op_ctx *c, int i, bool trans_b, int64_t K
   q8_key key;
   memset(&key, 0, sizeof key);
   key.w = b->data, key.which = 'q', key.trans = trans_b, key.K = K, key.N = N;
-  const q8_entry *found = op_cache_find(c->cache, &key, sizeof key);
-  if (found) return &found->w;
-  run_ctl *saved_ctl = run_ctl_enter(NULL); /* kept for later runs: must not be cut short */
-  q8_entry *e = build(c->cache, c->pool, &key, b->data);
-  run_ctl_enter(saved_ctl);
-  if (!e) return NULL;
-  const q8_entry *kept = op_cache_add(c->cache, &key, sizeof key, e, q8_entry_free);
-  if (!kept) q8_entry_free(e);
+  q8_make m = {c->cache, c->pool, &key, b->data};
+  const q8_entry *kept = op_cache_get_or_make(c->cache, &key, sizeof key, build, &m, q8_entry_free);
   return kept ? &kept->w : NULL;
 }
 

@@ -7,7 +7,6 @@
 
 #include "kernels/gemm_kernels.h"
 #include "ops/op_cache.h"
-#include "parallel/run_ctl.h"
 #include "util/env.h"
 #include "util/err.h"
 
@@ -35,7 +34,21 @@ static bool prepack_on(void) {
 
 /* Packs W (or maps the copy the prep store kept); NULL when there is no
  * packed path or no memory (the GEMM then packs per call). */
-static gemm_packed *build(op_cache *cache, smelt_pool *pool, isa_level isa, const gw_key *key, const float *W) {
+typedef struct gw_make { /* what build packs */
+  op_cache *cache;
+  smelt_pool *pool;
+  isa_level isa;
+  const gw_key *key;
+  const float *W;
+} gw_make;
+
+static void *build(void *ctx) {
+  const gw_make *m = ctx;
+  op_cache *cache = m->cache;
+  smelt_pool *pool = m->pool;
+  isa_level isa = m->isa;
+  const gw_key *key = m->key;
+  const float *W = m->W;
   char which = (char)key->which;
   bool trans = key->trans;
   int64_t K = key->K, mn = key->mn;
@@ -76,17 +89,8 @@ static const gemm_packed *weights(op_cache *cache, smelt_pool *pool, char which,
   memset(&key, 0, sizeof key);
   key.w = W, key.which = which, key.isa = l.isa, key.trans = trans, key.K = K, key.mn = mn;
   key.kc = l.kc, key.qk_max = l.qk_max, key.chunk = l.chunk;
-  const gemm_packed *found = op_cache_find(cache, &key, sizeof key);
-  if (found) return found;
-  /* kept for later runs (and maybe on disk): a run stopping now must not
-   * cut it short, or the pool would skip chunks and leave garbage cached */
-  run_ctl *saved_ctl = run_ctl_enter(NULL);
-  gemm_packed *pk = build(cache, pool, isa, &key, W);
-  run_ctl_enter(saved_ctl);
-  if (!pk) return NULL;
-  const gemm_packed *kept = op_cache_add(cache, &key, sizeof key, pk, gemm_packed_free_v);
-  if (!kept) gemm_packed_free(pk);
-  return kept;
+  gw_make m = {cache, pool, isa, &key, W};
+  return op_cache_get_or_make(cache, &key, sizeof key, build, &m, gemm_packed_free_v);
 }
 
 const gemm_packed *gemm_weights_b(op_cache *cache, smelt_pool *pool, bool trans_b, int64_t K, int64_t N,

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel/run_ctl.h"
+
 struct op_cache_entry {
   op_cache_entry *next;
   void *data;
@@ -80,4 +82,17 @@ bool op_input_is_constant(const op_ctx *c, int i) {
   if (!(val->flags & IR_VALUE_INITIALIZER) || (val->flags & IR_VALUE_INPUT) || !val->constant)
     return false;
   return val->constant->data == c->in[i]->data;
+}
+
+void *op_cache_get_or_make(op_cache *c, const void *key, size_t key_len, void *(*make)(void *ctx), void *ctx,
+                           void (*free_fn)(void *data)) {
+  void *found = op_cache_find(c, key, key_len);
+  if (found || !c) return found;
+  run_ctl *saved = run_ctl_enter(NULL);
+  void *made = make(ctx);
+  run_ctl_enter(saved);
+  if (!made) return NULL;
+  void *kept = op_cache_add(c, key, key_len, made, free_fn);
+  if (!kept) free_fn(made);
+  return kept;
 }

@@ -41,6 +41,14 @@ void *op_cache_find(op_cache *c, const void *key, size_t key_len);
 void *op_cache_add(op_cache *c, const void *key, size_t key_len, void *data,
                    void (*free_fn)(void *data));
 
+/* The data under key, else make(ctx) made now and published.  make runs
+ * outside the current run's stop control (parallel/run_ctl.h): what it
+ * makes outlives the run, so a run stopping meanwhile must not make the
+ * pool skip part of it.  NULL when make returns NULL or the entry cannot be
+ * published (then what make returned is freed with free_fn). */
+void *op_cache_get_or_make(op_cache *c, const void *key, size_t key_len, void *(*make)(void *ctx), void *ctx,
+                           void (*free_fn)(void *data));
+
 /* ---- prepared arrays across sessions (the store behind op_cache.store) ----
  * An op asks for the array of len bytes it would prepare from (kind, desc,
  * src) -- kind a string literal ("conv", "gemm-b"), desc the layout it
