@@ -16,7 +16,8 @@
  *
  * Work whose result outlives the run -- compiles, prepared weights kept in
  * op caches and on disk -- must not be cut short: it runs inside
- * run_ctl_enter(NULL) ... run_ctl_enter(saved). */
+ * run_ctl_enter(NULL) ... run_ctl_enter(saved) (for op caches,
+ * op_cache_get_or_make in ops/op_cache.h does this). */
 #ifndef SMELT_PARALLEL_RUN_CTL_H
 #define SMELT_PARALLEL_RUN_CTL_H
 
