@@ -40,6 +40,19 @@ static int64_t numel_of(const ir_graph *g, int v) {
   return v < 0 ? 0 : shape_numel(g->values[v].rank, g->values[v].dims);
 }
 
+/* The key count of a smelt.Attention node: K's canonical axis rank-2, which
+ * is K's axis k_perm[rank-2] (ops/fused_attention.c: K laid out
+ * [B, S, H, D] comes with k_perm [0, 2, 1, 3], so its own axis rank-2 is the
+ * head count, not the keys); -1 when unknown. */
+static int64_t attention_keys(const ir_node *nd, const ir_value *k) {
+  if (k->rank < 2) return -1;
+  int n = 0;
+  const int64_t *perm = ir_attr_ints(nd, "k_perm", &n);
+  int64_t axis = k->rank - 2;
+  if (perm && n == k->rank) axis = perm[k->rank - 2];
+  return axis >= 0 && axis < k->rank ? k->dims[axis] : -1;
+}
+
 /* Threads cost microseconds to wake (far more on a busy machine): small
  * library steps run on the calling thread.  Data movement below 256 KB of
  * output, attention below 0.5 MFLOP (4 x Q's elements x keys): the fused
@@ -52,7 +65,7 @@ static int default_variant(const ir_graph *g, const ir_node *nd) {
   bool onnx = !*nd->domain || !strcmp(nd->domain, "ai.onnx");
   if (!strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Attention") && nd->n_inputs >= 2) {
     const ir_value *q = &g->values[nd->inputs[0]], *k = &g->values[nd->inputs[1]];
-    int64_t nq = numel_of(g, nd->inputs[0]), sk = k->rank >= 2 ? k->dims[k->rank - 2] : -1;
+    int64_t nq = numel_of(g, nd->inputs[0]), sk = attention_keys(nd, k);
     if (q->rank >= 2 && nq > 0 && sk > 0 && (double)nq * (double)sk * 4.0 < 5e5) return LV_SERIAL;
     return LV_POOL;
   }

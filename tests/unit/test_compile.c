@@ -486,6 +486,51 @@ static void test_degenerate(void) {
   gb_free(&b);
 }
 
+/* Attention as GPT-style blocks export it: Q, K, V [1, S, 4, 64] viewed
+ * through Transposes, fused into one smelt.Attention that reads K with
+ * k_perm.  The default plan hands it the pool from 0.5 MFLOP of work
+ * (4 x Q's elements x keys), counting the keys on K's sequence axis (S), not
+ * its own axis rank-2 (the 4 heads): S = 32 (1 MFLOP) gets the pool, S = 8
+ * (65 KFLOP) runs on the calling thread. */
+static void test_attention_threads(void) {
+  const int64_t S[] = {32, 8};
+  for (size_t i = 0; i < sizeof S / sizeof *S; i++) {
+    gb b;
+    gb_init(&b, 17);
+    const int64_t *dims = I64(1, S[i], 4, 64);
+    int q = gb_input(&b, "q", SMELT_F32, 4, dims), k = gb_input(&b, "k", SMELT_F32, 4, dims),
+        v = gb_input(&b, "v", SMELT_F32, 4, dims);
+    ir_attr p0213 = {.name = "perm", .type = IR_ATTR_INTS, .n = 4, .ints = (int64_t[]){0, 2, 1, 3}};
+    ir_attr p0231 = {.name = "perm", .type = IR_ATTR_INTS, .n = 4, .ints = (int64_t[]){0, 2, 3, 1}};
+    int qt = gb_node(&b, "Transpose", 1, IDS(q), &p0213, 1), kt = gb_node(&b, "Transpose", 1, IDS(k), &p0231, 1),
+        vt = gb_node(&b, "Transpose", 1, IDS(v), &p0213, 1);
+    int sc = gb_node(&b, "Div", 2, IDS(gb_node(&b, "MatMul", 2, IDS(qt, kt), NULL, 0), gb_scalar(&b, 8.f)), NULL, 0);
+    ir_attr ax = attr_i("axis", -1);
+    int pr = gb_node(&b, "Softmax", 1, IDS(sc), &ax, 1);
+    gb_output(&b, gb_node(&b, "Transpose", 1, IDS(gb_node(&b, "MatMul", 2, IDS(pr, vt), NULL, 0)), &p0213, 1));
+    CHECK_OK(gb_finish(&b));
+    tensor in[3] = {0}, *pin[3];
+    make_inputs(b.g, in, pin, 41);
+    compile_options o = gb_opts(&env, SMELT_MODE_DEFAULT);
+    compiled_plan *p = NULL;
+    CHECK(gb_compare(&env, b.g, pin, &o, NULL, &p) <= 1);
+    int n_attn = 0, variant = -1;
+    for (int s = 0; p && s < p->n_steps; s++) {
+      const ir_node *nd = &p->g->nodes[p->steps[s].node];
+      if (p->steps[s].kind != PS_LIBRARY || strcmp(nd->domain, "smelt") || strcmp(nd->op_type, "Attention")) continue;
+      n_attn++;
+      variant = p->steps[s].variant;
+    }
+    CHECK(n_attn == 1);
+    CHECK(variant == (S[i] == 32 ? LV_POOL : LV_SERIAL));
+    if (variant != (S[i] == 32 ? LV_POOL : LV_SERIAL))
+      fprintf(stderr, "attention S=%lld: variant %d\n", (long long)S[i], variant);
+    compiled_plan_free(p);
+    for (int k2 = 0; k2 < 3; k2++) tensor_release(&in[k2]);
+    gb_free(&b);
+  }
+}
+
 int main(void) {
   gb_env_init(&env);
   if (!env.have_cc) {
@@ -506,6 +551,7 @@ int main(void) {
   test_degenerate();
   test_windows();
   test_gemm_variants();
+  test_attention_threads();
   pool_free(env.pool);
   return test_report("test_compile");
 }
