@@ -1,6 +1,10 @@
 /* AVX2 GEMM micro-kernel: a 6 x 16 tile of C in 12 ymm accumulators (the
  * classic Haswell shape: 12 accumulators + 2 B vectors + 1 broadcast fit the
- * 16 registers).  Edge tiles go through a temp tile. */
+ * 16 registers).  Edge tiles go through a temp tile.  A tile of fewer rows
+ * (the last row tile when M is not a multiple of 6: M = 32 leaves 2, 128
+ * leaves 2, 130 leaves 4) runs a 4- or 2-row loop over the same packed A
+ * panel (stride 6), so it costs its rows' FMAs, not a full tile's: at M = 32
+ * the full-tile loop computed 36 rows for 32. */
 #include "kernels/gemm_kernels.h"
 
 #ifdef SMELT_X86
@@ -8,6 +12,22 @@
 
 #define MR 6
 #define NR 16
+
+/* acc[0..R) += the first R rows of the packed A panel times the B panel. */
+AVX2_INLINE void tile_rows(const int R, int64_t kc, const float *restrict a, const float *restrict b,
+                           __m256 acc[MR][2]) {
+  for (int64_t k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+      __m256 ai = _mm256_broadcast_ss(a + i);
+      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += MR;
+    b += NR;
+  }
+}
 
 SMELT_TARGET_AVX2
 void f32_gemm_6x16_avx2(int64_t kc, const float *restrict a, const float *restrict b,
@@ -18,17 +38,9 @@ void f32_gemm_6x16_avx2(int64_t kc, const float *restrict a, const float *restri
   __m256 acc[MR][2];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < kc; k++) {
-    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++) {
-      __m256 ai = _mm256_broadcast_ss(a + i);
-      acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-    }
-    a += MR;
-    b += NR;
-  }
+  if (mr > 4) tile_rows(6, kc, a, b, acc);
+  else if (mr > 2) tile_rows(4, kc, a, b, acc);
+  else tile_rows(2, kc, a, b, acc);
   avx2_store_6x16(acc, c, ldc, mr, nr, st);
 }
 #endif
