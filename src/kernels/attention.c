@@ -132,7 +132,7 @@ static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, i
     float *o = p->o + b * p->o_str[0] + h * p->o_str[1] + (i0 + r) * p->o_str[2];
     const float *acc = s->acc + r * p->Dv;
     /* softmax over nothing but -inf is NaN in the unfused graph too */
-    float inv = s->l[r] > 0 ? 1.f / s->l[r] : NAN;
+    float inv = s->l[r] > 0 ? 1.f / s->l[r] : p->zero_empty_rows ? 0.f : NAN;
     for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : acc[e] * inv;
   }
 }

@@ -36,10 +36,12 @@ typedef struct attn_params {
   const void *mask;       /* borrowed; [B,H,Sq,Sk] view */
   int64_t mask_str[4];
   float mask_fill;
+  bool zero_empty_rows; /* a row whose every key is masked yields zeros, not NaN (the graph's
+                           Where(IsNaN(P), 0, P) guard after the softmax) */
 } attn_params;
 
 /* Like the unfused graph: a query row whose every key is masked by -inf
- * yields NaN; Sk == 0 yields zeros.  Fails only if scratch memory cannot be
+ * yields NaN (zeros with zero_empty_rows); Sk == 0 yields zeros.  Fails only if scratch memory cannot be
  * allocated or a size is negative. */
 smelt_status attention_f32(smelt_pool *pool, const attn_params *p);
 

@@ -13,7 +13,8 @@
  *   Y = Transpose(O, out_perm)
  * Attributes: scale (default 1/sqrt(D)), causal (0/1: key j visible to query
  * i iff j <= i + Sk - Sq), mask_fill (bool masks; default -inf), q_perm,
- * k_perm, v_perm, out_perm.  Kernel: kernels/attention.h. */
+ * k_perm, v_perm, out_perm, zero_empty_rows (0/1: a row whose every key is
+ * masked gives zeros instead of NaN).  Kernel: kernels/attention.h. */
 #include <math.h>
 #include <string.h>
 
@@ -194,6 +195,7 @@ static smelt_status attn_run(op_ctx *c) {
   p.o = y->data;
   p.scale = op_attr_float(c, "scale", p.D > 0 ? 1.f / sqrtf((float)p.D) : 1.f);
   p.causal = op_attr_int(c, "causal", 0) != 0;
+  p.zero_empty_rows = op_attr_int(c, "zero_empty_rows", 0) != 0;
   if (m) {
     p.mask_kind = m->dtype == SMELT_BOOL ? ATTN_MASK_BOOL : ATTN_MASK_ADD;
     p.mask = m->data;

@@ -5,6 +5,7 @@
  *   S  = S * c | S / c              (any number, c a scalar constant)
  *   S  = S + mask | Where(cond, S, fill)   (optional; mask float, cond bool)
  *   P  = Softmax(S, axis = -1)
+ *   P  = Where(IsNaN(P), 0, P)      (optional: fully masked rows give zeros)
  *   O  = MatMul(P, V')              V' [..., Sk, Dv]
  *   Y  = Transpose(O, p)            (optional)
  * with every intermediate read only by the next step, and rewrites it as one
@@ -44,6 +45,7 @@ typedef struct attn_match {
   int mask;             /* value or -1 */
   bool mask_bool, causal;
   double fill;
+  bool zero_empty_rows; /* Where(IsNaN(P), 0, P) after the softmax */
   int y;                /* output value */
   int64_t out_perm[4];
   int first, last;      /* the Q K^T MatMul; the node writing y */
@@ -149,7 +151,11 @@ static bool match_scores(rewriter *w, int s, attn_match *m) {
       int a = nd->inputs[0], b = nd->inputs[1];
       int sv = leads_to_matmul(w, a) ? a : b;
       m->mask = sv == a ? b : a;
-      if (!f32(w, m->mask) || !rw_same_shape(rw_val(w, sv), rw_val(w, nd->outputs[0]))) return false;
+      /* the mask must not broadcast the scores up; in a generator's decode
+       * graph (static_kv) lengths are symbolic, and the op checks it at run time */
+      if (!f32(w, m->mask) || !(rw_same_shape(rw_val(w, sv), rw_val(w, nd->outputs[0])) ||
+                                (w->o->static_kv && rw_val(w, sv)->rank == rw_val(w, nd->outputs[0])->rank)))
+        return false;
       p = rw_producer(w, sv);
     } else if (rw_is_op(w, p, "Where") && m->mask < 0 && nd->n_inputs == 3 && rw_scalar(w, nd->inputs[2], &m->fill) &&
                rw_val(w, nd->inputs[0])->dtype == SMELT_BOOL &&
@@ -208,6 +214,27 @@ static bool match_output(rewriter *w, int mm2, attn_match *m) {
   return true;
 }
 
+/* P -> IsNaN -> Where(isnan, 0, P): exporters guard fully masked rows so
+ * (NaN) with zeros.  The Where's output, or -1. */
+static int nan_guard(rewriter *w, int pv, attn_match *m) {
+  if (rw_n_uses(w, pv) != 2 || rw_is_output(w, pv)) return -1;
+  for (int u = 0; u < w->uses[pv].n; u++) {
+    int isn = w->uses[pv].node[u];
+    if (!rw_is_op(w, isn, "IsNaN")) continue;
+    int cond = rw_node(w, isn)->outputs[0], wh = rw_sole_user(w, cond);
+    if (wh < 0 || !rw_is_op(w, wh, "Where")) return -1;
+    const ir_node *nd = rw_node(w, wh);
+    if (nd->n_inputs != 3 || nd->inputs[0] != cond || nd->inputs[2] != pv || !rw_all_equal(w, nd->inputs[1], 0) ||
+        rw_val(w, nd->outputs[0])->rank != rw_val(w, pv)->rank)
+      return -1;
+    m->nodes[m->n++] = isn;
+    m->nodes[m->n++] = wh;
+    m->zero_empty_rows = true;
+    return nd->outputs[0];
+  }
+  return -1;
+}
+
 static bool match_at(rewriter *w, int sm, attn_match *m) {
   memset(m, 0, sizeof *m);
   const ir_node *sn = rw_node(w, sm);
@@ -215,6 +242,8 @@ static bool match_at(rewriter *w, int sm, attn_match *m) {
   if (!f32(w, s) || !f32(w, pv) || rw_sole_user(w, s) != sm) return false;
   int r = rw_val(w, s)->rank;
   if ((r != 3 && r != 4) || !softmax_last_axis(w, sm, r)) return false;
+  int guarded = nan_guard(w, pv, m);
+  if (guarded >= 0) pv = guarded;
   int mm2 = rw_sole_user(w, pv);
   if (mm2 < 0 || !rw_is_op(w, mm2, "MatMul") || rw_node(w, mm2)->inputs[0] != pv) return false;
   if (!match_scores(w, s, m) || m->rank != r) return false;
@@ -240,11 +269,11 @@ static bool match_at(rewriter *w, int sm, attn_match *m) {
 static smelt_status build(rewriter *w, attn_match *m) {
   int id;
   char a[160], b[160];
-  pass_log(w->r, "fused %s .. %s (%d nodes) -> smelt.Attention(rank %d, scale %g%s%s) writing %s",
+  pass_log(w->r, "fused %s .. %s (%d nodes) -> smelt.Attention(rank %d, scale %g%s%s%s) writing %s",
            rw_name(w, m->first, a, sizeof a), rw_name(w, m->last, b, sizeof b),
-           m->n, m->rank, m->scale, m->causal ? ", causal" : "",
+           m->n, m->rank, m->scale, m->causal ? ", causal" : "", m->zero_empty_rows ? ", NaN guard" : "",
            m->mask >= 0 ? (m->mask_bool ? ", bool mask" : ", additive mask") : "", q(rw_val(w, m->y)->name));
-  TRY(rw_replace_node(w, m->last, "Attention", "smelt", 4, 8, &id));
+  TRY(rw_replace_node(w, m->last, "Attention", "smelt", 4, 9, &id));
   for (int k = 0; k < m->n; k++) rw_kill(w, m->nodes[k]);
   TRY(rw_set_input(w, id, 0, m->q.v));
   TRY(rw_set_input(w, id, 1, m->k.v));
@@ -257,6 +286,7 @@ static smelt_status build(rewriter *w, attn_match *m) {
   TRY(rw_attr_ints(w, id, 4, "k_perm", m->k.perm, m->rank));
   TRY(rw_attr_ints(w, id, 5, "v_perm", m->v.perm, m->rank));
   TRY(rw_attr_ints(w, id, 6, "out_perm", m->out_perm, m->rank));
+  TRY(rw_attr_int(w, id, 8, "zero_empty_rows", m->zero_empty_rows));
   return rw_attr_int(w, id, 7, "has_mask", m->mask >= 0);
 }
 
