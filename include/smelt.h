@@ -436,7 +436,10 @@ SMELT_API int smelt_generator_done(const smelt_generator *g);
 SMELT_API const float *smelt_generator_logits(const smelt_generator *g, int64_t *vocab);
 /* Tokens in the cache per sequence (prompt + steps run). */
 SMELT_API int64_t smelt_generator_length(const smelt_generator *g);
-/* Bytes the KV cache holds now (every layer's key and value). */
+/* 1 when g runs with the static KV cache (see smelt_generator_options.static_cache). */
+SMELT_API int smelt_generator_static_cache(const smelt_generator *g);
+/* Bytes the KV cache holds now (every layer's key and value, the positions
+ * in use; the static cache's buffers hold max_length positions). */
 SMELT_API size_t smelt_generator_kv_bytes(const smelt_generator *g);
 /* Drops the cache and the logits: the next call is a prefill.  Reset and
  * prefill restart the sampler from the seed (the same prompt and seed give

@@ -20,7 +20,7 @@
 #include "util/bufcache.h"
 #include "util/err.h"
 
-#define GEN_STATIC_FIRST_CAP 256
+#define GEN_STATIC_FIRST_CAP 64
 
 void gen_static_free(gen_static *st) {
   if (!st) return;
@@ -164,8 +164,10 @@ smelt_status gen_static_run(gen_static *st, smelt_session *s, const gen_signatur
     inputs[sig->kv[j].past_input] = t;
   }
   bufcache *prev = bufcache_enter(s->bufs);
-  eager_stats local = {0};
-  smelt_status e = eager_run(&st->plan, s->pool, NULL, inputs, outputs, stats ? stats : &local);
+  memset(&st->last, 0, sizeof st->last);
+  if (stats) st->last.hook = stats->hook;
+  smelt_status e = eager_run(&st->plan, s->pool, NULL, inputs, outputs, &st->last);
+  if (stats) *stats = st->last;
   bufcache_enter(prev);
   for (int j = 0; j < st->n_kv; j++) inputs[sig->kv[j].past_input] = NULL;
   free(past);

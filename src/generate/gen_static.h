@@ -17,11 +17,15 @@ typedef struct gen_static {
   int64_t cap;       /* positions each cache holds */
   bool fixed_cap;    /* cap is max_length: never grows */
   int copies;        /* caches the rewritten graph still copies each step (e.g. a repeat_kv Expand) */
+  eager_stats last;  /* the last run: bytes of intermediates it allocated, nodes run */
 } gen_static;
+
+/* The generator's static cache, NULL when it runs the model as written (tests). */
+const gen_static *gen_generator_static(const smelt_generator *g);
 
 /* Rewrites a copy of s's graph (passes/static_kv.h, then the pass pipeline
  * for the fused attention that reads the cache in place) and allocates the
- * caches: max_length positions, or 256 growing by doubling when max_length
+ * caches: max_length positions, or 64 growing by doubling when max_length
  * is 0.  *out NULL (and SMELT_OK) when the model does not match: why says
  * why, for the log line. */
 smelt_status gen_static_create(smelt_session *s, const gen_signature *sig, int batch, int64_t max_length,

@@ -31,7 +31,6 @@ struct smelt_generator {
   size_t ids_cap, mask_cap;
   gen_sampler sampler;
   gen_static *st;    /* the static KV cache; NULL: each present fed back as the next past */
-  eager_stats last_step; /* what the last static run allocated (tests) */
 };
 
 static float no_data[1]; /* the data pointer of an empty cache */
@@ -178,8 +177,7 @@ static smelt_status run_static(smelt_generator *g) {
     views[k].nbytes = t->nbytes;
     ptrs[k] = &views[k];
   }
-  memset(&g->last_step, 0, sizeof g->last_step);
-  if (st == SMELT_OK) st = gen_static_run(g->st, g->session, sig, ptrs, g->len, outs, &g->last_step);
+  if (st == SMELT_OK) st = gen_static_run(g->st, g->session, sig, ptrs, g->len, outs, NULL);
   for (int o = 0; st == SMELT_OK && o < sig->n_outputs; o++) {
     smelt_tensor *d = &g->out[o];
     d->dtype = outs[o].dtype;
@@ -343,10 +341,14 @@ int64_t smelt_generator_length(const smelt_generator *g) { return g ? g->len : 0
 
 size_t smelt_generator_kv_bytes(const smelt_generator *g) {
   size_t n = 0;
-  if (g && g->st) { /* what the static caches hold: allocated once */
-    for (int j = 0; j < g->st->n_kv; j++) n += sizeof(float) * (size_t)(g->st->cap * g->st->row[j]);
+  if (g && g->st) { /* the valid positions of the static caches */
+    for (int j = 0; j < g->st->n_kv; j++) n += sizeof(float) * (size_t)(g->len * g->st->row[j]);
     return n;
   }
   for (int j = 0; g && j < g->sig.n_kv; j++) n += g->past[j].data == no_data ? 0 : g->past[j].nbytes;
   return n;
 }
+
+int smelt_generator_static_cache(const smelt_generator *g) { return g && g->st ? 1 : 0; }
+
+const gen_static *gen_generator_static(const smelt_generator *g) { return g ? g->st : NULL; }

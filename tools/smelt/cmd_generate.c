@@ -26,12 +26,15 @@ static int usage(int code) {
   printf("usage: smelt generate MODEL (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer FILE])\n"
          "                      [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
          "                      [--seed S] [--eos ID] [--batch N] [--warmup N] [--json] [--threads N]\n"
-         "                      [--mode M]\n\n"
+         "                      [--mode M] [--no-static-cache]\n\n"
          "Generates text with a decoder-only language model exported with its KV cache\n"
          "(input_ids, optional attention_mask and position_ids, past.N.key/value or\n"
          "past_key_values.N.key/value in, logits and present.N.key/value out): one prefill\n"
-         "run over the prompt, then one decode step per new token, the cache each run returns\n"
-         "fed to the next.  Tokens are written to stdout as they are produced: ids separated\n"
+         "run over the prompt, then one decode step per new token.  The KV cache is static:\n"
+         "allocated once for prompt + --max-new-tokens positions, each step's keys and values\n"
+         "written in place and read there by the fused attention, decode run by one plan made\n"
+         "once (no per-step allocation, copy or re-plan, in every mode); a model whose\n"
+         "past -> Concat -> present does not match runs as written (a log line says why).  Tokens are written to stdout as they are produced: ids separated\n"
          "by spaces (one line per sequence at the end when --batch > 1), or text when a\n"
          "tokenizer is used.\n"
          "  --prompt-ids L     the prompt as comma-separated token ids\n"
@@ -49,10 +52,15 @@ static int usage(int code) {
          "                     (weight packing, compiling) out of the time to first token\n"
          "  --json             print a JSON report instead of streaming: the tokens, time to\n"
          "                     first token, prefill and decode tokens/s, ms/token p50/p99,\n"
-         "                     KV-cache bytes, peak RSS\n"
+         "                     KV-cache bytes, peak RSS, static_cache, and the resident set\n"
+         "                     (rss_at_token) after tokens 10, 100, 500 and 1000\n"
+         "  --no-static-cache  feed each present output back as the next past (the model as\n"
+         "                     written: a copy of the cache per step; compiled modes re-plan\n"
+         "                     each new length)\n"
          "  --threads N        worker threads (default: the machine's cores)\n"
-         "Compiled modes use --dynamic kernels (a new cache length re-plans without a C\n"
-         "compile); past 64 lengths the session runs eagerly.\n\n%s",
+         "Compiled modes compile the prompt's plan (--dynamic kernels); with the static cache\n"
+         "decode steps replay the generator's own plan.  Without it a new cache length\n"
+         "re-plans, and past 64 lengths the session runs eagerly.\n\n%s",
          cli_mode_help());
   return code;
 }
@@ -128,7 +136,7 @@ typedef struct gen_args {
   const char *model, *prompt_ids, *prompt, *tokenizer;
   int64_t max_new, top_k, seed, batch, threads, eos, warmup;
   double temperature, top_p;
-  bool json, eos_given;
+  bool json, eos_given, no_static;
   cli_mode_opts mo;
 } gen_args;
 
@@ -179,6 +187,8 @@ static int parse_args(int argc, char **argv, gen_args *a) {
       }
     } else if (!strcmp(argv[i], "--json")) {
       a->json = true;
+    } else if (!strcmp(argv[i], "--no-static-cache")) {
+      a->no_static = true;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "smelt generate: unknown option '%s'\n", argv[i]);
       return usage(2);
@@ -322,6 +332,7 @@ int cmd_generate(int argc, char **argv) {
   go.top_p = (float)a.top_p;
   go.seed = (uint64_t)a.seed;
   go.eos_token_id = a.eos;
+  go.static_cache = !a.no_static;
   if (smelt_generator_create(s, &go, &g)) {
     cli_fail(NULL);
     goto done;
@@ -356,6 +367,8 @@ int cmd_generate(int argc, char **argv) {
   int64_t produced = 0;
   bool stream = !a.json;
   double ttft = 0, kv_bytes = 0;
+  static const int64_t rss_marks[4] = {10, 100, 500, 1000};
+  double rss_mb[4] = {-1, -1, -1, -1};
   while (produced < a.max_new && !(produced && smelt_generator_done(g))) {
     double ts = cli_now_s() * 1e3;
     if (smelt_generator_next(g, tokens)) {
@@ -374,6 +387,8 @@ int cmd_generate(int argc, char **argv) {
       fflush(stdout);
     }
     produced++;
+    for (int k = 0; k < 4; k++)
+      if (produced == rss_marks[k]) rss_mb[k] = cli_proc_status_mb("VmRSS:");
   }
   double t_end = cli_now_s() * 1e3;
   kv_bytes = (double)smelt_generator_kv_bytes(g);
@@ -421,6 +436,15 @@ int cmd_generate(int argc, char **argv) {
     json_kv_int(&w, "peak_rss_bytes", peak_mb < 0 ? -1 : (int64_t)(peak_mb * 1048576.0));
     json_kv_int(&w, "compiles", st.compiles);
     json_kv_bool(&w, "eager_fallback", st.eager_fallback != 0);
+    json_kv_bool(&w, "static_cache", smelt_generator_static_cache(g) != 0);
+    json_key(&w, "rss_at_token"); /* resident bytes after token N (flat: nothing allocated per step) */
+    json_object_begin(&w);
+    for (int k = 0; k < 4; k++) {
+      char key[24];
+      snprintf(key, sizeof key, "%lld", (long long)rss_marks[k]);
+      if (rss_mb[k] >= 0) json_kv_int(&w, key, (int64_t)(rss_mb[k] * 1048576.0));
+    }
+    json_object_end(&w);
     json_object_end(&w);
     const char *txt;
     size_t len;
