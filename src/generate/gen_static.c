@@ -165,7 +165,7 @@ smelt_status gen_static_run(gen_static *st, smelt_session *s, const gen_signatur
   }
   bufcache *prev = bufcache_enter(s->bufs);
   memset(&st->last, 0, sizeof st->last);
-  if (stats) st->last.hook = stats->hook;
+  st->last.hook = stats && stats->hook ? stats->hook : st->hook;
   smelt_status e = eager_run(&st->plan, s->pool, NULL, inputs, outputs, &st->last);
   if (stats) *stats = st->last;
   bufcache_enter(prev);

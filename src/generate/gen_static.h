@@ -18,10 +18,14 @@ typedef struct gen_static {
   bool fixed_cap;    /* cap is max_length: never grows */
   int copies;        /* caches the rewritten graph still copies each step (e.g. a repeat_kv Expand) */
   eager_stats last;  /* the last run: bytes of intermediates it allocated, nodes run */
+  const run_hook *hook; /* told of every node of every run (profiling); NULL: none */
 } gen_static;
 
 /* The generator's static cache, NULL when it runs the model as written (tests). */
 const gen_static *gen_generator_static(const smelt_generator *g);
+/* Runs through the static cache's plan report each node to hook (NULL: none;
+ * `smelt generate --profile`).  No effect without the static cache. */
+void gen_generator_set_hook(smelt_generator *g, const run_hook *hook);
 
 /* Rewrites a copy of s's graph (passes/static_kv.h, then the pass pipeline
  * for the fused attention that reads the cache in place) and allocates the

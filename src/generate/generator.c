@@ -352,3 +352,7 @@ size_t smelt_generator_kv_bytes(const smelt_generator *g) {
 int smelt_generator_static_cache(const smelt_generator *g) { return g && g->st ? 1 : 0; }
 
 const gen_static *gen_generator_static(const smelt_generator *g) { return g ? g->st : NULL; }
+
+void gen_generator_set_hook(smelt_generator *g, const run_hook *hook) {
+  if (g && g->st) g->st->hook = hook;
+}
