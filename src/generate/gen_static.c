@@ -19,6 +19,7 @@
 #include "passes/static_kv.h"
 #include "util/bufcache.h"
 #include "util/err.h"
+#include "util/log.h"
 
 #define GEN_STATIC_FIRST_CAP 64
 
@@ -79,8 +80,8 @@ static smelt_status rewrite(smelt_session *s, const gen_signature *sig, ir_graph
   free(past);
   if (!st && *done) st = ir_graph_infer(g);
   if (!st && *done) st = passes_run(g, &po, &pr);
+  for (int i = 0; i < pr.n_log; i++) log_msg(&s->log, SMELT_LOG_DEBUG, "generate: pass: %s", pr.log[i]);
   pass_report_free(&pr);
-  (void)s;
   return st;
 }
 
