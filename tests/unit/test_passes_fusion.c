@@ -257,8 +257,10 @@ static void test_gelu(void) {
 
 typedef struct attn_case {
   int64_t B, Sq, Sk, H, Dh;
-  int mask;      /* 0 none, 1 additive input [B,1,1,Sk], 2 constant causal [Sq,Sk], 3 bool Where input */
+  int mask;      /* 0 none, 1 additive input [B,1,1,Sk], 2 constant causal [Sq,Sk], 3 bool Where input,
+                    4 constant additive [B,1,1,Sk] hiding every key of batch 0 */
   bool scale_q;  /* scale applied to Q before the product (Mul), else scores / sqrt(Dh) */
+  bool nan_guard; /* Where(IsNaN(P), 0, P) after the softmax, as transformers exports it */
 } attn_case;
 
 /* x [B,Sq,E] (queries) and kv [B,Sk,E] -> projections -> heads [B,S,H,Dh] ->
@@ -306,6 +308,13 @@ static void build_attention(ir_graph *g, const attn_case *c) {
     free(m);
     gb_node(g, "Add", "causal,s", "sm", 0);
     sm_in = "sm";
+  } else if (c->mask == 4) {
+    float *m = calloc((size_t)(c->B * c->Sk), sizeof(float));
+    for (int64_t j = 0; j < c->Sk; j++) m[j] = -INFINITY; /* batch 0: no key visible */
+    gb_const_t(g, "hide", SMELT_F32, 4, (int64_t[]){c->B, 1, 1, c->Sk}, m, 0);
+    free(m);
+    gb_node(g, "Add", "s,hide", "sm", 0);
+    sm_in = "sm";
   } else if (c->mask == 3) {
     gb_input(g, "keep", SMELT_BOOL, 4, (int64_t[]){1, 1, c->Sq, c->Sk});
     gb_scalar(g, "fill", -1e4f);
@@ -316,7 +325,14 @@ static void build_attention(ir_graph *g, const attn_case *c) {
   snprintf(ins, sizeof ins, "%s", sm_in);
   int sm = gb_node(g, "Softmax", ins, "p", 1);
   gb_attr_int(g, sm, 0, "axis", -1);
-  gb_node(g, "MatMul", "p,vt", "o", 0);
+  if (c->nan_guard) {
+    gb_scalar(g, "zero", 0.f);
+    gb_node(g, "IsNaN", "p", "pnan", 0);
+    gb_node(g, "Where", "pnan,zero,p", "pg", 0);
+    gb_node(g, "MatMul", "pg,vt", "o", 0);
+  } else {
+    gb_node(g, "MatMul", "p,vt", "o", 0);
+  }
   int to = gb_node(g, "Transpose", "o", "ot", 1);
   gb_attr_ints(g, to, 0, "perm", 4, (int64_t[]){0, 2, 1, 3});
   gb_node(g, "Reshape", "ot,oshape", "y", 0);
@@ -325,11 +341,13 @@ static void build_attention(ir_graph *g, const attn_case *c) {
 
 static void test_attention(void) {
   static const attn_case cases[] = {
-      {2, 37, 37, 4, 8, 1, false},  /* BERT-like: padding mask */
-      {1, 70, 70, 2, 16, 2, false}, /* GPT-like: causal, partial key and query blocks */
-      {2, 5, 77, 2, 8, 2, false},   /* with a KV cache: causal aligned at the end */
-      {1, 33, 33, 3, 4, 3, true},   /* bool mask via Where; scale on Q */
-      {3, 1, 65, 1, 64, 0, true},   /* one query (decode), no mask */
+      {2, 37, 37, 4, 8, 1, false, false},  /* BERT-like: padding mask */
+      {1, 70, 70, 2, 16, 2, false, false}, /* GPT-like: causal, partial key and query blocks */
+      {2, 5, 77, 2, 8, 2, false, false},   /* with a KV cache: causal aligned at the end */
+      {1, 33, 33, 3, 4, 3, true, false},   /* bool mask via Where; scale on Q */
+      {3, 1, 65, 1, 64, 0, true, false},   /* one query (decode), no mask */
+      {2, 1, 9, 2, 8, 1, false, true}, /* the NaN guard transformers exports */
+      {2, 3, 9, 2, 8, 4, false, true}, /* ... where it matters: batch 0 sees no key (zeros, not NaN) */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     ir_graph *g = gb_new();
@@ -343,7 +361,9 @@ static void test_attention(void) {
     /* no transposes left: the kernel reads and writes the projections' layout */
     CHECK(r && count_op(r, "Transpose") == 0);
     CHECK(r && attr_i(r, "Attention", "causal") == (cases[i].mask == 2));
-    CHECK(r && attr_i(r, "Attention", "has_mask") == (cases[i].mask == 1 || cases[i].mask == 3));
+    CHECK(r && attr_i(r, "Attention", "has_mask") == (cases[i].mask == 1 || cases[i].mask == 3 || cases[i].mask == 4));
+    CHECK(r && attr_i(r, "Attention", "zero_empty_rows") == cases[i].nan_guard);
+    CHECK(r && count_op(r, "IsNaN") == 0);
     passes_equiv_free(&e);
     ir_graph_free(g);
   }
