@@ -26,6 +26,7 @@ typedef enum attn_mask_kind {
 
 typedef struct attn_params {
   int64_t B, H, Sq, Sk, D, Dv;
+  int64_t kv_group;  /* > 1: query head h reads K/V head h / kv_group (grouped-query attention) */
   const float *q, *k, *v;                 /* borrowed */
   int64_t q_str[4], k_str[4], v_str[4];   /* q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv] */
   float *o;                               /* borrowed, written: [B,H,Sq,Dv] */
