@@ -393,6 +393,61 @@ static void test_attention_rejects(void) {
   ir_graph_free(g);
 }
 
+/* fuse_attention in a generator's decode graph (static_kv). */
+static smelt_status fuse_attention_static(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
+  pass_options so = *o;
+  so.static_kv = true;
+  return pass_fuse_attention(g, &so, r, changes);
+}
+
+/* Grouped-query attention as transformers exports it: K and V [1, 2, 5, 8]
+ * repeated for 4 query heads by Reshape(Expand(Unsqueeze(x, 2))), the V
+ * repeat's shape read too.  axis 2: read through (kv_group, no Expand left,
+ * the Shape still right); axis 1 (another head order): left alone. */
+static void test_attention_shared_kv(int axis) {
+  ir_graph *g = gb_new();
+  gb_input(g, "q", SMELT_F32, 4, (int64_t[]){1, 4, 3, 8});
+  gb_input(g, "k", SMELT_F32, 4, (int64_t[]){1, 2, 5, 8});
+  gb_input(g, "v", SMELT_F32, 4, (int64_t[]){1, 2, 5, 8});
+  gb_ints(g, "axes", 1, (int64_t[]){axis});
+  gb_ints(g, "eshape", 5, axis == 2 ? (int64_t[]){1, 2, 2, 5, 8} : (int64_t[]){1, 2, 2, 5, 8});
+  /* axis 1: [1, 1, 2, 5, 8] expanded to [1, 2, 2, 5, 8]: heads in another order */
+  gb_ints(g, "rshape", 4, (int64_t[]){0, 4, -1, 8});
+  gb_scalar(g, "scale", 0.35f);
+  gb_node(g, "Unsqueeze", "k,axes", "ku", 0);
+  gb_node(g, "Expand", "ku,eshape", "ke", 0);
+  gb_node(g, "Reshape", "ke,rshape", "kr", 0);
+  int t = gb_node(g, "Transpose", "kr", "kt", 1);
+  gb_attr_ints(g, t, 0, "perm", 4, (int64_t[]){0, 1, 3, 2});
+  gb_node(g, "Unsqueeze", "v,axes", "vu", 0);
+  gb_node(g, "Expand", "vu,eshape", "ve", 0);
+  gb_node(g, "Reshape", "ve,rshape", "vr", 0);
+  gb_node(g, "MatMul", "q,kt", "s", 0);
+  gb_node(g, "Mul", "s,scale", "ss", 0);
+  int sm = gb_node(g, "Softmax", "ss", "p", 1);
+  gb_attr_int(g, sm, 0, "axis", -1);
+  gb_node(g, "MatMul", "p,vr", "o", 0);
+  gb_node(g, "Shape", "vr", "vshape", 0);
+  gb_output(g, "o");
+  gb_output(g, "vshape");
+  passes_equiv e;
+  const ir_graph *r = rewrite(g, fuse_attention_static, &e);
+  const char *kin = "", *vin = "";
+  for (int i = 0; r && i < r->n_nodes; i++)
+    if (!strcmp(r->nodes[i].op_type, "Attention")) {
+      kin = r->values[r->nodes[i].inputs[1]].name;
+      vin = r->values[r->nodes[i].inputs[2]].name;
+    }
+  if (axis == 2) { /* reads k and v themselves: the repeats are left for dce */
+    CHECK(r && count_op(r, "smelt.Attention") == 1 && !strcmp(kin, "k") && !strcmp(vin, "v"));
+    CHECK(r && attr_i(r, "Attention", "kv_group") == 1);
+  } else {
+    CHECK(r && strcmp(kin, "k") && strcmp(vin, "v") && attr_i(r, "Attention", "kv_group") <= 0);
+  }
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
 int main(void) {
   test_conv_bn();
   test_matmul_bias_relu();
@@ -404,5 +459,7 @@ int main(void) {
   test_gelu();
   test_attention();
   test_attention_rejects();
+  test_attention_shared_kv(2);
+  test_attention_shared_kv(1);
   return test_report("test_passes_fusion");
 }
