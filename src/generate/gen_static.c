@@ -132,6 +132,8 @@ smelt_status gen_static_reserve(gen_static *st, int64_t total) {
     size_t bytes = sizeof(float) * (size_t)(cap * st->row[j]);
     float *p = realloc(st->cache[j], bytes ? bytes : 1); /* the prefix stays where it was: time-major */
     if (!p) return err_nomem("static KV cache", bytes);
+    /* touched now, not page by page as positions fill: the resident set stays flat while decoding */
+    memset(p + st->cap * st->row[j], 0, bytes - sizeof(float) * (size_t)(st->cap * st->row[j]));
     st->cache[j] = p;
   }
   st->cap = cap;
