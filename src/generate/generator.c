@@ -189,7 +189,10 @@ static smelt_status run_static(smelt_generator *g) {
     if (outs[o].owns_data) bufcache_disown(g->session->bufs, outs[o].data);
     outs[o].owns_data = false;
   }
-  for (int o = 0; outs && o < sig->n_outputs; o++) tensor_release(&outs[o]);
+  for (int o = 0; outs && o < sig->n_outputs; o++) { /* what a failed run left: no longer the session's */
+    if (outs[o].owns_data) bufcache_disown(g->session->bufs, outs[o].data);
+    tensor_release(&outs[o]);
+  }
   free(views);
   free(ptrs);
   free(outs);
