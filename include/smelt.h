@@ -404,6 +404,15 @@ typedef struct smelt_generator_options {
   float top_p;          /* sampling: keep the fewest tokens whose probability reaches top_p (1 = all) */
   uint64_t seed;        /* sampling: seed of the random generator */
   int64_t eos_token_id; /* -1 (default): none */
+  /* 1 (default): a static KV cache -- caches allocated once (max_length
+   * positions; 0: 256, doubled as needed), each step's keys and values
+   * written in place and read there by the fused attention, decode run by a
+   * plan made once (no per-step allocation, copy or re-plan).  Used when the
+   * model's past -> Concat -> present pattern matches (else one log line says
+   * why, and the model runs as written).  0: the model as written, each
+   * present fed back as the next past.  (Added after the first layout: a
+   * smaller struct gets 1.) */
+  int static_cache;
 } smelt_generator_options;
 
 SMELT_API smelt_generator_options smelt_generator_options_default(void);
@@ -427,7 +436,10 @@ SMELT_API int smelt_generator_done(const smelt_generator *g);
 SMELT_API const float *smelt_generator_logits(const smelt_generator *g, int64_t *vocab);
 /* Tokens in the cache per sequence (prompt + steps run). */
 SMELT_API int64_t smelt_generator_length(const smelt_generator *g);
-/* Bytes the KV cache holds now (every layer's key and value). */
+/* 1 when g runs with the static KV cache (see smelt_generator_options.static_cache). */
+SMELT_API int smelt_generator_static_cache(const smelt_generator *g);
+/* Bytes the KV cache holds now (every layer's key and value, the positions
+ * in use; the static cache's buffers hold max_length positions). */
 SMELT_API size_t smelt_generator_kv_bytes(const smelt_generator *g);
 /* Drops the cache and the logits: the next call is a prefill.  Reset and
  * prefill restart the sampler from the seed (the same prompt and seed give

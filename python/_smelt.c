@@ -512,13 +512,13 @@ static void generator_dealloc(GeneratorObject *self) {
 
 static int generator_init(GeneratorObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"session", "batch", "max_length", "temperature", "top_k", "top_p", "seed",
-                           "eos_token_id", NULL};
+                           "eos_token_id", "static_cache", NULL};
   PyObject *sess;
   smelt_generator_options o = smelt_generator_options_default();
   long long max_length = 0, eos = -1;
   unsigned long long seed = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iLfifKL", kwlist, &SessionType, &sess, &o.batch, &max_length,
-                                   &o.temperature, &o.top_k, &o.top_p, &seed, &eos))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iLfifKLp", kwlist, &SessionType, &sess, &o.batch, &max_length,
+                                   &o.temperature, &o.top_k, &o.top_p, &seed, &eos, &o.static_cache))
     return -1;
   SessionObject *so = (SessionObject *)sess;
   if (!so->session) {
@@ -692,7 +692,12 @@ static PyMethodDef generator_methods[] = {
     {"reset", (PyCFunction)generator_reset, METH_NOARGS, "drops the cache"},
     {NULL}};
 
+static PyObject *generator_static_cache(GeneratorObject *self, void *closure) {
+  return PyBool_FromLong(self->g ? smelt_generator_static_cache(self->g) : 0);
+}
+
 static PyGetSetDef generator_getset[] = {
+    {"static_cache", (getter)generator_static_cache, NULL, "the static KV cache is used", NULL},
     {"done", (getter)generator_done, NULL, "every sequence reached EOS, or max_length is reached", NULL},
     {"length", (getter)generator_length, NULL, "tokens in the cache per sequence", NULL},
     {"kv_bytes", (getter)generator_kv_bytes, NULL, "bytes the KV cache holds", NULL},

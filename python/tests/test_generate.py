@@ -40,6 +40,16 @@ def test_greedy_matches_session(tiny):
     assert g.generate([5, 17, 42, 9], 8) == got
 
 
+@pytest.mark.parametrize("mode", ["eager", "default"])
+def test_static_cache_matches_as_written(tiny, mode):
+    s = smelt.Session(tiny, mode=mode, threads=2)
+    st = smelt.Generator(s, max_length=40)
+    plain = smelt.Generator(s, max_length=40, static_cache=False)
+    assert st.static_cache and not plain.static_cache
+    assert st.generate([5, 17, 42, 9], 30) == plain.generate([5, 17, 42, 9], 30)
+    assert st.kv_bytes == plain.kv_bytes  # the positions in use
+
+
 def test_batch_and_sampling(tiny):
     s = smelt.Session(tiny, mode="eager", threads=2)
     g = smelt.Generator(s, batch=2)

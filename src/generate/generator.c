@@ -2,14 +2,18 @@
  * exported with its KV cache (gen_signature.c finds the inputs), with the
  * cache each run returns fed back as the next run's past. */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "generate/gen_sample.h"
 #include "generate/gen_signature.h"
+#include "generate/gen_static.h"
 #include "session/session.h"
 #include "util/api_struct.h"
+#include "util/bufcache.h"
 #include "util/err.h"
+#include "util/log.h"
 
 struct smelt_generator {
   smelt_session *session;
@@ -26,6 +30,7 @@ struct smelt_generator {
   int64_t *ids, *mask, *pos; /* input buffers */
   size_t ids_cap, mask_cap;
   gen_sampler sampler;
+  gen_static *st;    /* the static KV cache; NULL: each present fed back as the next past */
 };
 
 static float no_data[1]; /* the data pointer of an empty cache */
@@ -37,10 +42,12 @@ smelt_generator_options smelt_generator_options_default(void) {
   o.batch = 1;
   o.top_p = 1.0f;
   o.eos_token_id = -1;
+  o.static_cache = 1;
   return o;
 }
 
 static void drop_cache(smelt_generator *g) {
+  for (int j = 0; g->st && j < g->sig.n_kv; j++) memset(&g->past[j], 0, sizeof g->past[j]);
   for (int j = 0; j < g->sig.n_kv; j++) {
     smelt_tensor *t = &g->past[j];
     if (t->data && t->data != no_data) smelt_tensor_release(t);
@@ -64,8 +71,9 @@ smelt_status smelt_generator_create(smelt_session *s, const smelt_generator_opti
   if (!s || !out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_generator_create: session or out is NULL");
   *out = NULL;
   smelt_generator_options o = smelt_generator_options_default();
-  if (opts)
-    TRY(api_struct_read(opts, sizeof o, sizeof o, &o, "smelt_generator_create: options",
+  if (opts) /* the first layout ended before static_cache */
+    TRY(api_struct_read(opts, offsetof(smelt_generator_options, static_cache), sizeof o, &o,
+                        "smelt_generator_create: options",
                         "start from smelt_generator_options_default()"));
   if (o.batch < 1 || o.batch > 65536)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "generate: batch %d is outside 1..65536", o.batch);
@@ -90,6 +98,16 @@ smelt_status smelt_generator_create(smelt_session *s, const smelt_generator_opti
     g->pending = calloc((size_t)o.batch, sizeof *g->pending);
     g->finished = calloc((size_t)o.batch, sizeof *g->finished);
     if (!g->past || !g->in || !g->out || !g->pending || !g->finished) st = err_nomem("generator state", 0);
+  }
+  if (st == SMELT_OK && o.static_cache) {
+    char why[256] = "";
+    st = gen_static_create(s, &g->sig, o.batch, o.max_length, &g->st, why, sizeof why);
+    if (st == SMELT_OK && g->st)
+      log_msg(&s->log, SMELT_LOG_INFO, "generate: static KV cache, %d caches of %lld positions (%s)%s", g->sig.n_kv,
+              (long long)g->st->cap, g->st->fixed_cap ? "max_length" : "growing by doubling",
+              g->st->copies ? "; some caches are still copied each step (read by more than attention)" : "");
+    else if (st == SMELT_OK)
+      log_msg(&s->log, SMELT_LOG_INFO, "generate: no static KV cache (%s): each present is fed back as the next past", why);
   }
   if (st != SMELT_OK) {
     smelt_generator_free(g);
@@ -117,6 +135,7 @@ void smelt_generator_free(smelt_generator *g) {
   free(g->ids);
   free(g->mask);
   free(g->pos);
+  gen_static_free(g->st);
   gen_sampler_free(&g->sampler);
   free(g);
 }
@@ -138,6 +157,46 @@ static void set_i64(smelt_tensor *t, int64_t *data, int64_t rows, int64_t cols) 
   t->dims[1] = cols;
   t->data = data;
   t->nbytes = (size_t)(rows * cols) * sizeof(int64_t);
+}
+
+/* A run through the static plan: g->in as internal views, the results back
+ * in g->out (the present outputs are views of the caches: marked as the
+ * caller's, never released). */
+static smelt_status run_static(smelt_generator *g) {
+  const gen_signature *sig = &g->sig;
+  tensor *views = calloc((size_t)sig->n_inputs + 1, sizeof *views);
+  tensor **ptrs = calloc((size_t)sig->n_inputs + 1, sizeof *ptrs);
+  tensor *outs = calloc((size_t)sig->n_outputs + 1, sizeof *outs);
+  smelt_status st = !views || !ptrs || !outs ? err_nomem("generator run", sizeof *views * (size_t)sig->n_inputs) : SMELT_OK;
+  for (int k = 0; st == SMELT_OK && k < sig->n_inputs; k++) {
+    const smelt_tensor *t = &g->in[k];
+    views[k].dtype = t->dtype;
+    views[k].rank = t->rank;
+    memcpy(views[k].dims, t->dims, sizeof t->dims);
+    views[k].data = t->data;
+    views[k].nbytes = t->nbytes;
+    ptrs[k] = &views[k];
+  }
+  if (st == SMELT_OK) st = gen_static_run(g->st, g->session, sig, ptrs, g->len, outs, NULL);
+  for (int o = 0; st == SMELT_OK && o < sig->n_outputs; o++) {
+    smelt_tensor *d = &g->out[o];
+    d->dtype = outs[o].dtype;
+    d->rank = outs[o].rank;
+    memcpy(d->dims, outs[o].dims, sizeof d->dims);
+    d->data = outs[o].data;
+    d->nbytes = outs[o].nbytes;
+    d->owner = outs[o].owns_data ? SMELT_OWNER_SMELT : SMELT_OWNER_CALLER;
+    if (outs[o].owns_data) bufcache_disown(g->session->bufs, outs[o].data);
+    outs[o].owns_data = false;
+  }
+  for (int o = 0; outs && o < sig->n_outputs; o++) { /* what a failed run left: no longer the session's */
+    if (outs[o].owns_data) bufcache_disown(g->session->bufs, outs[o].data);
+    tensor_release(&outs[o]);
+  }
+  free(views);
+  free(ptrs);
+  free(outs);
+  return st;
 }
 
 /* One run of n tokens per sequence (ids: batch rows of n) on top of the cache. */
@@ -168,7 +227,13 @@ static smelt_status run_tokens(smelt_generator *g, const int64_t *ids, int64_t n
     t->name = NULL;
   }
   memset(g->out, 0, (size_t)sig->n_outputs * sizeof *g->out);
-  smelt_status st = smelt_session_run(g->session, g->in, (size_t)sig->n_inputs, g->out, (size_t)sig->n_outputs);
+  /* eager sessions run the prompt through the static plan too; compiled ones
+   * through their own plan, whose presents fill the caches */
+  bool via_static = g->st && (g->len > 0 || g->session->opts.mode == SMELT_MODE_EAGER);
+  smelt_status st = g->st ? gen_static_reserve(g->st, total) : SMELT_OK;
+  if (st == SMELT_OK)
+    st = via_static ? run_static(g)
+                    : smelt_session_run(g->session, g->in, (size_t)sig->n_inputs, g->out, (size_t)sig->n_outputs);
   if (st != SMELT_OK) return err_prefix(st, "generate (%s at length %lld): ", n > 1 ? "prefill" : "decode step",
                                         (long long)g->len);
   /* the cache: each present replaces its past */
@@ -178,6 +243,7 @@ static smelt_status run_tokens(smelt_generator *g, const int64_t *ids, int64_t n
                  lg->rank, (long long)B, (long long)n);
   for (int j = 0; j < sig->n_kv && st == SMELT_OK; j++) {
     const smelt_tensor *p = &g->out[sig->kv[j].present_output];
+    if (via_static) continue; /* a view of the cache, time-major */
     if (p->rank != 4 || p->dims[0] != B || p->dims[1] != sig->kv[j].heads || p->dims[2] != total ||
         p->dims[3] != sig->kv[j].head_dim || p->dtype != SMELT_F32)
       st = err_set(SMELT_ERR_INVALID_MODEL,
@@ -199,7 +265,10 @@ static smelt_status run_tokens(smelt_generator *g, const int64_t *ids, int64_t n
     const float *src = lg->data;
     for (int64_t b = 0; b < B; b++)
       memcpy(g->logits + b * g->vocab, src + (b * n + n - 1) * g->vocab, (size_t)g->vocab * sizeof(float));
-    for (int j = 0; j < sig->n_kv; j++) {
+    for (int j = 0; j < sig->n_kv && g->st && !via_static; j++)
+      gen_static_load(g->st, j, g->out[sig->kv[j].present_output].data, B, sig->kv[j].heads, total,
+                      sig->kv[j].head_dim);
+    for (int j = 0; j < sig->n_kv && !g->st; j++) {
       smelt_tensor *p = &g->out[sig->kv[j].present_output];
       if (g->past[j].data && g->past[j].data != no_data) smelt_tensor_release(&g->past[j]);
       g->past[j] = *p;
@@ -209,7 +278,7 @@ static smelt_status run_tokens(smelt_generator *g, const int64_t *ids, int64_t n
     g->have_logits = true;
   }
   for (int o = 0; o < sig->n_outputs; o++)
-    if (g->out[o].data) smelt_tensor_release(&g->out[o]);
+    if (g->out[o].data) smelt_tensor_release(&g->out[o]); /* the caches' views are the caller's: kept */
   return st;
 }
 
@@ -275,6 +344,18 @@ int64_t smelt_generator_length(const smelt_generator *g) { return g ? g->len : 0
 
 size_t smelt_generator_kv_bytes(const smelt_generator *g) {
   size_t n = 0;
+  if (g && g->st) { /* the valid positions of the static caches */
+    for (int j = 0; j < g->st->n_kv; j++) n += sizeof(float) * (size_t)(g->len * g->st->row[j]);
+    return n;
+  }
   for (int j = 0; g && j < g->sig.n_kv; j++) n += g->past[j].data == no_data ? 0 : g->past[j].nbytes;
   return n;
+}
+
+int smelt_generator_static_cache(const smelt_generator *g) { return g && g->st ? 1 : 0; }
+
+const gen_static *gen_generator_static(const smelt_generator *g) { return g ? g->st : NULL; }
+
+void gen_generator_set_hook(smelt_generator *g, const run_hook *hook) {
+  if (g && g->st) g->st->hook = hook;
 }

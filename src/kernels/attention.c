@@ -132,7 +132,7 @@ static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, i
     float *o = p->o + b * p->o_str[0] + h * p->o_str[1] + (i0 + r) * p->o_str[2];
     const float *acc = s->acc + r * p->Dv;
     /* softmax over nothing but -inf is NaN in the unfused graph too */
-    float inv = s->l[r] > 0 ? 1.f / s->l[r] : NAN;
+    float inv = s->l[r] > 0 ? 1.f / s->l[r] : p->zero_empty_rows ? 0.f : NAN;
     for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : acc[e] * inv;
   }
 }
@@ -141,9 +141,10 @@ static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, i
 static bool key_block(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                       const float *q, int64_t ldq, int64_t j0, int64_t n, attn_scratch *s) {
   int64_t ldk, ldv;
-  const float *k = rows_view(p->k + b * p->k_str[0] + h * p->k_str[1] + j0 * p->k_str[2], n, p->D,
+  int64_t hk = p->kv_group > 1 ? h / p->kv_group : h;
+  const float *k = rows_view(p->k + b * p->k_str[0] + hk * p->k_str[1] + j0 * p->k_str[2], n, p->D,
                              p->k_str[2], p->k_str[3], s->kb, &ldk);
-  const float *v = rows_view(p->v + b * p->v_str[0] + h * p->v_str[1] + j0 * p->v_str[2], n, p->Dv,
+  const float *v = rows_view(p->v + b * p->v_str[0] + hk * p->v_str[1] + j0 * p->v_str[2], n, p->Dv,
                              p->v_str[2], p->v_str[3], s->vb, &ldv);
   gemm_params g = gemm_params_default();
   g.trans_b = true;

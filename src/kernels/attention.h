@@ -26,6 +26,7 @@ typedef enum attn_mask_kind {
 
 typedef struct attn_params {
   int64_t B, H, Sq, Sk, D, Dv;
+  int64_t kv_group;  /* > 1: query head h reads K/V head h / kv_group (grouped-query attention) */
   const float *q, *k, *v;                 /* borrowed */
   int64_t q_str[4], k_str[4], v_str[4];   /* q [B,H,Sq,D], k [B,H,Sk,D], v [B,H,Sk,Dv] */
   float *o;                               /* borrowed, written: [B,H,Sq,Dv] */
@@ -36,10 +37,12 @@ typedef struct attn_params {
   const void *mask;       /* borrowed; [B,H,Sq,Sk] view */
   int64_t mask_str[4];
   float mask_fill;
+  bool zero_empty_rows; /* a row whose every key is masked yields zeros, not NaN (the graph's
+                           Where(IsNaN(P), 0, P) guard after the softmax) */
 } attn_params;
 
 /* Like the unfused graph: a query row whose every key is masked by -inf
- * yields NaN; Sk == 0 yields zeros.  Fails only if scratch memory cannot be
+ * yields NaN (zeros with zero_empty_rows); Sk == 0 yields zeros.  Fails only if scratch memory cannot be
  * allocated or a size is negative. */
 smelt_status attention_f32(smelt_pool *pool, const attn_params *p);
 

@@ -13,7 +13,11 @@
  *   Y = Transpose(O, out_perm)
  * Attributes: scale (default 1/sqrt(D)), causal (0/1: key j visible to query
  * i iff j <= i + Sk - Sq), mask_fill (bool masks; default -inf), q_perm,
- * k_perm, v_perm, out_perm.  Kernel: kernels/attention.h. */
+ * k_perm, v_perm, out_perm, zero_empty_rows (0/1: a row whose every key is
+ * masked gives zeros instead of NaN), kv_group (0/1: K and V have H / g
+ * heads, each shared by g consecutive query heads -- what repeat_kv's
+ * Reshape(Expand(Unsqueeze(KV, 2))) made; inputs 4..7 are then the K and V
+ * repeats' Expand and Reshape shapes, checked at run time to be exactly that).  Kernel: kernels/attention.h. */
 #include <math.h>
 #include <string.h>
 
@@ -71,8 +75,18 @@ static smelt_status attn_view_plan(op_ctx *c, attn_view *av) {
   }
   if (r < 0) return SMELT_OK;
   int nb = r - 2;
+  bool grouped = r == 4 && op_attr_int(c, "kv_group", 0) != 0;
   for (int d = 0; d < nb; d++) {
     int64_t m = 1;
+    if (grouped && d == 1) { /* heads: K and V share theirs */
+      if (dim_known(av->k[1]) && dim_known(av->v[1]) && av->k[1] != av->v[1])
+        return err_set(SMELT_ERR_INVALID_ARGUMENT, "K has %lld heads, V %lld", (long long)av->k[1], (long long)av->v[1]);
+      if (dim_known(av->q[1]) && dim_known(av->k[1]) && (av->k[1] == 0 || av->q[1] % av->k[1]))
+        return err_set(SMELT_ERR_INVALID_ARGUMENT, "%lld query heads do not share %lld KV heads evenly",
+                       (long long)av->q[1], (long long)av->k[1]);
+      av->batch[1] = av->q[1];
+      continue;
+    }
     TRY(merge_dim(av->q[d], av->k[d], "batch dims of Q and K", &m));
     TRY(merge_dim(m, av->v[d], "batch dims of Q and V", &av->batch[d]));
   }
@@ -152,6 +166,37 @@ static void mask_strides(const tensor *m, int r, int64_t *out) {
   else out[0] = st[0], out[1] = 0, out[2] = st[1], out[3] = st[2];
 }
 
+/* Input `ei` is the Expand shape and `ei + 1` the Reshape shape of a repeat
+ * of X (canonical dims x [B, Hkv, S, D]) to g = Hq / Hkv heads each:
+ * Expand(Unsqueeze(X, 2), e) must be [B, Hkv, g, S, D] and the Reshape
+ * (allowzero 0) must make it [B, Hkv * g, S, D]. */
+static smelt_status check_repeat(op_ctx *c, int ei, const int64_t *x, int64_t hq, const char *what) {
+  const tensor *e = op_in(c, ei), *sh = op_in(c, ei + 1);
+  if (!e || !sh || e->dtype != SMELT_I64 || sh->dtype != SMELT_I64 || tensor_numel(e) != 5 || tensor_numel(sh) != 4)
+    return err_set(SMELT_ERR_INVALID_MODEL, "%s's repeat: the Expand (5 dims) and Reshape (4 dims) shapes, int64, "
+                   "are missing or have other sizes", what);
+  int64_t g = x[1] ? hq / x[1] : 0, want5[5] = {x[0], x[1], g, x[2], x[3]}, in5[5] = {x[0], x[1], 1, x[2], x[3]};
+  const int64_t *ev = e->data, *sv = sh->data;
+  for (int i = 0; i < 5; i++) /* broadcasting [B, Hkv, 1, S, D] with e gives want5 */
+    if (!((ev[i] == want5[i] || ev[i] == 1) && (in5[i] == want5[i] || (in5[i] == 1 && ev[i] == want5[i]))))
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "%s's repeat: Expand to dim %d = %lld does not repeat %lld KV "
+                     "heads for %lld query heads", what, i, (long long)ev[i], (long long)x[1], (long long)hq);
+  int64_t out[4] = {x[0], hq, x[2], x[3]}, known = 1, total = x[0] * hq * x[2] * x[3];
+  int minus = -1;
+  for (int i = 0; i < 4; i++) {
+    int64_t d = sv[i] == 0 ? want5[i] : sv[i];
+    if (sv[i] == -1) minus = i;
+    else known *= d;
+    if (sv[i] != -1 && d != out[i])
+      return err_set(SMELT_ERR_INVALID_ARGUMENT, "%s's repeat: Reshape dim %d is %lld, not %lld", what, i,
+                     (long long)d, (long long)out[i]);
+  }
+  if (minus >= 0 && (known == 0 || total / known != out[minus]))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "%s's repeat: the Reshape's -1 does not make [B, %lld, S, D]", what,
+                   (long long)hq);
+  return SMELT_OK;
+}
+
 static smelt_status attn_run(op_ctx *c) {
   attn_view av;
   TRY(attn_view_plan(c, &av));
@@ -194,6 +239,12 @@ static smelt_status attn_run(op_ctx *c) {
   p.o = y->data;
   p.scale = op_attr_float(c, "scale", p.D > 0 ? 1.f / sqrtf((float)p.D) : 1.f);
   p.causal = op_attr_int(c, "causal", 0) != 0;
+  p.zero_empty_rows = op_attr_int(c, "zero_empty_rows", 0) != 0;
+  if (r == 4 && op_attr_int(c, "kv_group", 0) != 0) {
+    TRY(check_repeat(c, 4, av.k, av.q[1], "K"));
+    TRY(check_repeat(c, 6, av.v, av.q[1], "V"));
+    p.kv_group = av.k[1] > 0 ? av.q[1] / av.k[1] : 1;
+  }
   if (m) {
     p.mask_kind = m->dtype == SMELT_BOOL ? ATTN_MASK_BOOL : ATTN_MASK_ADD;
     p.mask = m->data;
@@ -204,5 +255,5 @@ static smelt_status attn_run(op_ctx *c) {
 }
 
 const op_def op_family_fused_attention[] = {
-    {"Attention", "smelt", 3, 4, 1, 1, attn_infer, attn_run, false},
+    {"Attention", "smelt", 3, 8, 1, 1, attn_infer, attn_run, false},
     {0}};

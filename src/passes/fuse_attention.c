@@ -5,8 +5,14 @@
  *   S  = S * c | S / c              (any number, c a scalar constant)
  *   S  = S + mask | Where(cond, S, fill)   (optional; mask float, cond bool)
  *   P  = Softmax(S, axis = -1)
+ *   P  = Where(IsNaN(P), 0, P)      (optional: fully masked rows give zeros)
  *   O  = MatMul(P, V')              V' [..., Sk, Dv]
  *   Y  = Transpose(O, p)            (optional)
+ * In a generator's decode graph (pass_options.static_kv) K' and V' may also
+ * come through repeat_kv, Reshape(Expand(Unsqueeze(KV, axes 2))) (its output
+ * read by Shape nodes too): the op then reads KV's shared heads itself
+ * (kv_group), checks the repeats' shapes at run time, and the Shape readers
+ * get [B, Hq, S, D] from Shape(Q) and Shape(KV).
  * with every intermediate read only by the next step, and rewrites it as one
  * smelt.Attention node (ops/fused_attention.c; kernel kernels/attention.c).
  * Q', K' and V' are traced back through Transpose nodes and scalar Mul/Div
@@ -35,6 +41,8 @@
 typedef struct operand {
   int v;                /* the value the kernel reads */
   int64_t perm[4];      /* canonical axis i is v's axis perm[i] */
+  int rep_expand, rep_shape; /* repeat_kv read through: the Expand's and the Reshape's shape values; -1 none */
+  int rep_out;          /* ... and the Reshape's output (Shape nodes may read it) */
 } operand;
 
 typedef struct attn_match {
@@ -44,6 +52,7 @@ typedef struct attn_match {
   int mask;             /* value or -1 */
   bool mask_bool, causal;
   double fill;
+  bool zero_empty_rows; /* Where(IsNaN(P), 0, P) after the softmax */
   int y;                /* output value */
   int64_t out_perm[4];
   int first, last;      /* the Q K^T MatMul; the node writing y */
@@ -51,6 +60,15 @@ typedef struct attn_match {
 } attn_match;
 
 static bool f32(rewriter *w, int v) { return v >= 0 && rw_val(w, v)->dtype == SMELT_F32; }
+
+/* A scalar operation on x (the other operand s: one element) keeps x's
+ * shape: known equal shapes, or -- in a generator's decode graph, where
+ * lengths are symbolic -- s of a rank no higher than x's. */
+static bool keeps_shape(rewriter *w, int x, int s, int out) {
+  if (rw_same_shape(rw_val(w, x), rw_val(w, out))) return true;
+  return w->o->static_kv && rw_val(w, x)->rank >= 0 && rw_val(w, s)->rank >= 0 &&
+         rw_val(w, s)->rank <= rw_val(w, x)->rank;
+}
 
 static void identity(int64_t *p, int r) {
   for (int i = 0; i < r; i++) p[i] = i;
@@ -69,15 +87,56 @@ static bool transpose_perm(rewriter *w, int id, int r, int64_t *p) {
   return true;
 }
 
+/* Only Shape nodes, besides `user`, read v. */
+static bool shapes_besides(rewriter *w, int v, int user) {
+  if (rw_is_output(w, v)) return false;
+  for (int u = 0; u < w->uses[v].n; u++) {
+    int id = w->uses[v].node[u];
+    if (id != user && !(rw_is_op(w, id, "Shape") && !ir_attr_find(rw_node(w, id), "start") &&
+                        !ir_attr_find(rw_node(w, id), "end")))
+      return false;
+  }
+  return true;
+}
+
+/* Reshape(Expand(Unsqueeze(x, axes = [2]))) -- repeat_kv, each of x's heads
+ * repeated for a group of query heads -- read through to x (rank 4 only):
+ * the op checks the shapes at run time (fused_attention.c).  -1: not it. */
+static int repeat_kv(rewriter *w, int p, operand *op) {
+  const ir_node *rs = rw_node(w, p);
+  if (!rw_is_op(w, p, "Reshape") || rs->n_inputs != 2 || ir_attr_int(rs, "allowzero", 0) != 0) return -1;
+  int e = rw_producer_op(w, rs->inputs[0], "Expand");
+  if (e < 0 || rw_n_uses(w, rs->inputs[0]) != 1 || rw_is_output(w, rs->inputs[0])) return -1;
+  int u = rw_producer_op(w, rw_node(w, e)->inputs[0], "Unsqueeze");
+  if (u < 0 || rw_n_uses(w, rw_node(w, e)->inputs[0]) != 1 || rw_is_output(w, rw_node(w, e)->inputs[0])) return -1;
+  const ir_node *un = rw_node(w, u);
+  int n_axes = 0;
+  const int64_t *axes = ir_attr_ints(un, "axes", &n_axes);
+  double a;
+  bool at2 = axes ? n_axes == 1 && axes[0] == 2
+                  : un->n_inputs == 2 && rw_scalar(w, un->inputs[1], &a) && a == 2;
+  if (!at2 || rw_val(w, un->inputs[0])->rank != 4) return -1;
+  op->rep_expand = rw_node(w, e)->inputs[1];
+  op->rep_shape = rs->inputs[1];
+  op->rep_out = rs->outputs[0];
+  return un->inputs[0];
+}
+
 /* Walks back from v through Transposes and scalar Mul/Div, composing the view
- * permutation (view = Transpose(result, perm)) and the scale. */
-static void trace_operand(rewriter *w, int v, int r, operand *op, double *scale) {
+ * permutation (view = Transpose(result, perm)) and the scale.  hop_perm
+ * non-NULL: a repeat_kv met where the permutation is hop_perm is read
+ * through (once); its output may also be read by Shape nodes. */
+static void trace_operand(rewriter *w, int v, int r, operand *op, double *scale, const int64_t *hop_perm,
+                          int user) {
   identity(op->perm, r);
+  op->rep_expand = op->rep_shape = op->rep_out = -1;
+  /* user: the node that read v */
   for (int guard = 0; guard < 8; guard++) {
     int p = rw_producer(w, v);
     if (p < 0) break;
     const ir_node *nd = rw_node(w, p);
     double c;
+    int x;
     if (rw_is_op(w, p, "Transpose") && rw_val(w, nd->inputs[0])->rank == r) {
       int64_t tp[4], np[4];
       if (!transpose_perm(w, p, r, tp)) break;
@@ -86,16 +145,20 @@ static void trace_operand(rewriter *w, int v, int r, operand *op, double *scale)
       v = nd->inputs[0];
     } else if ((rw_is_op(w, p, "Mul") || rw_is_op(w, p, "Div")) && nd->n_inputs == 2 &&
                rw_scalar(w, nd->inputs[1], &c) && c != 0 && isfinite(c) &&
-               rw_same_shape(rw_val(w, nd->inputs[0]), rw_val(w, nd->outputs[0]))) {
+               keeps_shape(w, nd->inputs[0], nd->inputs[1], nd->outputs[0])) {
       *scale = rw_is_op(w, p, "Mul") ? *scale * c : *scale / c;
       v = nd->inputs[0];
     } else if (rw_is_op(w, p, "Mul") && nd->n_inputs == 2 && rw_scalar(w, nd->inputs[0], &c) &&
-               c != 0 && isfinite(c) && rw_same_shape(rw_val(w, nd->inputs[1]), rw_val(w, nd->outputs[0]))) {
+               c != 0 && isfinite(c) && keeps_shape(w, nd->inputs[1], nd->inputs[0], nd->outputs[0])) {
       *scale *= c;
       v = nd->inputs[1];
+    } else if (hop_perm && r == 4 && op->rep_expand < 0 && !memcmp(op->perm, hop_perm, sizeof(int64_t) * 4) &&
+               user >= 0 && shapes_besides(w, v, user) && (x = repeat_kv(w, p, op)) >= 0) {
+      v = x;
     } else {
       break;
     }
+    user = p;
   }
   op->v = v;
 }
@@ -149,7 +212,11 @@ static bool match_scores(rewriter *w, int s, attn_match *m) {
       int a = nd->inputs[0], b = nd->inputs[1];
       int sv = leads_to_matmul(w, a) ? a : b;
       m->mask = sv == a ? b : a;
-      if (!f32(w, m->mask) || !rw_same_shape(rw_val(w, sv), rw_val(w, nd->outputs[0]))) return false;
+      /* the mask must not broadcast the scores up; in a generator's decode
+       * graph (static_kv) lengths are symbolic, and the op checks it at run time */
+      if (!f32(w, m->mask) || !(rw_same_shape(rw_val(w, sv), rw_val(w, nd->outputs[0])) ||
+                                (w->o->static_kv && rw_val(w, sv)->rank == rw_val(w, nd->outputs[0])->rank)))
+        return false;
       p = rw_producer(w, sv);
     } else if (rw_is_op(w, p, "Where") && m->mask < 0 && nd->n_inputs == 3 && rw_scalar(w, nd->inputs[2], &m->fill) &&
                rw_val(w, nd->inputs[0])->dtype == SMELT_BOOL &&
@@ -167,8 +234,9 @@ static bool match_scores(rewriter *w, int s, attn_match *m) {
   if (r != 3 && r != 4) return false;
   m->rank = r;
   double qs = 1.0, ks = 1.0;
-  trace_operand(w, mn->inputs[0], r, &m->q, &qs);
-  trace_operand(w, mn->inputs[1], r, &m->k, &ks);
+  static const int64_t k_hop[4] = {0, 1, 3, 2}; /* K' is K^T */
+  trace_operand(w, mn->inputs[0], r, &m->q, &qs, NULL, mm1);
+  trace_operand(w, mn->inputs[1], r, &m->k, &ks, w->o->static_kv ? k_hop : NULL, mm1);
   /* K' is K^T: the canonical K swaps the last two axes of K' */
   int64_t t = m->k.perm[r - 1];
   m->k.perm[r - 1] = m->k.perm[r - 2];
@@ -208,6 +276,27 @@ static bool match_output(rewriter *w, int mm2, attn_match *m) {
   return true;
 }
 
+/* P -> IsNaN -> Where(isnan, 0, P): exporters guard fully masked rows so
+ * (NaN) with zeros.  The Where's output, or -1. */
+static int nan_guard(rewriter *w, int pv, attn_match *m) {
+  if (rw_n_uses(w, pv) != 2 || rw_is_output(w, pv)) return -1;
+  for (int u = 0; u < w->uses[pv].n; u++) {
+    int isn = w->uses[pv].node[u];
+    if (!rw_is_op(w, isn, "IsNaN")) continue;
+    int cond = rw_node(w, isn)->outputs[0], wh = rw_sole_user(w, cond);
+    if (wh < 0 || !rw_is_op(w, wh, "Where")) return -1;
+    const ir_node *nd = rw_node(w, wh);
+    if (nd->n_inputs != 3 || nd->inputs[0] != cond || nd->inputs[2] != pv || !rw_all_equal(w, nd->inputs[1], 0) ||
+        rw_val(w, nd->outputs[0])->rank != rw_val(w, pv)->rank)
+      return -1;
+    m->nodes[m->n++] = isn;
+    m->nodes[m->n++] = wh;
+    m->zero_empty_rows = true;
+    return nd->outputs[0];
+  }
+  return -1;
+}
+
 static bool match_at(rewriter *w, int sm, attn_match *m) {
   memset(m, 0, sizeof *m);
   const ir_node *sn = rw_node(w, sm);
@@ -215,14 +304,19 @@ static bool match_at(rewriter *w, int sm, attn_match *m) {
   if (!f32(w, s) || !f32(w, pv) || rw_sole_user(w, s) != sm) return false;
   int r = rw_val(w, s)->rank;
   if ((r != 3 && r != 4) || !softmax_last_axis(w, sm, r)) return false;
+  int guarded = nan_guard(w, pv, m);
+  if (guarded >= 0) pv = guarded;
   int mm2 = rw_sole_user(w, pv);
   if (mm2 < 0 || !rw_is_op(w, mm2, "MatMul") || rw_node(w, mm2)->inputs[0] != pv) return false;
   if (!match_scores(w, s, m) || m->rank != r) return false;
   m->nodes[m->n++] = sm;
   m->nodes[m->n++] = mm2;
   double vs = 1.0;
-  trace_operand(w, rw_node(w, mm2)->inputs[1], r, &m->v, &vs);
+  static const int64_t v_hop[4] = {0, 1, 2, 3};
+  trace_operand(w, rw_node(w, mm2)->inputs[1], r, &m->v, &vs, m->k.rep_expand >= 0 ? v_hop : NULL, mm2);
+  if ((m->k.rep_expand >= 0) != (m->v.rep_expand >= 0)) return false; /* both repeated, or neither */
   if (vs != 1.0) { /* a scaled V is not part of attention: read it as it is */
+    if (m->v.rep_expand >= 0) return false;
     m->v.v = rw_node(w, mm2)->inputs[1];
     identity(m->v.perm, r);
   }
@@ -237,19 +331,73 @@ static bool match_at(rewriter *w, int sm, attn_match *m) {
   return true;
 }
 
+/* Shape nodes reading a repeat_kv's output read [B, Hq, S, D] -- Q's heads,
+ * the KV operand's other dims -- from Shape(Q) and Shape(KV) instead, so the
+ * repeat (a copy) is no longer needed; the op checks at run time that the
+ * repeat would have made exactly that. */
+static smelt_status repeat_shapes(rewriter *w, const attn_match *m, const operand *kv) {
+  int out = kv->rep_out, shapes[16], n = 0;
+  for (int u = 0; u < w->uses[out].n && n < 16; u++)
+    if (rw_is_op(w, w->uses[out].node[u], "Shape")) shapes[n++] = w->uses[out].node[u];
+  if (!n) return SMELT_OK;
+  int sq, sk, cat, idx, id;
+  TRY(rw_add_value(w, "smelt_rep_shape", -1, &sq));
+  TRY(rw_add_value(w, "smelt_rep_shape", -1, &sk));
+  TRY(rw_add_value(w, "smelt_rep_shape", -1, &cat));
+  const int srcs[2] = {m->q.v, kv->v}, outs[2] = {sq, sk};
+  for (int i = 0; i < 2; i++) {
+    TRY(rw_add_node(w, "smelt_rep_shape", "Shape", "", 1, 1, 0, &id));
+    TRY(rw_set_input(w, id, 0, srcs[i]));
+    rw_set_output(w, id, 0, outs[i]);
+  }
+  TRY(rw_add_node(w, "smelt_rep_shape", "Concat", "", 2, 1, 1, &id));
+  TRY(rw_set_input(w, id, 0, sq));
+  TRY(rw_set_input(w, id, 1, sk));
+  rw_set_output(w, id, 0, cat);
+  TRY(rw_attr_int(w, id, 0, "axis", 0));
+  tensor *t;
+  int64_t four = 4;
+  TRY(rw_tensor(&t, SMELT_I64, 1, &four));
+  int64_t *ix = t->data;
+  ix[0] = 4 + kv->perm[0];
+  ix[1] = m->q.perm[1];
+  ix[2] = 4 + kv->perm[2];
+  ix[3] = 4 + kv->perm[3];
+  TRY(rw_add_constant(w, "smelt_rep_index", t, &idx));
+  for (int i = 0; i < n; i++) {
+    TRY(rw_replace_node(w, shapes[i], "Gather", "", 2, 1, &id));
+    TRY(rw_set_input(w, id, 0, cat));
+    TRY(rw_set_input(w, id, 1, idx));
+    TRY(rw_attr_int(w, id, 0, "axis", 0));
+  }
+  return SMELT_OK;
+}
+
 static smelt_status build(rewriter *w, attn_match *m) {
   int id;
   char a[160], b[160];
-  pass_log(w->r, "fused %s .. %s (%d nodes) -> smelt.Attention(rank %d, scale %g%s%s) writing %s",
+  pass_log(w->r, "fused %s .. %s (%d nodes) -> smelt.Attention(rank %d, scale %g%s%s%s%s) writing %s",
            rw_name(w, m->first, a, sizeof a), rw_name(w, m->last, b, sizeof b),
-           m->n, m->rank, m->scale, m->causal ? ", causal" : "",
+           m->n, m->rank, m->scale, m->causal ? ", causal" : "", m->zero_empty_rows ? ", NaN guard" : "",
+           m->k.rep_expand >= 0 ? ", shared KV heads" : "",
            m->mask >= 0 ? (m->mask_bool ? ", bool mask" : ", additive mask") : "", q(rw_val(w, m->y)->name));
-  TRY(rw_replace_node(w, m->last, "Attention", "smelt", 4, 8, &id));
+  bool rep = m->k.rep_expand >= 0;
+  if (rep) {
+    TRY(repeat_shapes(w, m, &m->k));
+    TRY(repeat_shapes(w, m, &m->v));
+  }
+  TRY(rw_replace_node(w, m->last, "Attention", "smelt", rep ? 8 : 4, 10, &id));
   for (int k = 0; k < m->n; k++) rw_kill(w, m->nodes[k]);
   TRY(rw_set_input(w, id, 0, m->q.v));
   TRY(rw_set_input(w, id, 1, m->k.v));
   TRY(rw_set_input(w, id, 2, m->v.v));
   TRY(rw_set_input(w, id, 3, m->mask));
+  if (rep) { /* shared KV heads: the repeats' shapes, checked at run time */
+    TRY(rw_set_input(w, id, 4, m->k.rep_expand));
+    TRY(rw_set_input(w, id, 5, m->k.rep_shape));
+    TRY(rw_set_input(w, id, 6, m->v.rep_expand));
+    TRY(rw_set_input(w, id, 7, m->v.rep_shape));
+  }
   TRY(rw_attr_float(w, id, 0, "scale", (float)m->scale));
   TRY(rw_attr_int(w, id, 1, "causal", m->causal));
   TRY(rw_attr_float(w, id, 2, "mask_fill", m->mask_bool ? (float)m->fill : -INFINITY));
@@ -257,6 +405,8 @@ static smelt_status build(rewriter *w, attn_match *m) {
   TRY(rw_attr_ints(w, id, 4, "k_perm", m->k.perm, m->rank));
   TRY(rw_attr_ints(w, id, 5, "v_perm", m->v.perm, m->rank));
   TRY(rw_attr_ints(w, id, 6, "out_perm", m->out_perm, m->rank));
+  TRY(rw_attr_int(w, id, 8, "zero_empty_rows", m->zero_empty_rows));
+  TRY(rw_attr_int(w, id, 9, "kv_group", rep));
   return rw_attr_int(w, id, 7, "has_mask", m->mask >= 0);
 }
 

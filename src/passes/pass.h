@@ -15,6 +15,7 @@ typedef struct pass_options {
   bool specialized;       /* input shapes are concrete (static compile) */
   const char *debug_dir;  /* SMELT_DEBUG: write IR before/after each pass here; NULL = off */
   smelt_precision precision; /* session precision: autocast marks nodes for it (autocast.c) */
+  bool static_kv;         /* a generator's decode graph (passes/static_kv.h): lengths symbolic */
 } pass_options;
 
 typedef struct pass_stat {

@@ -257,8 +257,10 @@ static void test_gelu(void) {
 
 typedef struct attn_case {
   int64_t B, Sq, Sk, H, Dh;
-  int mask;      /* 0 none, 1 additive input [B,1,1,Sk], 2 constant causal [Sq,Sk], 3 bool Where input */
+  int mask;      /* 0 none, 1 additive input [B,1,1,Sk], 2 constant causal [Sq,Sk], 3 bool Where input,
+                    4 constant additive [B,1,1,Sk] hiding every key of batch 0 */
   bool scale_q;  /* scale applied to Q before the product (Mul), else scores / sqrt(Dh) */
+  bool nan_guard; /* Where(IsNaN(P), 0, P) after the softmax, as transformers exports it */
 } attn_case;
 
 /* x [B,Sq,E] (queries) and kv [B,Sk,E] -> projections -> heads [B,S,H,Dh] ->
@@ -306,6 +308,13 @@ static void build_attention(ir_graph *g, const attn_case *c) {
     free(m);
     gb_node(g, "Add", "causal,s", "sm", 0);
     sm_in = "sm";
+  } else if (c->mask == 4) {
+    float *m = calloc((size_t)(c->B * c->Sk), sizeof(float));
+    for (int64_t j = 0; j < c->Sk; j++) m[j] = -INFINITY; /* batch 0: no key visible */
+    gb_const_t(g, "hide", SMELT_F32, 4, (int64_t[]){c->B, 1, 1, c->Sk}, m, 0);
+    free(m);
+    gb_node(g, "Add", "s,hide", "sm", 0);
+    sm_in = "sm";
   } else if (c->mask == 3) {
     gb_input(g, "keep", SMELT_BOOL, 4, (int64_t[]){1, 1, c->Sq, c->Sk});
     gb_scalar(g, "fill", -1e4f);
@@ -316,7 +325,14 @@ static void build_attention(ir_graph *g, const attn_case *c) {
   snprintf(ins, sizeof ins, "%s", sm_in);
   int sm = gb_node(g, "Softmax", ins, "p", 1);
   gb_attr_int(g, sm, 0, "axis", -1);
-  gb_node(g, "MatMul", "p,vt", "o", 0);
+  if (c->nan_guard) {
+    gb_scalar(g, "zero", 0.f);
+    gb_node(g, "IsNaN", "p", "pnan", 0);
+    gb_node(g, "Where", "pnan,zero,p", "pg", 0);
+    gb_node(g, "MatMul", "pg,vt", "o", 0);
+  } else {
+    gb_node(g, "MatMul", "p,vt", "o", 0);
+  }
   int to = gb_node(g, "Transpose", "o", "ot", 1);
   gb_attr_ints(g, to, 0, "perm", 4, (int64_t[]){0, 2, 1, 3});
   gb_node(g, "Reshape", "ot,oshape", "y", 0);
@@ -325,11 +341,13 @@ static void build_attention(ir_graph *g, const attn_case *c) {
 
 static void test_attention(void) {
   static const attn_case cases[] = {
-      {2, 37, 37, 4, 8, 1, false},  /* BERT-like: padding mask */
-      {1, 70, 70, 2, 16, 2, false}, /* GPT-like: causal, partial key and query blocks */
-      {2, 5, 77, 2, 8, 2, false},   /* with a KV cache: causal aligned at the end */
-      {1, 33, 33, 3, 4, 3, true},   /* bool mask via Where; scale on Q */
-      {3, 1, 65, 1, 64, 0, true},   /* one query (decode), no mask */
+      {2, 37, 37, 4, 8, 1, false, false},  /* BERT-like: padding mask */
+      {1, 70, 70, 2, 16, 2, false, false}, /* GPT-like: causal, partial key and query blocks */
+      {2, 5, 77, 2, 8, 2, false, false},   /* with a KV cache: causal aligned at the end */
+      {1, 33, 33, 3, 4, 3, true, false},   /* bool mask via Where; scale on Q */
+      {3, 1, 65, 1, 64, 0, true, false},   /* one query (decode), no mask */
+      {2, 1, 9, 2, 8, 1, false, true}, /* the NaN guard transformers exports */
+      {2, 3, 9, 2, 8, 4, false, true}, /* ... where it matters: batch 0 sees no key (zeros, not NaN) */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     ir_graph *g = gb_new();
@@ -343,7 +361,9 @@ static void test_attention(void) {
     /* no transposes left: the kernel reads and writes the projections' layout */
     CHECK(r && count_op(r, "Transpose") == 0);
     CHECK(r && attr_i(r, "Attention", "causal") == (cases[i].mask == 2));
-    CHECK(r && attr_i(r, "Attention", "has_mask") == (cases[i].mask == 1 || cases[i].mask == 3));
+    CHECK(r && attr_i(r, "Attention", "has_mask") == (cases[i].mask == 1 || cases[i].mask == 3 || cases[i].mask == 4));
+    CHECK(r && attr_i(r, "Attention", "zero_empty_rows") == cases[i].nan_guard);
+    CHECK(r && count_op(r, "IsNaN") == 0);
     passes_equiv_free(&e);
     ir_graph_free(g);
   }
@@ -373,6 +393,61 @@ static void test_attention_rejects(void) {
   ir_graph_free(g);
 }
 
+/* fuse_attention in a generator's decode graph (static_kv). */
+static smelt_status fuse_attention_static(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
+  pass_options so = *o;
+  so.static_kv = true;
+  return pass_fuse_attention(g, &so, r, changes);
+}
+
+/* Grouped-query attention as transformers exports it: K and V [1, 2, 5, 8]
+ * repeated for 4 query heads by Reshape(Expand(Unsqueeze(x, 2))), the V
+ * repeat's shape read too.  axis 2: read through (kv_group, no Expand left,
+ * the Shape still right); axis 1 (another head order): left alone. */
+static void test_attention_shared_kv(int axis) {
+  ir_graph *g = gb_new();
+  gb_input(g, "q", SMELT_F32, 4, (int64_t[]){1, 4, 3, 8});
+  gb_input(g, "k", SMELT_F32, 4, (int64_t[]){1, 2, 5, 8});
+  gb_input(g, "v", SMELT_F32, 4, (int64_t[]){1, 2, 5, 8});
+  gb_ints(g, "axes", 1, (int64_t[]){axis});
+  gb_ints(g, "eshape", 5, axis == 2 ? (int64_t[]){1, 2, 2, 5, 8} : (int64_t[]){1, 2, 2, 5, 8});
+  /* axis 1: [1, 1, 2, 5, 8] expanded to [1, 2, 2, 5, 8]: heads in another order */
+  gb_ints(g, "rshape", 4, (int64_t[]){0, 4, -1, 8});
+  gb_scalar(g, "scale", 0.35f);
+  gb_node(g, "Unsqueeze", "k,axes", "ku", 0);
+  gb_node(g, "Expand", "ku,eshape", "ke", 0);
+  gb_node(g, "Reshape", "ke,rshape", "kr", 0);
+  int t = gb_node(g, "Transpose", "kr", "kt", 1);
+  gb_attr_ints(g, t, 0, "perm", 4, (int64_t[]){0, 1, 3, 2});
+  gb_node(g, "Unsqueeze", "v,axes", "vu", 0);
+  gb_node(g, "Expand", "vu,eshape", "ve", 0);
+  gb_node(g, "Reshape", "ve,rshape", "vr", 0);
+  gb_node(g, "MatMul", "q,kt", "s", 0);
+  gb_node(g, "Mul", "s,scale", "ss", 0);
+  int sm = gb_node(g, "Softmax", "ss", "p", 1);
+  gb_attr_int(g, sm, 0, "axis", -1);
+  gb_node(g, "MatMul", "p,vr", "o", 0);
+  gb_node(g, "Shape", "vr", "vshape", 0);
+  gb_output(g, "o");
+  gb_output(g, "vshape");
+  passes_equiv e;
+  const ir_graph *r = rewrite(g, fuse_attention_static, &e);
+  const char *kin = "", *vin = "";
+  for (int i = 0; r && i < r->n_nodes; i++)
+    if (!strcmp(r->nodes[i].op_type, "Attention")) {
+      kin = r->values[r->nodes[i].inputs[1]].name;
+      vin = r->values[r->nodes[i].inputs[2]].name;
+    }
+  if (axis == 2) { /* reads k and v themselves: the repeats are left for dce */
+    CHECK(r && count_op(r, "smelt.Attention") == 1 && !strcmp(kin, "k") && !strcmp(vin, "v"));
+    CHECK(r && attr_i(r, "Attention", "kv_group") == 1);
+  } else {
+    CHECK(r && strcmp(kin, "k") && strcmp(vin, "v") && attr_i(r, "Attention", "kv_group") <= 0);
+  }
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
 int main(void) {
   test_conv_bn();
   test_matmul_bias_relu();
@@ -384,5 +459,7 @@ int main(void) {
   test_gelu();
   test_attention();
   test_attention_rejects();
+  test_attention_shared_kv(2);
+  test_attention_shared_kv(1);
   return test_report("test_passes_fusion");
 }

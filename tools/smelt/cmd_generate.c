@@ -12,6 +12,9 @@
 #include <time.h>
 
 #include "cli.h"
+#include "generate/gen_static.h"
+#include "runtime/profile.h"
+#include "session/session.h"
 #include "util/json.h"
 #include "util/stats.h"
 
@@ -26,12 +29,15 @@ static int usage(int code) {
   printf("usage: smelt generate MODEL (--prompt-ids 1,2,3 | --prompt TEXT [--tokenizer FILE])\n"
          "                      [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
          "                      [--seed S] [--eos ID] [--batch N] [--warmup N] [--json] [--threads N]\n"
-         "                      [--mode M]\n\n"
+         "                      [--mode M] [--no-static-cache] [--profile]\n\n"
          "Generates text with a decoder-only language model exported with its KV cache\n"
          "(input_ids, optional attention_mask and position_ids, past.N.key/value or\n"
          "past_key_values.N.key/value in, logits and present.N.key/value out): one prefill\n"
-         "run over the prompt, then one decode step per new token, the cache each run returns\n"
-         "fed to the next.  Tokens are written to stdout as they are produced: ids separated\n"
+         "run over the prompt, then one decode step per new token.  The KV cache is static:\n"
+         "allocated once for prompt + --max-new-tokens positions, each step's keys and values\n"
+         "written in place and read there by the fused attention, decode run by one plan made\n"
+         "once (no per-step allocation, copy or re-plan, in every mode); a model whose\n"
+         "past -> Concat -> present does not match runs as written (a log line says why).  Tokens are written to stdout as they are produced: ids separated\n"
          "by spaces (one line per sequence at the end when --batch > 1), or text when a\n"
          "tokenizer is used.\n"
          "  --prompt-ids L     the prompt as comma-separated token ids\n"
@@ -49,10 +55,17 @@ static int usage(int code) {
          "                     (weight packing, compiling) out of the time to first token\n"
          "  --json             print a JSON report instead of streaming: the tokens, time to\n"
          "                     first token, prefill and decode tokens/s, ms/token p50/p99,\n"
-         "                     KV-cache bytes, peak RSS\n"
+         "                     KV-cache bytes, peak RSS, static_cache, and the resident set\n"
+         "                     (rss_at_token) after tokens 10, 100, 500 and 1000\n"
+         "  --profile          time every node of the decode steps (static cache): a table of\n"
+         "                     op, calls and ms per step on stderr (with --json: decode_step_ops)\n"
+         "  --no-static-cache  feed each present output back as the next past (the model as\n"
+         "                     written: a copy of the cache per step; compiled modes re-plan\n"
+         "                     each new length)\n"
          "  --threads N        worker threads (default: the machine's cores)\n"
-         "Compiled modes use --dynamic kernels (a new cache length re-plans without a C\n"
-         "compile); past 64 lengths the session runs eagerly.\n\n%s",
+         "Compiled modes compile the prompt's plan (--dynamic kernels); with the static cache\n"
+         "decode steps replay the generator's own plan.  Without it a new cache length\n"
+         "re-plans, and past 64 lengths the session runs eagerly.\n\n%s",
          cli_mode_help());
   return code;
 }
@@ -128,7 +141,7 @@ typedef struct gen_args {
   const char *model, *prompt_ids, *prompt, *tokenizer;
   int64_t max_new, top_k, seed, batch, threads, eos, warmup;
   double temperature, top_p;
-  bool json, eos_given;
+  bool json, eos_given, no_static, profile;
   cli_mode_opts mo;
 } gen_args;
 
@@ -179,6 +192,10 @@ static int parse_args(int argc, char **argv, gen_args *a) {
       }
     } else if (!strcmp(argv[i], "--json")) {
       a->json = true;
+    } else if (!strcmp(argv[i], "--no-static-cache")) {
+      a->no_static = true;
+    } else if (!strcmp(argv[i], "--profile")) {
+      a->profile = true;
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "smelt generate: unknown option '%s'\n", argv[i]);
       return usage(2);
@@ -299,6 +316,10 @@ int cmd_generate(int argc, char **argv) {
   smelt_generator *g = NULL;
   int64_t *batch_ids = NULL, *tokens = NULL, **out_tok = NULL;
   double *step_ms = NULL;
+  profiler *prof = NULL;
+  profile_summary psum;
+  memset(&psum, 0, sizeof psum);
+  bool have_psum = false;
   smelt_session_options so = a.mo.opts;
   so.threads = (int)a.threads;
   if (so.mode != SMELT_MODE_EAGER) {
@@ -322,6 +343,7 @@ int cmd_generate(int argc, char **argv) {
   go.top_p = (float)a.top_p;
   go.seed = (uint64_t)a.seed;
   go.eos_token_id = a.eos;
+  go.static_cache = !a.no_static;
   if (smelt_generator_create(s, &go, &g)) {
     cli_fail(NULL);
     goto done;
@@ -347,6 +369,13 @@ int cmd_generate(int argc, char **argv) {
       goto done;
     }
   }
+  if (a.profile && !prof) {
+    if (profiler_create(&prof)) {
+      cli_fail("--profile");
+      goto done;
+    }
+    profiler_attach_pool(prof, s->pool);
+  }
   double t0 = cli_now_s() * 1e3;
   if (smelt_generator_prefill(g, batch_ids, n_prompt)) {
     cli_fail(NULL);
@@ -356,9 +385,21 @@ int cmd_generate(int argc, char **argv) {
   int64_t produced = 0;
   bool stream = !a.json;
   double ttft = 0, kv_bytes = 0;
+  static const int64_t rss_marks[4] = {10, 100, 500, 1000};
+  double rss_mb[4] = {-1, -1, -1, -1};
   while (produced < a.max_new && !(produced && smelt_generator_done(g))) {
+    bool profiled = prof && produced > 0; /* decode steps: the first call only samples */
+    if (profiled) {
+      gen_generator_set_hook(g, profiler_hook(prof));
+      profiler_run_begin(prof);
+    }
     double ts = cli_now_s() * 1e3;
-    if (smelt_generator_next(g, tokens)) {
+    smelt_status next_st = smelt_generator_next(g, tokens);
+    if (profiled) {
+      profiler_run_end(prof);
+      gen_generator_set_hook(g, NULL);
+    }
+    if (next_st) {
       if (stream) printf("\n");
       cli_fail(NULL);
       goto done;
@@ -374,10 +415,23 @@ int cmd_generate(int argc, char **argv) {
       fflush(stdout);
     }
     produced++;
+    for (int k = 0; k < 4; k++)
+      if (produced == rss_marks[k]) rss_mb[k] = cli_proc_status_mb("VmRSS:");
   }
   double t_end = cli_now_s() * 1e3;
   kv_bytes = (double)smelt_generator_kv_bytes(g);
   if (stream && B == 1) printf("\n");
+  if (prof && !profiler_summarize(prof, false, &psum)) {
+    have_psum = true;
+    if (!smelt_generator_static_cache(g))
+      fprintf(stderr, "smelt generate: --profile: no static KV cache, the decode steps were not observed\n");
+    else if (!a.json) {
+      fprintf(stderr, "decode step profile (%d steps, static KV cache): op, calls/step, ms/step\n", psum.runs);
+      for (int r = 0; r < psum.n_rows; r++)
+        fprintf(stderr, "  %-24s %8.1f %10.4f\n", psum.rows[r].label, (double)psum.rows[r].calls / psum.runs,
+                (double)psum.rows[r].total_ns / 1e6 / psum.runs);
+    }
+  }
   if (a.json) {
     /* step 0 is prefill + the first sample; decode steps are the rest */
     int64_t nd = produced - 1;
@@ -421,6 +475,27 @@ int cmd_generate(int argc, char **argv) {
     json_kv_int(&w, "peak_rss_bytes", peak_mb < 0 ? -1 : (int64_t)(peak_mb * 1048576.0));
     json_kv_int(&w, "compiles", st.compiles);
     json_kv_bool(&w, "eager_fallback", st.eager_fallback != 0);
+    json_kv_bool(&w, "static_cache", smelt_generator_static_cache(g) != 0);
+    if (have_psum && psum.runs > 0) { /* per decode step: what ran (no Concat or copy of the cache) */
+      json_key(&w, "decode_step_ops");
+      json_array_begin(&w);
+      for (int r = 0; r < psum.n_rows; r++) {
+        json_object_begin(&w);
+        json_kv_string(&w, "op", psum.rows[r].label);
+        json_kv_number(&w, "calls_per_step", (double)psum.rows[r].calls / psum.runs);
+        json_kv_number(&w, "ms_per_step", (double)psum.rows[r].total_ns / 1e6 / psum.runs);
+        json_object_end(&w);
+      }
+      json_array_end(&w);
+    }
+    json_key(&w, "rss_at_token"); /* resident bytes after token N (flat: nothing allocated per step) */
+    json_object_begin(&w);
+    for (int k = 0; k < 4; k++) {
+      char key[24];
+      snprintf(key, sizeof key, "%lld", (long long)rss_marks[k]);
+      if (rss_mb[k] >= 0) json_kv_int(&w, key, (int64_t)(rss_mb[k] * 1048576.0));
+    }
+    json_object_end(&w);
     json_object_end(&w);
     const char *txt;
     size_t len;
@@ -434,6 +509,8 @@ int cmd_generate(int argc, char **argv) {
   }
   rc = 0;
 done:
+  if (have_psum) profile_summary_free(&psum);
+  profiler_free(prof);
   for (size_t b = 0; out_tok && b < (size_t)a.batch; b++) free(out_tok[b]);
   free(out_tok);
   free(step_ms);

@@ -195,12 +195,18 @@ class Generator:
 
     Greedy by default; temperature > 0 samples (top_k, top_p) from seed.
     batch > 1: prefill takes one row of ids per sequence (same length) and
-    next() returns one token per sequence."""
+    next() returns one token per sequence.  static_cache (default True): the
+    static KV cache -- allocated once, written in place, decode replayed
+    without re-planning -- when the model's past -> Concat -> present
+    matches (the static_cache property says whether it is used); False: the
+    model as written."""
 
     def __init__(self, session: "Session", *, batch: int = 1, max_length: int = 0, temperature: float = 0.0,
-                 top_k: int = 0, top_p: float = 1.0, seed: int = 0, eos_token_id: int = -1) -> None:
+                 top_k: int = 0, top_p: float = 1.0, seed: int = 0, eos_token_id: int = -1,
+                 static_cache: bool = True) -> None:
         self._session = session  # keeps it alive
-        self._g = _smelt.Generator(session._s, batch, max_length, temperature, top_k, top_p, seed, eos_token_id)
+        self._g = _smelt.Generator(session._s, batch, max_length, temperature, top_k, top_p, seed, eos_token_id,
+                                   static_cache)
 
     def prefill(self, ids: Sequence[Any]) -> None:
         """Starts over with the prompt (a list of ids; rows of ids for batch > 1)."""
@@ -232,6 +238,10 @@ class Generator:
     @property
     def kv_bytes(self) -> int:
         return self._g.kv_bytes
+
+    @property
+    def static_cache(self) -> bool:
+        return self._g.static_cache
 
     def generate(self, ids: Sequence[Any], max_new_tokens: int) -> List[Any]:
         """prefill(ids), then up to max_new_tokens tokens (fewer at EOS or max_length)."""
