@@ -11,6 +11,7 @@
 #include "onnx/import_internal.h"
 #include "util/err.h"
 #include "util/quote.h"
+#include "util/ro_map.h"
 
 enum {
   T_DIMS = 1,
@@ -227,7 +228,15 @@ static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t 
   }
   tensor shape = *t;
   TRY(tensor_alloc(t, shape.dtype, shape.rank, shape.dims));
-  if (nbytes) memcpy(t->data, p, nbytes);
+  /* the copy is what every reader sees: when p is in the model file's
+   * mapping, its pages need not stay resident beside it (util/ro_map.h);
+   * released as the copy goes, so a large tensor is never resident twice */
+  enum { STEP = 8 << 20 };
+  for (size_t o = 0; o < nbytes; o += STEP) {
+    size_t n = nbytes - o < STEP ? nbytes - o : STEP;
+    memcpy((uint8_t *)t->data + o, p + o, n);
+    ro_map_release(p + o, n);
+  }
   return SMELT_OK;
 }
 
