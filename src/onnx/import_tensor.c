@@ -227,7 +227,7 @@ static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t 
     return SMELT_OK;
   }
   tensor shape = *t;
-  TRY(tensor_alloc(t, shape.dtype, shape.rank, shape.dims));
+  TRY(tensor_alloc_uninit(t, shape.dtype, shape.rank, shape.dims)); /* every byte is copied below */
   /* the copy is what every reader sees: when p is in the model file's
    * mapping, its pages need not stay resident beside it (util/ro_map.h);
    * released as the copy goes, so a large tensor is never resident twice */
