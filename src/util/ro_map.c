@@ -12,6 +12,7 @@
 
 typedef struct ro_range {
   uintptr_t lo, hi;
+  bool refill; /* a file mapping: dropped pages are read back from the file */
 } ro_range;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -19,7 +20,7 @@ static ro_range *ranges;
 static int n_ranges, cap_ranges;
 static atomic_uint_least64_t released;
 
-void ro_map_add(const void *p, size_t len) {
+static void add(const void *p, size_t len, bool refill) {
   if (!p || !len) return;
   pthread_mutex_lock(&mu);
   if (n_ranges == cap_ranges) {
@@ -32,9 +33,13 @@ void ro_map_add(const void *p, size_t len) {
     ranges = r;
     cap_ranges = cap;
   }
-  ranges[n_ranges++] = (ro_range){(uintptr_t)p, (uintptr_t)p + len};
+  ranges[n_ranges++] = (ro_range){(uintptr_t)p, (uintptr_t)p + len, refill};
   pthread_mutex_unlock(&mu);
 }
+
+void ro_map_add(const void *p, size_t len) { add(p, len, true); }
+
+void ro_map_add_scratch(const void *p, size_t len) { add(p, len, false); }
 
 void ro_map_remove(const void *p) {
   if (!p) return;
@@ -62,7 +67,7 @@ static bool release_on(void) {
   return v;
 }
 
-size_t ro_map_release(const void *p, size_t len) {
+static size_t drop(const void *p, size_t len, bool scratch_too) {
   if (!p || !len || !release_on()) return 0;
   long ps = sysconf(_SC_PAGESIZE);
   uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
@@ -76,13 +81,17 @@ size_t ro_map_release(const void *p, size_t len) {
   pthread_mutex_lock(&mu);
   for (int i = 0; i < n_ranges; i++)
     if (ranges[i].lo <= lo && hi <= ranges[i].hi) {
-      if (madvise((void *)a, b - a, MADV_DONTNEED) == 0) dropped = b - a;
+      if ((ranges[i].refill || scratch_too) && madvise((void *)a, b - a, MADV_DONTNEED) == 0) dropped = b - a;
       break;
     }
   pthread_mutex_unlock(&mu);
   if (dropped) atomic_fetch_add_explicit(&released, dropped, memory_order_relaxed);
   return dropped;
 }
+
+size_t ro_map_release(const void *p, size_t len) { return drop(p, len, false); }
+
+size_t ro_map_discard(const void *p, size_t len) { return drop(p, len, true); }
 
 uint64_t ro_map_released_total(void) {
   return atomic_load_explicit(&released, memory_order_relaxed);

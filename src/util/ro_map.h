@@ -22,6 +22,11 @@
  * the table cannot grow: its pages are then simply never dropped). */
 void ro_map_add(const void *p, size_t len);
 
+/* Registers [p, p+len) as scratch: private anonymous memory (a copy of a
+ * model's bytes) whose pages come back zero once dropped, so only
+ * ro_map_discard drops them, for ranges nothing reads again. */
+void ro_map_add_scratch(const void *p, size_t len);
+
 /* Forgets the mapping that starts at p; call before munmap. */
 void ro_map_remove(const void *p);
 
@@ -31,8 +36,12 @@ void ro_map_remove(const void *p);
  * releasing is off: SMELT_WEIGHT_RELEASE=0/off/no). */
 size_t ro_map_release(const void *p, size_t len);
 
-/* Bytes dropped by ro_map_release since the process started (tests,
- * reports). */
+/* As ro_map_release, and also inside scratch memory: for a range that is
+ * never read again (the source of an import copy). */
+size_t ro_map_discard(const void *p, size_t len);
+
+/* Bytes dropped by ro_map_release and ro_map_discard since the process
+ * started (tests, reports). */
 uint64_t ro_map_released_total(void);
 
 #endif
