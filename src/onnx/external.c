@@ -16,6 +16,7 @@
 #include "onnx/import_internal.h"
 #include "util/err.h"
 #include "util/quote.h"
+#include "util/ro_map.h"
 
 static smelt_status check_location(pb_str loc) {
   if (!loc.n) return err_set(SMELT_ERR_INVALID_MODEL, "external data location is empty");
@@ -89,6 +90,8 @@ static smelt_status map_file(onnx_imp *c, char *real, onnx_mapping **out) {
     mp->addr = mmap(NULL, mp->len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mp->addr == MAP_FAILED)
       s = err_set(SMELT_ERR_IO, "cannot map %s: %s", q(real), strerror(errno));
+    else
+      ro_map_add(mp->addr, mp->len); /* weights viewed in it may be dropped once packed */
   }
   if (fd >= 0) close(fd);
   if (s) {
@@ -133,7 +136,10 @@ smelt_status imp_external(onnx_imp *c, pb_str loc, uint64_t offset, int64_t leng
 void imp_unmap_all(onnx_mapping *list) {
   while (list) {
     onnx_mapping *n = list->next;
-    if (list->addr) munmap(list->addr, list->len);
+    if (list->addr) {
+      ro_map_remove(list->addr);
+      munmap(list->addr, list->len);
+    }
     free(list->path);
     free(list);
     list = n;

@@ -77,7 +77,9 @@ static smelt_status imp_initializer(onnx_imp *c, ir_graph *g, const pb_msg *tm, 
   tensor *t;
   pb_str name = {"", 0};
   bool viewed;
+  c->discard_copied = true; /* each initializer is imported once */
   smelt_status s = imp_tensor_new(c, tm, &t, &name, &viewed);
+  c->discard_copied = false;
   if (s) return imp_prefix(s, "initializer[%d] %s: ", index, q_n(name.s, name.n));
   s = add_initializer(c, g, t, name, index);
   if (s) {

@@ -31,6 +31,8 @@ typedef struct onnx_imp {
   const char *base_dir;    /* folder of the model; NULL forbids external data */
   char *base_real;         /* realpath(base_dir), computed on first use (malloc'd) */
   bool copy_data;          /* never view the buffer (tensors must own their data) */
+  bool discard_copied;     /* importing a graph initializer, read once: the source of
+                              a copy may be discarded (util/ro_map.h ro_map_discard) */
   int depth;               /* current subgraph nesting */
   int n_graphs;            /* subgraphs made so far */
   char *scratch[2];        /* NUL-terminated copies of names for lookups (imp_cstr) */

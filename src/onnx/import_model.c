@@ -10,6 +10,7 @@
 #include "onnx/import_internal.h"
 #include "util/err.h"
 #include "util/quote.h"
+#include "util/ro_map.h"
 
 enum { M_IR_VERSION = 1, M_PRODUCER_NAME = 2, M_PRODUCER_VERSION = 3, M_DOMAIN = 4,
        M_MODEL_VERSION = 5, M_GRAPH = 7, M_OPSET = 8 };
@@ -149,11 +150,18 @@ smelt_status imp_model(onnx_imp *c, const uint8_t *buf, size_t len) {
 
 /* ---- loading ---- */
 
+/* The model file's mapping goes: first out of the table of mappings whose
+ * pages may be dropped (util/ro_map.h), then away. */
+static void unmap_model(void *map, size_t len) {
+  ro_map_remove(map);
+  munmap(map, len);
+}
+
 static smelt_status load(const void *buf, size_t len, const char *base_dir, void *map,
                          onnx_model **out) {
   onnx_model *m = calloc(1, sizeof *m);
   if (!m) {
-    if (map) munmap(map, len);
+    if (map) unmap_model(map, len);
     return err_nomem("model", sizeof *m);
   }
   m->producer_name = m->producer_version = m->domain = "";
@@ -215,6 +223,7 @@ static smelt_status map_model(const char *path, void **map, size_t *len) {
     *len = (size_t)st.st_size;
     *map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (*map == MAP_FAILED) s = err_set(SMELT_ERR_IO, "cannot map: %s", strerror(errno));
+    else ro_map_add(*map, *len); /* weights viewed in it may be dropped once packed */
   }
   close(fd);
   return s;
@@ -229,7 +238,7 @@ smelt_status onnx_model_load(const char *path, onnx_model **out) {
   if (s) return imp_prefix(s, "%s: ", path);
   char *dir = dir_of(path);
   if (!dir) {
-    munmap(map, len);
+    unmap_model(map, len);
     return err_nomem("path", strlen(path));
   }
   s = load(map, len, dir, map, out);
@@ -241,6 +250,6 @@ void onnx_model_free(onnx_model *m) {
   if (!m) return;
   ir_graph_free(m->graph);
   imp_unmap_all(m->ext);
-  if (m->map) munmap(m->map, m->map_len);
+  if (m->map) unmap_model(m->map, m->map_len);
   free(m);
 }

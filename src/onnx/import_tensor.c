@@ -11,6 +11,7 @@
 #include "onnx/import_internal.h"
 #include "util/err.h"
 #include "util/quote.h"
+#include "util/ro_map.h"
 
 enum {
   T_DIMS = 1,
@@ -226,8 +227,19 @@ static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t 
     return SMELT_OK;
   }
   tensor shape = *t;
-  TRY(tensor_alloc(t, shape.dtype, shape.rank, shape.dims));
-  if (nbytes) memcpy(t->data, p, nbytes);
+  TRY(tensor_alloc_uninit(t, shape.dtype, shape.rank, shape.dims)); /* every byte is copied below */
+  /* the copy is what every reader sees: when p is in the model file's
+   * mapping, its pages need not stay resident beside it; nor, for an
+   * initializer (imported once), in the model's copy of its bytes
+   * (util/ro_map.h).  Dropped as the copy goes, so a large tensor is never
+   * resident twice. */
+  enum { STEP = 8 << 20 };
+  for (size_t o = 0; o < nbytes; o += STEP) {
+    size_t n = nbytes - o < STEP ? nbytes - o : STEP;
+    memcpy((uint8_t *)t->data + o, p + o, n);
+    if (c->discard_copied) ro_map_discard(p + o, n);
+    else ro_map_release(p + o, n);
+  }
   return SMELT_OK;
 }
 

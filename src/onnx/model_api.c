@@ -3,15 +3,46 @@
  * (the importer keeps those as constants). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "onnx/model_internal.h"
 #include "ops/infer.h"
 #include "util/err.h"
+#include "util/ro_map.h"
+
+/* The model's copy of caller's bytes.  A large one is mapped, so that the
+ * importer can discard the pages a weight was copied out of (a misaligned
+ * weight is copied: the copy is what every reader sees) instead of keeping
+ * the weight twice; *mapped_len is its size then, else 0 (malloc'd). */
+enum { BYTES_MAP_MIN = 64 << 10 };
+
+static void *bytes_alloc(size_t len, size_t *mapped_len) {
+  *mapped_len = 0;
+  if (len >= BYTES_MAP_MIN) {
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      *mapped_len = len;
+      return p;
+    }
+  }
+  return malloc(len);
+}
+
+static void bytes_free(void *p, size_t mapped_len) {
+  if (!p) return;
+  if (!mapped_len) {
+    free(p);
+    return;
+  }
+  ro_map_remove(p);
+  munmap(p, mapped_len);
+}
 
 /* Validates and infers the imported graph, then wraps it in a smelt_model.
- * Takes onnx (freed on failure) and bytes (a buffer the model owns, or NULL);
- * where names the source in messages. */
-static smelt_status finish_load(onnx_model *onnx, void *bytes, const char *where,
+ * Takes onnx (freed on failure) and bytes (a buffer the model owns, or NULL;
+ * bytes_len: its size when it is mapped, see bytes_alloc); where names the
+ * source in messages. */
+static smelt_status finish_load(onnx_model *onnx, void *bytes, size_t bytes_len, const char *where,
                                 smelt_model **out) {
   /* structure and types are checked once, at load: a malformed graph never
    * reaches a session */
@@ -21,11 +52,12 @@ static smelt_status finish_load(onnx_model *onnx, void *bytes, const char *where
   if (!s && !(m = calloc(1, sizeof *m))) s = err_nomem("model", sizeof *m);
   if (s) {
     onnx_model_free(onnx);
-    free(bytes);
+    bytes_free(bytes, bytes_len);
     return err_prefix(s, "%s: ", where);
   }
   m->onnx = onnx;
   m->bytes = bytes;
+  m->bytes_len = bytes_len;
   *out = m;
   return SMELT_OK;
 }
@@ -36,7 +68,7 @@ smelt_status smelt_model_load(const char *path, smelt_model **out) {
   onnx_model *onnx = NULL;
   smelt_status s = onnx_model_load(path, &onnx);
   if (s) return s;
-  return finish_load(onnx, NULL, path, out);
+  return finish_load(onnx, NULL, 0, path, out);
 }
 
 smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out) {
@@ -46,22 +78,24 @@ smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **
   if (!len) return err_set(SMELT_ERR_INVALID_MODEL, "model bytes: empty buffer, not an ONNX model");
   /* the model views weights in place: it keeps its own copy, so the caller's
    * buffer may go away after this call */
-  void *copy = malloc(len);
+  size_t mapped;
+  void *copy = bytes_alloc(len, &mapped);
   if (!copy) return err_nomem("model bytes", len);
   memcpy(copy, data, len);
+  if (mapped) ro_map_add_scratch(copy, mapped);
   onnx_model *onnx = NULL;
   smelt_status s = onnx_model_load_buffer(copy, len, NULL, &onnx);
   if (s) {
-    free(copy);
+    bytes_free(copy, mapped);
     return err_prefix(s, "model bytes: ");
   }
-  return finish_load(onnx, copy, "model bytes", out);
+  return finish_load(onnx, copy, mapped, "model bytes", out);
 }
 
 void smelt_model_free(smelt_model *m) {
   if (!m) return;
   onnx_model_free(m->onnx);
-  free(m->bytes);
+  bytes_free(m->bytes, m->bytes_len);
   free(m);
 }
 

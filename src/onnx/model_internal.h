@@ -8,6 +8,7 @@
 struct smelt_model {
   onnx_model *onnx; /* owned */
   void *bytes;       /* owned: the buffer onnx views (smelt_model_load_bytes), else NULL */
+  size_t bytes_len;  /* its size: mapped (anonymous, registered as util/ro_map.h scratch), not malloc'd */
 };
 
 #endif

@@ -30,6 +30,7 @@
 #include "ops/op_cache.h"
 #include "parallel/run_ctl.h"
 #include "util/err.h"
+#include "util/ro_map.h"
 
 typedef struct conv_geom {
   nn_window w;
@@ -384,8 +385,12 @@ static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float 
   run_ctl_enter(saved);
   TRY(st);
   void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, *pw, conv2d_weights_free_v) : NULL;
-  if (kept) *pw = kept;
-  else *own = true;
+  if (kept) { /* the kernel runs from *pw now: W's pages, a view of the model file, go back to it */
+    *pw = kept;
+    ro_map_release(W, sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW));
+  } else {
+    *own = true;
+  }
   return SMELT_OK;
 }
 

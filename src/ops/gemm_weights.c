@@ -9,6 +9,7 @@
 #include "ops/op_cache.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/ro_map.h"
 
 /* What a packed operand was made from: the op cache compares it bytewise
  * (with the weight's address); the prep store hashes it with the weight's
@@ -76,6 +77,10 @@ static void *build(void *ctx) {
     err_clear();
     return NULL;
   }
+  /* the GEMM runs from the packed copy now: W's pages, when they are a view
+   * of the model file, go back to the file (read again if anything else
+   * reads W: util/ro_map.h) */
+  ro_map_release(W, sizeof(float) * (size_t)(K * mn));
   return pk;
 }
 
