@@ -5,7 +5,9 @@
  * token by token in turn in one process (compare by ratio; the machine is
  * shared): "inplace" -- the small-M path reading B where it lies (what a
  * weight gets without packing), "packed" -- the small-M path over the weight
- * packed ahead (what a session gets for a constant weight).  Prints ms per
+ * packed ahead (what a session gets for a constant weight), and "int8" --
+ * the same products at precision int8 (row quantized, then kernels/qgemm.h
+ * over the int8 weights; GB/s of the int8 bytes).  Prints ms per
  * token and GB/s (weight bytes / time), best and median of the runs.
  *
  * usage: bench_gemv [--threads 1,2] [--rows 1,2] [--reps N] [--layers L] */
@@ -17,6 +19,8 @@
 
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernels.h"
+#include "kernels/qgemm.h"
+#include "ir/tensor.h"
 #include "parallel/pool.h"
 
 static double now_s(void) {
@@ -29,6 +33,8 @@ typedef struct weight {
   int64_t K, N;
   float *B;
   gemm_packed *pk;
+  void *q8; /* int8 weights (qgemm) */
+  qgemm_weights qw;
 } weight;
 
 static int cmp_d(const void *a, const void *b) {
@@ -44,6 +50,19 @@ static double token(smelt_pool *pool, weight *w, int nw, int M, const float *A, 
     p.A = A, p.lda = w[i].K, p.B = w[i].B, p.ldb = w[i].N, p.C = C, p.ldc = w[i].N;
     p.packed_b = path == GEMM_PATH_SMALL_M_PACKED ? w[i].pk : NULL;
     if (gemm_f32_run(pool, &p, isa_active(), path, NULL)) abort();
+  }
+  return now_s() - t0;
+}
+
+/* The int8 path as a session runs it per product: quantize the row(s), then qgemm_run. */
+static double token_q8(smelt_pool *pool, weight *w, int nw, int M, const float *A, float *C, uint8_t *qa) {
+  double t0 = now_s();
+  float sa[8];
+  int32_t za[8];
+  for (int i = 0; i < nw; i++) {
+    qgemm_quantize_a(pool, isa_active(), M, w[i].K, A, w[i].K, qa, sa, za);
+    qgemm_args a = {.M = M, .qa = qa, .sa = sa, .za = za, .w = &w[i].qw, .alpha = 1.f, .C = C, .ldc = w[i].N};
+    qgemm_run(pool, isa_active(), &a);
   }
   return now_s() - t0;
 }
@@ -74,7 +93,7 @@ int main(int argc, char **argv) {
   const int64_t shapes[4][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
   int nw = 4 * layers + 1;
   weight *w = calloc((size_t)nw, sizeof *w);
-  double bytes = 0;
+  double bytes = 0, qbytes = 0;
   smelt_pool *pool1 = NULL;
   if (!w || pool_create(2, &pool1)) return 1;
   for (int i = 0; i < nw; i++) {
@@ -86,28 +105,41 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < n; j++) w[i].B[j] = (float)((j * 2654435761u) % 1000) * 1e-3f - 0.5f;
     if (gemm_pack_b_prepare(pool1, isa_active(), false, w[i].K, w[i].N, w[i].B, w[i].N, &w[i].pk)) return 1;
     bytes += 4.0 * (double)n;
+    w[i].q8 = tensor_data_alloc(qgemm_weights_bytes(w[i].K, w[i].N));
+    if (!w[i].q8) return 1;
+    qgemm_quantize_b(pool1, false, w[i].K, w[i].N, w[i].B, w[i].q8);
+    qgemm_weights_view(w[i].K, w[i].N, w[i].q8, &w[i].qw);
+    qbytes += (double)qgemm_weights_bytes(w[i].K, w[i].N);
   }
   pool_free(pool1);
   float *A = malloc(8 * 3072 * sizeof(float)), *C = malloc(8 * 50257 * sizeof(float));
+  uint8_t *qa = malloc(8 * 3072);
   for (int i = 0; i < 8 * 3072; i++) A[i] = (float)(i % 17) * 0.1f - 0.8f;
   printf("weights %.1f MB (%d products), isa %s, %d reps\n", bytes / 1e6, nw, isa_name(isa_active()), reps);
-  printf("threads rows | inplace ms best/med  GB/s | packed ms best/med  GB/s | speedup (med)\n");
+  printf("int8 weights %.1f MB\n", qbytes / 1e6);
+  printf("threads rows | inplace ms best/med  GB/s | packed ms best/med  GB/s | speedup (med) | int8 ms best/med  GB/s\n");
   for (int ti = 0; ti < n_threads; ti++) {
     smelt_pool *pool = NULL;
     if (pool_create(threads[ti], &pool)) return 1;
     for (int ri = 0; ri < n_rows; ri++) {
       double *tin = malloc(sizeof(double) * (size_t)reps), *tpk = malloc(sizeof(double) * (size_t)reps);
+      double *tq = malloc(sizeof(double) * (size_t)reps);
+      token_q8(pool, w, nw, rows[ri], A, C, qa);
       token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M);
       token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M_PACKED);
       for (int r = 0; r < reps; r++) {
         tin[r] = token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M);
         tpk[r] = token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M_PACKED);
+        tq[r] = token_q8(pool, w, nw, rows[ri], A, C, qa);
       }
+      qsort(tq, (size_t)reps, sizeof(double), cmp_d);
       qsort(tin, (size_t)reps, sizeof(double), cmp_d);
       qsort(tpk, (size_t)reps, sizeof(double), cmp_d);
       double mi = tin[reps / 2], mp = tpk[reps / 2];
-      printf("%7d %4d | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f | %.2fx\n", threads[ti], rows[ri], tin[0] * 1e3,
-             mi * 1e3, bytes / mi / 1e9, tpk[0] * 1e3, mp * 1e3, bytes / mp / 1e9, mi / mp);
+      printf("%7d %4d | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f | %.2fx | %8.2f %8.2f %6.1f\n", threads[ti], rows[ri],
+             tin[0] * 1e3, mi * 1e3, bytes / mi / 1e9, tpk[0] * 1e3, mp * 1e3, bytes / mp / 1e9, mi / mp,
+             tq[0] * 1e3, tq[reps / 2] * 1e3, qbytes / tq[reps / 2] / 1e9);
+      free(tq);
       free(tin);
       free(tpk);
     }
@@ -116,9 +148,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nw; i++) {
     free(w[i].B);
     gemm_packed_free(w[i].pk);
+    tensor_data_free(w[i].q8);
   }
   free(w);
   free(A);
   free(C);
+  free(qa);
   return 0;
 }
