@@ -163,7 +163,11 @@ struct gemm_packed {
  * wins: an 6/8-row tile mostly empty), 8x 57.3 vs 56.1, 12x 81.6 vs 86.4,
  * 16x512x2048 39.5 vs 65.2, 17x768x768 67.8 vs 79.5, 32x768x1024 44.1 vs
  * 70.6, 48x512x512 73.1 vs 86.9, 32x256x1024 48.9 vs 76.9, 24x768x3072
- * 36.7 vs 73.0; the one loss above 8 rows: 16x128x512 81.9 vs 72.4. */
+ * 36.7 vs 73.0; the one loss above 8 rows: 16x128x512 81.9 vs 72.4.
+ * Below it, a matching packed B is still used: the small-M path over its
+ * panels (gemm_smallm_packed.c), which reads the weight as contiguous runs
+ * -- with B cold (a decode step), bench_gemv: 1.5-2.2x the small-M path
+ * reading B in place at 1-2 rows, 25-33 GB/s. */
 #define GEMM_PREPACKED_MIN_M 8
 
 /* Blocking given explicitly (tests shrink it to reach every branch with
