@@ -116,10 +116,11 @@ smelt_status wbf16_run(smelt_pool *pool, isa_level isa, const wbf16_args *a) {
   const wbf16_weights *w = a->w;
   if (a->M <= 0 || w->N <= 0) return SMELT_OK;
   int64_t panels = w->Np / WBF16_NR;
-  if (a->M > WBF16_SMALL_M) { /* many rows: the fp32 GEMM over a widened copy */
-    size_t bytes = sizeof(float) * (size_t)(w->K * w->N);
-    float *B = tensor_data_alloc(bytes);
-    if (!B) return err_nomem("bf16 GEMM: the weight widened to fp32", bytes);
+  size_t bytes = sizeof(float) * (size_t)(w->K * w->N);
+  bool widen_it = a->M > WBF16_SMALL_M && !a->panels_only;
+  float *B = widen_it ? tensor_data_alloc(bytes) : NULL;
+  if (widen_it && !B) err_clear(); /* over the memory budget: the panel kernel, slower */
+  if (B) { /* many rows: the fp32 GEMM over a widened copy */
     widen_job wj = {w, B};
     pool_parallel_for(pool, panels, 1, widen_panels, &wj);
     gemm_params p = gemm_params_default();

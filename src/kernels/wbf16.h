@@ -61,10 +61,13 @@ typedef struct wbf16_args {
   bool accumulate;   /* add to what C holds */
   float *C;          /* M x N, row stride ldc */
   int64_t ldc;
+  bool panels_only; /* never widen (what a failed allocation falls back to; for tests) */
 } wbf16_args;
 
-/* Runs the product with the kernels of `isa`, on pool.  SMELT_ERR_NOMEM
- * (C untouched) when M > WBF16_SMALL_M and the fp32 copy does not fit. */
+/* Runs the product with the kernels of `isa`, on pool.  When M >
+ * WBF16_SMALL_M and the fp32 copy does not fit (the session's memory
+ * budget), the panel kernel runs all the rows instead: slower, same result
+ * up to the order of the sums.  SMELT_OK unless the arguments are bad. */
 smelt_status wbf16_run(smelt_pool *pool, isa_level isa, const wbf16_args *a) __attribute__((warn_unused_result));
 
 /* ---- kernels ---- */

@@ -8,6 +8,8 @@
  *     (4 (K+4) eps of sum |a b|);
  *   - against the fp32 weights: within 2^-8 sum |a b| (the weights' rounding,
  *     at most half a bf16 step each) plus that fp32 slack;
+ *   - many rows also through the panel kernel (panels_only: what runs when
+ *     the widened copy does not fit);
  *   - the packer rounds to nearest even (ties included) and keeps NaN, whose
  *     column's outputs are NaN. */
 #include <math.h>
@@ -53,7 +55,7 @@ static void run_case(isa_level isa, smelt_pool *pool, int64_t M, int64_t N, int6
   wbf16_pack_b(pool, tb, K, N, B, blob);
   wbf16_weights_view(K, N, blob, &w);
   wbf16_args args = {.M = M, .A = A, .lda = lda, .w = &w, .alpha = alpha, .bias = use_bias ? bias : NULL,
-                     .accumulate = acc, .C = C, .ldc = ldc};
+                     .accumulate = acc, .C = C, .ldc = ldc, .panels_only = i % 7 == 3};
   CHECK_OK(wbf16_run(pool, isa, &args));
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < ldc; n++) {
