@@ -1,4 +1,4 @@
-"""precision="int8" over the model zoo, against the zoo's fp32 reference
+"""precision="int8" (and "bf16", eager) over the model zoo, against the zoo's fp32 reference
 outputs (test_data_set_0), in eager and default mode.
 
 Tolerances: an int8 GEMM's error per product is at most |a| sb/2 + |b| sa/2
@@ -45,8 +45,27 @@ def test_zoo_int8(model, mode):
         np.testing.assert_array_equal(outs[0].argmax(-1), refs[0].argmax(-1))
 
 
+@pytest.mark.parametrize("model", ZOO, ids=[p.name for p in ZOO])
+def test_zoo_bf16(model):
+    """Weight-only bf16 (eager): each GEMM off by at most 2^-8 of sum |a b|
+    (the weights' rounding, src/kernels/wbf16.h), half int8's step, so the
+    same bars hold: cosine >= 0.999 and the classifiers' top-1 unchanged."""
+    data = model / "test_data_set_0"
+    inputs = [load_pb(p) for p in sorted(data.glob("input_*.pb"))]
+    refs = [load_pb(p) for p in sorted(data.glob("output_*.pb"))]
+    outs = smelt.Session(model / "model.onnx", mode="eager", threads=2, precision="bf16").run(inputs)
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape and o.dtype == r.dtype
+        if o.dtype.kind != "f" or np.ptp(r) == 0:
+            np.testing.assert_allclose(o, r, rtol=1e-3, atol=1e-4)
+            continue
+        assert cosine(o, r) >= 0.999, f"{model.name} output cosine {cosine(o, r)}"
+    if model.name in CLASSIFIERS and refs[0].ndim == 2:
+        np.testing.assert_array_equal(outs[0].argmax(-1), refs[0].argmax(-1))
+
+
 def test_not_implemented():
-    for p in ("bf16", "fp16", "int4"):
+    for p in ("fp16", "int4"):
         with pytest.raises(smelt.UnsupportedError, match="not implemented yet|implements only"):
             smelt.Session(pathlib.Path(__file__).resolve().parents[2] / "models" / "mlp" / "model.onnx",
                           mode="eager", precision=p)

@@ -98,6 +98,8 @@ typedef struct gemm_arch {
   gemm_pack_a_fn pack_a;
   gemm_pack_b_fn pack_b;
   gemm_smallm_fn smallm;
+  gemm_smallm_packed_fn smallm_packed; /* NULL: the small-M path reads B in place even when packed ahead */
+  gemm_smallm_store_fn smallm_store;
   gemm_direct_fn direct;
   int dmr, dnr; /* direct kernel tile */
   gemm_blocking blk;
@@ -114,11 +116,11 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
 #ifdef SMELT_X86
   if (isa == ISA_AVX512) {
     *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
-                     f32_gemm_smallm_avx512, f32_gemm_direct_8x32_avx512, 8, 32,
+                     f32_gemm_smallm_avx512, NULL, NULL, f32_gemm_direct_8x32_avx512, 8, 32,
                      {256, 8 * 24, (int64_t)2 << 20, 16, 2000000}};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
-                     f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000}};
+                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000}};
   }
 #endif
   if (!a->ukr) return false;
@@ -211,6 +213,20 @@ static void gemm_small_m(smelt_pool *pool, const gemm_params *p, const gemm_arch
     return;
   }
   pool_parallel_for(pool, units, ceil_div(units, 4 * (int64_t)threads), smallm_range, &x);
+}
+
+/* With B packed ahead, few rows read the packed panels instead
+ * (gemm_smallm_packed.c): the same numbers, contiguous in the order the
+ * kernel reads them.  False when there is no matching packed B or no kernel. */
+static bool small_m_packed(smelt_pool *pool, const gemm_params *p, const gemm_arch *a) {
+  if (!a->smallm_packed || !p->packed_b || p->M >= GEMM_PREPACKED_MIN_M) return false;
+  gemm_layout l;
+  layout_of(a, p->K, p->N, &l);
+  const float *pre = gemm_packed_b_for(p->packed_b, &l, p);
+  if (!pre) return false;
+  int threads = gemm_threads(pool, a, 2.0 * (double)p->M * (double)p->N * (double)p->K, b_bytes_of(p));
+  gemm_smallm_packed(pool, p, &l, pre, a->smallm_packed, a->smallm_store, threads);
+  return true;
 }
 
 /* ---- direct path: small problems, nothing packed ---- */
@@ -502,6 +518,8 @@ smelt_status gemm_f32_run(smelt_pool *pool, const gemm_params *p, isa_level isa,
   bool small_ok = p->M <= GEMM_SMALL_M &&
                   (!p->trans_b || (!p->trans_a && p->M <= GEMM_SMALL_M_NT));
   if (path == GEMM_PATH_AUTO && prepacked_wins(p, &ar)) path = GEMM_PATH_PACKED;
+  if ((path == GEMM_PATH_AUTO || path == GEMM_PATH_SMALL_M_PACKED) && small_m_packed(pool, p, &ar)) return SMELT_OK;
+  if (path == GEMM_PATH_SMALL_M_PACKED) path = GEMM_PATH_SMALL_M;
   if (path == GEMM_PATH_SMALL_M || (path == GEMM_PATH_AUTO && small_ok)) {
     if (small_ok) {
       gemm_small_m(pool, p, &ar);

@@ -43,6 +43,19 @@ typedef void (*gemm_smallm_fn)(const gemm_params *p, int64_t n0, int64_t n1);
 #define GEMM_SMALL_M 16
 #define GEMM_SMALL_M_NT 4
 
+/* Small-M path over B packed ahead (gemm_smallm_packed.c), M below
+ * GEMM_PREPACKED_MIN_M.  The kernel: rows (1..6) of op(A) at a (element
+ * [r][k] at a[r*sam + k*sak]) times n_panels packed panels (kc x NR floats
+ * each, panel i at b + i*panel_stride), into partial sums acc[r*ldacc + i*NR
+ * + j] (32-byte aligned), which it starts from zero when `first`, else adds
+ * to.  The store: C = act(alpha*acc + beta*C + bias) for rows [m0, m0+rows)
+ * and columns [n0, n0+cols). */
+typedef void (*gemm_smallm_packed_fn)(int rows, int64_t kc, const float *a, int64_t sam, int64_t sak,
+                                      const float *b, int64_t n_panels, int64_t panel_stride, float *acc,
+                                      int64_t ldacc, bool first);
+typedef void (*gemm_smallm_store_fn)(const gemm_params *p, int64_t m0, int rows, int64_t n0, int64_t cols,
+                                     const float *acc, int64_t ldacc);
+
 #if defined(__x86_64__) || defined(__i386__)
 #define SMELT_X86 1
 #define SMELT_TARGET_AVX2 __attribute__((target("avx2,fma")))
@@ -68,6 +81,10 @@ void f32_pack_b_16_avx2(const gemm_params *p, int64_t j0, int64_t cols, int64_t 
                         float *dst, int64_t stride);
 void f32_gemm_smallm_avx2(const gemm_params *p, int64_t n0, int64_t n1);
 void f32_gemm_smallm_avx512(const gemm_params *p, int64_t n0, int64_t n1);
+void f32_gemm_smallm_packed_avx2(int rows, int64_t kc, const float *a, int64_t sam, int64_t sak, const float *b,
+                                 int64_t n_panels, int64_t panel_stride, float *acc, int64_t ldacc, bool first);
+void f32_gemm_smallm_store_avx2(const gemm_params *p, int64_t m0, int rows, int64_t n0, int64_t cols,
+                                const float *acc, int64_t ldacc);
 #endif
 
 /* The portable path (the reference the fast paths are tested against).
@@ -85,7 +102,9 @@ typedef enum gemm_path {
   GEMM_PATH_AUTO = 0,
   GEMM_PATH_SMALL_M,
   GEMM_PATH_DIRECT,
-  GEMM_PATH_PACKED
+  GEMM_PATH_PACKED,
+  GEMM_PATH_SMALL_M_PACKED /* small-M over p->packed_b (AUTO's choice for M < GEMM_PREPACKED_MIN_M when it
+                              matches); without a matching one, or on an ISA without the kernel: SMALL_M */
 } gemm_path;
 
 /* Packed-path block sizes and threading; 0 keeps the ISA's default.  Tests shrink them to
@@ -144,7 +163,11 @@ struct gemm_packed {
  * wins: an 6/8-row tile mostly empty), 8x 57.3 vs 56.1, 12x 81.6 vs 86.4,
  * 16x512x2048 39.5 vs 65.2, 17x768x768 67.8 vs 79.5, 32x768x1024 44.1 vs
  * 70.6, 48x512x512 73.1 vs 86.9, 32x256x1024 48.9 vs 76.9, 24x768x3072
- * 36.7 vs 73.0; the one loss above 8 rows: 16x128x512 81.9 vs 72.4. */
+ * 36.7 vs 73.0; the one loss above 8 rows: 16x128x512 81.9 vs 72.4.
+ * Below it, a matching packed B is still used: the small-M path over its
+ * panels (gemm_smallm_packed.c), which reads the weight as contiguous runs
+ * -- with B cold (a decode step), bench_gemv: 1.5-2.2x the small-M path
+ * reading B in place at 1-2 rows, 25-33 GB/s. */
 #define GEMM_PREPACKED_MIN_M 8
 
 /* Blocking given explicitly (tests shrink it to reach every branch with
@@ -153,6 +176,10 @@ smelt_status gemm_pack_b_prepare_blk(smelt_pool *pool, isa_level isa, const gemm
                                      int64_t K, int64_t N, const float *B, int64_t ldb, gemm_packed **out);
 smelt_status gemm_pack_a_prepare_blk(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_a,
                                      int64_t M, int64_t K, const float *A, int64_t lda, gemm_packed **out);
+/* The small-M product over pre (op(B) packed with layout l, NR <= 32) on
+ * `threads` threads of pool; p->M < GEMM_PREPACKED_MIN_M. */
+void gemm_smallm_packed(smelt_pool *pool, const gemm_params *p, const gemm_layout *l, const float *pre,
+                        gemm_smallm_packed_fn fn, gemm_smallm_store_fn store, int threads);
 /* pk's data if it was packed for this call's operand with layout l, else NULL. */
 const float *gemm_packed_b_for(const gemm_packed *pk, const gemm_layout *l, const gemm_params *p);
 const float *gemm_packed_a_for(const gemm_packed *pk, const gemm_layout *l, const gemm_params *p);

@@ -182,6 +182,7 @@ typedef struct run_job {
   const qgemm_args *a;
   qgemm_tile_fn tile;
   int64_t mb, n_rb;
+  bool gemv; /* M <= QGEMM_GEMV_M: tile reads one panel per call */
 } run_job;
 
 static void store_tile(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
@@ -213,9 +214,10 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1) {
     int64_t m_lo = t % j->n_rb * j->mb, n_lo = t / j->n_rb * QGEMM_NB;
     int64_t m_hi = m_lo + j->mb < a->M ? m_lo + j->mb : a->M;
     int64_t n_hi = n_lo + QGEMM_NB < w->N ? n_lo + QGEMM_NB : w->N;
-    for (int64_t n = n_lo; n < n_hi; n += 2 * QGEMM_NR) {
-      int panels = n + QGEMM_NR < n_hi ? 2 : 1;
-      int cols = (int)(n_hi - n < 2 * QGEMM_NR ? n_hi - n : 2 * QGEMM_NR);
+    const int64_t step = j->gemv ? QGEMM_NR : 2 * QGEMM_NR; /* few rows: one panel at a time */
+    for (int64_t n = n_lo; n < n_hi; n += step) {
+      int panels = n + QGEMM_NR < n_hi && !j->gemv ? 2 : 1;
+      int cols = (int)(n_hi - n < step ? n_hi - n : step);
       const int8_t *p0 = w->w + n / QGEMM_NR * panel;
       for (int64_t m = m_lo; m < m_hi; m += QGEMM_MR) {
         int rows = (int)(m_hi - m < QGEMM_MR ? m_hi - m : QGEMM_MR);
@@ -229,9 +231,9 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1) {
 void qgemm_run(smelt_pool *pool, isa_level isa, const qgemm_args *a) {
   const qgemm_weights *w = a->w;
   if (a->M <= 0 || w->N <= 0) return;
-  run_job j = {.a = a, .tile = qgemm_tile_scalar};
+  run_job j = {.a = a, .tile = qgemm_tile_scalar, .gemv = a->M <= QGEMM_GEMV_M};
 #ifdef SMELT_X86
-  if (isa >= ISA_AVX2) j.tile = qgemm_tile_avx2;
+  if (isa >= ISA_AVX2) j.tile = j.gemv ? qgemm_gemv_avx2 : qgemm_tile_avx2;
 #else
   (void)isa;
 #endif

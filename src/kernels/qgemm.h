@@ -94,6 +94,12 @@ void qgemm_tile_scalar(int rows, int panels, const uint8_t *qa, int64_t lq, cons
                        int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
 void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
                      int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
+/* M <= QGEMM_GEMV_M: one panel per call (panels 1, p1 unused), rows <= M,
+ * the weights read as one stream (x86/q8_gemm_avx2.c); the scalar path
+ * uses qgemm_tile_scalar with panels 1. */
+#define QGEMM_GEMV_M 4
+void qgemm_gemv_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
+                     int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
 /* One row of A: K quantized values, its scale and zero point (qgemm_range). */
 void qgemm_quantize_row_scalar(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);
 void qgemm_quantize_row_avx2(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);

@@ -20,11 +20,13 @@
  *
  * Attribute precision = "int8" (set by passes/autocast.c): with a constant
  * B and no transA, the product runs as a dynamically quantized int8 GEMM
- * (ops/gemm_int8.h), then the activation over Y. */
+ * (ops/gemm_int8.h), then the activation over Y.  precision = "bf16": the
+ * same with the weight stored in bf16 (ops/gemm_bf16.h; activations fp32). */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "kernels/gemm.h"
+#include "ops/gemm_bf16.h"
 #include "ops/gemm_int8.h"
 #include "ops/gemm_weights.h"
 #include "ops/fused_act.h"
@@ -136,6 +138,14 @@ static smelt_status fgemm_run(op_ctx *c) {
     fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
     return SMELT_OK;
   }
+  /* precision bf16: the weight rounded to bf16 once, activations fp32 */
+  const wbf16_weights *hw = gemm_bf16_marked(c->node) && !p.ta ? gemm_bf16_weights(c, 1, p.tb, p.K, p.N) : NULL;
+  if (hw) {
+    TRY(gemm_bf16_run(c, hw, p.M, a->data, p.K, op_attr_float(c, "alpha", 1.f), bias ? bias->data : NULL,
+                      res != NULL, y->data));
+    fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
+    return SMELT_OK;
+  }
   gemm_params g = gemm_params_default();
   g.trans_a = p.ta;
   g.trans_b = p.tb;
@@ -178,6 +188,7 @@ smelt_status fused_gemm_op_prepare(op_ctx *c) {
   TRY(fgemm_shape(c, &p));
   if (p.M <= 0 || p.N <= 0 || p.K <= 0) return SMELT_OK;
   if (gemm_int8_marked(c->node) && !p.ta && gemm_int8_weights(c, 1, p.tb, p.K, p.N)) return SMELT_OK;
+  if (gemm_bf16_marked(c->node) && !p.ta && gemm_bf16_weights(c, 1, p.tb, p.K, p.N)) return SMELT_OK;
   (void)gemm_weights_b_input(c, 1, p.tb, p.K, p.N);
   return SMELT_OK;
 }

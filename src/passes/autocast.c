@@ -1,5 +1,8 @@
 /* Autocast: which nodes run in the session's reduced precision, as AMP
- * decides.  With pass_options.precision INT8 (fp32: the pass does nothing):
+ * decides.  With pass_options.precision INT8 or BF16 (fp32: the pass does
+ * nothing).  BF16 is weight-only: the same allow-list and keep-list, the
+ * node gets precision = "bf16" (weight rounded to bf16 once, activations,
+ * sums and outputs fp32: kernels/wbf16.h; no K limit).  For INT8:
  *
  * Runs in int8 (dynamic quantization) -- the allow-list:
  *   MatMul (A rank >= 2, B 2-D), Gemm (transA 0; C absent, a bias row with
@@ -50,8 +53,8 @@ typedef struct ac_plan {
   int64_t K;
 } ac_plan;
 
-/* NULL when the node can run in int8 (p filled), else why it cannot. */
-static const char *check(rewriter *w, int id, ac_plan *p) {
+/* NULL when the node can run in the reduced precision (p filled), else why it cannot. */
+static const char *check(rewriter *w, int id, bool int8, ac_plan *p) {
   const ir_node *nd = rw_node(w, id);
   bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
   bool gemm = rw_is_op(w, id, "Gemm");
@@ -65,7 +68,7 @@ static const char *check(rewriter *w, int id, ac_plan *p) {
   if (a->rank < 2) return "A is 1-D";
   bool tb = (fused || gemm) && ir_attr_int(nd, "transB", 0);
   p->K = b->dims[tb ? 1 : 0];
-  if (!dim_known(p->K) || p->K > QGEMM_MAX_K) return "K is past the int8 kernel's exact range";
+  if (!dim_known(p->K) || (int8 && p->K > QGEMM_MAX_K)) return "K is past the int8 kernel's exact range";
   if (gemm && nd->n_inputs > 2 && nd->inputs[2] >= 0) {
     int c = nd->inputs[2];
     const ir_value *cv = rw_val(w, c);
@@ -78,9 +81,9 @@ static const char *check(rewriter *w, int id, ac_plan *p) {
   return NULL;
 }
 
-/* MatMul / Gemm -> smelt.Gemm(A, B, bias, residual) with precision int8;
+/* MatMul / Gemm -> smelt.Gemm(A, B, bias, residual) with precision pname;
  * smelt.Gemm: the same node again with the attribute added. */
-static smelt_status to_int8(rewriter *w, int id, const ac_plan *p) {
+static smelt_status to_lowp(rewriter *w, int id, const ac_plan *p, const char *pname) {
   const ir_node *nd = rw_node(w, id);
   bool fused = !strcmp(nd->domain, "smelt");
   int a = nd->inputs[0], b = nd->inputs[1];
@@ -103,7 +106,7 @@ static smelt_status to_int8(rewriter *w, int id, const ac_plan *p) {
     TRY(rw_attr_int(w, nid, 6, "has_bias", bias >= 0));
     TRY(rw_attr_int(w, nid, 7, "has_residual", res >= 0));
   }
-  TRY(rw_attr_string(w, nid, n_attrs - 1, "precision", "int8"));
+  TRY(rw_attr_string(w, nid, n_attrs - 1, "precision", pname));
   TRY(rw_set_input(w, nid, 0, a));
   TRY(rw_set_input(w, nid, 1, b));
   TRY(rw_set_input(w, nid, 2, bias));
@@ -140,7 +143,9 @@ static void log_kept(rewriter *w, const kept_ops *k) {
 }
 
 smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
-  if (o->precision != SMELT_PRECISION_INT8) return SMELT_OK;
+  if (o->precision != SMELT_PRECISION_INT8 && o->precision != SMELT_PRECISION_BF16) return SMELT_OK;
+  bool int8 = o->precision == SMELT_PRECISION_INT8;
+  const char *pname = int8 ? "int8" : "bf16";
   rewriter w;
   TRY(rw_begin(&w, g, o, r));
   smelt_status s = SMELT_OK;
@@ -156,23 +161,23 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
       keep(&kept, nd->op_type);
       continue;
     }
-    if (fused && !strcmp(ir_attr_string(nd, "precision", "fp32"), "int8")) continue; /* done before */
+    if (fused && !strcmp(ir_attr_string(nd, "precision", "fp32"), pname)) continue; /* done before */
     ac_plan p;
-    const char *why = check(&w, id, &p);
+    const char *why = check(&w, id, int8, &p);
     if (why) {
       pass_log(r, "autocast: %s (%s%s) stays fp32: %s", rw_name(&w, id, nb, sizeof nb), fused ? "smelt." : "",
                nd->op_type, why);
       continue;
     }
-    pass_log(r, "autocast: %s (%s%s) -> int8: constant weight, K %lld", rw_name(&w, id, nb, sizeof nb),
-             fused ? "smelt." : "", nd->op_type, (long long)p.K);
-    s = to_int8(&w, id, &p);
+    pass_log(r, "autocast: %s (%s%s) -> %s: constant weight, K %lld", rw_name(&w, id, nb, sizeof nb),
+             fused ? "smelt." : "", nd->op_type, pname, (long long)p.K);
+    s = to_lowp(&w, id, &p, pname);
     w.changes++;
     n_int8++;
   }
   if (!s) {
     log_kept(&w, &kept);
-    pass_log(r, "autocast: %d GEMM node%s in int8", n_int8, n_int8 == 1 ? "" : "s");
+    pass_log(r, "autocast: %d GEMM node%s in %s", n_int8, n_int8 == 1 ? "" : "s", pname);
   }
   return rw_end(&w, s, changes);
 }

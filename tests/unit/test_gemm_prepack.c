@@ -8,6 +8,7 @@
  * copy is given, so a result that ignored the packed copy fails; a packed
  * copy that does not match the call (another K, N, transposition, ISA,
  * blocking or kind) must be ignored, with the call's own operand used.
+ * The small-M path over packed B is swept the same way (M 1..7).
  * Also: wrap over saved floats, and the argument checks. */
 #include <float.h>
 #include <math.h>
@@ -245,6 +246,20 @@ static void bad_args(void) {
   gemm_packed_free(NULL);
 }
 
+/* The small-M path over packed B (M < GEMM_PREPACKED_MIN_M: a decode
+ * step's GEMVs): every row count 1..7, sizes off the panel width and the
+ * vector width, odd K, both transpositions of B, forced and chosen by AUTO
+ * (B passed as NaN: the packed copy must be what is read). */
+static void small_m_packed(smelt_pool *pool, isa_level isa, const gemm_blocking *blk) {
+  static const int64_t NS[] = {1, 7, 15, 16, 17, 33, 100, 529}, KS[] = {1, 3, 8, 31, 65, 257, 300};
+  int i = 0;
+  for (int64_t M = 1; M < GEMM_PREPACKED_MIN_M; M++)
+    for (int ni = 0; ni < 8; ni++)
+      for (int ki = 0; ki < 7; ki++, i++)
+        run_case(pool, isa, blk, i % 2 ? GEMM_PATH_AUTO : GEMM_PATH_SMALL_M_PACKED, PRE_B, i % 5 == 4, i % 3 == 1,
+                 M, NS[ni], KS[ki], i);
+}
+
 int main(void) {
   bad_args();
   smelt_pool *pools[3] = {NULL, NULL, NULL};
@@ -258,7 +273,12 @@ int main(void) {
     for (int t = 0; t < 3; t++) {
       sweep(pools[t], (isa_level)isa, NULL, 40);
       sweep(pools[t], (isa_level)isa, &tiny, 40);
+      small_m_packed(pools[t], (isa_level)isa, NULL);
+      small_m_packed(pools[t], (isa_level)isa, &tiny);
     }
+    /* a GEMV over several K super-blocks and N chunks at the default blocking */
+    run_case(pools[1], (isa_level)isa, NULL, GEMM_PATH_AUTO, PRE_B, false, false, 1, 3001, 4300, 0);
+    run_case(pools[1], (isa_level)isa, NULL, GEMM_PATH_AUTO, PRE_B, false, true, 3, 2999, 4300, 1);
     /* big enough for several K super-blocks and N chunks at the default blocking */
     run_case(pools[1], (isa_level)isa, NULL, GEMM_PATH_PACKED, PRE_A | PRE_B, false, false, 9, 1000, 4200, 1);
     run_case(pools[2], (isa_level)isa, NULL, GEMM_PATH_AUTO, PRE_B, false, true, 9, 1100, 700, 2);

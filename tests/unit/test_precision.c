@@ -2,7 +2,7 @@
  * models/mlp (three Gemm layers with constant weights):
  *   - names: smelt_precision_parse / smelt_precision_name round trip, an
  *     unknown name is an error naming it;
- *   - bf16, fp16, int4 are refused with SMELT_ERR_UNSUPPORTED ("not
+ *   - fp16, int4 are refused with SMELT_ERR_UNSUPPORTED ("not
  *     implemented yet"), a value outside the enum with INVALID_ARGUMENT:
  *     never a silent fp32;
  *   - int8 in eager and default mode: the autocast pass marks the three
@@ -11,6 +11,10 @@
  *     each int8 GEMM is off by about 2^-8 of its operands' magnitudes
  *     (kernels/qgemm.h), three in a row stay within 2% of the output's
  *     largest magnitude, cosine similarity >= 0.999;
+ *   - bf16 (weight-only) in eager and default mode: the three Gemms marked
+ *     "bf16"; each product is off by at most 2^-8 of sum |a b| (the weights'
+ *     rounding, kernels/wbf16.h), three in a row within 1% of the output's
+ *     largest magnitude, cosine >= 0.9999, and not bitwise fp32;
  *   - fp32 leaves the graph alone (no autocast clone, bitwise the default). */
 #include <math.h>
 #include <stdlib.h>
@@ -55,8 +59,8 @@ static void names(void) {
 
 static void refused(const smelt_model *m) {
   float y[B * OUT];
-  smelt_precision later[] = {SMELT_PRECISION_BF16, SMELT_PRECISION_FP16, SMELT_PRECISION_INT4};
-  for (int i = 0; i < 3; i++) {
+  smelt_precision later[] = {SMELT_PRECISION_FP16, SMELT_PRECISION_INT4};
+  for (int i = 0; i < 2; i++) {
     CHECK(run(m, SMELT_MODE_EAGER, later[i], y) == SMELT_ERR_UNSUPPORTED);
     CHECK(strstr(smelt_last_error(), "not implemented yet") != NULL);
     CHECK(strstr(smelt_last_error(), smelt_precision_name(later[i])) != NULL);
@@ -83,6 +87,36 @@ static void autocast_log(const smelt_model *m) {
   CHECK(marked == 3);
   ir_graph_free(g);
   pass_report_free(&r);
+  memset(&r, 0, sizeof r);
+  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_BF16, &r, &g));
+  int bf16 = 0;
+  marked = 0;
+  for (int i = 0; i < r.n_log; i++) bf16 += strstr(r.log[i], "-> bf16") != NULL;
+  for (int i = 0; g && i < g->n_nodes; i++)
+    marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), "bf16");
+  CHECK(bf16 == 3);
+  CHECK(marked == 3);
+  ir_graph_free(g);
+  pass_report_free(&r);
+}
+
+static void bf16_close(const smelt_model *m, smelt_mode mode) {
+  float ref[B * OUT], y[B * OUT];
+  CHECK_OK(run(m, SMELT_MODE_EAGER, SMELT_PRECISION_FP32, ref));
+  CHECK_OK(run(m, mode, SMELT_PRECISION_BF16, y));
+  double ymax = 0, err = 0, ab = 0, aa = 0, bb = 0;
+  int same = 0;
+  for (int i = 0; i < B * OUT; i++) {
+    ymax = fmax(ymax, fabs(ref[i]));
+    err = fmax(err, fabs(y[i] - ref[i]));
+    ab += (double)y[i] * ref[i], aa += (double)y[i] * y[i], bb += (double)ref[i] * ref[i];
+    same += y[i] == ref[i];
+  }
+  double cos = ab / sqrt(aa * bb);
+  printf("mode %s: bf16 max abs error %.3g of max |y| %.3g, cosine %.7f\n", smelt_mode_name(mode), err, ymax, cos);
+  CHECK(err <= 0.01 * ymax);
+  CHECK(cos >= 0.9999);
+  CHECK(same < B * OUT / 2); /* the bf16 kernels ran */
 }
 
 static void int8_close(const smelt_model *m, smelt_mode mode) {
@@ -118,6 +152,8 @@ int main(void) {
   autocast_log(m);
   int8_close(m, SMELT_MODE_EAGER);
   int8_close(m, SMELT_MODE_DEFAULT);
+  bf16_close(m, SMELT_MODE_EAGER);
+  bf16_close(m, SMELT_MODE_DEFAULT);
   smelt_model_free(m);
   return test_report("test_precision");
 }

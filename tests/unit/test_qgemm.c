@@ -148,7 +148,11 @@ static void rows_agree(void) {
 int main(void) {
   static const int64_t shapes[][3] = {{1, 1, 1},   {1, 7, 5},     {2, 3, 17},  {7, 13, 9},  {6, 16, 16},
                                       {13, 31, 37}, {5, 64, 8},   {33, 127, 65}, {1, 769, 11}, {50, 256, 100},
-                                      {97, 2, 129}, {4, 1024, 24}};
+                                      {97, 2, 129}, {4, 1024, 24},
+                                      /* M <= QGEMM_GEMV_M (one panel per call, K groups not a multiple of
+                                       * the unroll), the last two big enough to be split across threads */
+                                      {1, 5, 9},    {2, 15, 17},  {3, 13, 70},  {4, 17, 130}, {3, 3, 1},
+                                      {1, 1030, 2049}, {2, 1031, 1025}};
   smelt_pool *pool = NULL;
   CHECK_OK(pool_create(3, &pool));
   isa_level levels[] = {ISA_SCALAR, ISA_AVX2};

@@ -47,7 +47,8 @@ bool cli_bytes(const char *flag, const char *s, size_t *out);
   "                   and ulimit -v)\n"
 #define CLI_PRECISION_HELP \
   "  --precision P    fp32 (default), int8 (constant-weight MatMul/Gemm as dynamically\n" \
-  "                   quantized int8 GEMMs; the rest fp32); bf16, fp16, int4: not yet\n"
+  "                   quantized int8 GEMMs; the rest fp32), bf16 (those weights stored in\n" \
+  "                   bf16, activations and sums fp32); fp16, int4: not yet\n"
 /* A device name (--device): true if this library has it; else prints why not. */
 bool cli_device(const char *flag, const char *name);
 #define CLI_DEVICE_HELP \
