@@ -42,17 +42,22 @@ static bool op_is_random(const char *op) {
 /* Evaluates a node whose inputs are all small known constants; stores results
  * as the output values' constants.  Failures are not errors: the node simply
  * stays unfolded and the executor reports problems at run time. */
-static void try_fold(ir_graph *g, int id, tensor *in_shapes) {
+static void try_fold(ir_graph *g, int id, tensor *in_shapes, bool dims_as_values) {
   ir_node *nd = &g->nodes[id];
   if (!nd->op || node_has_subgraph(nd) || op_is_random(nd->op_type) || nd->n_outputs > 8) return;
   tensor *in[64], outs[8], *out[8];
   if (nd->n_inputs > 64) return;
+  bool dims_only = dims_as_values && (!strcmp(nd->op_type, "Shape") || !strcmp(nd->op_type, "Size"));
   for (int i = 0; i < nd->n_inputs; i++) {
     if (nd->inputs[i] < 0) {
       in[i] = NULL;
       continue;
     }
     const ir_value *v = &g->values[nd->inputs[i]];
+    if (dims_only && infer_dims_suffice(nd, v)) { /* the header alone: dims, no data */
+      in[i] = &in_shapes[i];
+      continue;
+    }
     if (!v->constant || v->kind != TENSOR_KIND_TENSOR) return;
     if (tensor_numel(v->constant) > INFER_FOLD_MAX_ELEMS) return;
     in[i] = &in_shapes[i];
@@ -105,7 +110,7 @@ static smelt_status merge_value(ir_graph *g, int node_id, int o, ir_value *v, co
   return SMELT_OK;
 }
 
-static smelt_status infer_node(ir_graph *g, int id) {
+static smelt_status infer_node(ir_graph *g, int id, bool dims_as_values) {
   ir_node *nd = &g->nodes[id];
   if (!nd->op || nd->n_inputs > 64 || nd->n_outputs > 64) return SMELT_OK;
   tensor ins[64], outs[64], *in[64], *out[64];
@@ -130,15 +135,34 @@ static smelt_status infer_node(ir_graph *g, int id) {
   if (s) return err_prefix(s, "%s: ", ir_node_label(g, id, lb, sizeof lb));
   for (int o = 0; o < nd->n_outputs; o++)
     if (nd->outputs[o] >= 0) TRY(merge_value(g, id, o, &g->values[nd->outputs[o]], &outs[o]));
-  try_fold(g, id, ins);
+  try_fold(g, id, ins, dims_as_values);
   return SMELT_OK;
 }
 
-smelt_status ir_graph_infer(ir_graph *g) {
+bool infer_dims_suffice(const ir_node *nd, const ir_value *x) {
+  if (x->rank < 0) return false;
+  int64_t b = 0, e = x->rank;
+  if (!strcmp(nd->op_type, "Shape") && nd->opset >= 15) {
+    int64_t s = ir_attr_int(nd, "start", 0), en = ir_attr_int(nd, "end", x->rank);
+    if (s < 0) s += x->rank;
+    if (en < 0) en += x->rank;
+    b = s < 0 ? 0 : s > x->rank ? x->rank : s;
+    e = en < 0 ? 0 : en > x->rank ? x->rank : en;
+  }
+  for (int64_t d = b; d < e; d++)
+    if (!dim_known(x->dims[d])) return false;
+  return true;
+}
+
+static smelt_status infer_all(ir_graph *g, bool dims_as_values) {
   int *order = NULL;
   TRY(ir_graph_toposort(g, &order));
   smelt_status s = SMELT_OK;
-  for (int k = 0; !s && k < g->n_nodes; k++) s = infer_node(g, order[k]);
+  for (int k = 0; !s && k < g->n_nodes; k++) s = infer_node(g, order[k], dims_as_values);
   free(order);
   return s;
 }
+
+smelt_status ir_graph_infer(ir_graph *g) { return infer_all(g, false); }
+
+smelt_status ir_graph_infer_dims(ir_graph *g) { return infer_all(g, true); }

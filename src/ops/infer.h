@@ -11,4 +11,16 @@
  * dtypes and shapes (symbolic where not concrete). */
 smelt_status ir_graph_infer(ir_graph *g);
 
+/* As ir_graph_infer, and Shape/Size of a value whose (reported) dims are all
+ * concrete yield constants too, so the exporters' shape arithmetic behind them
+ * (Shape -> Gather -> Concat -> Reshape -> Shape ...) resolves in one sweep
+ * through every layer.  For the passes over a graph whose concrete dims are
+ * guaranteed (sessions reject inputs that differ from a concrete dim); the
+ * plain ir_graph_infer leaves Shape to run time. */
+smelt_status ir_graph_infer_dims(ir_graph *g);
+
+/* Whether the dims Shape/Size node nd reports of x (Shape's start/end slice)
+ * are all concrete. */
+bool infer_dims_suffice(const ir_node *nd, const ir_value *x);
+
 #endif

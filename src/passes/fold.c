@@ -37,22 +37,6 @@ static size_t value_bytes(const ir_value *v) {
   return n >= 0 && dtype_nbytes(v->dtype, n, &nb) ? nb : SIZE_MAX;
 }
 
-/* Shape/Size read only dims: foldable when the dims they report are concrete. */
-static bool dims_suffice(const ir_node *nd, const ir_value *x) {
-  if (x->rank < 0) return false;
-  int64_t b = 0, e = x->rank;
-  if (!strcmp(nd->op_type, "Shape") && nd->opset >= 15) {
-    int64_t s = ir_attr_int(nd, "start", 0), en = ir_attr_int(nd, "end", x->rank);
-    if (s < 0) s += x->rank;
-    if (en < 0) en += x->rank;
-    b = s < 0 ? 0 : s > x->rank ? x->rank : s;
-    e = en < 0 ? 0 : en > x->rank ? x->rank : en;
-  }
-  for (int64_t d = b; d < e; d++)
-    if (!dim_known(x->dims[d])) return false;
-  return true;
-}
-
 typedef struct fold_in {
   tensor *in[FOLD_MAX_IO];
   tensor headers[FOLD_MAX_IO];
@@ -70,7 +54,7 @@ static bool gather_inputs(rewriter *w, int id, fold_in *f) {
     int v = nd->inputs[i];
     if (v < 0) continue;
     const ir_value *val = rw_val(w, v);
-    if (dims_only && dims_suffice(nd, val)) {
+    if (dims_only && infer_dims_suffice(nd, val)) {
       tensor *h = &f->headers[i];
       memset(h, 0, sizeof *h);
       h->dtype = val->dtype;
@@ -188,8 +172,10 @@ smelt_status pass_fold(ir_graph *g, const pass_options *o, pass_report *r, int *
   free(order);
   int c = 0;
   s = rw_end(&w, s, &c);
-  /* values behind the folded shape arithmetic may now have concrete shapes */
-  if (!s && c) s = ir_graph_infer(g);
+  /* values behind the folded shape arithmetic may now have concrete shapes,
+   * and the Shape nodes reading them concrete values: one sweep carries that
+   * through every layer (not one layer per cleanup round) */
+  if (!s && c) s = ir_graph_infer_dims(g);
   *changes += c;
   return s;
 }
