@@ -452,7 +452,13 @@ static bool lower_pw(lower_state *ls, const ir_node *nd, int rout, const int64_t
     int y = operand(ls, nd, 1, rout, out, dom);
     if (y < 0) return false;
     if (pw->fn == KF_POW && kg->ex[y].op == KX_CONST && kg->ex[y].v == 1.0) r = x;
-    else r = kir_binary(kg, pw->fn, x, y);
+    /* small whole powers as products: vectorizable, where powf is a call per
+     * element (tanh-GELU's x^3, RMSNorm's x^2); within 2 ulp of powf */
+    else if (pw->fn == KF_POW && kg->ex[y].op == KX_CONST && kg->ex[x].dt == SMELT_F32 &&
+             (kg->ex[y].v == 2.0 || kg->ex[y].v == 3.0)) {
+      r = kir_binary(kg, KF_MUL, x, x);
+      if (r >= 0 && kg->ex[y].v == 3.0) r = kir_binary(kg, KF_MUL, r, x);
+    } else r = kir_binary(kg, pw->fn, x, y);
   } else { /* variadic, folded left as the reference does */
     r = x;
     for (int i = 1; i < nd->n_inputs && r >= 0; i++) {

@@ -25,7 +25,11 @@ static inline double pymod_f64(double x, double y) {
   return copysign(0.0, y);
 }
 /* x^2 is the common case (variance, norms); it is exact as x*x. */
-static inline float pow_f32(float x, float y) { return y == 2.0f ? x * x : powf(x, y); }
+/* x^3 in double: x*x is exact there, so one rounding to double and one to
+ * float (powf is a libm call per element) */
+static inline float pow_f32(float x, float y) {
+  return y == 2.0f ? x * x : y == 3.0f ? (float)((double)x * x * x) : powf(x, y);
+}
 static inline double pow_f64(double x, double y) { return y == 2.0 ? x * x : pow(x, y); }
 
 /* Integer power, wrapping.  Negative exponents give the truncated 1/x^-e. */

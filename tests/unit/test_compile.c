@@ -166,6 +166,39 @@ static void test_layernorm(void) {
   }
 }
 
+/* tanh-GELU as GPT-2 exports it (x^3 by Pow) and whole powers 1..3, 0.5:
+ * the compiled kernel writes x^2 and x^3 as products, the rest as powf; all
+ * against eager (powf) on awkward sizes. */
+static void test_pow_small(void) {
+  const int64_t n[] = {1, 7, 37, 300};
+  for (size_t i = 0; i < sizeof n / sizeof *n; i++) {
+    gb b;
+    gb_init(&b, 17);
+    int x = gb_input(&b, "x", SMELT_F32, 2, I64(3, n[i]));
+    int p3 = gb_node(&b, "Pow", 2, IDS(x, gb_scalar(&b, 3.f)), NULL, 0);
+    int k = gb_node(&b, "Mul", 2, IDS(p3, gb_scalar(&b, 0.044715f)), NULL, 0);
+    int in = gb_node(&b, "Add", 2, IDS(x, k), NULL, 0);
+    int sc = gb_node(&b, "Mul", 2, IDS(in, gb_scalar(&b, 0.7978845608f)), NULL, 0);
+    int th = gb_node(&b, "Tanh", 1, IDS(sc), NULL, 0);
+    int one = gb_node(&b, "Add", 2, IDS(th, gb_scalar(&b, 1.f)), NULL, 0);
+    int hx = gb_node(&b, "Mul", 2, IDS(x, gb_scalar(&b, 0.5f)), NULL, 0);
+    int gelu = gb_node(&b, "Mul", 2, IDS(hx, one), NULL, 0);
+    gb_output(&b, gelu);
+    int sq = gb_node(&b, "Pow", 2, IDS(x, gb_scalar(&b, 2.f)), NULL, 0);
+    int ab = gb_node(&b, "Abs", 1, IDS(x), NULL, 0);
+    int rt = gb_node(&b, "Pow", 2, IDS(ab, gb_scalar(&b, 0.5f)), NULL, 0);
+    int p1 = gb_node(&b, "Pow", 2, IDS(x, gb_scalar(&b, 1.f)), NULL, 0);
+    int c3 = gb_node(&b, "Pow", 2, IDS(x, gb_scalar(&b, 3.f)), NULL, 0);
+    int sum = gb_node(&b, "Sum", 4, IDS(sq, rt, p1, c3), NULL, 0);
+    gb_output(&b, sum);
+    CHECK_OK(gb_finish(&b));
+    double w = run_case(&b, SMELT_MODE_DEFAULT, false, NULL);
+    CHECK(w <= 1);
+    if (w > 1) fprintf(stderr, "pow n=%lld: error %g\n", (long long)n[i], w);
+    gb_free(&b);
+  }
+}
+
 /* Reductions over trailing dims, and a pool. */
 static void test_reductions(void) {
   gb b;
@@ -542,6 +575,7 @@ int main(void) {
   test_select_cast();
   test_softmax_prologue();
   test_layernorm();
+  test_pow_small();
   test_reductions();
   test_modes();
   test_dynamic_reuse();
