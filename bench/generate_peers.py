@@ -7,6 +7,9 @@ folder (its model builder, fp32 CPU) when onnxruntime-genai is installed.
 
 usage: generate_peers.py MODEL_DIR [--prompt-len 128] [--new 128] [--threads 2]
                          [--genai-dir DIR] [--smelt SMELT --mode eager ...]
+                         [--hf eager] [--hf compile]
+--hf: Hugging Face generate() on the same folder with cache_implementation="static",
+eager or with the forward under torch.compile(mode="reduce-overhead").
 MODEL_DIR holds model.onnx and config.json (tests/scripts/make_decoder_fixtures.py
 writes both: `make_decoder_fixtures.py /tmp/m gpt2-124m`).  Prints one JSON
 object per runner with time_to_first_token_ms, prefill_tokens_per_s,
@@ -118,6 +121,51 @@ def run_genai(genai_dir, prompt, n_new, threads):
     return summarize("onnxruntime-genai %s" % og.__version__, len(prompt), t0, t_first, step_ms, tokens)
 
 
+class _Clock:
+    """A generate() streamer that stamps each token's arrival (the first put()
+    is the prompt)."""
+
+    def __init__(self):
+        self.t = []
+
+    def put(self, value):
+        self.t.append(time.perf_counter())
+
+    def end(self):
+        pass
+
+
+def run_hf(model_dir, prompt, n_new, threads, compiled, warmup=1):
+    """Hugging Face generate() with cache_implementation="static"; compiled:
+    the forward under torch.compile(mode="reduce-overhead", fullgraph=True),
+    PyTorch's own recipe for fast decoding.  Warm-up generations of the same
+    lengths first (untimed), so compiling is not in the figures."""
+    import torch
+    import transformers
+    torch.set_num_threads(threads)
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+    if compiled:
+        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+    ids = torch.tensor([prompt], dtype=torch.long)
+    kw = dict(do_sample=False, max_new_tokens=n_new, min_new_tokens=n_new, cache_implementation="static",
+              pad_token_id=0, attention_mask=torch.ones_like(ids))
+    with torch.inference_mode():
+        tw = time.perf_counter()
+        for _ in range(max(warmup, 1 if compiled else 0)):
+            model.generate(ids, **kw)
+        warm_s = time.perf_counter() - tw
+        clock = _Clock()
+        t0 = time.perf_counter()
+        out = model.generate(ids, streamer=clock, **kw)
+    stamps = clock.t[1:]  # [0] is the prompt
+    step_ms = [(b - a) * 1e3 for a, b in zip(stamps, stamps[1:])]
+    name = "transformers %s generate, static cache%s" % (
+        transformers.__version__, ", torch.compile reduce-overhead" if compiled else "")
+    r = summarize(name, len(prompt), t0, stamps[0], step_ms, out[0, len(prompt):].tolist())
+    r["warmup_s"] = warm_s
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
@@ -128,6 +176,9 @@ def main():
     ap.add_argument("--smelt")
     ap.add_argument("--mode", action="append")
     ap.add_argument("--warmup", type=int, default=0, help="untimed prompt runs first (smelt --warmup; ORT too)")
+    ap.add_argument("--hf", action="append", choices=["eager", "compile"],
+                    help="Hugging Face generate with a static cache, eager or under torch.compile "
+                         "(reads MODEL_DIR's config.json and safetensors; repeatable)")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     vocab = json.load(open(os.path.join(a.model_dir, "config.json"))).get("vocab_size", 50257)
@@ -144,6 +195,11 @@ def main():
             rep["tokens"] = rep["tokens"][0]
             results.append(rep)
     results.append(run_ort(a.model_dir, prompt, a.new, a.threads, a.warmup))
+    for kind in a.hf or []:
+        try:
+            results.append(run_hf(a.model_dir, prompt, a.new, a.threads, kind == "compile", a.warmup))
+        except Exception as e:  # a peer that cannot run is reported, not fatal
+            print("transformers (%s): %s" % (kind, e), file=sys.stderr)
     if a.genai_dir:
         try:
             results.append(run_genai(a.genai_dir, prompt, a.new, a.threads))
