@@ -107,8 +107,10 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
  * one-group conv as Y[n] = W[M, C] x X[n][C, S] (+ B, then ep), reading X
  * and the raw (unpacked) W in place.  S: pixels per plane.  It needs no
  * prepared weights.  conv_pointwise_suits: whether it beats the im2col
- * GEMM for the shape (few input channels: C <= CONV_POINTWISE_MAX_C). */
+ * GEMM for the shape: C <= CONV_POINTWISE_MAX_C, or a projection (M <=
+ * C/4) with C <= CONV_POINTWISE_MAX_CP. */
 #define CONV_POINTWISE_MAX_C 64
+#define CONV_POINTWISE_MAX_CP 192
 bool conv_pointwise_suits(int64_t C, int64_t M, int64_t S);
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
                                 int64_t S, const float *X, const float *W, const float *B,

@@ -74,7 +74,7 @@ static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64
 }
 
 static void cases(smelt_pool *pool) {
-  static const int64_t Cs[] = {1, 3, 16, 17, 24, 64};
+  static const int64_t Cs[] = {1, 3, 16, 17, 24, 64, 200};
   static const int64_t Ms[] = {1, 3, 5, 17, 40};
   static const int64_t Ss[] = {1, 7 * 7, 13 * 17, 30 * 31};
   for (size_t c = 0; c < sizeof Cs / sizeof *Cs; c++)
@@ -93,6 +93,8 @@ static void guard_cases(void) {
   CHECK_OK(conv_pointwise_run(NULL, ISA_SCALAR, 0, 1, 1, 1, &x, &w, NULL, NULL, &y));
   CHECK(y == 0);
   CHECK(conv_pointwise_suits(16, 96, 112 * 112) && !conv_pointwise_suits(0, 96, 1));
+  CHECK(conv_pointwise_suits(144, 24, 56 * 56) && !conv_pointwise_suits(96, 576, 14 * 14));
+  CHECK(!conv_pointwise_suits(256, 64, 56 * 56));
 }
 
 int main(void) {
