@@ -12,9 +12,12 @@
  *              measured error and the test tolerance.
  *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
  *              (kernels/conv_depthwise.c).
+ *  - pointwise: 1x1, stride 1, unpadded, one group, few input channels
+ *              (conv_pointwise_suits): W x X on X in place, the epilogue
+ *              fused (kernels/conv_pointwise.c); no prepared weights.
  *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
- *              the fallback for everything else, and for 1x1 convolutions,
- *              which are plain GEMMs.
+ *              the fallback for everything else, and for the other 1x1
+ *              convolutions, which are plain GEMMs.
  * Weights are packed/transformed by conv2d_prepare once; the op caches the
  * result per session node (ops/op_cache.h). */
 #ifndef SMELT_KERNELS_CONV_H

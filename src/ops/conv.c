@@ -11,6 +11,10 @@
  * tasks each runs whole on one thread, otherwise im2col and GEMM use the pool.
  * f16/bf16 compute via f32 copies, f64 on a direct reference loop.
  *
+ * A 1x1 stride-1 unpadded one-group conv with few input channels
+ * (kernels/conv.h: conv_pointwise_suits) runs on the pointwise kernel
+ * instead (X and the raw W read in place, epilogue fused), before all else.
+ *
  * 1-D and 2-D f32 convolutions first try the fast kernels (kernels/conv.h:
  * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
  * shape; their packed weights are kept in the session's per-node cache when
