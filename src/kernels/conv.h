@@ -12,9 +12,12 @@
  *              measured error and the test tolerance.
  *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
  *              (kernels/conv_depthwise.c).
+ *  - pointwise: 1x1, stride 1, unpadded, one group, few input channels
+ *              (conv_pointwise_suits): W x X on X in place, the epilogue
+ *              fused (kernels/conv_pointwise.c); no prepared weights.
  *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
- *              the fallback for everything else, and for 1x1 convolutions,
- *              which are plain GEMMs.
+ *              the fallback for everything else, and for the other 1x1
+ *              convolutions, which are plain GEMMs.
  * Weights are packed/transformed by conv2d_prepare once; the op caches the
  * result per session node (ops/op_cache.h). */
 #ifndef SMELT_KERNELS_CONV_H
@@ -102,5 +105,18 @@ typedef struct conv2d_epilogue {
  * while each output is still in registers; Winograd in a pass over Y. */
 smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y);
+
+/* Pointwise route (kernels/conv_pointwise.c): a 1x1, stride-1, unpadded,
+ * one-group conv as Y[n] = W[M, C] x X[n][C, S] (+ B, then ep), reading X
+ * and the raw (unpacked) W in place.  S: pixels per plane.  It needs no
+ * prepared weights.  conv_pointwise_suits: whether it beats the im2col
+ * GEMM for the shape: C <= CONV_POINTWISE_MAX_C, or a projection (M <=
+ * C/4) with C <= CONV_POINTWISE_MAX_CP. */
+#define CONV_POINTWISE_MAX_C 64
+#define CONV_POINTWISE_MAX_CP 192
+bool conv_pointwise_suits(int64_t C, int64_t M, int64_t S);
+smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+                                int64_t S, const float *X, const float *W, const float *B,
+                                const conv2d_epilogue *ep, float *Y);
 
 #endif

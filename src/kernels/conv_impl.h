@@ -412,6 +412,72 @@ static SIMD_TARGET void SIMD_NAME(epi_rows)(const float *x, int64_t xs, const fl
     SIMD_NAME(epi_run)(x + r * xs, res ? res + r * n : NULL, vlo, vhi, y + r * n, n, cap - r * n);
 }
 
+/* ---- pointwise (1x1) tile, X read in place (conv_kernels.h: pw_tile) ---- */
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pw_body)(int64_t K, const float *w, int64_t ldw,
+                                                         const float *x, int64_t ldx, const float *bias,
+                                                         const float *res, float lo, float hi, float *y,
+                                                         int64_t ldy, int mr, const int nv, int r) {
+  const float *wr[DMR];
+  vf acc[DMR][DNV];
+#pragma GCC unroll 8
+  for (int i = 0; i < DMR; i++) { /* rows past mr repeat the last one and are not stored */
+    wr[i] = w + (i < mr ? i : mr - 1) * ldw;
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
+  }
+  for (int64_t k = 0; k < K; k++) {
+    const float *xk = x + k * ldx;
+    vf bv[DNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) bv[v] = v == nv - 1 && r < VL ? v_loadn(xk + v * VL, r) : v_load(xk + v * VL);
+#pragma GCC unroll 8
+    for (int i = 0; i < DMR; i++) {
+      vf ai = v_set1(wr[i][k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < nv; v++) acc[i][v] = v_fma(ai, bv[v], acc[i][v]);
+    }
+  }
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+#pragma GCC unroll 8
+  for (int i = 0; i < DMR; i++) {
+    if (i >= mr) break;
+    vf b = bias ? v_set1(bias[i]) : v_zero();
+    float *yi = y + i * ldy;
+    const float *ri = res ? res + i * ldy : NULL;
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+      vf a = v_add(acc[i][v], b);
+      bool tail = v == nv - 1 && r < VL;
+      if (ri) a = v_add(a, tail ? v_loadn(ri + v * VL, r) : v_load(ri + v * VL));
+      a = SIMD_NAME(clampv)(a, vlo, vhi);
+      if (tail) v_storen(yi + v * VL, a, r);
+      else v_store(yi + v * VL, a);
+    }
+  }
+}
+
+static SIMD_TARGET void SIMD_NAME(pw_tile)(int64_t K, const float *w, int64_t ldw, const float *x,
+                                           int64_t ldx, int64_t n, const float *bias, const float *res,
+                                           float lo, float hi, float *y, int64_t ldy, int mr) {
+  if (n == DNV * VL) {
+    SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, DNV, VL);
+    return;
+  }
+  int nv = (int)((n + VL - 1) / VL), r = (int)(n - (int64_t)(nv - 1) * VL);
+  switch (nv) {
+    case 1: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 1, r); break;
+    case 2: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 2, r); break;
+#if DNV >= 3
+    case 3: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 3, r); break;
+#endif
+#if DNV >= 4
+    case 4: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 4, r); break;
+#endif
+    default: break;
+  }
+}
+
 /* dst[j] = src[2j], j < n: reads src[0 .. 2n-1) only (masked at the end);
  * cap: floats writable at dst. */
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(gather_s2)(const float *src, float *dst, int64_t n,
@@ -586,6 +652,9 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
                SIMD_NAME(direct_nv4)
 #endif
     },
+    .pmr = DMR,
+    .pmax_nv = DNV,
+    .pw_tile = SIMD_NAME(pw_tile),
     .wmr = WMR,
     .wnr = WNV * VL,
     .wgemm = SIMD_NAME(wgemm),

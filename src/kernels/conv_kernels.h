@@ -33,6 +33,15 @@ typedef struct conv_kernels {
   void (*direct[CONV_DIRECT_MAX_NV + 1])(int64_t K, const float *a, const float *b,
                                          const int64_t *boff, float *c);
 
+  /* Pointwise (1x1, stride 1) tile reading X in place: for i < mr, j < n
+   * (1 <= n <= pmax_nv*vl, 1 <= mr <= pmr): y[i*ldy + j] = min(hi, max(lo,
+   * bias[i] + res[i*ldy + j] + sum_k w[i*ldw + k] * x[k*ldx + j])) (bias,
+   * res may be NULL).  Reads and writes nothing past column n. */
+  int pmr, pmax_nv;
+  void (*pw_tile)(int64_t K, const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n,
+                  const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy,
+                  int mr);
+
   /* Winograd tuple GEMM: c[i*ldc + j] = sum_k a[i*lda + k] * b[k*wnr + j]
    * for i < mr (mr <= wmr), j < wnr (= wnv*vl). */
   int wmr, wnr;

@@ -11,6 +11,10 @@
  * tasks each runs whole on one thread, otherwise im2col and GEMM use the pool.
  * f16/bf16 compute via f32 copies, f64 on a direct reference loop.
  *
+ * A 1x1 stride-1 unpadded one-group conv with few input channels
+ * (kernels/conv.h: conv_pointwise_suits) runs on the pointwise kernel
+ * instead (X and the raw W read in place, epilogue fused), before all else.
+ *
  * 1-D and 2-D f32 convolutions first try the fast kernels (kernels/conv.h:
  * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
  * shape; their packed weights are kept in the session's per-node cache when
@@ -425,6 +429,25 @@ static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, con
   return st;
 }
 
+/* Whether the 1x1 route (kernels/conv.h: conv_pointwise_run) takes this
+ * conv: 1x1, stride 1, no pads, one group, few input channels. */
+static bool conv_pw_route(const conv_geom *g) {
+  if (g->G != 1 || g->Kdim <= 0 || g->Kdim != g->C) return false;
+  for (int i = 0; i < g->w.nsp; i++)
+    if (g->w.kernel[i] != 1 || g->w.stride[i] != 1 || g->w.pad_lo[i] != 0 || g->w.pad_hi[i] != 0)
+      return false;
+  return g->S_in == g->S_out && conv_pointwise_suits(g->C, g->M, g->S_out);
+}
+
+static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, const float *W,
+                                const float *B, const conv_epilogue *ep, float *Y) {
+  conv_epilogue rest = {0};
+  conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
+  TRY(conv_pointwise_run(c->pool, isa_active(), g->N, g->C, g->M, g->S_out, X, W, B, &kep, Y));
+  conv_epilogue_after(c->pool, &rest, Y, g->N * g->M * g->S_out);
+  return SMELT_OK;
+}
+
 /* The weight as the im2col GEMM's A (M x Kdim), packed once per session
  * (ops/gemm_weights.h): one group only, a constant float32 W. */
 static const gemm_packed *conv_packed_a(op_ctx *c, const conv_geom *g) {
@@ -440,6 +463,7 @@ smelt_status conv_op_prepare(op_ctx *c) {
   conv_geom g;
   TRY(conv_plan(c, &g));
   if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
+  if (conv_pw_route(&g)) return SMELT_OK; /* nothing to prepare */
   conv2d_desc d;
   conv_algo algo;
   conv2d_weights *pw;
@@ -452,6 +476,7 @@ smelt_status conv_op_prepare(op_ctx *c) {
 
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
+  if (conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
   bool done;
   TRY(conv_fast(c, g, X, W, B, ep, Y, &done));
   if (done) return SMELT_OK;

@@ -1,0 +1,112 @@
+/* The pointwise route (kernels/conv.h: conv_pointwise_run, a 1x1 conv on X
+ * in place with the epilogue fused) against a double reference, on every
+ * ISA path the machine has (through the isa argument), with and without a
+ * thread pool (1 and 2 threads), over shapes that break its tiling: input
+ * channels 1, 3, 16, 17, 24, 64; output channels off the panel height;
+ * planes 1x1, 7x7, 13x17 and one longer than a pixel block; batch 2; with
+ * and without bias, residual and clamp.  Canaries after Y catch writes
+ * past the end.  Error bound as in test_conv_kernels.c:
+ * |got - want| <= 2e-6 * (sum |x w| + |b| + |res|). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "kernels/conv.h"
+#include "util/err.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float urand(void) { /* [-1, 1) */
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (float)((double)(rng >> 11) / (double)(1ull << 52) - 1.0);
+}
+
+static void fill(float *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) p[i] = urand();
+}
+
+#define CANARY 8
+static double worst;
+
+static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64_t S) {
+  int64_t nx = N * C * S, ny = N * M * S;
+  float *X = malloc(sizeof(float) * (size_t)nx), *W = malloc(sizeof(float) * (size_t)(M * C));
+  float *B = malloc(sizeof(float) * (size_t)M), *R = malloc(sizeof(float) * (size_t)ny);
+  float *Y = malloc(sizeof(float) * (size_t)(ny + CANARY));
+  double *want = malloc(sizeof(double) * (size_t)ny), *mag = malloc(sizeof(double) * (size_t)ny);
+  fill(X, nx), fill(W, M * C), fill(B, M), fill(R, ny);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t p = 0; p < S; p++) {
+        double acc = 0, a = 0;
+        for (int64_t c = 0; c < C; c++) {
+          double t = (double)W[m * C + c] * X[(n * C + c) * S + p];
+          acc += t, a += fabs(t);
+        }
+        want[(n * M + m) * S + p] = acc;
+        mag[(n * M + m) * S + p] = a + 1e-30;
+      }
+  for (int isa = 0; isa <= (int)isa_detect(); isa++)
+    for (int v = 0; v < 8; v++) {
+      bool bias = v & 1, res = v & 2, clamp = v & 4;
+      conv2d_epilogue ep = {res ? R : NULL, clamp ? -0.5f : -INFINITY, clamp ? 0.75f : INFINITY};
+      for (int64_t i = 0; i < ny + CANARY; i++) Y[i] = 1234.5f;
+      CHECK_OK(conv_pointwise_run(pool, (isa_level)isa, N, C, M, S, X, W, bias ? B : NULL,
+                                  v & 6 ? &ep : NULL, Y));
+      for (int64_t i = 0; i < ny; i++) {
+        int64_t m = i / S % M;
+        double b = bias ? B[m] : 0, r = res ? R[i] : 0, t = want[i] + b + r;
+        double c = t < ep.lo ? ep.lo : t > ep.hi ? ep.hi : t;
+        double e = fabs(Y[i] - c) / (mag[i] + fabs(b) + fabs(r));
+        if (e > worst) worst = e;
+        if (!(e <= 2e-6)) {
+          fprintf(stderr, "%s N%lld C%lld M%lld S%lld case %d: element %lld is %.9g, expected %.9g\n",
+                  isa_name((isa_level)isa), (long long)N, (long long)C, (long long)M, (long long)S, v,
+                  (long long)i, Y[i], c);
+          CHECK(0);
+          break;
+        }
+      }
+      for (int i = 0; i < CANARY; i++) CHECK(Y[ny + i] == 1234.5f);
+    }
+  free(X), free(W), free(B), free(R), free(Y), free(want), free(mag);
+}
+
+static void cases(smelt_pool *pool) {
+  static const int64_t Cs[] = {1, 3, 16, 17, 24, 64, 200};
+  static const int64_t Ms[] = {1, 3, 5, 17, 40};
+  static const int64_t Ss[] = {1, 7 * 7, 13 * 17, 30 * 31};
+  for (size_t c = 0; c < sizeof Cs / sizeof *Cs; c++)
+    for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
+      for (size_t s = 0; s < sizeof Ss / sizeof *Ss; s++) check_shape(pool, 1, Cs[c], Ms[m], Ss[s]);
+  check_shape(pool, 2, 17, 9, 13 * 17);
+  check_shape(pool, 2, 24, 144, 56 * 56);
+}
+
+static void guard_cases(void) {
+  float x = 1, w = 1, y = 0;
+  CHECK(conv_pointwise_run(NULL, ISA_SCALAR, 1, 0, 1, 1, &x, &w, NULL, NULL, &y) ==
+        SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(conv_pointwise_run(NULL, ISA_SCALAR, 1, 1, 1, -1, &x, &w, NULL, NULL, &y) ==
+        SMELT_ERR_INVALID_ARGUMENT);
+  CHECK_OK(conv_pointwise_run(NULL, ISA_SCALAR, 0, 1, 1, 1, &x, &w, NULL, NULL, &y));
+  CHECK(y == 0);
+  CHECK(conv_pointwise_suits(16, 96, 112 * 112) && !conv_pointwise_suits(0, 96, 1));
+  CHECK(conv_pointwise_suits(144, 24, 56 * 56) && !conv_pointwise_suits(96, 576, 14 * 14));
+  CHECK(!conv_pointwise_suits(256, 64, 56 * 56));
+}
+
+int main(void) {
+  smelt_pool *p1 = NULL, *p2 = NULL;
+  CHECK_OK(pool_create(1, &p1));
+  CHECK_OK(pool_create(2, &p2));
+  cases(NULL);
+  cases(p1);
+  cases(p2);
+  guard_cases();
+  pool_free(p1);
+  pool_free(p2);
+  printf("worst error / sum|xw|: pointwise %.2g\n", worst);
+  return test_report("test_conv_pointwise");
+}
