@@ -30,6 +30,8 @@
 #define cpu_relax() ((void)0)
 #endif
 
+#define PROBE_MIN_NS 2000000LL /* a contended pool's first probe gap (see pool_note_join) */
+
 struct smelt_pool {
   int n_threads;
   int64_t spin_ns;
@@ -61,6 +63,9 @@ struct smelt_pool {
    * time.  Written under job_lock, read anywhere. */
   atomic_int late_score;
   atomic_int_fast64_t last_late_ns;
+  atomic_int_fast64_t last_probe_ns; /* while contended: the last job let through as a probe */
+  atomic_int_fast64_t probe_gap_ns;  /* ... and how long until the next one */
+  atomic_bool probe_out;             /* a probe was let through and has not joined yet */
 };
 
 static _Thread_local const smelt_pool *in_pool_job;
@@ -188,6 +193,9 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   atomic_init(&p->busy, 0);
   atomic_init(&p->late_score, 0);
   atomic_init(&p->last_late_ns, 0);
+  atomic_init(&p->last_probe_ns, 0);
+  atomic_init(&p->probe_gap_ns, PROBE_MIN_NS);
+  atomic_init(&p->probe_out, false);
   if (n_threads > 1) {
     p->workers = calloc((size_t)n_threads - 1, sizeof(pthread_t));
     if (!p->workers) {
@@ -290,9 +298,19 @@ bool pool_stopping(void) {
  * nothing).  A late join adds 8 points, an idle worker 4 (at most 48 in
  * all), a join on time takes 1 off; from 12 points (two late joins, or
  * three idle ones, close together) the pool is contended until the points
- * fall below 12 or 50 ms pass without a late or idle join. */
+ * fall below 12 or 50 ms pass without a late or idle join.
+ *
+ * A contended pool checks itself: every probe gap (2 ms at first) one job
+ * that a threshold rule would have kept on the caller goes to the threads
+ * (pool_thread_cost answers 1 once).  A probe joined on time takes 4 points
+ * off and the gap back to 2 ms, so a pool that was only briefly crowded
+ * (another runtime's threads spinning down, a burst of other work) returns
+ * to every core within a few ms instead of staying serial for 50 ms; a late
+ * or idle probe doubles the gap (up to 50 ms), so under lasting contention
+ * probes cost little. */
 #define LATE_POINTS 8
 #define IDLE_POINTS 4
+#define PROBE_POINTS 4
 #define CONTENDED_SCORE 12
 #define CONTENDED_NS 50000000LL
 void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n_chunks, int64_t wait_ns,
@@ -302,20 +320,39 @@ void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n
   int score = atomic_load_explicit(&p->late_score, memory_order_relaxed), add = 0;
   if (wait_ns > 2 * per + 30000) add = LATE_POINTS;
   else if (own_chunks >= n_chunks && n_chunks >= 2 && own_ns > 20000) add = IDLE_POINTS;
+  bool contended = score >= CONTENDED_SCORE;
   if (add) {
     score = score + add > 4 * CONTENDED_SCORE ? 4 * CONTENDED_SCORE : score + add;
     atomic_store_explicit(&p->last_late_ns, now, memory_order_relaxed);
+    if (contended && atomic_exchange_explicit(&p->probe_out, false, memory_order_relaxed)) {
+      int64_t gap = atomic_load_explicit(&p->probe_gap_ns, memory_order_relaxed) * 2;
+      atomic_store_explicit(&p->probe_gap_ns, gap > CONTENDED_NS ? CONTENDED_NS : gap, memory_order_relaxed);
+    }
+  } else if (contended) {
+    score = score > PROBE_POINTS ? score - PROBE_POINTS : 0;
+    atomic_store_explicit(&p->probe_out, false, memory_order_relaxed);
+    atomic_store_explicit(&p->probe_gap_ns, PROBE_MIN_NS, memory_order_relaxed);
   } else if (score > 0) {
     score--;
   }
   atomic_store_explicit(&p->late_score, score, memory_order_relaxed);
 }
 
-int pool_thread_cost_at(const smelt_pool *p, int64_t now) {
-  if (!p || p->n_threads <= 1) return 1;
+int pool_thread_cost_at(const smelt_pool *cp, int64_t now) {
+  if (!cp || cp->n_threads <= 1) return 1;
+  smelt_pool *p = (smelt_pool *)cp; /* the probe clock is bookkeeping, not the pool's state */
   if (atomic_load_explicit(&p->late_score, memory_order_relaxed) < CONTENDED_SCORE) return 1;
   int64_t last = atomic_load_explicit(&p->last_late_ns, memory_order_relaxed);
-  return now - last < CONTENDED_NS ? POOL_CONTENDED_COST : 1;
+  if (now - last >= CONTENDED_NS) return 1;
+  int_fast64_t probe = atomic_load_explicit(&p->last_probe_ns, memory_order_relaxed);
+  if (now - probe >= atomic_load_explicit(&p->probe_gap_ns, memory_order_relaxed) &&
+      atomic_compare_exchange_strong_explicit(&p->last_probe_ns, &probe, now, memory_order_relaxed,
+                                              memory_order_relaxed))
+  {
+    atomic_store_explicit(&p->probe_out, true, memory_order_relaxed);
+    return 1; /* this job is the probe */
+  }
+  return POOL_CONTENDED_COST;
 }
 
 int pool_thread_cost(const smelt_pool *p) {

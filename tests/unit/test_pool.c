@@ -76,7 +76,8 @@ static void contention(void) {
   pool_note_join(p, 100000, 4, 8, 5000000, t); /* one late join: not yet */
   CHECK(pool_thread_cost_at(p, t) == 1);
   pool_note_join(p, 100000, 4, 8, 5000000, t + 1000); /* a second */
-  CHECK(pool_thread_cost_at(p, t + 2000) == POOL_CONTENDED_COST);
+  CHECK(pool_thread_cost_at(p, t + 2000) == 1); /* contended: the first job is a probe */
+  CHECK(pool_thread_cost_at(p, t + 2500) == POOL_CONTENDED_COST); /* the rest stay on the caller */
   /* a wait within two of the caller's chunks plus 30 us is on time */
   pool_note_join(p, 400000, 4, 8, 2 * 100000 + 29000, t + 3000);
   CHECK(pool_thread_cost_at(p, t + 4000) == POOL_CONTENDED_COST);
@@ -100,7 +101,22 @@ static void contention(void) {
   pool_note_join(p, 100000, 8, 8, 0, t);
   CHECK(pool_thread_cost_at(p, t) == 1);
   pool_note_join(p, 100000, 8, 8, 0, t);
+  CHECK(pool_thread_cost_at(p, t) == 1); /* the probe */
   CHECK(pool_thread_cost_at(p, t) == POOL_CONTENDED_COST);
+  pool_free(p);
+
+  /* probes: one job per gap goes to the threads; a late probe doubles the
+   * gap, a probe on time takes points off and resets it */
+  CHECK_OK(pool_create(2, &p));
+  for (int i = 0; i < 6; i++) pool_note_join(p, 100000, 4, 8, 5000000, t); /* score 48 */
+  CHECK(pool_thread_cost_at(p, t) == 1);
+  CHECK(pool_thread_cost_at(p, t + 1900000) == POOL_CONTENDED_COST); /* within 2 ms */
+  pool_note_join(p, 100000, 4, 8, 5000000, t + 100000);              /* the probe was late */
+  CHECK(pool_thread_cost_at(p, t + 2100000) == POOL_CONTENDED_COST); /* gap now 4 ms */
+  CHECK(pool_thread_cost_at(p, t + 4100000) == 1);
+  for (int i = 0; i < 10; i++) pool_note_join(p, 100000, 4, 8, 0, t + 4200000); /* on time */
+  CHECK(pool_thread_cost_at(p, t + 4300000) == 1); /* 48 - 10 * 4 < 12: back to every thread */
+  CHECK(pool_thread_cost_at(p, t + 4300001) == 1);
   pool_free(p);
   /* but not for jobs too short for a worker to join, nor one-chunk jobs */
   CHECK_OK(pool_create(2, &p));
