@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/err.h"
 
@@ -13,14 +14,29 @@ typedef struct mapping {
   size_t len;
 } mapping;
 
+/* A save waiting for the writer thread: data is the caller's, valid until
+ * the store drains. */
+typedef struct pending {
+  prep_key key;
+  const void *data;
+} pending;
+
 struct prep_store {
   const smelt_cache *cache;
   const smelt_logger *log;
   pthread_mutex_t mu;
+  pthread_cond_t cv;   /* signalled when work arrives, a write ends or the store stops */
   mapping *maps;
   int n_maps, cap_maps;
   int loaded, saved;
   bool warned;
+  bool sync;           /* SMELT_CACHE_WRITE=sync: puts write on the caller's thread */
+  bool started, stop;  /* the writer thread */
+  pthread_t writer;
+  pending *queue;      /* FIFO: queue[head..n_queue) waits */
+  int head, n_queue, cap_queue;
+  bool writing;        /* the writer holds an item it took off the queue: cur */
+  pending cur;
 };
 
 smelt_status prep_store_create(const smelt_cache *c, const smelt_logger *log, prep_store **out) {
@@ -28,13 +44,24 @@ smelt_status prep_store_create(const smelt_cache *c, const smelt_logger *log, pr
   if (!s) return err_nomem("prepared-weight store", sizeof *s);
   s->cache = c;
   s->log = log;
+  const char *w = getenv("SMELT_CACHE_WRITE");
+  s->sync = w && !strcmp(w, "sync");
   pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
   *out = s;
   return SMELT_OK;
 }
 
 void prep_store_free(prep_store *s) {
   if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->stop = true; /* the writer finishes what is queued first */
+  pthread_cond_broadcast(&s->cv);
+  bool joined = s->started;
+  pthread_mutex_unlock(&s->mu);
+  if (joined) pthread_join(s->writer, NULL);
+  free(s->queue);
+  pthread_cond_destroy(&s->cv);
   for (int i = 0; i < s->n_maps; i++) cache_unmap(s->maps[i].p, s->maps[i].len);
   free(s->maps);
   pthread_mutex_destroy(&s->mu);
@@ -58,8 +85,26 @@ bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const voi
   return true;
 }
 
+static bool same_key(const prep_key *a, const prep_key *b) {
+  return !strcmp(a->key.hex, b->key.hex) && !strcmp(a->kind, b->kind);
+}
+
+/* A get for an entry still queued (or being written) waits for it, so that
+ * what this store saved is found again as with a synchronous put. */
+static void wait_if_queued(prep_store *s, const prep_key *k) {
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    bool queued = s->writing && same_key(&s->cur.key, k);
+    for (int i = s->head; i < s->n_queue && !queued; i++) queued = same_key(&s->queue[i].key, k);
+    if (!queued) break;
+    pthread_cond_wait(&s->cv, &s->mu);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
 const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k) {
   size_t len = k->len;
+  wait_if_queued(s, k);
   const void *data;
   size_t got;
   bool hit;
@@ -88,7 +133,8 @@ const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k) {
   return data;
 }
 
-void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data) {
+/* Writes one entry (no lock held) and counts it; the first failure is logged. */
+static void write_entry(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data) {
   smelt_status st = cache_put_pool(s->cache, pool, &k->key, k->kind, data, k->len);
   pthread_mutex_lock(&s->mu);
   if (!st) s->saved++;
@@ -100,7 +146,64 @@ void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const vo
             smelt_last_error());
 }
 
+static void *writer_main(void *arg) {
+  prep_store *s = arg;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (s->head == s->n_queue && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
+    if (s->head == s->n_queue) break; /* stopping and nothing left */
+    pending p = s->queue[s->head++];
+    if (s->head == s->n_queue) s->head = s->n_queue = 0;
+    s->writing = true;
+    s->cur = p;
+    pthread_mutex_unlock(&s->mu);
+    write_entry(s, NULL, &p.key, p.data);
+    pthread_mutex_lock(&s->mu);
+    s->writing = false;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Queues (k, data) for the writer thread, starting it on first use; false
+ * (nothing queued) when there is no room or no thread. */
+static bool enqueue(prep_store *s, const prep_key *k, const void *data) {
+  bool ok = false;
+  pthread_mutex_lock(&s->mu);
+  if (s->stop) goto out;
+  if (s->n_queue == s->cap_queue) {
+    int cap = s->cap_queue ? 2 * s->cap_queue : 32;
+    pending *q = realloc(s->queue, sizeof *q * (size_t)cap);
+    if (!q) goto out;
+    s->queue = q;
+    s->cap_queue = cap;
+  }
+  if (!s->started) {
+    if (pthread_create(&s->writer, NULL, writer_main, s)) goto out;
+    s->started = true;
+  }
+  s->queue[s->n_queue++] = (pending){*k, data};
+  pthread_cond_broadcast(&s->cv);
+  ok = true;
+out:
+  pthread_mutex_unlock(&s->mu);
+  return ok;
+}
+
+void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data) {
+  if (s->sync || !enqueue(s, k, data)) write_entry(s, pool, k, data);
+}
+
+void prep_store_drain(prep_store *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  while (s->head < s->n_queue || s->writing) pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+}
+
 void prep_store_counts(prep_store *s, int *loaded, int *saved) {
+  prep_store_drain(s); /* saves still queued count once they are on disk */
   pthread_mutex_lock(&s->mu);
   *loaded = s->loaded;
   *saved = s->saved;

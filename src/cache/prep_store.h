@@ -26,7 +26,7 @@ typedef struct prep_store prep_store;
  * else outliving the store) gets its warning.  *out owned by the caller:
  * prep_store_free. */
 smelt_status prep_store_create(const smelt_cache *c, const smelt_logger *log, prep_store **out);
-void prep_store_free(prep_store *s); /* unmaps everything it handed out; NULL ok */
+void prep_store_free(prep_store *s); /* finishes queued writes, unmaps everything it handed out; NULL ok */
 
 /* Where the prepared array of len bytes made from (kind, desc, src) lives:
  * computed once (it hashes src) for a get and, on a miss, the put. */
@@ -43,11 +43,21 @@ bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const voi
  * cache holds one of exactly k->len bytes, else NULL. */
 const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k);
 /* Saves data (k->len bytes) under k.  A failure (disk full, read-only cache)
- * is logged once (a warning) and otherwise ignored: the session goes on
- * preparing in memory. */
+ * is logged once (a warning, possibly from the writer thread) and otherwise
+ * ignored: the session goes on preparing in memory.
+ *
+ * The write happens later, on the store's writer thread (started on first
+ * use), so that preparing the next weight need not wait for the page cache:
+ * data must stay valid and unchanged until prep_store_drain or
+ * prep_store_free returns.  Entries still go through a temporary file and a
+ * rename (cache_put), so none is visible half-written.  SMELT_CACHE_WRITE=sync
+ * (or no thread/memory for the queue) writes on the caller's thread at once. */
 void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data);
 
-/* Entries mapped / written so far. */
+/* Waits until every put so far is written (or has failed).  NULL ok. */
+void prep_store_drain(prep_store *s);
+
+/* Entries mapped / written so far (drains first, so every put is counted). */
 void prep_store_counts(prep_store *s, int *loaded, int *saved);
 
 #endif

@@ -394,6 +394,7 @@ static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float 
     ro_map_release(W, sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW));
   } else {
     *own = true;
+    op_prep_drain(c->cache); /* the caller frees *pw, which the store may still be saving */
   }
   return SMELT_OK;
 }

@@ -40,6 +40,7 @@ void *op_cache_add(op_cache *c, const void *key, size_t key_len, void *data,
     void *old = find_from(head, key, key_len);
     if (old) {
       free(e);
+      op_prep_drain(c); /* data may be queued for the store */
       if (free_fn) free_fn(data);
       return old;
     }
@@ -52,6 +53,7 @@ void *op_cache_add(op_cache *c, const void *key, size_t key_len, void *data,
 
 void op_cache_free_all(op_cache *caches, int n) {
   for (int i = 0; caches && i < n; i++) {
+    op_prep_drain(&caches[i]); /* entries' data may be queued for the store */
     op_cache_entry *e = atomic_load_explicit(&caches[i].head, memory_order_acquire);
     while (e) {
       op_cache_entry *next = e->next;
@@ -74,6 +76,10 @@ void op_prep_put(op_cache *c, smelt_pool *pool, const op_prep_key *k, const void
   if (c && c->store && k->stored) c->store->put(c->store->self, pool, k, data);
 }
 
+void op_prep_drain(op_cache *c) {
+  if (c && c->store && c->store->drain) c->store->drain(c->store->self);
+}
+
 bool op_input_is_constant(const op_ctx *c, int i) {
   if (!c->graph || !c->node || i >= c->n_in || i >= c->node->n_inputs || !c->in[i]) return false;
   int v = c->node->inputs[i];
@@ -93,6 +99,9 @@ void *op_cache_get_or_make(op_cache *c, const void *key, size_t key_len, void *(
   run_ctl_enter(saved);
   if (!made) return NULL;
   void *kept = op_cache_add(c, key, key_len, made, free_fn);
-  if (!kept) free_fn(made);
+  if (!kept) {
+    op_prep_drain(c); /* made may be queued for the store */
+    free_fn(made);
+  }
   return kept;
 }

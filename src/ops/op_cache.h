@@ -69,14 +69,23 @@ struct op_prep_store {
    * saved array under it, or NULL.  Mappings stay valid while the store lives. */
   const void *(*get)(void *self, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
                      const void *src, size_t src_len, size_t len, op_prep_key *k);
+  /* May save later (on a writer thread): data must stay valid until drain
+   * returns.  op_cache frees no data it holds before draining (free_all, a
+   * copy that lost a race to publish); an op that frees data it put must
+   * call op_prep_drain first. */
   void (*put)(void *self, smelt_pool *pool, const op_prep_key *k, const void *data);
+  void (*drain)(void *self); /* waits for every put so far; NULL: puts are synchronous */
 };
 
 /* Through c->store: NULL (and k->stored false) when c or its store is NULL. */
 const void *op_prep_get(op_cache *c, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
                         const void *src, size_t src_len, size_t len, op_prep_key *k);
-/* Saves data (k->len bytes) under k; nothing when k->stored is false. */
+/* Saves data (k->len bytes) under k, maybe later (see put above); nothing
+ * when k->stored is false. */
 void op_prep_put(op_cache *c, smelt_pool *pool, const op_prep_key *k, const void *data);
+/* Waits until everything put through c's store is written; nothing when c or
+ * its store is NULL.  Call before freeing data handed to op_prep_put. */
+void op_prep_drain(op_cache *c);
 
 /* Frees every entry's data (with its free_fn) and the entries of n caches. */
 void op_cache_free_all(op_cache *caches, int n);

@@ -23,6 +23,8 @@ static void ws_put(void *self, smelt_pool *pool, const op_prep_key *k, const voi
   prep_store_put(self, pool, &pk, data);
 }
 
+static void ws_drain(void *self) { prep_store_drain(self); }
+
 op_prep_store weight_store_over(prep_store *ps) {
-  return (op_prep_store){.self = ps, .get = ws_get, .put = ws_put};
+  return (op_prep_store){.self = ps, .get = ws_get, .put = ws_put, .drain = ws_drain};
 }

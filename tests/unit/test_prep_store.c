@@ -68,6 +68,53 @@ static void test_store(void) {
   prep_store_free(s); /* unmaps */
 }
 
+/* Puts are written by the store's writer thread: many queued puts all land
+ * (freeing the store finishes them), a drained put no longer reads the
+ * caller's buffer, counts include queued puts, and SMELT_CACHE_WRITE=sync
+ * writes before put returns. */
+#define N_ASYNC 24
+static void test_async(const char *sub, bool sync) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/%s", root, sub);
+  if (sync) setenv("SMELT_CACHE_WRITE", "sync", 1);
+  smelt_cache c;
+  bool warn;
+  cache_open(&c, dir, &warn);
+  CHECK(c.enabled);
+  prep_store *s = NULL;
+  CHECK_OK(prep_store_create(&c, NULL, &s));
+  unsetenv("SMELT_CACHE_WRITE");
+  static float src[N_ASYNC][64], prep[N_ASYNC][4096];
+  prep_key k[N_ASYNC];
+  for (int e = 0; e < N_ASYNC; e++) {
+    for (int i = 0; i < 64; i++) src[e][i] = (float)(e * 64 + i);
+    for (int i = 0; i < 4096; i++) prep[e][i] = (float)(e * 4096 + i) * 0.5f;
+    CHECK(prep_store_key(s, NULL, "async", &e, sizeof e, src[e], sizeof src[e], sizeof prep[e], &k[e]));
+    prep_store_put(s, NULL, &k[e], prep[e]);
+    if (sync) { /* on disk already */
+      char path[1200];
+      cache_entry_path(&c, &k[e].key, "async", true, path, sizeof path);
+      CHECK(access(path, F_OK) == 0);
+    }
+  }
+  prep_store_free(s); /* finishes the queued writes */
+  static float want[N_ASYNC][4096];
+  memcpy(want, prep, sizeof prep);
+  memset(prep, 0, sizeof prep); /* the caller's buffers are its own again */
+  CHECK_OK(prep_store_create(&c, NULL, &s));
+  for (int e = 0; e < N_ASYNC; e++) {
+    const float *got = prep_store_get(s, NULL, &k[e]);
+    CHECK(got && !memcmp(got, want[e], sizeof want[e]));
+  }
+  int extra = N_ASYNC, loaded, saved;
+  prep_key kx;
+  CHECK(prep_store_key(s, NULL, "async", &extra, sizeof extra, src[0], sizeof src[0], sizeof want[0], &kx));
+  prep_store_put(s, NULL, &kx, want[0]);
+  prep_store_counts(s, &loaded, &saved); /* waits for the put */
+  CHECK(loaded == N_ASYNC && saved == 1);
+  prep_store_free(s);
+}
+
 /* x[1,16,20,20] -> x*x -> Conv 3x3 pad 1 (W[24,16,3,3], B) -> Relu -> Conv 1x1 (W2[8,24,1,1]) -> y */
 static void write_conv_model(const char *path) {
   pb_buf g = {0}, model = {0}, a1 = {0}, a2 = {0};
@@ -263,6 +310,8 @@ int main(void) {
   if (!mkdtemp(root)) return 1;
   unsetenv("SMELT_CACHE");
   test_store();
+  test_async("async", false);
+  test_async("sync", true);
   test_session();
   test_gemm_session();
   char cmd[300];
