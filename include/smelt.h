@@ -196,7 +196,10 @@ typedef struct smelt_session_options {
    * SIZE_MAX: no budget. */
   size_t max_memory;
   /* Where the session's messages go (see smelt_log_level).  NULL (the
-   * default): nowhere.  smelt_log_stderr prints them as the CLI does. */
+   * default): nowhere.  smelt_log_stderr prints them as the CLI does.
+   * It may be called from a thread of the session's own (the warning that
+   * prepared weights could not be saved comes from the cache's writer
+   * thread), never after smelt_session_free returns. */
   smelt_log_fn log;
   void *log_user; /* passed to log unchanged */
   /* Messages of this level and more severe are passed to log (default
