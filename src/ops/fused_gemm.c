@@ -117,6 +117,18 @@ static void fgemm_blocks(void *ctx, int64_t b0, int64_t b1) {
   }
 }
 
+/* precision int8 / bf16 (passes/autocast.c): the node's constant weight,
+ * quantized to int8 or rounded to bf16 once (activations stay fp32); false,
+ * both NULL, when the node runs in fp32. */
+static bool fgemm_reduced(op_ctx *c, const fgemm_plan *p, const qgemm_weights **qw, const wbf16_weights **hw) {
+  *qw = NULL;
+  *hw = NULL;
+  if (p->ta) return false;
+  if (gemm_int8_marked(c->node)) *qw = gemm_int8_weights(c, 1, p->tb, p->K, p->N);
+  if (!*qw && gemm_bf16_marked(c->node)) *hw = gemm_bf16_weights(c, 1, p->tb, p->K, p->N);
+  return *qw || *hw;
+}
+
 static smelt_status fgemm_run(op_ctx *c) {
   fgemm_plan p;
   TRY(fgemm_shape(c, &p));
@@ -130,19 +142,13 @@ static smelt_status fgemm_run(op_ctx *c) {
     if (res->nbytes != y->nbytes) return err_set(SMELT_ERR_INTERNAL, "residual size differs from the output's");
     memcpy(y->data, res->data, y->nbytes);
   }
-  /* precision int8 (passes/autocast.c): a constant weight, quantized once */
-  const qgemm_weights *qw = gemm_int8_marked(c->node) && !p.ta ? gemm_int8_weights(c, 1, p.tb, p.K, p.N) : NULL;
-  if (qw) {
-    TRY(gemm_int8_run(c, qw, p.M, a->data, p.K, op_attr_float(c, "alpha", 1.f), bias ? bias->data : NULL,
-                      res != NULL, y->data));
-    fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
-    return SMELT_OK;
-  }
-  /* precision bf16: the weight rounded to bf16 once, activations fp32 */
-  const wbf16_weights *hw = gemm_bf16_marked(c->node) && !p.ta ? gemm_bf16_weights(c, 1, p.tb, p.K, p.N) : NULL;
-  if (hw) {
-    TRY(gemm_bf16_run(c, hw, p.M, a->data, p.K, op_attr_float(c, "alpha", 1.f), bias ? bias->data : NULL,
-                      res != NULL, y->data));
+  const qgemm_weights *qw;
+  const wbf16_weights *hw;
+  if (fgemm_reduced(c, &p, &qw, &hw)) {
+    float alpha = op_attr_float(c, "alpha", 1.f);
+    const float *bv = bias ? bias->data : NULL;
+    TRY(qw ? gemm_int8_run(c, qw, p.M, a->data, p.K, alpha, bv, res != NULL, y->data)
+           : gemm_bf16_run(c, hw, p.M, a->data, p.K, alpha, bv, res != NULL, y->data));
     fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
     return SMELT_OK;
   }
@@ -187,8 +193,9 @@ smelt_status fused_gemm_op_prepare(op_ctx *c) {
   fgemm_plan p;
   TRY(fgemm_shape(c, &p));
   if (p.M <= 0 || p.N <= 0 || p.K <= 0) return SMELT_OK;
-  if (gemm_int8_marked(c->node) && !p.ta && gemm_int8_weights(c, 1, p.tb, p.K, p.N)) return SMELT_OK;
-  if (gemm_bf16_marked(c->node) && !p.ta && gemm_bf16_weights(c, 1, p.tb, p.K, p.N)) return SMELT_OK;
+  const qgemm_weights *qw;
+  const wbf16_weights *hw;
+  if (fgemm_reduced(c, &p, &qw, &hw)) return SMELT_OK;
   (void)gemm_weights_b_input(c, 1, p.tb, p.K, p.N);
   return SMELT_OK;
 }
