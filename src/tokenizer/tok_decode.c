@@ -8,6 +8,7 @@
 
 #include "tokenizer/tok_internal.h"
 #include "util/err.h"
+#include "util/grow.h"
 #include "util/utf8.h"
 
 static const char REPLACEMENT[] = "\xEF\xBF\xBD"; /* U+FFFD */
@@ -21,13 +22,9 @@ typedef struct tlist {
 
 static smelt_status tl_open(tlist *l) { /* starts an empty string at the end */
   if (!l->text.s) TRY(tok_buf_put(&l->text, "", 0)); /* never NULL + offset */
-  if (l->n + 2 > l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 16;
-    size_t *o = realloc(l->off, cap * sizeof *o);
-    if (!o) return err_nomem("decoder tokens", cap * sizeof *o);
-    l->off = o;
-    l->cap = cap;
-  }
+  size_t *o = grow_array(l->off, &l->cap, l->n + 2, sizeof *o, 16, "decoder tokens");
+  if (!o) return SMELT_ERR_NOMEM;
+  l->off = o;
   l->off[l->n++] = l->text.n;
   l->off[l->n] = l->text.n;
   return SMELT_OK;

@@ -8,6 +8,7 @@
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/unicode_class.h"
 #include "util/err.h"
+#include "util/grow.h"
 #include "util/utf8.h"
 
 typedef struct seg {
@@ -21,13 +22,9 @@ typedef struct segs {
 
 static smelt_status seg_add(segs *s, size_t off, size_t len, int32_t id) {
   if (!len && id < 0) return SMELT_OK;
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 16;
-    seg *v = realloc(s->v, cap * sizeof *v);
-    if (!v) return err_nomem("tokenizer segments", cap * sizeof *v);
-    s->v = v;
-    s->cap = cap;
-  }
+  seg *v = grow_array(s->v, &s->cap, s->n + 1, sizeof *v, 16, "tokenizer segments");
+  if (!v) return SMELT_ERR_NOMEM;
+  s->v = v;
   s->v[s->n++] = (seg){off, len, id};
   return SMELT_OK;
 }

@@ -4,6 +4,7 @@
 
 #include "tokenizer/tok_internal.h"
 #include "util/err.h"
+#include "util/grow.h"
 #include "util/hash.h"
 
 static uint64_t str_hash(const char *s, size_t n) { return hash_mix64(hash_bytes(HASH_SEED, s, n)); }
@@ -110,13 +111,9 @@ smelt_status tok_buf_put(tok_buf *b, const void *s, size_t n) {
 
 smelt_status tok_pieces_add(tok_pieces *p, const char *s, size_t n, bool at_origin) {
   if (!n) return SMELT_OK; /* empty pieces are dropped, as in tokenizers */
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 64;
-    tok_piece *v = realloc(p->v, cap * sizeof *v);
-    if (!v) return err_nomem("tokenizer pieces", cap * sizeof *v);
-    p->v = v;
-    p->cap = cap;
-  }
+  tok_piece *v = grow_array(p->v, &p->cap, p->n + 1, sizeof *v, 64, "tokenizer pieces");
+  if (!v) return SMELT_ERR_NOMEM;
+  p->v = v;
   size_t off = p->text.n;
   TRY(tok_buf_put(&p->text, s, n));
   p->v[p->n++] = (tok_piece){off, n, at_origin};
@@ -130,13 +127,9 @@ void tok_pieces_free(tok_pieces *p) {
 }
 
 smelt_status tok_ids_push(tok_ids *ids, int32_t id) {
-  if (ids->n == ids->cap) {
-    size_t cap = ids->cap ? ids->cap * 2 : 64;
-    int32_t *v = realloc(ids->v, cap * sizeof *v);
-    if (!v) return err_nomem("token ids", cap * sizeof *v);
-    ids->v = v;
-    ids->cap = cap;
-  }
+  int32_t *v = grow_array(ids->v, &ids->cap, ids->n + 1, sizeof *v, 64, "token ids");
+  if (!v) return SMELT_ERR_NOMEM;
+  ids->v = v;
   ids->v[ids->n++] = id;
   return SMELT_OK;
 }
