@@ -260,6 +260,17 @@ SMELT_API smelt_status smelt_model_load(const char *path, smelt_model **out);
  * copy, so data may be freed after the call.  External data is not allowed
  * (there is no folder to resolve it in).  Free with smelt_model_free. */
 SMELT_API smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out);
+/* smelt_model_load_bytes, with some graph inputs given values: each of
+ * consts[0..n_consts) names (by name) an input of the main graph and becomes
+ * a constant of the model, as an initializer would -- it is no longer an
+ * input.  Its dtype must be the input's declared type and its dims the
+ * declared concrete dims; data aligned to its element size.  The data is NOT
+ * copied: it must stay valid and unchanged until the model and every session
+ * made from it are freed.  This is how a caller that holds the weights in
+ * memory (the torch.compile back end) hands them over without serializing
+ * them into the ONNX bytes.  An unknown or repeated name is an error. */
+SMELT_API smelt_status smelt_model_load_bytes_with(const void *data, size_t len, const smelt_tensor *consts,
+                                                   size_t n_consts, smelt_model **out);
 SMELT_API void smelt_model_free(smelt_model *m);
 SMELT_API int smelt_model_num_inputs(const smelt_model *m);
 SMELT_API int smelt_model_num_outputs(const smelt_model *m);

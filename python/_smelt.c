@@ -162,6 +162,7 @@ typedef struct {
   PyObject *out_names; /* tuple of str */
   int n_outputs;
   void *last_inputs[8]; /* data pointers of the last run's first inputs (tests: no copy) */
+  PyObject *consts;     /* list of memoryviews the model's bound constants view (kept until close) */
 } SessionObject;
 
 static void session_close_impl(SessionObject *s) {
@@ -169,6 +170,62 @@ static void session_close_impl(SessionObject *s) {
   s->session = NULL;
   smelt_model_free(s->model);
   s->model = NULL;
+  Py_CLEAR(s->consts); /* after the model: it viewed them */
+}
+
+/* consts: a sequence of (name, array) pairs, each array exporting a
+ * C-contiguous buffer.  Fills t[0..n) viewing them and returns a new list of
+ * the memoryviews that keep them alive (NULL with an exception set). */
+static PyObject *consts_views(PyObject *consts, smelt_tensor **t_out, Py_ssize_t *n_out) {
+  PyObject *seq = PySequence_Fast(consts, "consts must be a sequence of (name, array) pairs");
+  if (!seq) return NULL;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject *keep = PyList_New(0);
+  smelt_tensor *t = PyMem_Calloc(n ? (size_t)n : 1, sizeof *t);
+  if (!keep || !t) {
+    if (!t) PyErr_NoMemory();
+    goto fail;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *pair = PySequence_Fast_GET_ITEM(seq, i), *name, *arr;
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+      PyErr_Format(PyExc_TypeError, "consts[%zd] is not a (name, array) pair", i);
+      goto fail;
+    }
+    name = PyTuple_GET_ITEM(pair, 0);
+    arr = PyTuple_GET_ITEM(pair, 1);
+    const char *cname = PyUnicode_AsUTF8(name);
+    if (!cname) goto fail;
+    PyObject *mv = PyMemoryView_FromObject(arr);
+    if (!mv) goto fail;
+    int bad = PyList_Append(keep, mv);
+    Py_DECREF(mv);
+    if (bad) goto fail;
+    Py_buffer *v = PyMemoryView_GET_BUFFER(mv);
+    if (!PyBuffer_IsContiguous(v, 'C') || v->ndim > SMELT_MAX_RANK) {
+      PyErr_Format(PyExc_ValueError, "consts %s: not a C-contiguous array of rank <= %d", cname, SMELT_MAX_RANK);
+      goto fail;
+    }
+    t[i].name = cname; /* owned by the name object, alive in seq's caller */
+    t[i].dtype = format_dtype(v->format ? v->format : "B", v->itemsize);
+    if (t[i].dtype == SMELT_UNDEFINED) {
+      PyErr_Format(PyExc_TypeError, "consts %s: unsupported element format %s", cname, v->format ? v->format : "B");
+      goto fail;
+    }
+    t[i].rank = v->ndim;
+    for (int d = 0; d < v->ndim; d++) t[i].dims[d] = (int64_t)v->shape[d];
+    t[i].data = v->buf;
+    t[i].nbytes = (size_t)v->len;
+  }
+  Py_DECREF(seq);
+  *t_out = t;
+  *n_out = n;
+  return keep;
+fail:
+  PyMem_Free(t);
+  Py_XDECREF(keep);
+  Py_DECREF(seq);
+  return NULL;
 }
 
 static void session_dealloc(SessionObject *s) {
@@ -201,13 +258,13 @@ static PyObject *names_tuple(const smelt_model *m, int input) {
 
 static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"source", "mode", "threads", "dims", "cache_dir", "buckets",
-                           "dynamic", "fullgraph", "recompile_limit", "precision", "device", NULL};
-  PyObject *source;
+                           "dynamic", "fullgraph", "recompile_limit", "precision", "device", "consts", NULL};
+  PyObject *source, *consts = Py_None;
   const char *mode = "default", *dims = NULL, *cache_dir = NULL, *buckets = NULL, *precision = "fp32", *device = NULL;
   int threads = 0, dynamic = 0, fullgraph = 0, recompile_limit = -1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sizzzppisz", kwlist, &source, &mode, &threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|sizzzppiszO", kwlist, &source, &mode, &threads,
                                    &dims, &cache_dir, &buckets, &dynamic, &fullgraph,
-                                   &recompile_limit, &precision, &device))
+                                   &recompile_limit, &precision, &device, &consts))
     return -1;
   if (self->session) {
     PyErr_SetString(PyExc_RuntimeError, "Session.__init__ called twice");
@@ -237,11 +294,24 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
   smelt_model *m = NULL;
   if (PyBytes_Check(source) || PyByteArray_Check(source) || PyMemoryView_Check(source)) {
     Py_buffer view;
-    if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0) return -1;
+    smelt_tensor *ct = NULL;
+    Py_ssize_t nc = 0;
+    if (consts != Py_None && !(self->consts = consts_views(consts, &ct, &nc))) return -1;
+    if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0) {
+      PyMem_Free(ct);
+      Py_CLEAR(self->consts);
+      return -1;
+    }
     Py_BEGIN_ALLOW_THREADS
-    st = smelt_model_load_bytes(view.buf, (size_t)view.len, &m);
+    st = nc ? smelt_model_load_bytes_with(view.buf, (size_t)view.len, ct, (size_t)nc, &m)
+            : smelt_model_load_bytes(view.buf, (size_t)view.len, &m);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
+    PyMem_Free(ct);
+    if (st) Py_CLEAR(self->consts);
+  } else if (consts != Py_None) {
+    PyErr_SetString(PyExc_ValueError, "consts need the model given as bytes, not a path");
+    return -1;
   } else {
     PyObject *bytes = NULL;
     if (!PyUnicode_FSConverter(source, &bytes)) return -1;
@@ -262,6 +332,7 @@ static int session_init(SessionObject *self, PyObject *args, PyObject *kw) {
   if (st) {
     raise_last(st);
     smelt_model_free(m);
+    Py_CLEAR(self->consts);
     return -1;
   }
   self->model = m;
@@ -727,6 +798,23 @@ static PyObject *mod_set_errors(PyObject *mod, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* model_input_names(bytes) -> tuple of str: the inputs of an ONNX model given
+ * as bytes (loaded and checked, no session made). */
+static PyObject *mod_model_input_names(PyObject *mod, PyObject *source) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(source, &view, PyBUF_SIMPLE) < 0) return NULL;
+  smelt_model *m = NULL;
+  smelt_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = smelt_model_load_bytes(view.buf, (size_t)view.len, &m);
+  Py_END_ALLOW_THREADS
+  PyBuffer_Release(&view);
+  if (st) return raise_last(st);
+  PyObject *names = names_tuple(m, 1);
+  smelt_model_free(m);
+  return names;
+}
+
 static PyObject *mod_version(PyObject *mod, PyObject *unused) {
   return PyUnicode_FromString(smelt_version());
 }
@@ -734,6 +822,7 @@ static PyObject *mod_version(PyObject *mod, PyObject *unused) {
 static PyMethodDef mod_methods[] = {
     {"set_errors", mod_set_errors, METH_O, "error classes indexed by smelt_status"},
     {"version", mod_version, METH_NOARGS, "smelt_version()"},
+    {"model_input_names", mod_model_input_names, METH_O, "input names of an ONNX model given as bytes"},
     {NULL}};
 
 static struct PyModuleDef smelt_module = {

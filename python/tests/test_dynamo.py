@@ -118,6 +118,29 @@ def test_graph_break(no_fallback_unless_expected):
     assert not fallbacks(no_fallback_unless_expected)
 
 
+def test_weights_bound_not_serialized(no_fallback_unless_expected):
+    """The frozen weights reach smelt as bound constants (Session(consts=)),
+    not through the ONNX bytes; a Linear's weight is read with transB."""
+    m = torch.nn.Sequential(torch.nn.Linear(96, 80), torch.nn.GELU(), torch.nn.Linear(80, 8)).eval()
+    pieces = []
+    orig = smelt.dynamo.smelt_backend
+
+    def counting(gm, ex, **kw):
+        f = orig(gm, ex, **kw)
+        pieces.append(f)
+        return f
+
+    torch._dynamo.reset()
+    c = torch.compile(m, backend=counting, options=OPTS)
+    x = torch.randn(3, 5, 96)
+    with torch.no_grad():
+        torch.testing.assert_close(c(x), m(x), rtol=1e-4, atol=1e-5)
+    assert len(pieces) == 1
+    sess = pieces[0].smelt_session
+    assert len(sess.bound_consts) == 4 and sess.input_names == ("in0",)
+    assert not fallbacks(no_fallback_unless_expected)
+
+
 def test_dynamic_batch(no_fallback_unless_expected):
     m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)).eval()
     torch._dynamo.reset()

@@ -187,3 +187,47 @@ def test_device():
         smelt.Session(MLP, mode="default", device="cpu-ref")
     with pytest.raises(smelt.InvalidArgumentError, match="unknown device 'tpu'"):
         smelt.Session(MLP, device="tpu")
+
+
+def add_model(dtype="FLOAT"):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    t = getattr(TensorProto, dtype)
+    x = helper.make_tensor_value_info("x", t, [2, 3])
+    w = helper.make_tensor_value_info("W", t, [2, 3])
+    y = helper.make_tensor_value_info("y", t, [2, 3])
+    g = helper.make_graph([helper.make_node("Add", ["x", "W"], ["y"])], "g", [x, w], [y])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_bound_consts_are_viewed(kind):
+    """consts= makes graph inputs constants that view the caller's memory."""
+    w = np.ones((2, 3), np.float32)
+    c = w
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        c = torch.from_numpy(w)  # same memory
+    s = smelt.Session(add_model(), mode="eager", threads=1, consts={"W": c})
+    assert s.input_names == ("x",) and s.bound_consts == ("W",)
+    x = np.zeros((2, 3), np.float32)
+    assert np.array_equal(s.run([x])[0], w)
+    w[0, 0] = 7.0  # not copied: eager reads the caller's array
+    assert float(s.run([x])[0][0, 0]) == 7.0
+    del w, c
+    gc.collect()  # the session keeps the array alive
+    assert float(s.run([x])[0][0, 0]) == 7.0
+
+
+def test_bound_consts_errors(tmp_path):
+    w = np.ones((2, 3), np.float32)
+    with pytest.raises(smelt.Error, match="'Q' names no input"):
+        smelt.Session(add_model(), consts={"Q": w})
+    with pytest.raises(smelt.Error, match="declared float32"):
+        smelt.Session(add_model(), consts={"W": w.astype(np.int32)})
+    with pytest.raises(smelt.Error, match="dim 1 is 2"):
+        smelt.Session(add_model(), consts={"W": np.ones((2, 2), np.float32)})
+    path = tmp_path / "m.onnx"
+    path.write_bytes(add_model())
+    with pytest.raises(ValueError, match="bytes"):
+        smelt.Session(str(path), consts={"W": w})

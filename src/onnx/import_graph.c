@@ -123,6 +123,9 @@ static smelt_status imp_input(onnx_imp *c, ir_graph *g, const pb_msg *vm, int in
       return err_set(SMELT_ERR_UNSUPPORTED, "subgraph input %s is also an initializer", q(cname));
     return SMELT_OK; /* an input with a default value: keep the constant */
   }
+  bool bound;
+  TRY(imp_bound_input(c, g, cname, &t, &bound));
+  if (bound) return SMELT_OK; /* given a value by the caller: a constant */
   TRY(ir_graph_add_value(g, cname, &vid));
   imp_apply_type(&g->values[vid], &t, false);
   return ir_graph_add_input(g, vid);

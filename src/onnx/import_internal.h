@@ -33,6 +33,9 @@ typedef struct onnx_imp {
   bool copy_data;          /* never view the buffer (tensors must own their data) */
   bool discard_copied;     /* importing a graph initializer, read once: the source of
                               a copy may be discarded (util/ro_map.h ro_map_discard) */
+  const smelt_tensor *bound; /* graph inputs given values by the caller (import_bound.c) */
+  size_t n_bound;
+  unsigned char *bound_used; /* n_bound flags: that input was found */
   int depth;               /* current subgraph nesting */
   int n_graphs;            /* subgraphs made so far */
   char *scratch[2];        /* NUL-terminated copies of names for lookups (imp_cstr) */
@@ -88,6 +91,16 @@ smelt_status imp_value_info(onnx_imp *c, const pb_msg *vm, ir_graph *g, pb_str *
                             imp_type *t);
 /* Sets v's kind, dtype and shape from t; with only_unknown, keeps what v has. */
 void imp_apply_type(ir_value *v, const imp_type *t, bool only_unknown);
+
+/* ---- bound inputs (import_bound.c) ---- */
+/* Checks the caller's bound tensors themselves (names, sizes, alignment). */
+smelt_status imp_bound_check(const onnx_imp *c);
+/* Graph input `name` of g, declared with type t: when the caller bound it
+ * (main graph only), adds it to g as an initializer viewing the caller's
+ * data, after checking it against t, and sets *bound. */
+smelt_status imp_bound_input(onnx_imp *c, ir_graph *g, const char *name, const imp_type *t, bool *bound);
+/* An error naming a bound tensor that matched no graph input. */
+smelt_status imp_bound_all_used(const onnx_imp *c);
 
 /* ---- attributes (import_attr.c) ---- */
 /* Fills a (zeroed) attribute of node node_id in g from an AttributeProto. */

@@ -158,7 +158,7 @@ static void unmap_model(void *map, size_t len) {
 }
 
 static smelt_status load(const void *buf, size_t len, const char *base_dir, void *map,
-                         onnx_model **out) {
+                         const smelt_tensor *bound, size_t n_bound, onnx_model **out) {
   onnx_model *m = calloc(1, sizeof *m);
   if (!m) {
     if (map) unmap_model(map, len);
@@ -171,7 +171,13 @@ static smelt_status load(const void *buf, size_t len, const char *base_dir, void
   c.m = m;
   c.origin = buf;
   c.base_dir = base_dir;
-  smelt_status s = imp_model(&c, buf, len);
+  c.bound = bound;
+  c.n_bound = n_bound;
+  smelt_status s = imp_bound_check(&c);
+  if (!s && n_bound && !(c.bound_used = calloc(n_bound, 1))) s = err_nomem("bound constants", n_bound);
+  if (!s) s = imp_model(&c, buf, len);
+  if (!s) s = imp_bound_all_used(&c);
+  free(c.bound_used);
   free(c.base_real);
   imp_scratch_free(&c);
   if (s) {
@@ -187,7 +193,16 @@ smelt_status onnx_model_load_buffer(const void *buf, size_t len, const char *bas
   *out = NULL;
   if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "model buffer is NULL");
   if (!len) return err_set(SMELT_ERR_INVALID_MODEL, "empty buffer, not an ONNX model");
-  return load(buf, len, base_dir, NULL, out);
+  return load(buf, len, base_dir, NULL, NULL, 0, out);
+}
+
+smelt_status onnx_model_load_buffer_bound(const void *buf, size_t len, const smelt_tensor *bound, size_t n_bound,
+                                          onnx_model **out) {
+  *out = NULL;
+  if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "model buffer is NULL");
+  if (!len) return err_set(SMELT_ERR_INVALID_MODEL, "empty buffer, not an ONNX model");
+  if (n_bound && !bound) return err_set(SMELT_ERR_INVALID_ARGUMENT, "bound constants: NULL array of %zu", n_bound);
+  return load(buf, len, NULL, NULL, bound, n_bound, out);
 }
 
 /* The folder of path ("." when it has none), malloc'd. */
@@ -241,7 +256,7 @@ smelt_status onnx_model_load(const char *path, onnx_model **out) {
     unmap_model(map, len);
     return err_nomem("path", strlen(path));
   }
-  s = load(map, len, dir, map, out);
+  s = load(map, len, dir, map, NULL, 0, out);
   free(dir);
   return s ? imp_prefix(s, "%s: ", path) : SMELT_OK;
 }

@@ -71,8 +71,26 @@ smelt_status smelt_model_load(const char *path, smelt_model **out) {
   return finish_load(onnx, NULL, 0, path, out);
 }
 
+static smelt_status load_bytes(const void *data, size_t len, const smelt_tensor *consts, size_t n_consts,
+                               smelt_model **out);
+
 smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **out) {
   if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load_bytes: out is NULL");
+  return load_bytes(data, len, NULL, 0, out);
+}
+
+smelt_status smelt_model_load_bytes_with(const void *data, size_t len, const smelt_tensor *consts, size_t n_consts,
+                                         smelt_model **out) {
+  if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load_bytes_with: out is NULL");
+  if (n_consts && !consts) {
+    *out = NULL;
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load_bytes_with: consts is NULL");
+  }
+  return load_bytes(data, len, consts, n_consts, out);
+}
+
+static smelt_status load_bytes(const void *data, size_t len, const smelt_tensor *consts, size_t n_consts,
+                               smelt_model **out) {
   *out = NULL;
   if (!data && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load_bytes: data is NULL");
   if (!len) return err_set(SMELT_ERR_INVALID_MODEL, "model bytes: empty buffer, not an ONNX model");
@@ -84,7 +102,8 @@ smelt_status smelt_model_load_bytes(const void *data, size_t len, smelt_model **
   memcpy(copy, data, len);
   if (mapped) ro_map_add_scratch(copy, mapped);
   onnx_model *onnx = NULL;
-  smelt_status s = onnx_model_load_buffer(copy, len, NULL, &onnx);
+  smelt_status s = n_consts ? onnx_model_load_buffer_bound(copy, len, consts, n_consts, &onnx)
+                            : onnx_model_load_buffer(copy, len, NULL, &onnx);
   if (s) {
     bytes_free(copy, mapped);
     return err_prefix(s, "model bytes: ");

@@ -33,6 +33,12 @@ smelt_status onnx_model_load(const char *path, onnx_model **out);
  * base_dir resolves external data; NULL forbids external data. */
 smelt_status onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,
                                     onnx_model **out);
+/* Same, with graph inputs given values (smelt_model_load_bytes_with): each of
+ * bound[0..n_bound) names a main-graph input, which becomes an initializer
+ * viewing bound[i].data (borrowed: it must outlive the model).  No external
+ * data. */
+smelt_status onnx_model_load_buffer_bound(const void *buf, size_t len, const smelt_tensor *bound, size_t n_bound,
+                                          onnx_model **out);
 void onnx_model_free(onnx_model *m);
 
 /* Decodes a serialized TensorProto (a .pb test file) into an owning tensor.

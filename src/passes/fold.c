@@ -7,7 +7,9 @@
  * arithmetic exporters write folds away behind them.  Concrete dims are safe
  * to rely on: sessions reject inputs whose shape differs from a concrete dim.
  *
- * Not folded: random ops, nodes with subgraphs, sequence or string outputs,
+ * Not folded: a Transpose of a 2-D weight that only a MatMul reads as B
+ * (rw_transposed_weight: fuse_epilogue makes it smelt.Gemm with transB),
+ * random ops, nodes with subgraphs, sequence or string outputs,
  * and outputs over FOLD_MAX_BYTES, or over FOLD_GROW_BYTES when they are more
  * than twice the inputs' size (Expand/Tile/ConstantOfShape materializing a
  * broadcast costs memory and saves no work).  A node that fails to evaluate
@@ -127,6 +129,8 @@ static smelt_status fold_node(rewriter *w, int id, bool *folded) {
     *folded = true;
     return SMELT_OK;
   }
+  /* a transposed weight that fuse_epilogue reads with transB: no copy */
+  if (nd->n_outputs == 1 && rw_transposed_weight(w, nd->outputs[0]) >= 0) return SMELT_OK;
   fold_in f;
   if (!gather_inputs(w, id, &f) || outputs_too_big(w, nd)) return SMELT_OK;
   tensor outs[FOLD_MAX_IO], *out[FOLD_MAX_IO];

@@ -10,7 +10,9 @@
  * becomes one smelt.Gemm / smelt.Conv node (ops/fused_gemm.c, fused_conv.c)
  * with attributes activation, clip_min, clip_max, has_bias, has_residual.
  * Each link must be the only consumer of the previous result.  A plain
- * product with nothing to fuse stays as it is.  One log line per fusion.
+ * product with nothing to fuse stays as it is, except MatMul(A, Transpose(W))
+ * of a constant 2-D W (rw_transposed_weight): smelt.Gemm reads W with
+ * transB = 1, so the transposed copy is never made.  One log line per fusion.
  *
  * Complexity: O(n) per run for the bounded chains; a residual's dependency
  * walk visits only ancestors placed after the anchor in a topological order. */
@@ -33,6 +35,7 @@ typedef struct epi_match {
   tensor *new_bias;     /* a bias made here (owned until handed to the graph) */
   fused_act act;
   int out;              /* the value the fused node writes */
+  int wt_t;             /* MatMul B = Transpose(this constant): read with transB (-1: none) */
   struct epi_order *ord;
 } epi_match;
 
@@ -182,12 +185,13 @@ static smelt_status match_anchor(rewriter *w, int id, epi_match *m, bool *ok) {
   *ok = false;
   memset(m, 0, sizeof *m);
   m->anchor = id;
-  m->bias = m->residual = -1;
+  m->bias = m->residual = m->wt_t = -1;
   if (nd->n_outputs != 1 || !is_f32(w, nd->outputs[0])) return SMELT_OK;
   m->out = nd->outputs[0];
   if (rw_is_op(w, id, "MatMul")) {
     const ir_value *a = rw_val(w, nd->inputs[0]), *b = rw_val(w, nd->inputs[1]);
     *ok = is_f32(w, nd->inputs[0]) && is_f32(w, nd->inputs[1]) && a->rank >= 2 && b->rank == 2;
+    if (*ok) m->wt_t = rw_transposed_weight(w, nd->inputs[1]);
     return SMELT_OK;
   }
   if (rw_is_op(w, id, "Gemm")) {
@@ -284,6 +288,10 @@ static smelt_status build(rewriter *w, epi_match *m) {
   bool conv = !strcmp(a->op_type, "Conv"), gemm = !strcmp(a->op_type, "Gemm");
   int x = a->inputs[0], wt = a->inputs[1], n_copy = conv ? a->n_attrs : 0, bias = m->bias;
   int64_t ta = gemm ? ir_attr_int(a, "transA", 0) : 0, tb = gemm ? ir_attr_int(a, "transB", 0) : 0;
+  if (m->wt_t >= 0) { /* MatMul(x, Transpose(W)): W read as transB */
+    wt = m->wt_t;
+    tb = 1;
+  }
   float alpha = gemm ? ir_attr_float(a, "alpha", 1.f) : 1.f;
   if (m->new_bias) {
     tensor *t = m->new_bias;
@@ -323,7 +331,7 @@ static smelt_status fuse_at(rewriter *w, epi_order *ord, int id, bool *done) {
   if (ok && !s) s = match_residual(w, &m);
   if (ok && !s) match_act(w, &m);
   bool gemm_extra = rw_is_op(w, id, "Gemm") && (m.bias >= 0 || m.residual >= 0 || m.new_bias);
-  if (!s && ok && (m.n_chain > 0 || gemm_extra)) {
+  if (!s && ok && (m.n_chain > 0 || gemm_extra || m.wt_t >= 0)) {
     s = build(w, &m);
     *done = !s;
   }

@@ -139,6 +139,23 @@ int rw_sole_user(const rewriter *w, int v) {
   return w->uses[v].node[0];
 }
 
+int rw_transposed_weight(const rewriter *w, int v) {
+  int t = rw_producer_op(w, v, "Transpose"), mm = rw_sole_user(w, v);
+  if (t < 0 || mm < 0 || !rw_is_op(w, mm, "MatMul")) return -1;
+  const ir_node *tn = &w->g->nodes[t], *mn = &w->g->nodes[mm];
+  if (tn->n_inputs != 1 || mn->n_inputs != 2 || mn->inputs[1] != v || mn->inputs[0] == v) return -1;
+  int src = tn->inputs[0], a = mn->inputs[0];
+  const ir_value *sv = &w->g->values[src], *av = &w->g->values[a];
+  if (!rw_const(w, src) || sv->dtype != SMELT_F32 || sv->rank != 2) return -1;
+  if (av->dtype != SMELT_F32 || av->rank < 2) return -1;
+  for (int k = 0; k < tn->n_attrs; k++) {
+    const ir_attr *at = &tn->attrs[k];
+    if (strcmp(at->name, "perm")) continue;
+    if (at->type != IR_ATTR_INTS || at->n != 2 || at->ints[0] != 1 || at->ints[1] != 0) return -1;
+  }
+  return src;
+}
+
 bool rw_is_op(const rewriter *w, int node, const char *op_type) {
   const ir_node *nd = &w->g->nodes[node];
   return !w->dead[node] && !*nd->domain && !strcmp(nd->op_type, op_type);

@@ -56,6 +56,13 @@ bool rw_is_output(const rewriter *w, int v);
 /* The one live node reading v, if v has exactly one use and is not a graph
  * output; -1 otherwise. */
 int rw_sole_user(const rewriter *w, int v);
+/* When v is Transpose(W) of a float32 2-D constant W (perm [1,0]) read only as
+ * input B of one float32 MatMul with A of rank >= 2: W's value id, which
+ * fuse_epilogue hands to smelt.Gemm with transB = 1 instead of copying W
+ * transposed (fold leaves such a Transpose alone); -1 otherwise.  Exporters
+ * write nn.Linear so when its weight is a graph input bound to a constant
+ * (smelt_model_load_bytes_with). */
+int rw_transposed_weight(const rewriter *w, int v);
 /* The node's op is op_type in the default domain and it is live. */
 bool rw_is_op(const rewriter *w, int node, const char *op_type);
 /* v's producer if it is a live `op_type` node, else -1. */

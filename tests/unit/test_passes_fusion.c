@@ -85,6 +85,34 @@ static void test_matmul_bias_relu(void) {
   ir_graph_free(g);
 }
 
+/* MatMul(x, Transpose(W)) of a constant W (nn.Linear exported with its weight
+ * as an input bound to a constant): fold leaves the Transpose alone and the
+ * product becomes smelt.Gemm reading W with transB, even with nothing else to
+ * fuse.  A Transpose read twice, or with another perm, is not taken. */
+static void test_matmul_transposed_weight(void) {
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){2, 5, 80});
+  gb_const(g, "w", 2, (int64_t[]){64, 80}, 1);
+  gb_const(g, "w2", 2, (int64_t[]){64, 80}, 2);
+  int t = gb_node(g, "Transpose", "w", "wt", 1);
+  gb_attr_ints(g, t, 0, "perm", 2, (int64_t[]){1, 0});
+  gb_node(g, "MatMul", "x,wt", "y", 0);
+  gb_node(g, "Transpose", "w2", "w2t", 0); /* default perm: reversed */
+  gb_node(g, "MatMul", "x,w2t", "y2", 0);
+  gb_node(g, "Relu", "w2t", "y3", 0); /* w2t read twice: folded, not taken */
+  gb_output(g, "y");
+  gb_output(g, "y2");
+  gb_output(g, "y3");
+  passes_equiv e;
+  CHECK_OK(check_passes(g, NULL, &e));
+  CHECK(e.ok);
+  const ir_graph *r = e.rewritten;
+  CHECK(r && count_op(r, "smelt.Gemm") == 1 && count_op(r, "Transpose") == 0 && count_op(r, "MatMul") == 1);
+  CHECK(r && attr_i(r, "Gemm", "transB") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
 static void test_gemm_beta_residual_sigmoid(void) {
   ir_graph *g = gb_new();
   gb_input(g, "x", SMELT_F32, 2, (int64_t[]){7, 9});
@@ -451,6 +479,7 @@ static void test_attention_shared_kv(int axis) {
 int main(void) {
   test_conv_bn();
   test_matmul_bias_relu();
+  test_matmul_transposed_weight();
   test_gemm_beta_residual_sigmoid();
   test_gemm_blocked_tanh();
   test_conv_residual_clip();

@@ -38,6 +38,7 @@ import functools
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from . import _smelt
 from .errors import UnsupportedError
 from .session import PRECISIONS, Session
 
@@ -66,7 +67,7 @@ class _Frozen:
     """Builds the module that is exported: gm with static inputs frozen as
     buffers, SymInt inputs read from the tensor dims they stand for."""
 
-    def __init__(self, gm, example_inputs):
+    def __init__(self, gm, example_inputs, bind: bool = False):
         import torch
         self.gm = gm
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -102,13 +103,21 @@ class _Frozen:
             else:
                 raise UnsupportedError(f"graph input {i} is a {type(x).__name__}, not a tensor", 3)
         kinds = self.kinds
+        # bind: the static inputs stay inputs of the export, after the real
+        # ones, and smelt gets them as bound constants (Session(consts=)):
+        # nothing serialises the weights.  Else they are frozen as buffers
+        # and travel in the ONNX bytes as initializers.
+        self.consts = consts if bind else {}
+        n_real = len(self.tensor_idx)
+        const_pos = {k: n_real + i for i, k in enumerate(consts)}
 
         class Mod(torch.nn.Module):
             def __init__(self):
                 super().__init__()
                 self.gm = gm
-                for k, v in consts.items():
-                    self.register_buffer(k, v)
+                if not bind:
+                    for k, v in consts.items():
+                        self.register_buffer(k, v)
 
             def forward(self, *xs):
                 args = []
@@ -116,13 +125,21 @@ class _Frozen:
                     if k[0] == "in":
                         args.append(xs[k[1]])
                     elif k[0] == "const":
-                        args.append(getattr(self, k[1]))
+                        args.append(xs[const_pos[k[1]]] if bind else getattr(self, k[1]))
                     else:
                         args.append(xs[k[1]].shape[k[2]])
                 out = self.gm(*args)
                 return tuple(out) if isinstance(out, (list, tuple)) else (out,)
 
         self.module = Mod()
+
+
+def _bindable(example_inputs) -> bool:
+    """Whether every static input (weight) can be handed to smelt in place:
+    a CPU tensor of a dtype NumPy can view (not bfloat16)."""
+    import torch
+    return all(x.device.type == "cpu" and x.dtype != torch.bfloat16
+               for x in example_inputs if isinstance(x, torch.Tensor) and _is_static(x))
 
 
 _TRAINING_FNS = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
@@ -187,19 +204,26 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     if why:
         return _fallback(gm, example_inputs, how, why)
     try:
-        frozen = _Frozen(gm, example_inputs)
+        frozen = _Frozen(gm, example_inputs, bind=_bindable(example_inputs))
         real = [example_inputs[i] for i in frozen.tensor_idx]
         n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
         in_names = [f"in{j}" for j in range(len(real))]
         out_names = [f"out{k}" for k in range(n_out)]
+        const_names = list(frozen.consts)
         from .export import export_bytes
         try:
-            onnx = export_bytes(frozen.module, real, in_names, out_names, frozen.dynamic_axes)
+            onnx = export_bytes(frozen.module, real + [frozen.consts[k] for k in const_names],
+                                in_names + const_names, out_names, frozen.dynamic_axes)
         except Exception as e:  # the exporter's message names the op
             raise UnsupportedError(f"ONNX export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}", 3)
+        consts = None
+        if const_names:  # the exporter drops the inputs nothing reads
+            present = set(_smelt.model_input_names(onnx))
+            consts = {k: frozen.consts[k] for k in const_names if k in present}
         sess = Session(onnx, mode=opts.get("mode", "default"), threads=opts.get("threads"),
                        precision=precision, cache_dir=opts.get("cache_dir"),
-                       buckets=opts.get("buckets"), recompile_limit=opts.get("recompile_limit"))
+                       buckets=opts.get("buckets"), recompile_limit=opts.get("recompile_limit"),
+                       consts=consts)
         if len(sess.output_names) != n_out:
             raise UnsupportedError(f"the exported model has {len(sess.output_names)} outputs, "
                                    f"the graph {n_out}", 3)

@@ -80,6 +80,11 @@ class Session:
         device: "cpu" (None: the default) or "cpu-ref" (test-only: the
             reference kernels through the device seam, eager mode only);
             "cuda:N" raises smelt.UnsupportedError (not built in).
+        consts: {input name: array or tensor}: graph inputs given values that
+            become constants of the model (C: smelt_model_load_bytes_with);
+            model must be bytes.  Not copied: smelt views their memory, and
+            the session keeps them alive; they must not change while it is
+            open.  The torch.compile back end hands over weights this way.
 
     ``run`` is thread-safe (concurrent calls on one session are allowed) and
     releases the GIL while smelt runs.
@@ -91,7 +96,7 @@ class Session:
                  cache_dir: Union[None, str, os.PathLike] = None, *, dynamic: bool = False,
                  fullgraph: bool = False, recompile_limit: Optional[int] = None,
                  buckets: Union[None, str, Mapping[str, Sequence[int]]] = None,
-                 device: Optional[str] = None) -> None:
+                 device: Optional[str] = None, consts: Optional[Mapping[str, Any]] = None) -> None:
         if precision not in PRECISIONS:
             raise UnsupportedError(
                 f"precision {precision!r}: smelt implements only {', '.join(PRECISIONS)} today", 3)
@@ -99,12 +104,15 @@ class Session:
             raise InvalidArgumentError(f"threads must be >= 0, got {threads}", 1)
         self.precision = precision
         self.mode = mode
+        bound = None if consts is None else [(str(k), _as_array(v)[0]) for k, v in consts.items()]
         self._s = _smelt.Session(
             model if isinstance(model, (bytes, bytearray, memoryview)) else os.fspath(model),
             mode, int(threads or 0), _dims_string(dims),
             None if cache_dir is None else os.fspath(cache_dir), _buckets_string(buckets),
             bool(dynamic), bool(fullgraph), -1 if recompile_limit is None else int(recompile_limit),
-            precision, device)
+            precision, device, bound)
+        #: names of the graph inputs given as consts (bound constants)
+        self.bound_consts = tuple(k for k, _ in bound) if bound else ()
         self._input_names = self._s.input_names
         self._output_names = self._s.output_names
 
