@@ -170,13 +170,21 @@ static int64_t direct_pick_nv(const conv_kernels *k, int64_t Q) {
  * chunk against refilling the input per panel chunk. */
 static int64_t k_dmr(const direct_job *j) { return j->w->k->dmr; }
 
+void conv_direct_chunking(const conv2d_desc *d, int64_t NR, int64_t *fit_tiles, int64_t *row_bytes,
+                          int64_t *extra_rows) {
+  int64_t amax = (d->KH - 1) * d->dh / d->sh, Wq = d->OW + (d->KW - 1) * d->dw / d->sw;
+  int64_t rb = d->C / d->G * d->sh * d->sw * Wq * 4;
+  int64_t fit_rows = ((int64_t)512 << 10) / (rb > 0 ? rb : 1) - amax - 2;
+  int64_t ft = fit_rows * Wq / NR;
+  *fit_tiles = ft < 1 ? 1 : ft;
+  *row_bytes = rb;
+  *extra_rows = amax + 2;
+}
+
 static void direct_plan(direct_job *j, int threads) {
   const conv2d_desc *d = j->d;
-  int64_t amax = (d->KH - 1) * d->dh / d->sh;
-  int64_t row_bytes = j->Cg * j->P * j->Wq * 4;
-  int64_t fit_rows = ((int64_t)512 << 10) / (row_bytes > 0 ? row_bytes : 1) - amax - 2;
-  int64_t fit_tiles = fit_rows * j->Wq / j->NR;
-  if (fit_tiles < 1) fit_tiles = 1;
+  int64_t amax = (d->KH - 1) * d->dh / d->sh, row_bytes, fit_tiles, extra;
+  conv_direct_chunking(d, j->NR, &fit_tiles, &row_bytes, &extra);
   double w_bytes = 4.0 * j->Mg * j->K, in_bytes = (double)row_bytes * (d->OH + amax);
   double work_s = 2.0 * d->N * d->G * j->np * k_dmr(j) * j->tiles * j->NR * (double)j->K / 150e9;
   int64_t rc, pc;

@@ -70,6 +70,16 @@ bool conv_phases_sane(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh
 void conv_split(int threads, int64_t per, int64_t R, int64_t min_r, int64_t np, double work_s,
                 double w_bytes, double in_bytes, int64_t *rc, int64_t *pc);
 
+/* How the direct driver cuts the positions for the cache: each chunk of at
+ * most *fit_tiles position tiles (NR positions each) fills its own copy of
+ * the plane rows it reads, *row_bytes per row of all the group's channels
+ * and phases, plus *extra_rows rows (the taps' reach and a chunk's ragged
+ * start).  The cost model charges that fill: a plane whose one row is
+ * larger than the cache (a long 1-D signal, W in the thousands) is filled
+ * again for every tile. */
+void conv_direct_chunking(const conv2d_desc *d, int64_t NR, int64_t *fit_tiles, int64_t *row_bytes,
+                          int64_t *extra_rows);
+
 /* The winograd output tile size m (2 or 4) of an algorithm. */
 static inline int conv_wino_m(conv_algo a) { return a == CONV_ALGO_WINO4 ? 4 : 2; }
 

@@ -74,6 +74,14 @@ static double cm_direct(const conv2d_desc *d, const cm_ctx *c) {
                  (double)(d->C / d->G) * d->KH * d->KW;
   double bytes = 4.0 * (d->M * (d->C / d->G) * d->KH * d->KW +
                         d->N * d->C * (d->OH * d->sh + d->KH) * Wq * d->sw);
+  /* the fill of each chunk's plane rows (conv_direct_chunking), beyond the
+   * one pass over the input counted above: a row wider than the cache is
+   * filled again for every chunk of tiles */
+  int64_t fit_tiles, row_bytes, extra_rows;
+  conv_direct_chunking(d, nr, &fit_tiles, &row_bytes, &extra_rows);
+  int64_t tiles = conv_cdiv(Q, nr), per = fit_tiles < tiles ? fit_tiles : tiles;
+  double rows = (double)conv_cdiv(tiles, per) * (conv_cdiv(per * nr, Wq) + extra_rows);
+  if (tiles > per && rows > d->OH) bytes += 2.0 * d->N * d->G * (rows - d->OH) * (double)row_bytes; /* write + read */
   return flops / (c->rate * 0.85) + bytes / CM_BW + CM_CALL;
 }
 

@@ -344,6 +344,25 @@ static void guard_cases(void) {
   CHECK(pool2d_supports(&p));
 }
 
+/* The cost model charges the direct driver's per-chunk fill of the plane
+ * rows: a long 1-D signal (one row of 512 channels x 3200 samples, far past
+ * the cache) is refilled for every chunk of tiles, so im2col wins there and
+ * for a 1x1 stride-2 projection (four phases filled to read one); a grouped
+ * 3x3 (32 groups, small rows) keeps the direct path.  Measured one thread,
+ * AVX2: wav2vec2's 512->512 k3 s2 over 3199 samples 142 ms direct vs 43
+ * im2col; resnet50's 256->512 1x1 s2 at 56x56 6.7 vs 3.7 ms; resnext50's
+ * 128-channel G32 3x3 at 56x56 0.81 direct vs 1.75 im2col. */
+static void select_cases(void) {
+  conv2d_desc wave = mk(1, 512, 1, 3199, 512, 1, 1, 3, 1, 2, 1, 1, 0, 0, 0, 0);
+  conv2d_desc proj = mk(1, 256, 56, 56, 512, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0);
+  conv2d_desc grouped = mk(1, 128, 56, 56, 128, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  for (int t = 1; t <= 2; t++) {
+    CHECK(conv2d_select(&wave, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_IM2COL);
+    CHECK(conv2d_select(&proj, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_IM2COL);
+    CHECK(conv2d_select(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+  }
+}
+
 int main(void) {
   smelt_pool *pool = NULL;
   CHECK_OK(pool_create(3, &pool));
@@ -353,6 +372,7 @@ int main(void) {
   pool_cases(pool);
   cache_cases();
   guard_cases();
+  select_cases();
   pool_free(pool);
   printf("worst error / sum|xw|: direct %.2g depthwise %.2g winograd2 %.2g winograd4 %.2g\n",
          worst[CONV_ALGO_DIRECT], worst[CONV_ALGO_DEPTHWISE], worst[CONV_ALGO_WINO2],
