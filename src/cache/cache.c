@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,13 +231,14 @@ static bool parse_meta(const char *text, const cache_key *k, const char *kind, s
 /* Opens entry KEY.kind's data after checking its meta and its size: the
  * descriptor, or -1 (a miss; *why says why when the entry was rejected). */
 static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind, size_t *size,
-                      uint64_t *sum, char *why, size_t why_n) {
+                      uint64_t *sum, struct stat *dst, char *why, size_t why_n) {
   why[0] = 0;
   if (!c->enabled) return -1;
   char mpath[1200], dpath[1200], meta[META_MAX + 1];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-  struct stat ms, ds;
+  struct stat ms, local, *ds_ = dst ? dst : &local;
+#define ds (*ds_)
   int mfd = open_checked(mpath, &ms, why, why_n);
   if (mfd < 0) return -1;
   size_t mlen = ms.st_size > META_MAX ? META_MAX : (size_t)ms.st_size;
@@ -258,6 +260,56 @@ static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind
   if (dfd >= 0) cache_touch(mfd, &ms.st_mtim);
   close(mfd);
   return dfd;
+#undef ds
+}
+
+/* ---- entries already checked ----
+ * A process checksums a mapped entry once: after that (or after writing it)
+ * it remembers the data file's identity -- device, inode, size, modification
+ * and change times -- with the entry's checksum, and maps the same file again
+ * without reading all of it.  Any write to the file changes its change time
+ * (which no one can set back), a replaced file is another inode, so what was
+ * checked is what is mapped.  A small direct-mapped table: an entry pushed
+ * out is simply checked again. */
+#define CHECKED_SLOTS 1024
+
+typedef struct checked {
+  uint64_t id; /* hash of key and kind; 0: empty */
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtim, ctim;
+  uint64_t sum;
+} checked;
+
+static pthread_mutex_t checked_mu = PTHREAD_MUTEX_INITIALIZER;
+static checked checked_tab[CHECKED_SLOTS];
+
+static uint64_t checked_id(const cache_key *k, const char *kind) {
+  uint64_t h = hash_str(k->hex);
+  h = hash_mix64(h ^ hash_str(kind));
+  return h ? h : 1;
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static bool checked_known(const cache_key *k, const char *kind, const struct stat *st, uint64_t sum) {
+  uint64_t id = checked_id(k, kind);
+  pthread_mutex_lock(&checked_mu);
+  const checked *e = &checked_tab[id % CHECKED_SLOTS];
+  bool yes = e->id == id && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+             same_time(&e->mtim, &st->st_mtim) && same_time(&e->ctim, &st->st_ctim) && e->sum == sum;
+  pthread_mutex_unlock(&checked_mu);
+  return yes;
+}
+
+static void checked_note(const cache_key *k, const char *kind, const struct stat *st, uint64_t sum) {
+  uint64_t id = checked_id(k, kind);
+  pthread_mutex_lock(&checked_mu);
+  checked_tab[id % CHECKED_SLOTS] = (checked){id, st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, sum};
+  pthread_mutex_unlock(&checked_mu);
 }
 
 void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8_t **data,
@@ -267,7 +319,7 @@ void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8
   *hit = false;
   size_t size = 0;
   uint64_t sum = 0;
-  int dfd = open_entry(c, k, kind, &size, &sum, why, why_n);
+  int dfd = open_entry(c, k, kind, &size, &sum, NULL, why, why_n);
   if (dfd < 0) return;
   uint8_t *buf = malloc(size + 1);
   bool ok = buf && read_fd(dfd, buf, size);
@@ -291,7 +343,8 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
   *hit = false;
   size_t size = 0;
   uint64_t sum = 0;
-  int dfd = open_entry(c, k, kind, &size, &sum, why, why_n);
+  struct stat ds;
+  int dfd = open_entry(c, k, kind, &size, &sum, &ds, why, why_n);
   if (dfd < 0) return;
   if (size == 0) {
     close(dfd);
@@ -308,12 +361,15 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
     snprintf(why, why_n, "cannot map a '%s' entry of %zu bytes: %s", kind, size, strerror(errno));
     return;
   }
-  if (cache_checksum_pool(pool, m, size) != sum) {
-    char dpath[1200];
-    cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-    snprintf(why, why_n, "'%s' is corrupt", dpath);
-    munmap(m, size);
-    return;
+  if (!checked_known(k, kind, &ds, sum)) {
+    if (cache_checksum_pool(pool, m, size) != sum) {
+      char dpath[1200];
+      cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+      snprintf(why, why_n, "'%s' is corrupt", dpath);
+      munmap(m, size);
+      return;
+    }
+    checked_note(k, kind, &ds, sum);
   }
   *data = m;
   *len = size;
@@ -341,11 +397,14 @@ smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_
   char mpath[1200], dpath[1200], meta[META_MAX];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  uint64_t sum = cache_checksum_pool(pool, data, len);
   int n = snprintf(meta, sizeof meta, "smelt-cache 3\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
-                   k->hex, kind, len, cache_checksum_pool(pool, data, len));
+                   k->hex, kind, len, sum);
   /* no fsync: a torn entry fails its size or checksum check and is rebuilt */
   TRY(file_write_atomic_ex(dpath, data, len, false));
   TRY(file_write_atomic_ex(mpath, meta, (size_t)n, false));
+  struct stat ds; /* what was just written needs no check when this process maps it */
+  if (!stat(dpath, &ds) && (size_t)ds.st_size == len) checked_note(k, kind, &ds, sum);
   if (cache_evict_due(c->max_bytes, len + (size_t)n, k, kind)) {
     char keep[128];
     snprintf(keep, sizeof keep, "%s.%s", k->hex, kind);

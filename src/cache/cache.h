@@ -11,7 +11,11 @@
  * checks that both files belong to the current user and are not writable by
  * others, and that size and checksum match; anything else is a miss (the
  * caller rebuilds and the new entry replaces the bad one): a corrupt,
- * truncated or foreign entry is never used.
+ * truncated or foreign entry is never used.  cache_map checks an entry's
+ * checksum once per process: an entry the process wrote, or mapped and
+ * checked, is mapped again without reading it while its data file has the
+ * same device, inode, size, modification and change time (any write to the
+ * file changes the change time; a replaced file is another inode).
  *
  * Size: SMELT_CACHE_MAX_MB caps the bytes of the entries' files (default
  * 2048; 0 = unlimited; anything but a whole number turns the cache off with

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/err.h"
+#include "util/hash_memo.h"
 
 typedef struct mapping {
   const void *p;
@@ -24,6 +25,7 @@ typedef struct pending {
 struct prep_store {
   const smelt_cache *cache;
   const smelt_logger *log;
+  hash_memo *memo;     /* source hashes known already; NULL: none */
   pthread_mutex_t mu;
   pthread_cond_t cv;   /* signalled when work arrives, a write ends or the store stops */
   mapping *maps;
@@ -68,6 +70,14 @@ void prep_store_free(prep_store *s) {
   free(s);
 }
 
+void prep_store_set_hash_memo(prep_store *s, hash_memo *m) {
+  if (s) s->memo = m;
+}
+
+/* Which hash a memo holds: cache_checksum_pool's (a new algorithm needs a new
+ * seed). */
+#define SRC_HASH_SEED 0x736d656c74737263ull
+
 bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
                     const void *src, size_t src_len, size_t len, prep_key *out) {
   if (!s || !s->cache->enabled || len == 0) return false;
@@ -79,7 +89,12 @@ bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const voi
   key_add_i64(&h, (int64_t)desc_len);
   key_add(&h, desc, desc_len);
   key_add_i64(&h, (int64_t)src_len);
-  key_add_i64(&h, (int64_t)cache_checksum_pool(pool, src, src_len));
+  uint64_t sh;
+  if (!hash_memo_get(s->memo, src, src_len, SRC_HASH_SEED, &sh)) {
+    sh = cache_checksum_pool(pool, src, src_len);
+    hash_memo_set(s->memo, src, src_len, SRC_HASH_SEED, sh);
+  }
+  key_add_i64(&h, (int64_t)sh);
   key_add_i64(&h, (int64_t)len);
   *out = (prep_key){key_final(&h), kind, len};
   return true;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "cache/cache.h"
+#include "util/hash_memo.h"
 #include "util/log.h"
 
 typedef struct prep_store prep_store;
@@ -27,6 +28,11 @@ typedef struct prep_store prep_store;
  * prep_store_free. */
 smelt_status prep_store_create(const smelt_cache *c, const smelt_logger *log, prep_store **out);
 void prep_store_free(prep_store *s); /* finishes queued writes, unmaps everything it handed out; NULL ok */
+
+/* Source hashes remembered across stores (util/hash_memo.h: a loaded
+ * model's weights, hashed once per model instead of once per session); m
+ * (NULL: none) must outlive the store.  Call before the store is shared. */
+void prep_store_set_hash_memo(prep_store *s, hash_memo *m);
 
 /* Where the prepared array of len bytes made from (kind, desc, src) lives:
  * computed once (it hashes src) for a get and, on a miss, the put. */
