@@ -385,23 +385,26 @@ smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kin
   return cache_put_pool(c, NULL, k, kind, data, len);
 }
 
-smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
-                            const void *data, size_t len) {
-  if (!c->enabled) return SMELT_OK;
+/* Whether an entry of len bytes may be written at all. */
+static smelt_status put_allowed(const smelt_cache *c, const char *kind, size_t len) {
   if (!cache_kind_ok(kind))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_put: kind %s is not 1 to 32 letters, digits, '_' or '-'",
                    q(kind));
   if (c->max_bytes && (len > c->max_bytes || c->max_bytes - len < META_MAX))
     return err_set(SMELT_ERR_IO, "a '%s' cache entry of %zu bytes does not fit the cache's cap of %" PRIu64
                    " MB (SMELT_CACHE_MAX_MB)", kind, len, c->max_bytes >> 20);
+  return SMELT_OK;
+}
+
+/* With the data file in place (len bytes, checksum sum): the meta, the
+ * process's note that the entry needs no check, and eviction when due. */
+static smelt_status finish_put(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
+                               uint64_t sum) {
   char mpath[1200], dpath[1200], meta[META_MAX];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-  uint64_t sum = cache_checksum_pool(pool, data, len);
   int n = snprintf(meta, sizeof meta, "smelt-cache 3\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
                    k->hex, kind, len, sum);
-  /* no fsync: a torn entry fails its size or checksum check and is rebuilt */
-  TRY(file_write_atomic_ex(dpath, data, len, false));
   TRY(file_write_atomic_ex(mpath, meta, (size_t)n, false));
   struct stat ds; /* what was just written needs no check when this process maps it */
   if (!stat(dpath, &ds) && (size_t)ds.st_size == len) checked_note(k, kind, &ds, sum);
@@ -411,4 +414,81 @@ smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_
     cache_evict(c, keep);
   }
   return SMELT_OK;
+}
+
+smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+                            const void *data, size_t len) {
+  if (!c->enabled) return SMELT_OK;
+  TRY(put_allowed(c, kind, len));
+  char dpath[1200];
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  uint64_t sum = cache_checksum_pool(pool, data, len);
+  /* no fsync: a torn entry fails its size or checksum check and is rebuilt */
+  TRY(file_write_atomic_ex(dpath, data, len, false));
+  return finish_put(c, k, kind, len, sum);
+}
+
+smelt_status cache_reserve(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
+                           cache_slot *slot) {
+  memset(slot, 0, sizeof *slot);
+  if (!c->enabled) return err_set(SMELT_ERR_UNSUPPORTED, "the cache is off");
+  if (!len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_reserve: an empty '%s' entry", kind);
+  TRY(put_allowed(c, kind, len));
+  char dpath[1200];
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  int fd;
+  char *tmp;
+  TRY(file_create_temp(dpath, O_RDWR, &fd, &tmp));
+  /* blocks allocated now: a store into a mapping of a hole on a full disk
+   * would be SIGBUS, not an error */
+#ifdef __linux__
+  int e = fallocate(fd, 0, 0, (off_t)len) ? errno : 0;
+#else
+  int e = posix_fallocate(fd, 0, (off_t)len);
+#endif
+  void *m = MAP_FAILED;
+  if (!e) {
+    m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) e = errno;
+#ifdef MADV_HUGEPAGE
+    else madvise(m, len, MADV_HUGEPAGE); /* large page-cache folios: fewer faults now, a fast map later */
+#endif
+  }
+  close(fd);
+  if (e) {
+    smelt_status st = err_set(SMELT_ERR_IO, "cannot make room for a '%s' cache entry of %zu bytes in %s: %s",
+                              kind, len, q_path(tmp), strerror(e));
+    unlink(tmp);
+    free(tmp);
+    return st;
+  }
+  *slot = (cache_slot){m, len, tmp};
+  return SMELT_OK;
+}
+
+smelt_status cache_commit(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+                          cache_slot *slot) {
+  char *tmp = slot->tmp;
+  slot->tmp = NULL;
+  mprotect(slot->data, slot->len, PROT_READ); /* filled: read-only from now on, like a mapped entry */
+  uint64_t sum = cache_checksum_pool(pool, slot->data, slot->len);
+  char dpath[1200];
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  /* no fsync, as cache_put: a torn entry fails its size or checksum check */
+  if (rename(tmp, dpath)) {
+    smelt_status st = err_set(SMELT_ERR_IO, "cannot write %s (%zu bytes): renaming %s onto it: %s", q_path(dpath),
+                              slot->len, q_path(tmp), strerror(errno));
+    unlink(tmp);
+    free(tmp);
+    return st;
+  }
+  free(tmp);
+  return finish_put(c, k, kind, slot->len, sum);
+}
+
+void cache_abort(cache_slot *slot) {
+  if (slot->data) munmap(slot->data, slot->len);
+  if (slot->tmp) unlink(slot->tmp);
+  free(slot->tmp);
+  memset(slot, 0, sizeof *slot);
 }

@@ -87,6 +87,33 @@ smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kin
 /* cache_put with the checksum split over pool (NULL: this thread). */
 smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k,
                             const char *kind, const void *data, size_t len);
+/* An entry written in place: cache_reserve maps a new temporary file of len
+ * bytes (space allocated up front, so that filling it cannot fail on a full
+ * disk) read-write, the caller fills it -- a prepared weight packed straight
+ * into the page cache, no second copy -- and cache_commit checksums it and
+ * renames it into place, meta last, as cache_put would write it.  Until the
+ * commit the entry is invisible (an interrupted fill leaves a temporary that
+ * eviction deletes once it is an hour old). */
+typedef struct cache_slot {
+  void *data; /* the mapping; after cache_commit read-only, released with cache_unmap(data, len) */
+  size_t len;
+  char *tmp;  /* the temporary's path (malloc'd) until commit or abort */
+} cache_slot;
+
+/* SMELT_ERR_* (nothing left behind, *slot zeroed) when the cache is off, the
+ * entry cannot fit its cap, the file or its space cannot be made (full disk,
+ * no fallocate on the file system) or mapped: the caller then prepares in
+ * memory (and may cache_put). */
+smelt_status cache_reserve(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
+                           cache_slot *slot);
+/* Publishes the filled slot as entry KEY.kind (checksum split over pool,
+ * NULL: this thread).  On failure the entry is not written (the temporary is
+ * removed) but slot->data stays mapped and valid all the same. */
+smelt_status cache_commit(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+                          cache_slot *slot);
+/* Drops an unfilled slot: unmaps it, removes the temporary. */
+void cache_abort(cache_slot *slot);
+
 /* Bytes in the cache's entries and their number: a directory scan, for
  * reports (0 and 0 when the cache is off or unreadable). */
 void cache_usage(const smelt_cache *c, uint64_t *bytes, int64_t *entries);
