@@ -90,7 +90,8 @@ smelt_status gemm_pack_a_wrap(isa_level isa, bool trans_a, int64_t M, int64_t K,
                               gemm_packed **out);
 /* gemm_pack_*_prepare into dst (n floats, 64-byte aligned, exactly
  * gemm_pack_*_floats of them: a buffer mapped from the cache, say), which
- * *out borrows: dst must outlive it.  Every float of dst is written. */
+ * *out borrows: dst must outlive it.  Every float the layout uses is
+ * written (B's gaps past a short last K block are not: never read). */
 smelt_status gemm_pack_b_into(smelt_pool *pool, isa_level isa, bool trans_b, int64_t K, int64_t N, const float *B,
                               int64_t ldb, float *dst, int64_t n, gemm_packed **out);
 smelt_status gemm_pack_a_into(smelt_pool *pool, isa_level isa, bool trans_a, int64_t M, int64_t K, const float *A,
