@@ -366,6 +366,32 @@ static void test_gemm_session(void) {
     CHECK(run_gemm_diff(s, ref) < 1e-4);
     smelt_session_free(s);
   }
+  /* weights are packed while the C compiler runs (compile_options
+   * prepare_while_cc); a compiler that starts but fails leaves a plan on
+   * reference kernels, with every weight prepared and the same results */
+  char cc[700], fresh[600];
+  snprintf(cc, sizeof cc, "%s/failing-cc.sh", root);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  if (f) {
+    fprintf(f, "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'failing-cc 1.0'; exit 0; }\nexit 1\n");
+    fclose(f);
+    chmod(cc, 0700);
+    const char *old_cc = getenv("CC");
+    char saved_cc[512] = "";
+    if (old_cc) snprintf(saved_cc, sizeof saved_cc, "%s", old_cc);
+    setenv("CC", cc, 1);
+    snprintf(fresh, sizeof fresh, "%s/gcache-failcc", root);
+    o.cache_dir = fresh;
+    CHECK_OK(smelt_session_create(m, &o, &s));
+    CHECK_OK(smelt_session_get_stats(s, &st));
+    CHECK(st.prepared_loaded == 0 && st.prepared_saved == saved);
+    CHECK(run_gemm_diff(s, ref) < 1e-4);
+    smelt_session_free(s);
+    o.cache_dir = dir;
+    if (old_cc) setenv("CC", saved_cc, 1);
+    else unsetenv("CC");
+  }
   smelt_session_free(ref);
   smelt_model_free(m);
   if (!packs) return;
