@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,13 +231,14 @@ static bool parse_meta(const char *text, const cache_key *k, const char *kind, s
 /* Opens entry KEY.kind's data after checking its meta and its size: the
  * descriptor, or -1 (a miss; *why says why when the entry was rejected). */
 static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind, size_t *size,
-                      uint64_t *sum, char *why, size_t why_n) {
+                      uint64_t *sum, struct stat *dst, char *why, size_t why_n) {
   why[0] = 0;
   if (!c->enabled) return -1;
   char mpath[1200], dpath[1200], meta[META_MAX + 1];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-  struct stat ms, ds;
+  struct stat ms, local, *ds_ = dst ? dst : &local;
+#define ds (*ds_)
   int mfd = open_checked(mpath, &ms, why, why_n);
   if (mfd < 0) return -1;
   size_t mlen = ms.st_size > META_MAX ? META_MAX : (size_t)ms.st_size;
@@ -258,6 +260,56 @@ static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind
   if (dfd >= 0) cache_touch(mfd, &ms.st_mtim);
   close(mfd);
   return dfd;
+#undef ds
+}
+
+/* ---- entries already checked ----
+ * A process checksums a mapped entry once: after that (or after writing it)
+ * it remembers the data file's identity -- device, inode, size, modification
+ * and change times -- with the entry's checksum, and maps the same file again
+ * without reading all of it.  Any write to the file changes its change time
+ * (which no one can set back), a replaced file is another inode, so what was
+ * checked is what is mapped.  A small direct-mapped table: an entry pushed
+ * out is simply checked again. */
+#define CHECKED_SLOTS 1024
+
+typedef struct checked {
+  uint64_t id; /* hash of key and kind; 0: empty */
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtim, ctim;
+  uint64_t sum;
+} checked;
+
+static pthread_mutex_t checked_mu = PTHREAD_MUTEX_INITIALIZER;
+static checked checked_tab[CHECKED_SLOTS];
+
+static uint64_t checked_id(const cache_key *k, const char *kind) {
+  uint64_t h = hash_str(k->hex);
+  h = hash_mix64(h ^ hash_str(kind));
+  return h ? h : 1;
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+static bool checked_known(const cache_key *k, const char *kind, const struct stat *st, uint64_t sum) {
+  uint64_t id = checked_id(k, kind);
+  pthread_mutex_lock(&checked_mu);
+  const checked *e = &checked_tab[id % CHECKED_SLOTS];
+  bool yes = e->id == id && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+             same_time(&e->mtim, &st->st_mtim) && same_time(&e->ctim, &st->st_ctim) && e->sum == sum;
+  pthread_mutex_unlock(&checked_mu);
+  return yes;
+}
+
+static void checked_note(const cache_key *k, const char *kind, const struct stat *st, uint64_t sum) {
+  uint64_t id = checked_id(k, kind);
+  pthread_mutex_lock(&checked_mu);
+  checked_tab[id % CHECKED_SLOTS] = (checked){id, st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, sum};
+  pthread_mutex_unlock(&checked_mu);
 }
 
 void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8_t **data,
@@ -267,7 +319,7 @@ void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8
   *hit = false;
   size_t size = 0;
   uint64_t sum = 0;
-  int dfd = open_entry(c, k, kind, &size, &sum, why, why_n);
+  int dfd = open_entry(c, k, kind, &size, &sum, NULL, why, why_n);
   if (dfd < 0) return;
   uint8_t *buf = malloc(size + 1);
   bool ok = buf && read_fd(dfd, buf, size);
@@ -291,7 +343,8 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
   *hit = false;
   size_t size = 0;
   uint64_t sum = 0;
-  int dfd = open_entry(c, k, kind, &size, &sum, why, why_n);
+  struct stat ds;
+  int dfd = open_entry(c, k, kind, &size, &sum, &ds, why, why_n);
   if (dfd < 0) return;
   if (size == 0) {
     close(dfd);
@@ -308,12 +361,15 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
     snprintf(why, why_n, "cannot map a '%s' entry of %zu bytes: %s", kind, size, strerror(errno));
     return;
   }
-  if (cache_checksum_pool(pool, m, size) != sum) {
-    char dpath[1200];
-    cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-    snprintf(why, why_n, "'%s' is corrupt", dpath);
-    munmap(m, size);
-    return;
+  if (!checked_known(k, kind, &ds, sum)) {
+    if (cache_checksum_pool(pool, m, size) != sum) {
+      char dpath[1200];
+      cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+      snprintf(why, why_n, "'%s' is corrupt", dpath);
+      munmap(m, size);
+      return;
+    }
+    checked_note(k, kind, &ds, sum);
   }
   *data = m;
   *len = size;
@@ -329,27 +385,110 @@ smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kin
   return cache_put_pool(c, NULL, k, kind, data, len);
 }
 
-smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
-                            const void *data, size_t len) {
-  if (!c->enabled) return SMELT_OK;
+/* Whether an entry of len bytes may be written at all. */
+static smelt_status put_allowed(const smelt_cache *c, const char *kind, size_t len) {
   if (!cache_kind_ok(kind))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_put: kind %s is not 1 to 32 letters, digits, '_' or '-'",
                    q(kind));
   if (c->max_bytes && (len > c->max_bytes || c->max_bytes - len < META_MAX))
     return err_set(SMELT_ERR_IO, "a '%s' cache entry of %zu bytes does not fit the cache's cap of %" PRIu64
                    " MB (SMELT_CACHE_MAX_MB)", kind, len, c->max_bytes >> 20);
+  return SMELT_OK;
+}
+
+/* With the data file in place (len bytes, checksum sum): the meta, the
+ * process's note that the entry needs no check, and eviction when due. */
+static smelt_status finish_put(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
+                               uint64_t sum) {
   char mpath[1200], dpath[1200], meta[META_MAX];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
   int n = snprintf(meta, sizeof meta, "smelt-cache 3\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
-                   k->hex, kind, len, cache_checksum_pool(pool, data, len));
-  /* no fsync: a torn entry fails its size or checksum check and is rebuilt */
-  TRY(file_write_atomic_ex(dpath, data, len, false));
+                   k->hex, kind, len, sum);
   TRY(file_write_atomic_ex(mpath, meta, (size_t)n, false));
+  struct stat ds; /* what was just written needs no check when this process maps it */
+  if (!stat(dpath, &ds) && (size_t)ds.st_size == len) checked_note(k, kind, &ds, sum);
   if (cache_evict_due(c->max_bytes, len + (size_t)n, k, kind)) {
     char keep[128];
     snprintf(keep, sizeof keep, "%s.%s", k->hex, kind);
     cache_evict(c, keep);
   }
   return SMELT_OK;
+}
+
+smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+                            const void *data, size_t len) {
+  if (!c->enabled) return SMELT_OK;
+  TRY(put_allowed(c, kind, len));
+  char dpath[1200];
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  uint64_t sum = cache_checksum_pool(pool, data, len);
+  /* no fsync: a torn entry fails its size or checksum check and is rebuilt */
+  TRY(file_write_atomic_ex(dpath, data, len, false));
+  return finish_put(c, k, kind, len, sum);
+}
+
+smelt_status cache_reserve(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
+                           cache_slot *slot) {
+  memset(slot, 0, sizeof *slot);
+  if (!c->enabled) return err_set(SMELT_ERR_UNSUPPORTED, "the cache is off");
+  if (!len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_reserve: an empty '%s' entry", kind);
+  TRY(put_allowed(c, kind, len));
+  char dpath[1200];
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  int fd;
+  char *tmp;
+  TRY(file_create_temp(dpath, O_RDWR, &fd, &tmp));
+  /* blocks allocated now: a store into a mapping of a hole on a full disk
+   * would be SIGBUS, not an error */
+#ifdef __linux__
+  int e = fallocate(fd, 0, 0, (off_t)len) ? errno : 0;
+#else
+  int e = posix_fallocate(fd, 0, (off_t)len);
+#endif
+  void *m = MAP_FAILED;
+  if (!e) {
+    m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) e = errno;
+#ifdef MADV_HUGEPAGE
+    else madvise(m, len, MADV_HUGEPAGE); /* large page-cache folios: fewer faults now, a fast map later */
+#endif
+  }
+  close(fd);
+  if (e) {
+    smelt_status st = err_set(SMELT_ERR_IO, "cannot make room for a '%s' cache entry of %zu bytes in %s: %s",
+                              kind, len, q_path(tmp), strerror(e));
+    unlink(tmp);
+    free(tmp);
+    return st;
+  }
+  *slot = (cache_slot){m, len, tmp};
+  return SMELT_OK;
+}
+
+smelt_status cache_commit(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+                          cache_slot *slot) {
+  char *tmp = slot->tmp;
+  slot->tmp = NULL;
+  mprotect(slot->data, slot->len, PROT_READ); /* filled: read-only from now on, like a mapped entry */
+  uint64_t sum = cache_checksum_pool(pool, slot->data, slot->len);
+  char dpath[1200];
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  /* no fsync, as cache_put: a torn entry fails its size or checksum check */
+  if (rename(tmp, dpath)) {
+    smelt_status st = err_set(SMELT_ERR_IO, "cannot write %s (%zu bytes): renaming %s onto it: %s", q_path(dpath),
+                              slot->len, q_path(tmp), strerror(errno));
+    unlink(tmp);
+    free(tmp);
+    return st;
+  }
+  free(tmp);
+  return finish_put(c, k, kind, slot->len, sum);
+}
+
+void cache_abort(cache_slot *slot) {
+  if (slot->data) munmap(slot->data, slot->len);
+  if (slot->tmp) unlink(slot->tmp);
+  free(slot->tmp);
+  memset(slot, 0, sizeof *slot);
 }

@@ -11,7 +11,11 @@
  * checks that both files belong to the current user and are not writable by
  * others, and that size and checksum match; anything else is a miss (the
  * caller rebuilds and the new entry replaces the bad one): a corrupt,
- * truncated or foreign entry is never used.
+ * truncated or foreign entry is never used.  cache_map checks an entry's
+ * checksum once per process: an entry the process wrote, or mapped and
+ * checked, is mapped again without reading it while its data file has the
+ * same device, inode, size, modification and change time (any write to the
+ * file changes the change time; a replaced file is another inode).
  *
  * Size: SMELT_CACHE_MAX_MB caps the bytes of the entries' files (default
  * 2048; 0 = unlimited; anything but a whole number turns the cache off with
@@ -83,6 +87,33 @@ smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kin
 /* cache_put with the checksum split over pool (NULL: this thread). */
 smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k,
                             const char *kind, const void *data, size_t len);
+/* An entry written in place: cache_reserve maps a new temporary file of len
+ * bytes (space allocated up front, so that filling it cannot fail on a full
+ * disk) read-write, the caller fills it -- a prepared weight packed straight
+ * into the page cache, no second copy -- and cache_commit checksums it and
+ * renames it into place, meta last, as cache_put would write it.  Until the
+ * commit the entry is invisible (an interrupted fill leaves a temporary that
+ * eviction deletes once it is an hour old). */
+typedef struct cache_slot {
+  void *data; /* the mapping; after cache_commit read-only, released with cache_unmap(data, len) */
+  size_t len;
+  char *tmp;  /* the temporary's path (malloc'd) until commit or abort */
+} cache_slot;
+
+/* SMELT_ERR_* (nothing left behind, *slot zeroed) when the cache is off, the
+ * entry cannot fit its cap, the file or its space cannot be made (full disk,
+ * no fallocate on the file system) or mapped: the caller then prepares in
+ * memory (and may cache_put). */
+smelt_status cache_reserve(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
+                           cache_slot *slot);
+/* Publishes the filled slot as entry KEY.kind (checksum split over pool,
+ * NULL: this thread).  On failure the entry is not written (the temporary is
+ * removed) but slot->data stays mapped and valid all the same. */
+smelt_status cache_commit(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
+                          cache_slot *slot);
+/* Drops an unfilled slot: unmaps it, removes the temporary. */
+void cache_abort(cache_slot *slot);
+
 /* Bytes in the cache's entries and their number: a directory scan, for
  * reports (0 and 0 when the cache is off or unreadable). */
 void cache_usage(const smelt_cache *c, uint64_t *bytes, int64_t *entries);

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/err.h"
+#include "util/hash_memo.h"
 
 typedef struct mapping {
   const void *p;
@@ -15,19 +17,23 @@ typedef struct mapping {
 } mapping;
 
 /* A save waiting for the writer thread: data is the caller's, valid until
- * the store drains. */
+ * the store drains; or (slot >= 0) a reserved entry the writer commits. */
 typedef struct pending {
   prep_key key;
   const void *data;
+  int slot;
 } pending;
 
 struct prep_store {
   const smelt_cache *cache;
   const smelt_logger *log;
+  hash_memo *memo;     /* source hashes known already; NULL: none */
   pthread_mutex_t mu;
   pthread_cond_t cv;   /* signalled when work arrives, a write ends or the store stops */
   mapping *maps;
   int n_maps, cap_maps;
+  cache_slot *slots;   /* reserved entries (their mappings are in maps too) */
+  int n_slots, cap_slots;
   int loaded, saved;
   bool warned;
   bool sync;           /* SMELT_CACHE_WRITE=sync: puts write on the caller's thread */
@@ -64,9 +70,22 @@ void prep_store_free(prep_store *s) {
   pthread_cond_destroy(&s->cv);
   for (int i = 0; i < s->n_maps; i++) cache_unmap(s->maps[i].p, s->maps[i].len);
   free(s->maps);
+  for (int i = 0; i < s->n_slots; i++) { /* committed or aborted: NULL; else never filled */
+    if (s->slots[i].tmp) unlink(s->slots[i].tmp);
+    free(s->slots[i].tmp);
+  }
+  free(s->slots);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
+
+void prep_store_set_hash_memo(prep_store *s, hash_memo *m) {
+  if (s) s->memo = m;
+}
+
+/* Which hash a memo holds: cache_checksum_pool's (a new algorithm needs a new
+ * seed). */
+#define SRC_HASH_SEED 0x736d656c74737263ull
 
 bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
                     const void *src, size_t src_len, size_t len, prep_key *out) {
@@ -79,7 +98,12 @@ bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const voi
   key_add_i64(&h, (int64_t)desc_len);
   key_add(&h, desc, desc_len);
   key_add_i64(&h, (int64_t)src_len);
-  key_add_i64(&h, (int64_t)cache_checksum_pool(pool, src, src_len));
+  uint64_t sh;
+  if (!hash_memo_get(s->memo, src, src_len, SRC_HASH_SEED, &sh)) {
+    sh = cache_checksum_pool(pool, src, src_len);
+    hash_memo_set(s->memo, src, src_len, SRC_HASH_SEED, sh);
+  }
+  key_add_i64(&h, (int64_t)sh);
   key_add_i64(&h, (int64_t)len);
   *out = (prep_key){key_final(&h), kind, len};
   return true;
@@ -102,6 +126,19 @@ static void wait_if_queued(prep_store *s, const prep_key *k) {
   pthread_mutex_unlock(&s->mu);
 }
 
+/* Records a mapping to unmap at prep_store_free (lock held); false without memory. */
+static bool keep_map(prep_store *s, const void *p, size_t len) {
+  if (s->n_maps == s->cap_maps) {
+    int cap = s->cap_maps ? 2 * s->cap_maps : 16;
+    mapping *m = realloc(s->maps, sizeof *m * (size_t)cap);
+    if (!m) return false;
+    s->maps = m;
+    s->cap_maps = cap;
+  }
+  s->maps[s->n_maps++] = (mapping){p, len};
+  return true;
+}
+
 const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k) {
   size_t len = k->len;
   wait_if_queued(s, k);
@@ -116,26 +153,28 @@ const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k) {
     return NULL;
   }
   pthread_mutex_lock(&s->mu);
-  if (s->n_maps == s->cap_maps) {
-    int cap = s->cap_maps ? 2 * s->cap_maps : 16;
-    mapping *m = realloc(s->maps, sizeof *m * (size_t)cap);
-    if (!m) {
-      pthread_mutex_unlock(&s->mu);
-      cache_unmap(data, got);
-      return NULL;
-    }
-    s->maps = m;
-    s->cap_maps = cap;
-  }
-  s->maps[s->n_maps++] = (mapping){data, got};
-  s->loaded++;
+  bool kept = keep_map(s, data, got);
+  if (kept) s->loaded++;
   pthread_mutex_unlock(&s->mu);
-  return data;
+  if (!kept) cache_unmap(data, got);
+  return kept ? data : NULL;
 }
 
-/* Writes one entry (no lock held) and counts it; the first failure is logged. */
-static void write_entry(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data) {
-  smelt_status st = cache_put_pool(s->cache, pool, &k->key, k->kind, data, k->len);
+/* Writes one entry, or commits reserved slot `slot` (>= 0), with no lock
+ * held, and counts it; the first failure is logged. */
+static void write_entry(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data, int slot) {
+  smelt_status st;
+  if (slot >= 0) {
+    pthread_mutex_lock(&s->mu);
+    cache_slot cs = s->slots[slot]; /* the array may move; the slot's own fields do not change meanwhile */
+    pthread_mutex_unlock(&s->mu);
+    st = cache_commit(s->cache, pool, &k->key, k->kind, &cs);
+    pthread_mutex_lock(&s->mu);
+    s->slots[slot].tmp = NULL; /* freed by cache_commit */
+    pthread_mutex_unlock(&s->mu);
+  } else {
+    st = cache_put_pool(s->cache, pool, &k->key, k->kind, data, k->len);
+  }
   pthread_mutex_lock(&s->mu);
   if (!st) s->saved++;
   bool warn = st && !s->warned;
@@ -157,7 +196,7 @@ static void *writer_main(void *arg) {
     s->writing = true;
     s->cur = p;
     pthread_mutex_unlock(&s->mu);
-    write_entry(s, NULL, &p.key, p.data);
+    write_entry(s, NULL, &p.key, p.data, p.slot);
     pthread_mutex_lock(&s->mu);
     s->writing = false;
     pthread_cond_broadcast(&s->cv);
@@ -168,7 +207,7 @@ static void *writer_main(void *arg) {
 
 /* Queues (k, data) for the writer thread, starting it on first use; false
  * (nothing queued) when there is no room or no thread. */
-static bool enqueue(prep_store *s, const prep_key *k, const void *data) {
+static bool enqueue(prep_store *s, const prep_key *k, const void *data, int slot) {
   bool ok = false;
   pthread_mutex_lock(&s->mu);
   if (s->stop) goto out;
@@ -183,7 +222,7 @@ static bool enqueue(prep_store *s, const prep_key *k, const void *data) {
     if (pthread_create(&s->writer, NULL, writer_main, s)) goto out;
     s->started = true;
   }
-  s->queue[s->n_queue++] = (pending){*k, data};
+  s->queue[s->n_queue++] = (pending){*k, data, slot};
   pthread_cond_broadcast(&s->cv);
   ok = true;
 out:
@@ -192,7 +231,65 @@ out:
 }
 
 void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data) {
-  if (s->sync || !enqueue(s, k, data)) write_entry(s, pool, k, data);
+  if (s->sync || !enqueue(s, k, data, -1)) write_entry(s, pool, k, data, -1);
+}
+
+void *prep_store_reserve(prep_store *s, const prep_key *k) {
+  cache_slot cs;
+  if (!s || cache_reserve(s->cache, &k->key, k->kind, k->len, &cs)) {
+    err_clear(); /* the caller prepares in memory instead */
+    return NULL;
+  }
+  bool ok = false;
+  pthread_mutex_lock(&s->mu);
+  if (s->n_slots == s->cap_slots) {
+    int cap = s->cap_slots ? 2 * s->cap_slots : 16;
+    cache_slot *n = realloc(s->slots, sizeof *n * (size_t)cap);
+    if (n) {
+      s->slots = n;
+      s->cap_slots = cap;
+    }
+  }
+  if (s->n_slots < s->cap_slots && keep_map(s, cs.data, cs.len)) {
+    s->slots[s->n_slots++] = cs;
+    ok = true;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (!ok) cache_abort(&cs);
+  return ok ? cs.data : NULL;
+}
+
+/* The index of the reserved slot at buf (lock held), or -1. */
+static int slot_of(const prep_store *s, const void *buf) {
+  for (int i = 0; i < s->n_slots; i++)
+    if (s->slots[i].data == buf) return i;
+  return -1;
+}
+
+void prep_store_commit(prep_store *s, smelt_pool *pool, const prep_key *k, void *buf) {
+  pthread_mutex_lock(&s->mu);
+  int slot = slot_of(s, buf);
+  pthread_mutex_unlock(&s->mu);
+  if (slot < 0) return;
+  if (s->sync || !enqueue(s, k, buf, slot)) write_entry(s, pool, k, buf, slot);
+}
+
+void prep_store_abort(prep_store *s, void *buf) {
+  pthread_mutex_lock(&s->mu);
+  int slot = slot_of(s, buf);
+  cache_slot cs = {0};
+  if (slot >= 0) {
+    cs = s->slots[slot];
+    s->slots[slot].tmp = NULL;
+    s->slots[slot].data = NULL; /* never found again */
+    for (int i = 0; i < s->n_maps; i++)
+      if (s->maps[i].p == buf) {
+        s->maps[i] = s->maps[--s->n_maps];
+        break;
+      }
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (slot >= 0) cache_abort(&cs);
 }
 
 void prep_store_drain(prep_store *s) {

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "cache/cache.h"
+#include "util/hash_memo.h"
 #include "util/log.h"
 
 typedef struct prep_store prep_store;
@@ -27,6 +28,11 @@ typedef struct prep_store prep_store;
  * prep_store_free. */
 smelt_status prep_store_create(const smelt_cache *c, const smelt_logger *log, prep_store **out);
 void prep_store_free(prep_store *s); /* finishes queued writes, unmaps everything it handed out; NULL ok */
+
+/* Source hashes remembered across stores (util/hash_memo.h: a loaded
+ * model's weights, hashed once per model instead of once per session); m
+ * (NULL: none) must outlive the store.  Call before the store is shared. */
+void prep_store_set_hash_memo(prep_store *s, hash_memo *m);
 
 /* Where the prepared array of len bytes made from (kind, desc, src) lives:
  * computed once (it hashes src) for a get and, on a miss, the put. */
@@ -53,6 +59,23 @@ const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k);
  * rename (cache_put), so none is visible half-written.  SMELT_CACHE_WRITE=sync
  * (or no thread/memory for the queue) writes on the caller's thread at once. */
 void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data);
+
+/* Preparing straight into the cache instead of into memory and then a put:
+ * a writable, zero-filled buffer of k->len bytes, a new file in the cache
+ * mapped (cache_reserve), so the prepared array is written once, into the
+ * page cache, and never copied.  NULL when that cannot be (the cache's cap,
+ * a full disk, no mapping): prepare in memory and put instead.  The caller
+ * fills all of it, then prep_store_commit (or, failing, prep_store_abort).
+ * k: from prep_store_key on this store. */
+void *prep_store_reserve(prep_store *s, const prep_key *k);
+/* buf (from prep_store_reserve under k) is filled: it becomes the entry --
+ * checksummed and renamed into place on the writer thread (at once under
+ * SMELT_CACHE_WRITE=sync); a get of k waits for it.  buf stays mapped,
+ * read-only, until prep_store_free, whether or not saving it succeeds (a
+ * failure is logged once, as for put). */
+void prep_store_commit(prep_store *s, smelt_pool *pool, const prep_key *k, void *buf);
+/* buf (reserved, not committed) is dropped: unmapped, nothing saved. */
+void prep_store_abort(prep_store *s, void *buf);
 
 /* Waits until every put so far is written (or has failed).  NULL ok. */
 void prep_store_drain(prep_store *s);

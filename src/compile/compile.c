@@ -273,12 +273,13 @@ smelt_status compile_model(const ir_graph *mg, tensor *const *inputs, const comp
     if (!(p->eplan = calloc(1, sizeof *p->eplan))) s = err_nomem("eager plan", sizeof *p->eplan);
     else s = eager_plan_build(mg, p->eplan);
   } else if (!s) {
-    s = build_steps(p, &cg, o, r);
     /* prepared weights are keyed by what they were made from (weights,
-     * algorithm, geometry): one session-wide cache serves every plan */
+     * algorithm, geometry): one session-wide cache serves every plan.  Set
+     * before the steps: weights may be prepared while the kernels compile */
     p->shared_cache = o->op_cache;
-    if (!s && !p->shared_cache && !(p->caches = calloc((size_t)p->g->n_nodes + 1, sizeof(op_cache))))
+    if (!p->shared_cache && !(p->caches = calloc((size_t)p->g->n_nodes + 1, sizeof(op_cache))))
       s = err_nomem("op caches", sizeof(op_cache) * (size_t)p->g->n_nodes);
+    if (!s) s = build_steps(p, &cg, o, r);
   }
   cgraph_free(&cg);
   double tt = now_s();

@@ -36,6 +36,11 @@ typedef struct compile_options {
   struct kernel_memo *memo; /* the session's loaded kernel libraries, by key */
   struct op_cache *op_cache; /* the session's prepared weights, shared by its plans (may be NULL) */
   const smelt_logger *log;   /* the session's log (max-autotune's progress); NULL: none */
+  /* Prepare the plan's constant weights (plan_prepare) on this thread while
+   * the C compiler builds its kernels on another, instead of after: the
+   * caller still calls plan_prepare after compile_model (it finds what was
+   * prepared in the op cache, and reports any failure). */
+  bool prepare_while_cc;
 } compile_options;
 
 /* What a compile did (for stats, --explain and SMELT_DEBUG). */

@@ -10,6 +10,7 @@
  * compile is proportional to the distinct kernels, spread over `jobs` units. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 
 #include "cache/keys.h"
 #include "compile/compile.h"
+#include "runtime/plan_run.h"
 #include "util/err.h"
 #include "util/file.h"
 #include "util/hash.h"
@@ -300,6 +302,42 @@ static smelt_status build_library(const compile_options *o, const units *u, uint
   return s;
 }
 
+/* build_library on a thread of its own, while the caller prepares weights. */
+typedef struct cc_job {
+  const compile_options *o;
+  const units *u;
+  uint8_t *so;
+  size_t so_len;
+  compile_report rep; /* its t_cc only */
+  smelt_status st;
+  char err[1024]; /* the thread's error message (messages are per thread) */
+} cc_job;
+
+static void *cc_main(void *arg) {
+  cc_job *j = arg;
+  j->st = build_library(j->o, j->u, &j->so, &j->so_len, &j->rep);
+  if (j->st) snprintf(j->err, sizeof j->err, "%s", smelt_last_error());
+  return NULL;
+}
+
+/* build_library, overlapped with plan_prepare(p) when the options ask for it
+ * (and a thread can be started). */
+static smelt_status build_library_overlapped(compiled_plan *p, const compile_options *o, const units *u, uint8_t **so,
+                                             size_t *so_len, compile_report *rep) {
+  pthread_t th;
+  cc_job j;
+  memset(&j, 0, sizeof j);
+  j.o = o;
+  j.u = u;
+  if (!o->prepare_while_cc || pthread_create(&th, NULL, cc_main, &j)) return build_library(o, u, so, so_len, rep);
+  if (plan_prepare(p)) err_clear(); /* the caller prepares again and reports it */
+  pthread_join(th, NULL);
+  if (rep) rep->t_cc += j.rep.t_cc;
+  *so = j.so;
+  *so_len = j.so_len;
+  return j.st ? err_set(j.st, "%s", j.err) : SMELT_OK;
+}
+
 void kernel_memo_init(kernel_memo *m) {
   memset(m, 0, sizeof *m);
   pthread_mutex_init(&m->lock, NULL);
@@ -386,7 +424,7 @@ smelt_status kernels_build(compiled_plan *p, const fusion *fu, const compile_opt
   cache_get(o->cache, &key, "so", &so, &so_len, &hit, why, sizeof why);
   if (why[0] && rep) snprintf(rep->warning, sizeof rep->warning, "cache entry rejected, rebuilding: %s", why);
   if (!hit) {
-    s = build_library(o, &u, &so, &so_len, rep);
+    s = build_library_overlapped(p, o, &u, &so, &so_len, rep);
     if (!s && o->cache && o->cache->enabled) {
       smelt_status cs = cache_put(o->cache, &key, "so", so, so_len);
       if (cs && rep) snprintf(rep->warning, sizeof rep->warning, "could not write the cache: %s", smelt_last_error());

@@ -88,6 +88,14 @@ smelt_status gemm_pack_b_wrap(isa_level isa, bool trans_b, int64_t K, int64_t N,
                               gemm_packed **out);
 smelt_status gemm_pack_a_wrap(isa_level isa, bool trans_a, int64_t M, int64_t K, const float *data, int64_t n,
                               gemm_packed **out);
+/* gemm_pack_*_prepare into dst (n floats, 64-byte aligned, exactly
+ * gemm_pack_*_floats of them: a buffer mapped from the cache, say), which
+ * *out borrows: dst must outlive it.  Every float the layout uses is
+ * written (B's gaps past a short last K block are not: never read). */
+smelt_status gemm_pack_b_into(smelt_pool *pool, isa_level isa, bool trans_b, int64_t K, int64_t N, const float *B,
+                              int64_t ldb, float *dst, int64_t n, gemm_packed **out);
+smelt_status gemm_pack_a_into(smelt_pool *pool, isa_level isa, bool trans_a, int64_t M, int64_t K, const float *A,
+                              int64_t lda, float *dst, int64_t n, gemm_packed **out);
 /* The packed floats (*n of them). */
 const float *gemm_packed_data(const gemm_packed *pk, int64_t *n);
 void gemm_packed_free(gemm_packed *pk); /* NULL ok */

@@ -123,28 +123,37 @@ static void pack_a_blocks(void *ctx, int64_t u0, int64_t u1) {
   }
 }
 
+/* Packs into dst (n_dst floats, borrowed) or, dst NULL, into new memory
+ * the object owns. */
 static smelt_status prepare(smelt_pool *pool, char which, isa_level isa, const gemm_blocking *blk, bool trans,
-                            int64_t K, int64_t mn, const gemm_params *src, gemm_packed **out) {
+                            int64_t K, int64_t mn, const gemm_params *src, float *dst, int64_t n_dst,
+                            gemm_packed **out) {
   *out = NULL;
   gemm_layout l;
   if (!gemm_layout_for(isa, blk, K, which == 'b' ? mn : 0, &l)) return SMELT_OK; /* no packed path */
   int64_t n = which == 'b' ? b_floats(&l, K, mn) : a_floats(&l, mn, K);
-  float *data = tensor_data_alloc(sizeof(float) * (size_t)n);
+  if (dst && (n_dst != n || (uintptr_t)dst % 64))
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "gemm prepack %c: a buffer of %lld floats%s given, the layout "
+                   "needs %lld, 64-byte aligned", which, (long long)n_dst, (uintptr_t)dst % 64 ? " (misaligned)" : "",
+                   (long long)n);
+  float *data = dst ? dst : tensor_data_alloc(sizeof(float) * (size_t)n);
   if (!data) return err_nomem("packed GEMM operand", sizeof(float) * (size_t)n);
   pack_job j = {.l = &l, .p = *src, .dst = data, .K = K, .mn = mn};
   int64_t units = ceil_div(K, l.qk_max) * ceil_div(l.qk_max, l.kc);
   pool_parallel_for(pool, units, 1, which == 'b' ? pack_b_blocks : pack_a_blocks, &j);
   smelt_status st = packed_new(which, trans, &l, K, mn, n, out);
   if (st) {
-    tensor_data_free(data);
+    if (!dst) tensor_data_free(data);
     return st;
   }
-  (*out)->data = (*out)->owned = data;
+  (*out)->data = data;
+  (*out)->owned = dst ? NULL : data;
   return SMELT_OK;
 }
 
-smelt_status gemm_pack_b_prepare_blk(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_b,
-                                     int64_t K, int64_t N, const float *B, int64_t ldb, gemm_packed **out) {
+/* op(B) / op(A) as a call would give them, packed into dst (NULL: new memory). */
+static smelt_status pack_b(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_b, int64_t K,
+                           int64_t N, const float *B, int64_t ldb, float *dst, int64_t n, gemm_packed **out) {
   *out = NULL;
   TRY(check_shape("B", N, K, B, ldb, trans_b ? K : N));
   gemm_params p = gemm_params_default();
@@ -153,11 +162,11 @@ smelt_status gemm_pack_b_prepare_blk(smelt_pool *pool, isa_level isa, const gemm
   p.N = N;
   p.B = B;
   p.ldb = ldb;
-  return prepare(pool, 'b', isa, blk, trans_b, K, N, &p, out);
+  return prepare(pool, 'b', isa, blk, trans_b, K, N, &p, dst, n, out);
 }
 
-smelt_status gemm_pack_a_prepare_blk(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_a,
-                                     int64_t M, int64_t K, const float *A, int64_t lda, gemm_packed **out) {
+static smelt_status pack_a(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_a, int64_t M,
+                           int64_t K, const float *A, int64_t lda, float *dst, int64_t n, gemm_packed **out) {
   *out = NULL;
   TRY(check_shape("A", M, K, A, lda, trans_a ? M : K));
   gemm_params p = gemm_params_default();
@@ -166,7 +175,17 @@ smelt_status gemm_pack_a_prepare_blk(smelt_pool *pool, isa_level isa, const gemm
   p.K = K;
   p.A = A;
   p.lda = lda;
-  return prepare(pool, 'a', isa, blk, trans_a, K, M, &p, out);
+  return prepare(pool, 'a', isa, blk, trans_a, K, M, &p, dst, n, out);
+}
+
+smelt_status gemm_pack_b_prepare_blk(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_b,
+                                     int64_t K, int64_t N, const float *B, int64_t ldb, gemm_packed **out) {
+  return pack_b(pool, isa, blk, trans_b, K, N, B, ldb, NULL, 0, out);
+}
+
+smelt_status gemm_pack_a_prepare_blk(smelt_pool *pool, isa_level isa, const gemm_blocking *blk, bool trans_a,
+                                     int64_t M, int64_t K, const float *A, int64_t lda, gemm_packed **out) {
+  return pack_a(pool, isa, blk, trans_a, M, K, A, lda, NULL, 0, out);
 }
 
 smelt_status gemm_pack_b_prepare(smelt_pool *pool, isa_level isa, bool trans_b, int64_t K, int64_t N,
@@ -177,6 +196,20 @@ smelt_status gemm_pack_b_prepare(smelt_pool *pool, isa_level isa, bool trans_b, 
 smelt_status gemm_pack_a_prepare(smelt_pool *pool, isa_level isa, bool trans_a, int64_t M, int64_t K,
                                  const float *A, int64_t lda, gemm_packed **out) {
   return gemm_pack_a_prepare_blk(pool, isa, NULL, trans_a, M, K, A, lda, out);
+}
+
+smelt_status gemm_pack_b_into(smelt_pool *pool, isa_level isa, bool trans_b, int64_t K, int64_t N, const float *B,
+                              int64_t ldb, float *dst, int64_t n, gemm_packed **out) {
+  *out = NULL;
+  if (!dst) return err_set(SMELT_ERR_INVALID_ARGUMENT, "gemm prepack B: no buffer to pack into");
+  return pack_b(pool, isa, NULL, trans_b, K, N, B, ldb, dst, n, out);
+}
+
+smelt_status gemm_pack_a_into(smelt_pool *pool, isa_level isa, bool trans_a, int64_t M, int64_t K, const float *A,
+                              int64_t lda, float *dst, int64_t n, gemm_packed **out) {
+  *out = NULL;
+  if (!dst) return err_set(SMELT_ERR_INVALID_ARGUMENT, "gemm prepack A: no buffer to pack into");
+  return pack_a(pool, isa, NULL, trans_a, M, K, A, lda, dst, n, out);
 }
 
 static smelt_status wrap(char which, isa_level isa, bool trans, int64_t K, int64_t mn, const float *data,

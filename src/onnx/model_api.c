@@ -8,6 +8,7 @@
 #include "onnx/model_internal.h"
 #include "ops/infer.h"
 #include "util/err.h"
+#include "util/hash_memo.h"
 #include "util/ro_map.h"
 
 /* The model's copy of caller's bytes.  A large one is mapped, so that the
@@ -38,6 +39,20 @@ static void bytes_free(void *p, size_t mapped_len) {
   munmap(p, mapped_len);
 }
 
+/* The ranges worth remembering a hash for: constants of 4 KiB or more (what
+ * the prepared-weight store keys packed weights by). */
+enum { MEMO_MIN_BYTES = 4 << 10 };
+
+static hash_memo *list_constants(const ir_graph *g) {
+  hash_memo *m = hash_memo_new();
+  for (int v = 0; m && v < g->n_values; v++) {
+    const tensor *t = g->values[v].constant;
+    if (t && t->data && t->nbytes >= MEMO_MIN_BYTES) hash_memo_add(m, t->data, t->nbytes);
+  }
+  hash_memo_seal(m);
+  return m;
+}
+
 /* Validates and infers the imported graph, then wraps it in a smelt_model.
  * Takes onnx (freed on failure) and bytes (a buffer the model owns, or NULL;
  * bytes_len: its size when it is mapped, see bytes_alloc); where names the
@@ -58,6 +73,7 @@ static smelt_status finish_load(onnx_model *onnx, void *bytes, size_t bytes_len,
   m->onnx = onnx;
   m->bytes = bytes;
   m->bytes_len = bytes_len;
+  m->weight_hashes = list_constants(onnx->graph);
   *out = m;
   return SMELT_OK;
 }
@@ -113,6 +129,7 @@ static smelt_status load_bytes(const void *data, size_t len, const smelt_tensor 
 
 void smelt_model_free(smelt_model *m) {
   if (!m) return;
+  hash_memo_free(m->weight_hashes);
   onnx_model_free(m->onnx);
   bytes_free(m->bytes, m->bytes_len);
   free(m);

@@ -56,6 +56,7 @@ static void *build(void *ctx) {
   int64_t n = which == 'b' ? gemm_pack_b_floats(isa, K, mn) : gemm_pack_a_floats(isa, mn, K);
   if (n <= 0) return NULL; /* no packed path */
   gemm_packed *pk = NULL;
+  float *dst;
   smelt_status st = SMELT_OK;
   op_prep_key pkey;
   gw_key desc = *key;
@@ -65,6 +66,11 @@ static void *build(void *ctx) {
   if (saved) {
     st = which == 'b' ? gemm_pack_b_wrap(isa, trans, K, mn, saved, n, &pk)
                       : gemm_pack_a_wrap(isa, trans, mn, K, saved, n, &pk);
+  } else if ((dst = op_prep_reserve(cache, &pkey))) { /* packed straight into the cache's file: one copy */
+    st = which == 'b' ? gemm_pack_b_into(pool, isa, trans, K, mn, W, trans ? K : mn, dst, n, &pk)
+                      : gemm_pack_a_into(pool, isa, trans, mn, K, W, trans ? mn : K, dst, n, &pk);
+    if (!st && pk) op_prep_commit(cache, pool, &pkey, dst);
+    else op_prep_abort(cache, dst);
   } else {
     st = which == 'b' ? gemm_pack_b_prepare(pool, isa, trans, K, mn, W, trans ? K : mn, &pk)
                       : gemm_pack_a_prepare(pool, isa, trans, mn, K, W, trans ? mn : K, &pk);

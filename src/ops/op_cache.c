@@ -76,6 +76,19 @@ void op_prep_put(op_cache *c, smelt_pool *pool, const op_prep_key *k, const void
   if (c && c->store && k->stored) c->store->put(c->store->self, pool, k, data);
 }
 
+void *op_prep_reserve(op_cache *c, const op_prep_key *k) {
+  if (!c || !c->store || !c->store->reserve || !k->stored) return NULL;
+  return c->store->reserve(c->store->self, k);
+}
+
+void op_prep_commit(op_cache *c, smelt_pool *pool, const op_prep_key *k, void *buf) {
+  if (c && c->store && c->store->commit && buf) c->store->commit(c->store->self, pool, k, buf);
+}
+
+void op_prep_abort(op_cache *c, void *buf) {
+  if (c && c->store && c->store->abort && buf) c->store->abort(c->store->self, buf);
+}
+
 void op_prep_drain(op_cache *c) {
   if (c && c->store && c->store->drain) c->store->drain(c->store->self);
 }

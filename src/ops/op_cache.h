@@ -75,6 +75,14 @@ struct op_prep_store {
    * call op_prep_drain first. */
   void (*put)(void *self, smelt_pool *pool, const op_prep_key *k, const void *data);
   void (*drain)(void *self); /* waits for every put so far; NULL: puts are synchronous */
+  /* Optional (NULL: not offered): preparing straight into the store.
+   * reserve gives a writable, zero-filled buffer of k->len bytes (k from a
+   * get that missed) or NULL (then prepare in memory and put); once it is
+   * filled, commit saves it (maybe later) and it stays valid, read-only,
+   * while the store lives; abort drops one that could not be filled. */
+  void *(*reserve)(void *self, const op_prep_key *k);
+  void (*commit)(void *self, smelt_pool *pool, const op_prep_key *k, void *buf);
+  void (*abort)(void *self, void *buf);
 };
 
 /* Through c->store: NULL (and k->stored false) when c or its store is NULL. */
@@ -83,6 +91,11 @@ const void *op_prep_get(op_cache *c, smelt_pool *pool, const char *kind, const v
 /* Saves data (k->len bytes) under k, maybe later (see put above); nothing
  * when k->stored is false. */
 void op_prep_put(op_cache *c, smelt_pool *pool, const op_prep_key *k, const void *data);
+/* Through c->store's reserve/commit/abort (see above): NULL when c, its
+ * store or reserve is missing, or k->stored is false. */
+void *op_prep_reserve(op_cache *c, const op_prep_key *k);
+void op_prep_commit(op_cache *c, smelt_pool *pool, const op_prep_key *k, void *buf);
+void op_prep_abort(op_cache *c, void *buf);
 /* Waits until everything put through c's store is written; nothing when c or
  * its store is NULL.  Call before freeing data handed to op_prep_put. */
 void op_prep_drain(op_cache *c);

@@ -80,7 +80,7 @@ static smelt_status merge_constants(rewriter *w) {
   for (int v = 0; !s && v < w->g->n_values; v++) {
     const tensor *c = small_const(w, v);
     if (!c || !rw_n_uses(w, v)) continue;
-    uint64_t h = mix(hash_bytes(HASH_SEED, c->data, c->nbytes), (uint64_t)c->dtype * 31 + (uint64_t)c->rank);
+    uint64_t h = mix(hash_fast(c->data, c->nbytes), (uint64_t)c->dtype * 31 + (uint64_t)c->rank);
     for (int d = 0; d < c->rank; d++) h = mix(h, (uint64_t)c->dims[d]);
     int keep = table_find_or_add(&t, h, v, same_const, w);
     if (keep >= 0) {

@@ -17,14 +17,34 @@ static const void *ws_get(void *self, smelt_pool *pool, const char *kind, const 
   return prep_store_get(self, pool, &pk);
 }
 
+static prep_key key_of(const op_prep_key *k);
+
 static void ws_put(void *self, smelt_pool *pool, const op_prep_key *k, const void *data) {
-  prep_key pk = {.kind = k->kind, .len = k->len};
-  memcpy(pk.key.hex, k->hex, sizeof pk.key.hex);
+  prep_key pk = key_of(k);
   prep_store_put(self, pool, &pk, data);
 }
 
 static void ws_drain(void *self) { prep_store_drain(self); }
 
+static prep_key key_of(const op_prep_key *k) {
+  prep_key pk = {.kind = k->kind, .len = k->len};
+  memcpy(pk.key.hex, k->hex, sizeof pk.key.hex);
+  return pk;
+}
+
+static void *ws_reserve(void *self, const op_prep_key *k) {
+  prep_key pk = key_of(k);
+  return prep_store_reserve(self, &pk);
+}
+
+static void ws_commit(void *self, smelt_pool *pool, const op_prep_key *k, void *buf) {
+  prep_key pk = key_of(k);
+  prep_store_commit(self, pool, &pk, buf);
+}
+
+static void ws_abort(void *self, void *buf) { prep_store_abort(self, buf); }
+
 op_prep_store weight_store_over(prep_store *ps) {
-  return (op_prep_store){.self = ps, .get = ws_get, .put = ws_put, .drain = ws_drain};
+  return (op_prep_store){.self = ps, .get = ws_get, .put = ws_put, .drain = ws_drain,
+                         .reserve = ws_reserve, .commit = ws_commit, .abort = ws_abort};
 }

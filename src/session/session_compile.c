@@ -45,6 +45,8 @@ smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
       session_compiler_free(sc);
       return st;
     }
+    prep_store_set_hash_memo(sc->prep, s->model->weight_hashes);
+    prep_store_set_hash_memo(sc->prep, s->model->weight_hashes);
     sc->prep_if = weight_store_over(sc->prep);
     sc->op_cache->store = &sc->prep_if;
   }
@@ -172,7 +174,9 @@ static smelt_status compile_for(smelt_session *s, tensor *const *inputs, compile
                        .pool = s->pool, .cache = &sc->cache, .debug_dir = dbg[0] ? dbg : NULL,
                        .jobs = pool_machine_cores() < 8 ? pool_machine_cores() : 8,
                        .tc = sc->tc_error[0] ? NULL : &sc->tc, .tc_error = sc->tc_error, .memo = &sc->memo,
-                       .op_cache = sc->op_cache, .log = &s->log};
+                       .op_cache = sc->op_cache, .log = &s->log,
+                       /* packing weights overlaps the C compile; max-autotune's choices come later */
+                       .prepare_while_cc = s->opts.mode != SMELT_MODE_MAX_AUTOTUNE};
   compile_report local;
   memset(&local, 0, sizeof local);
   compile_report *r = rep ? rep : &local;

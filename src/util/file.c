@@ -149,17 +149,16 @@ smelt_status file_write_atomic(const char *path, const void *buf, size_t len) {
   return file_write_atomic_ex(path, buf, len, true);
 }
 
-smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool durable, char **tmp_out) {
+smelt_status file_create_temp(const char *path, int access, int *fd_out, char **tmp_out) {
+  *fd_out = -1;
   *tmp_out = NULL;
-  if (!path || !*path) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: no path given");
-  if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: NULL data");
   size_t tn = strlen(path) + 32;
   char *tmp = malloc(tn);
   if (!tmp) return err_nomem("temporary file name", tn);
   int fd = -1;
   for (int attempt = 0; attempt < 100; attempt++) {
     temp_name(tmp, tn, path, attempt);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    fd = open(tmp, access | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 || errno != EEXIST) break;
   }
   if (fd < 0) {
@@ -169,6 +168,18 @@ smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool
     free(tmp);
     return s;
   }
+  *fd_out = fd;
+  *tmp_out = tmp;
+  return SMELT_OK;
+}
+
+smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool durable, char **tmp_out) {
+  *tmp_out = NULL;
+  if (!path || !*path) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: no path given");
+  if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "file_write_atomic: NULL data");
+  char *tmp;
+  int fd;
+  TRY(file_create_temp(path, O_WRONLY, &fd, &tmp));
   const char *step = "writing";
   int e = write_full(fd, buf, len);
   if (!e && durable && fsync(fd)) e = errno, step = "syncing";

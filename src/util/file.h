@@ -35,6 +35,11 @@ smelt_status file_write_atomic_ex(const char *path, const void *buf, size_t len,
  * name in *tmp (NULL on failure, when nothing is left behind);
  * file_sync_dir_of fsyncs the directory holding path (best effort). */
 smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool durable, char **tmp);
+/* Creates (O_EXCL, mode 0666 before the umask) and opens with access
+ * (O_WRONLY or O_RDWR) a new temporary file beside path, named as
+ * file_write_temp's are: *fd (the caller closes it) and *tmp (malloc'd; the
+ * caller renames or unlinks it and frees the name). */
+smelt_status file_create_temp(const char *path, int access, int *fd, char **tmp);
 void file_sync_dir_of(const char *path);
 
 #endif

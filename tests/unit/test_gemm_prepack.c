@@ -229,6 +229,27 @@ static void wrap(smelt_pool *pool, isa_level isa) {
   CHECK(gemm_pack_b_wrap(isa, false, 2 * K, N, sb, nb, &bad) == SMELT_ERR_INVALID_ARGUMENT && !bad);
   CHECK(gemm_pack_b_wrap(isa, false, K, N, sb + 4, nb, &bad) == SMELT_ERR_INVALID_ARGUMENT && !bad);
   CHECK(strstr(smelt_last_error(), "aligned") != NULL);
+  /* packed into a caller's buffer (as into a reserved cache entry), which
+   * it borrows: the same products (the buffer starts as NaN: every float the
+   * layout uses is written; B's gaps past a short last K block never are) */
+  float *ib = aligned_alloc(64, sizeof(float) * (size_t)(nb + 16)), *ia = aligned_alloc(64, sizeof(float) * (size_t)(na + 16));
+  memset(ib, 0xff, sizeof(float) * (size_t)(nb + 16));
+  memset(ia, 0xff, sizeof(float) * (size_t)(na + 16));
+  gemm_packed *xb = NULL, *xa = NULL;
+  CHECK_OK(gemm_pack_b_into(pool, isa, false, K, N, b, N, ib, nb, &xb));
+  CHECK_OK(gemm_pack_a_into(pool, isa, false, M, K, a, K, ia, na, &xa));
+  int64_t n2 = 0;
+  CHECK(xb && gemm_packed_data(xb, &n2) == ib && n2 == nb);
+  CHECK(xa && gemm_packed_data(xa, &n2) == ia && n2 == na && !memcmp(ia, da, sizeof(float) * (size_t)na));
+  p.packed_a = xa, p.packed_b = xb, p.C = c2;
+  memset(c2, 0, sizeof(float) * (size_t)(M * N));
+  CHECK_OK(gemm_f32_run(pool, &p, isa, GEMM_PATH_PACKED, NULL));
+  CHECK(memcmp(c1, c2, sizeof(float) * (size_t)(M * N)) == 0);
+  gemm_packed_free(xb), gemm_packed_free(xa); /* borrowed: ib, ia stay */
+  CHECK(gemm_pack_b_into(pool, isa, false, K, N, b, N, ib, nb - 1, &bad) == SMELT_ERR_INVALID_ARGUMENT && !bad);
+  CHECK(gemm_pack_b_into(pool, isa, false, K, N, b, N, ib + 4, nb, &bad) == SMELT_ERR_INVALID_ARGUMENT && !bad);
+  CHECK(gemm_pack_a_into(pool, isa, false, M, K, a, K, NULL, na, &bad) == SMELT_ERR_INVALID_ARGUMENT && !bad);
+  free(ib), free(ia);
   gemm_packed_free(pb), gemm_packed_free(wb), gemm_packed_free(pa), gemm_packed_free(wa);
   free(sb), free(sa), free(a), free(b), free(c1), free(c2);
 }

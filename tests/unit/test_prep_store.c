@@ -16,16 +16,23 @@
 #include "check.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
+#include "onnx/model_internal.h"
 #include "onnx_test_util.h"
 #include "smelt.h"
+#include "util/hash_memo.h"
 
 static char root[256];
 
 static void corrupt_first(const char *dir, const char *suffix) {
-  char cmd[700];
-  /* flip a byte in the middle of the first matching data file */
+  char cmd[800];
+  /* flip a byte in the middle of the first matching data file.  A process
+   * that wrote or checked an entry maps it again unchecked while the file's
+   * identity (inode, size, mtime, ctime) is unchanged; the write changes
+   * its times, and so does the touch, on file systems whose clock is too
+   * coarse to tell two writes within a tick apart. */
   snprintf(cmd, sizeof cmd,
-           "f=$(ls %s/*%s | head -1) && printf '\\377' | dd of=\"$f\" bs=1 seek=100 conv=notrunc 2>/dev/null",
+           "f=$(ls %s/*%s | head -1) && printf '\\377' | dd of=\"$f\" bs=1 seek=100 conv=notrunc 2>/dev/null"
+           " && touch -d @1 \"$f\"",
            dir, suffix);
   CHECK(system(cmd) == 0);
 }
@@ -66,6 +73,57 @@ static void test_store(void) {
   prep_store_counts(s, &loaded, &saved);
   CHECK(loaded == 2 && saved == 2);
   prep_store_free(s); /* unmaps */
+}
+
+/* Reserved entries: prepared in place, committed (by the writer thread, or at
+ * once under SMELT_CACHE_WRITE=sync), found by a get of the same store --
+ * which waits for the commit -- and by the next store; an aborted one is
+ * never found, a reservation never committed leaves no entry. */
+static void test_reserve(const char *sub, bool sync) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/%s", root, sub);
+  if (sync) setenv("SMELT_CACHE_WRITE", "sync", 1);
+  smelt_cache c;
+  bool warn;
+  cache_open(&c, dir, &warn);
+  CHECK(c.enabled);
+  prep_store *s = NULL;
+  CHECK_OK(prep_store_create(&c, NULL, &s));
+  unsetenv("SMELT_CACHE_WRITE");
+  static float src[64], want[4096];
+  for (int i = 0; i < 64; i++) src[i] = (float)i;
+  for (int i = 0; i < 4096; i++) want[i] = (float)i * 0.25f;
+  int d1 = 1, d2 = 2, d3 = 3;
+  prep_key k1, k2, k3;
+  CHECK(prep_store_key(s, NULL, "resv", &d1, sizeof d1, src, sizeof src, sizeof want, &k1));
+  CHECK(prep_store_key(s, NULL, "resv", &d2, sizeof d2, src, sizeof src, sizeof want, &k2));
+  CHECK(prep_store_key(s, NULL, "resv", &d3, sizeof d3, src, sizeof src, sizeof want, &k3));
+  float *b1 = prep_store_reserve(s, &k1), *b2 = prep_store_reserve(s, &k2), *b3 = prep_store_reserve(s, &k3);
+  CHECK(b1 && b2 && b3 && !((uintptr_t)b1 % 64));
+  if (!b1 || !b2 || !b3) {
+    prep_store_free(s);
+    return;
+  }
+  memcpy(b1, want, sizeof want);
+  prep_store_commit(s, NULL, &k1, b1);
+  prep_store_abort(s, b2);
+  /* b3: reserved, never committed */
+  const float *got = prep_store_get(s, NULL, &k1);
+  CHECK(got && !memcmp(got, want, sizeof want));
+  CHECK(!memcmp(b1, want, sizeof want)); /* still mapped */
+  CHECK(!prep_store_get(s, NULL, &k2) && !prep_store_get(s, NULL, &k3));
+  int loaded, saved;
+  prep_store_counts(s, &loaded, &saved);
+  CHECK(loaded == 1 && saved == 1);
+  prep_store_free(s);
+  CHECK_OK(prep_store_create(&c, NULL, &s));
+  got = prep_store_get(s, NULL, &k1);
+  CHECK(got && !memcmp(got, want, sizeof want));
+  CHECK(!prep_store_get(s, NULL, &k2) && !prep_store_get(s, NULL, &k3));
+  prep_store_free(s);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "ls -a %s | grep -q tmp", dir); /* no temporaries left */
+  CHECK(system(cmd) != 0);
 }
 
 /* Puts are written by the store's writer thread: many queued puts all land
@@ -227,12 +285,13 @@ static void test_session(void) {
 }
 
 /* x[18,40] -> MatMul W[40,70] -> Add b -> Relu -> MatMul W2[70,33] -> Gemm (transB) W3[12,33] -> y[18,12] */
-static void write_gemm_model(const char *path) {
+static void write_gemm_model_w(const char *path, float w_bump) {
   pb_buf g = {0}, model = {0}, at = {0};
   b_input(&g, "x", 1, "18,40");
   static float w[40 * 70], b[70], w2[70 * 33], w3[12 * 33];
   static const int64_t wd[2] = {40, 70}, bd[1] = {70}, w2d[2] = {70, 33}, w3d[2] = {12, 33};
   for (int i = 0; i < 40 * 70; i++) w[i] = (float)((i * 29) % 23) / 23.f - .5f;
+  w[40 * 70 / 2] += w_bump; /* one weight changed: another model */
   for (int i = 0; i < 70; i++) b[i] = (float)i * 0.01f - .3f;
   for (int i = 0; i < 70 * 33; i++) w2[i] = (float)((i * 31) % 19) / 19.f - .5f;
   for (int i = 0; i < 12 * 33; i++) w3[i] = (float)((i * 7) % 13) / 13.f - .5f;
@@ -254,6 +313,8 @@ static void write_gemm_model(const char *path) {
   CHECK(test_write_file(path, data, len) == 0);
   free(data);
 }
+
+static void write_gemm_model(const char *path) { write_gemm_model_w(path, 0); }
 
 static double run_gemm_diff(smelt_session *s, smelt_session *ref) {
   static float x[2 * 9 * 40], a[18 * 12], b[18 * 12];
@@ -288,9 +349,13 @@ static void test_gemm_session(void) {
   CHECK_OK(smelt_session_get_stats(s, &st));
   CHECK(st.prepared_saved == saved);
   smelt_session_free(s);
+  uint64_t hits = hash_memo_hits(m->weight_hashes);
   CHECK_OK(smelt_session_create(m, &o, &s));
   CHECK_OK(smelt_session_get_stats(s, &st));
   CHECK(st.prepared_loaded == saved && st.prepared_saved == 0);
+  /* the second session of the model keys W and W2 (4 KiB or more) by the
+   * hashes the first computed */
+  if (packs) CHECK(hash_memo_hits(m->weight_hashes) >= hits + 2);
   CHECK(run_gemm_diff(s, ref) < 1e-4);
   smelt_session_free(s);
   if (packs) {
@@ -301,6 +366,51 @@ static void test_gemm_session(void) {
     CHECK(run_gemm_diff(s, ref) < 1e-4);
     smelt_session_free(s);
   }
+  /* weights are packed while the C compiler runs (compile_options
+   * prepare_while_cc); a compiler that starts but fails leaves a plan on
+   * reference kernels, with every weight prepared and the same results */
+  char cc[700], fresh[600];
+  snprintf(cc, sizeof cc, "%s/failing-cc.sh", root);
+  FILE *f = fopen(cc, "w");
+  CHECK(f != NULL);
+  if (f) {
+    fprintf(f, "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'failing-cc 1.0'; exit 0; }\nexit 1\n");
+    fclose(f);
+    chmod(cc, 0700);
+    const char *old_cc = getenv("CC");
+    char saved_cc[512] = "";
+    if (old_cc) snprintf(saved_cc, sizeof saved_cc, "%s", old_cc);
+    setenv("CC", cc, 1);
+    snprintf(fresh, sizeof fresh, "%s/gcache-failcc", root);
+    o.cache_dir = fresh;
+    CHECK_OK(smelt_session_create(m, &o, &s));
+    CHECK_OK(smelt_session_get_stats(s, &st));
+    CHECK(st.prepared_loaded == 0 && st.prepared_saved == saved);
+    CHECK(run_gemm_diff(s, ref) < 1e-4);
+    smelt_session_free(s);
+    o.cache_dir = dir;
+    if (old_cc) setenv("CC", saved_cc, 1);
+    else unsetenv("CC");
+  }
+  smelt_session_free(ref);
+  smelt_model_free(m);
+  if (!packs) return;
+  /* one weight of W changed, the same path, shapes and names: a new model,
+   * whose W misses (no stale entry, whatever was remembered for the old
+   * model) while W2 and W3 are found; results equal eager on the new one */
+  write_gemm_model_w(path, 0.75f);
+  CHECK_OK(smelt_model_load(path, &m));
+  if (!m) return;
+  o.mode = SMELT_MODE_EAGER;
+  o.cache_dir = NULL;
+  CHECK_OK(smelt_session_create(m, &o, &ref));
+  o.mode = SMELT_MODE_DEFAULT;
+  o.cache_dir = dir;
+  CHECK_OK(smelt_session_create(m, &o, &s));
+  CHECK_OK(smelt_session_get_stats(s, &st));
+  CHECK(st.prepared_loaded == saved - 1 && st.prepared_saved == 1);
+  CHECK(run_gemm_diff(s, ref) < 1e-4);
+  smelt_session_free(s);
   smelt_session_free(ref);
   smelt_model_free(m);
 }
@@ -312,6 +422,8 @@ int main(void) {
   test_store();
   test_async("async", false);
   test_async("sync", true);
+  test_reserve("resv-async", false);
+  test_reserve("resv-sync", true);
   test_session();
   test_gemm_session();
   char cmd[300];
