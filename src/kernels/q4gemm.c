@@ -21,6 +21,11 @@
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+/* x rounded to the nearest integer, ties to even, for |x| < 2^22 (adding and
+ * taking off 1.5 * 2^23 leaves no fraction bits): nearbyintf without a libm
+ * call on baseline x86-64 (no SSE4.1 roundss). */
+static inline float round_even(float x) { return (x + 0x1.8p23f) - 0x1.8p23f; }
+
 size_t q4gemm_weights_bytes(int64_t K, int64_t N, bool asym) {
   if (K <= 0 || N <= 0 || K > Q4_MAX_DIM / N) return 0;
   int64_t Kg = round_up(K, Q4_GROUP) / Q4_GROUP, Np = round_up(N, Q4_NR);
@@ -73,32 +78,53 @@ typedef struct qb_job {
   void *blob;
 } qb_job;
 
+/* One group of one panel: 32 k x 16 columns in x (zero past K and N),
+ * quantized into d (q4gemm_group_bytes(false) bytes).  Simple loops over the
+ * 16 columns: the compiler vectorizes them. */
+static void quantize_group(float x[Q4_GROUP][Q4_NR], uint8_t *d) {
+  float amax[Q4_NR] = {0}, mx[Q4_NR] = {0}, inv[Q4_NR], *sc = (float *)(d + 8 * 32);
+  bool bad[Q4_NR] = {0};
+  for (int i = 0; i < Q4_GROUP; i++)
+    for (int j = 0; j < Q4_NR; j++) {
+      float v = fabsf(x[i][j]);
+      bad[j] |= !(v <= 3.4e38f);
+      mx[j] = v > amax[j] ? x[i][j] : mx[j];
+      amax[j] = v > amax[j] ? v : amax[j];
+    }
+  for (int j = 0; j < Q4_NR; j++) {
+    sc[j] = bad[j] ? NAN : mx[j] / -8.f;
+    inv[j] = sc[j] != 0.f && !bad[j] ? 1.f / sc[j] : 0.f;
+  }
+  uint8_t q[Q4_GROUP][Q4_NR];
+  for (int i = 0; i < Q4_GROUP; i++)
+    for (int j = 0; j < Q4_NR; j++) {
+      float v = round_even(x[i][j] * inv[j]) + 8.f; /* |x inv| <= 8 */
+      q[i][j] = (uint8_t)(v > 15.f ? 15.f : v < 0.f ? 0.f : v);
+    }
+  for (int c = 0; c < 4; c++)
+    for (int h = 0; h < 2; h++)
+      for (int jj = 0; jj < 8; jj++)
+        for (int t = 0; t < 4; t++)
+          d[(2 * c + h) * 32 + 4 * jj + t] = (uint8_t)(q[8 * c + t][8 * h + jj] | q[8 * c + 4 + t][8 * h + jj] << 4);
+}
+
 static void quantize_panels(void *ctx, int64_t p0, int64_t p1) {
   const qb_job *j = ctx;
   const q4gemm_weights *w = &j->w;
   int64_t gb = q4gemm_group_bytes(false);
   for (int64_t p = p0; p < p1; p++) {
-    uint8_t *panel = (uint8_t *)j->blob + p * w->Kg * gb;
-    memset(panel, 0, (size_t)(w->Kg * gb));
-    for (int64_t g = 0; g < w->Kg; g++) memset(panel + g * gb, 0x88, 8 * 32);
-    for (int64_t n = p * Q4_NR; n < (p + 1) * Q4_NR && n < w->N; n++)
-      for (int64_t g = 0; g < w->Kg; g++) {
-        float x[Q4_GROUP], mx = 0.f, amax = 0.f;
-        bool bad = false;
-        for (int i = 0; i < Q4_GROUP; i++) {
-          int64_t k = g * Q4_GROUP + i;
-          x[i] = k >= w->K ? 0.f : j->trans_b ? j->B[n * w->K + k] : j->B[k * w->N + n];
-          bad |= !(fabsf(x[i]) <= 3.4e38f);
-          if (fabsf(x[i]) > amax) amax = fabsf(x[i]), mx = x[i];
-        }
-        float s = bad ? NAN : mx / -8.f, inv = s != 0.f && !bad ? 1.f / s : 0.f;
-        uint8_t q[Q4_GROUP];
-        for (int i = 0; i < Q4_GROUP; i++) {
-          float v = nearbyintf(x[i] * inv) + 8.f;
-          q[i] = (uint8_t)(v > 15.f ? 15.f : v < 0.f ? 0.f : v);
-        }
-        q4gemm_set(w, j->blob, n, g, q, s, 0.f);
-      }
+    int64_t n0 = p * Q4_NR, cols = w->N - n0 < Q4_NR ? w->N - n0 : Q4_NR;
+    for (int64_t g = 0; g < w->Kg; g++) {
+      float x[Q4_GROUP][Q4_NR];
+      memset(x, 0, sizeof x);
+      int64_t k0 = g * Q4_GROUP, rows = w->K - k0 < Q4_GROUP ? w->K - k0 : Q4_GROUP;
+      if (j->trans_b)
+        for (int64_t c = 0; c < cols; c++)
+          for (int64_t i = 0; i < rows; i++) x[i][c] = j->B[(n0 + c) * w->K + k0 + i];
+      else
+        for (int64_t i = 0; i < rows; i++) memcpy(x[i], j->B + (k0 + i) * w->N + n0, sizeof(float) * (size_t)cols);
+      quantize_group(x, (uint8_t *)j->blob + (p * w->Kg + g) * gb);
+    }
   }
 }
 
@@ -143,7 +169,7 @@ void q4gemm_quantize_a(int64_t M, int64_t K, const float *A, int64_t lda, void *
       int8_t *q = (int8_t *)r.q + k0;
       int32_t s = 0;
       for (int64_t i = 0; i < Q4_GROUP; i++) {
-        float v = i < n ? nearbyintf(a[k0 + i] * inv) : 0.f;
+        float v = i < n ? round_even(a[k0 + i] * inv) : 0.f; /* |a inv| <= 127 */
         q[i] = (int8_t)(v > 127.f ? 127.f : v < -127.f ? -127.f : v);
         s += q[i];
       }
@@ -214,6 +240,8 @@ static void run_panels(void *ctx, int64_t p0, int64_t p1) {
 typedef struct deq_job {
   const q4gemm_args *a;
   isa_level isa;
+  int64_t chunks, parts;
+  float *buf; /* parts x K x Q4_CHUNK floats, or NULL */
 } deq_job;
 
 /* Columns [0, cols) of panel p (cols <= 16) as fp32, K rows at stride ld. */
@@ -233,14 +261,13 @@ static void dequant_panel(const q4gemm_weights *w, int64_t p, int cols, float *d
   }
 }
 
-static void run_chunks(void *ctx, int64_t c0, int64_t c1) {
-  deq_job *j = ctx;
+/* Chunks [c0, c1) of Q4_CHUNK columns, dequantized one after another into B
+ * (K x Q4_CHUNK floats; NULL: a slow loop without a copy). */
+static void run_chunk_range(const deq_job *j, int64_t c0, int64_t c1, float *B) {
   const q4gemm_args *a = j->a;
   const q4gemm_weights *w = a->w;
-  float *B = tensor_data_alloc(sizeof(float) * (size_t)(w->K * Q4_CHUNK));
-  if (!B) err_clear(); /* over the memory budget: the slow loop below, no copy */
   for (int64_t c = c0; c < c1; c++) {
-    if (pool_stopping()) break;
+    if (pool_stopping()) return;
     int64_t n0 = c * Q4_CHUNK, cols = w->N - n0 < Q4_CHUNK ? w->N - n0 : Q4_CHUNK;
     if (!B) {
       for (int64_t m = 0; m < a->M; m++)
@@ -261,7 +288,14 @@ static void run_chunks(void *ctx, int64_t c0, int64_t c1) {
     if (a->bias) p.epilogue.bias_kind = GEMM_BIAS_COL, p.epilogue.bias = a->bias + n0;
     (void)gemm_f32_isa(NULL, &p, j->isa); /* fails only on bad arguments: these are checked */
   }
-  tensor_data_free(B);
+}
+
+/* Part t of j->parts: an even share of the chunks, with buffer t. */
+static void run_parts(void *ctx, int64_t t0, int64_t t1) {
+  const deq_job *j = ctx;
+  for (int64_t t = t0; t < t1; t++)
+    run_chunk_range(j, t * j->chunks / j->parts, (t + 1) * j->chunks / j->parts,
+                    j->buf ? j->buf + t * j->a->w->K * Q4_CHUNK : NULL);
 }
 
 smelt_status q4gemm_run(smelt_pool *pool, isa_level isa, const q4gemm_args *a) {
@@ -270,8 +304,12 @@ smelt_status q4gemm_run(smelt_pool *pool, isa_level isa, const q4gemm_args *a) {
   bool big = (double)q4gemm_weights_bytes(w->K, w->N, w->asym) >= Q4_MIN_PARALLEL_BYTES;
   int threads = big ? pool_threads(pool) : 1;
   if (a->M > Q4_SMALL_M && !a->small_only) {
-    deq_job d = {a, isa};
-    pool_parallel_for(pool, (w->N + Q4_CHUNK - 1) / Q4_CHUNK, 1, run_chunks, &d);
+    deq_job d = {a, isa, (w->N + Q4_CHUNK - 1) / Q4_CHUNK, pool_threads(pool), NULL};
+    if (d.parts > d.chunks) d.parts = d.chunks;
+    d.buf = tensor_data_alloc(sizeof(float) * (size_t)(d.parts * w->K * Q4_CHUNK));
+    if (!d.buf) err_clear(); /* over the memory budget: the slow loop, no copy */
+    pool_parallel_for(d.parts > 1 ? pool : NULL, d.parts, 1, run_parts, &d);
+    tensor_data_free(d.buf);
     return SMELT_OK;
   }
   size_t bytes = q4gemm_rows_bytes(a->M, w->K);
