@@ -6,6 +6,9 @@
  * the same lists, precision = "int4" (weight in int4 groups of 32 along K
  * with an fp32 scale, made once; activations quantized per row in int8
  * groups of 32 at run time for few rows: kernels/q4gemm.h; no K limit).
+ * The LM head goes to int4 too: on GPT-2 124M keeping it in int8 or fp32
+ * moved the logits' cosine against fp32 only from 0.970 to 0.973 (the
+ * error comes from the layers), for 14-100 MB more per token (README).
  * For INT8:
  *
  * Runs in int8 (dynamic quantization) -- the allow-list:
