@@ -157,7 +157,10 @@ typedef void (*smelt_log_fn)(smelt_log_level level, const char *message, void *u
  * dynamically quantized int8 GEMMs (per-output-channel symmetric int8
  * weights, activations quantized per row at run time, fp32 accumulation of
  * the dequantized result); everything else stays fp32 (README: Precision).
- * BF16, FP16, INT4: not implemented yet; a session asking for them fails
+ * BF16: the same nodes with the weight stored in bf16 (activations fp32).
+ * INT4: the same nodes with the weight in int4 groups of 32 along K, an
+ * fp32 scale each (few rows: activations quantized to int8 per group of 32
+ * at run time).  FP16: not implemented yet; a session asking for it fails
  * with SMELT_ERR_UNSUPPORTED. */
 typedef enum smelt_precision {
   SMELT_PRECISION_FP32 = 0,

@@ -82,9 +82,9 @@ def test_not_a_decoder():
         smelt.Generator(smelt.Session(mlp, threads=1))
 
 
-@pytest.mark.parametrize("precision", ["bf16", "int8"])
+@pytest.mark.parametrize("precision", ["bf16", "int8", "int4"])
 def test_reduced_precision(tiny, precision):
-    """A Generator over a bf16 / int8 session (the decode GEMVs on the reduced-precision
+    """A Generator over a bf16 / int8 / int4 session (the decode GEMVs on the reduced-precision
     kernels) gives what that session gives driven by hand, and its first greedy token
     (after the prompt) agrees with fp32's."""
     s = smelt.Session(tiny, mode="eager", threads=2, precision=precision)

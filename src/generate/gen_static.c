@@ -75,7 +75,8 @@ static smelt_status rewrite(smelt_session *s, const gen_signature *sig, ir_graph
   }
   pass_report pr;
   memset(&pr, 0, sizeof pr);
-  pass_options po = {.mode = SMELT_MODE_DEFAULT, .static_kv = true};
+  /* a reduced precision: the same autocast as the session's own graph (runtime/precision.c) */
+  pass_options po = {.mode = SMELT_MODE_DEFAULT, .static_kv = true, .precision = s->opts.precision};
   smelt_status st = pass_static_kv(g, &po, &pr, past, present, n, total, done, why, why_n);
   free(past);
   if (!st && *done) st = ir_graph_infer(g);
@@ -88,10 +89,6 @@ static smelt_status rewrite(smelt_session *s, const gen_signature *sig, ir_graph
 smelt_status gen_static_create(smelt_session *s, const gen_signature *sig, int batch, int64_t max_length,
                                gen_static **out, char *why, size_t why_n) {
   *out = NULL;
-  if (s->precision_graph) {
-    snprintf(why, why_n, "the session runs at a reduced precision");
-    return SMELT_OK;
-  }
   if (strcmp(s->opts.device ? s->opts.device : "cpu", "cpu")) {
     snprintf(why, why_n, "device %s", s->opts.device);
     return SMELT_OK;

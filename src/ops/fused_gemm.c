@@ -21,12 +21,14 @@
  * Attribute precision = "int8" (set by passes/autocast.c): with a constant
  * B and no transA, the product runs as a dynamically quantized int8 GEMM
  * (ops/gemm_int8.h), then the activation over Y.  precision = "bf16": the
- * same with the weight stored in bf16 (ops/gemm_bf16.h; activations fp32). */
+ * same with the weight stored in bf16 (ops/gemm_bf16.h; activations fp32).
+ * precision = "int4": the weight in int4 groups of 32 (ops/gemm_int4.h). */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "kernels/gemm.h"
 #include "ops/gemm_bf16.h"
+#include "ops/gemm_int4.h"
 #include "ops/gemm_int8.h"
 #include "ops/gemm_weights.h"
 #include "ops/fused_act.h"
@@ -117,16 +119,23 @@ static void fgemm_blocks(void *ctx, int64_t b0, int64_t b1) {
   }
 }
 
-/* precision int8 / bf16 (passes/autocast.c): the node's constant weight,
- * quantized to int8 or rounded to bf16 once (activations stay fp32); false,
- * both NULL, when the node runs in fp32. */
-static bool fgemm_reduced(op_ctx *c, const fgemm_plan *p, const qgemm_weights **qw, const wbf16_weights **hw) {
-  *qw = NULL;
-  *hw = NULL;
+/* precision int8 / bf16 / int4 (passes/autocast.c): the node's constant
+ * weight in that form, made once (int8, int4: activations quantized at run
+ * time; bf16: activations fp32); false, all NULL, when the node runs in
+ * fp32. */
+typedef struct fgemm_lowp {
+  const qgemm_weights *q8;
+  const wbf16_weights *h;
+  const q4gemm_weights *q4;
+} fgemm_lowp;
+
+static bool fgemm_reduced(op_ctx *c, const fgemm_plan *p, fgemm_lowp *w) {
+  memset(w, 0, sizeof *w);
   if (p->ta) return false;
-  if (gemm_int8_marked(c->node)) *qw = gemm_int8_weights(c, 1, p->tb, p->K, p->N);
-  if (!*qw && gemm_bf16_marked(c->node)) *hw = gemm_bf16_weights(c, 1, p->tb, p->K, p->N);
-  return *qw || *hw;
+  if (gemm_int8_marked(c->node)) w->q8 = gemm_int8_weights(c, 1, p->tb, p->K, p->N);
+  else if (gemm_bf16_marked(c->node)) w->h = gemm_bf16_weights(c, 1, p->tb, p->K, p->N);
+  else if (gemm_int4_marked(c->node)) w->q4 = gemm_int4_weights(c, 1, p->tb, p->K, p->N);
+  return w->q8 || w->h || w->q4;
 }
 
 static smelt_status fgemm_run(op_ctx *c) {
@@ -142,13 +151,13 @@ static smelt_status fgemm_run(op_ctx *c) {
     if (res->nbytes != y->nbytes) return err_set(SMELT_ERR_INTERNAL, "residual size differs from the output's");
     memcpy(y->data, res->data, y->nbytes);
   }
-  const qgemm_weights *qw;
-  const wbf16_weights *hw;
-  if (fgemm_reduced(c, &p, &qw, &hw)) {
+  fgemm_lowp lw;
+  if (fgemm_reduced(c, &p, &lw)) {
     float alpha = op_attr_float(c, "alpha", 1.f);
     const float *bv = bias ? bias->data : NULL;
-    TRY(qw ? gemm_int8_run(c, qw, p.M, a->data, p.K, alpha, bv, res != NULL, y->data)
-           : gemm_bf16_run(c, hw, p.M, a->data, p.K, alpha, bv, res != NULL, y->data));
+    TRY(lw.q8   ? gemm_int8_run(c, lw.q8, p.M, a->data, p.K, alpha, bv, res != NULL, y->data)
+        : lw.h  ? gemm_bf16_run(c, lw.h, p.M, a->data, p.K, alpha, bv, res != NULL, y->data)
+                : gemm_int4_run(c, lw.q4, p.M, a->data, p.K, alpha, bv, res != NULL, y->data));
     fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);
     return SMELT_OK;
   }
@@ -193,9 +202,8 @@ smelt_status fused_gemm_op_prepare(op_ctx *c) {
   fgemm_plan p;
   TRY(fgemm_shape(c, &p));
   if (p.M <= 0 || p.N <= 0 || p.K <= 0) return SMELT_OK;
-  const qgemm_weights *qw;
-  const wbf16_weights *hw;
-  if (fgemm_reduced(c, &p, &qw, &hw)) return SMELT_OK;
+  fgemm_lowp lw;
+  if (fgemm_reduced(c, &p, &lw)) return SMELT_OK;
   (void)gemm_weights_b_input(c, 1, p.tb, p.K, p.N);
   return SMELT_OK;
 }

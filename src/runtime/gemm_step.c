@@ -8,6 +8,7 @@
 
 #include "ops/fused_act.h"
 #include "ops/gemm_bf16.h"
+#include "ops/gemm_int4.h"
 #include "ops/gemm_int8.h"
 #include "ops/gemm_weights.h"
 #include "util/err.h"
@@ -28,7 +29,8 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
   bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
   bool matmul = (!*nd->domain || !strcmp(nd->domain, "ai.onnx")) && !strcmp(nd->op_type, "MatMul");
   if ((!fused && !matmul) || nd->n_outputs != 1 || nd->outputs[0] < 0) return false;
-  if (gemm_int8_marked(nd) || gemm_bf16_marked(nd)) return false; /* int8 / bf16: the op's own kernels */
+  if (gemm_int8_marked(nd) || gemm_bf16_marked(nd) || gemm_int4_marked(nd))
+    return false; /* int8 / bf16 / int4: the op's own kernels */
   const ir_value *a = in_val(g, nd, 0), *b = in_val(g, nd, 1), *bias = in_val(g, nd, 2), *res = in_val(g, nd, 3);
   const ir_value *y = &g->values[nd->outputs[0]];
   if (!concrete_f32(a) || !concrete_f32(b) || !concrete_f32(y) || b->rank != 2 || a->rank < 2) return false;

@@ -4,8 +4,8 @@
 
 #include "ir/ir.h"
 
-/* SMELT_OK for the precisions this build runs (fp32, int8); otherwise
- * SMELT_ERR_UNSUPPORTED ("precision bf16: not implemented yet on this
+/* SMELT_OK for the precisions this build runs (fp32, bf16, int8, int4);
+ * otherwise SMELT_ERR_UNSUPPORTED ("precision fp16: not implemented yet on this
  * build") or SMELT_ERR_INVALID_ARGUMENT for a value outside the enum. */
 smelt_status precision_check(smelt_precision p);
 

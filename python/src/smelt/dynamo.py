@@ -26,7 +26,7 @@ the fallback path for good, with one warning, instead of using stale weights.
 
 options (all optional):
     mode: "default" | "reduce-overhead" | "max-autotune" | "eager"  (default "default")
-    precision: "fp32", "bf16" or "int8" (README: Precision; others raise smelt.UnsupportedError)
+    precision: "fp32", "bf16", "int8" or "int4" (README: Precision; others raise smelt.UnsupportedError)
     threads: worker threads (default: the machine's cores)
     cache_dir: compiled-kernel cache folder
     fallback: "inductor" (default) or "eager": what runs graphs smelt does not take
