@@ -47,6 +47,21 @@ def check(model, *args, rtol=1e-3, atol=1e-4, w=None):
     return c
 
 
+def compiled_pieces(model):
+    """torch.compile through smelt's back end, keeping what it returns for each
+    graph Dynamo hands over (the callables carry .smelt_session)."""
+    pieces = []
+    orig = smelt.dynamo.smelt_backend
+
+    def counting(gm, ex, **kw):
+        f = orig(gm, ex, **kw)
+        pieces.append(f)
+        return f
+
+    torch._dynamo.reset()
+    return torch.compile(model, backend=counting, options=OPTS), pieces
+
+
 def test_resnet50(no_fallback_unless_expected):
     tv = pytest.importorskip("torchvision")
     m = tv.models.resnet50(weights=None).eval()
@@ -101,16 +116,7 @@ class Broken(torch.nn.Module):
 
 def test_graph_break(no_fallback_unless_expected):
     m = Broken().eval()
-    pieces = []
-    orig = smelt.dynamo.smelt_backend
-
-    def counting(gm, ex, **kw):
-        f = orig(gm, ex, **kw)
-        pieces.append(f)
-        return f
-
-    torch._dynamo.reset()
-    c = torch.compile(m, backend=counting, options=OPTS)
+    c, pieces = compiled_pieces(m)
     x = torch.randn(4, 16)
     with torch.no_grad():
         torch.testing.assert_close(c(x), m(x), rtol=1e-4, atol=1e-5)
@@ -122,16 +128,7 @@ def test_weights_bound_not_serialized(no_fallback_unless_expected):
     """The frozen weights reach smelt as bound constants (Session(consts=)),
     not through the ONNX bytes; a Linear's weight is read with transB."""
     m = torch.nn.Sequential(torch.nn.Linear(96, 80), torch.nn.GELU(), torch.nn.Linear(80, 8)).eval()
-    pieces = []
-    orig = smelt.dynamo.smelt_backend
-
-    def counting(gm, ex, **kw):
-        f = orig(gm, ex, **kw)
-        pieces.append(f)
-        return f
-
-    torch._dynamo.reset()
-    c = torch.compile(m, backend=counting, options=OPTS)
+    c, pieces = compiled_pieces(m)
     x = torch.randn(3, 5, 96)
     with torch.no_grad():
         torch.testing.assert_close(c(x), m(x), rtol=1e-4, atol=1e-5)

@@ -73,18 +73,11 @@ smelt_status imp_bound_input(onnx_imp *c, ir_graph *g, const char *name, const i
   tensor *v = malloc(sizeof *v);
   if (!v) return err_nomem("tensor header", sizeof *v);
   tensor_view(v, b->dtype, b->rank, b->dims, b->data ? b->data : empty);
-  int vid;
-  smelt_status s = ir_graph_add_value(g, name, &vid);
+  smelt_status s = imp_constant_value(g, name, v);
   if (s) {
     tensor_free(v);
     return s;
   }
-  ir_value *val = &g->values[vid];
-  val->flags |= IR_VALUE_INITIALIZER;
-  val->constant = v;
-  val->dtype = v->dtype;
-  val->rank = v->rank;
-  memcpy(val->dims, v->dims, sizeof val->dims);
   c->bound_used[i] = 1;
   if (c->m) {
     c->m->weight_bytes += v->nbytes;

@@ -56,14 +56,9 @@ static const char *value_origin(const ir_graph *g, int vid, char *buf, size_t n)
 
 /* ---- 1. initializers ---- */
 
-static smelt_status add_initializer(onnx_imp *c, ir_graph *g, tensor *t, pb_str name, int index) {
-  const char *cname;
-  if (!name.n) return err_set(SMELT_ERR_INVALID_MODEL, "initializer[%d] has no name", index);
-  TRY(imp_cstr(c, name, 0, &cname));
-  if (ir_graph_find_value(g, cname) >= 0)
-    return err_set(SMELT_ERR_INVALID_MODEL, "initializer %s is defined more than once", q(cname));
+smelt_status imp_constant_value(ir_graph *g, const char *name, tensor *t) {
   int vid;
-  TRY(ir_graph_add_value(g, cname, &vid));
+  TRY(ir_graph_add_value(g, name, &vid));
   ir_value *v = &g->values[vid];
   v->flags |= IR_VALUE_INITIALIZER;
   v->constant = t;
@@ -71,6 +66,15 @@ static smelt_status add_initializer(onnx_imp *c, ir_graph *g, tensor *t, pb_str 
   v->rank = t->rank;
   memcpy(v->dims, t->dims, sizeof v->dims);
   return SMELT_OK;
+}
+
+static smelt_status add_initializer(onnx_imp *c, ir_graph *g, tensor *t, pb_str name, int index) {
+  const char *cname;
+  if (!name.n) return err_set(SMELT_ERR_INVALID_MODEL, "initializer[%d] has no name", index);
+  TRY(imp_cstr(c, name, 0, &cname));
+  if (ir_graph_find_value(g, cname) >= 0)
+    return err_set(SMELT_ERR_INVALID_MODEL, "initializer %s is defined more than once", q(cname));
+  return imp_constant_value(g, cname, t);
 }
 
 static smelt_status imp_initializer(onnx_imp *c, ir_graph *g, const pb_msg *tm, int index) {

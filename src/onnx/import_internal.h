@@ -92,6 +92,9 @@ smelt_status imp_value_info(onnx_imp *c, const pb_msg *vm, ir_graph *g, pb_str *
 /* Sets v's kind, dtype and shape from t; with only_unknown, keeps what v has. */
 void imp_apply_type(ir_value *v, const imp_type *t, bool only_unknown);
 
+/* Adds value `name` to g as an initializer holding t (taken). */
+smelt_status imp_constant_value(ir_graph *g, const char *name, tensor *t);
+
 /* ---- bound inputs (import_bound.c) ---- */
 /* Checks the caller's bound tensors themselves (names, sizes, alignment). */
 smelt_status imp_bound_check(const onnx_imp *c);
