@@ -478,6 +478,38 @@ static SIMD_TARGET void SIMD_NAME(pw_tile)(int64_t K, const float *w, int64_t ld
   }
 }
 
+/* ---- the transposed pointwise GEMM's output back to channel rows
+ * (conv_kernels.h: cols_to_rows) ---- */
+static SIMD_TARGET void SIMD_NAME(cols_to_rows)(const float *src, int64_t lds, int64_t n, int nl,
+                                                const float *res, float lo, float hi, float *dst,
+                                                int64_t ldd) {
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+  for (int64_t p0 = 0; p0 < n; p0 += VL) {
+    int r = n - p0 < VL ? (int)(n - p0) : VL;
+    vf t[VL];
+#pragma GCC unroll 16
+    for (int p = 0; p < VL; p++) {
+      const float *sp = src + (p0 + p) * lds;
+      t[p] = p >= r ? v_zero() : nl == VL ? v_load(sp) : v_loadn(sp, nl);
+    }
+    SIMD_NAME(transpose)(t);
+    for (int l = 0; l < nl; l++) {
+      float *d = dst + l * ldd + p0;
+      const float *rs = res ? res + l * ldd + p0 : NULL;
+      vf v = t[l];
+      if (r == VL) {
+        if (rs) v = v_add(v, v_load(rs));
+        v_store(d, SIMD_NAME(clampv)(v, vlo, vhi));
+      } else { /* a masked store is slow on AMD: the few values one by one */
+        if (rs) v = v_add(v, v_loadn(rs, r));
+        float tmp[VL];
+        v_store(tmp, SIMD_NAME(clampv)(v, vlo, vhi));
+        for (int j = 0; j < r; j++) d[j] = tmp[j];
+      }
+    }
+  }
+}
+
 /* dst[j] = src[2j], j < n: reads src[0 .. 2n-1) only (masked at the end);
  * cap: floats writable at dst. */
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(gather_s2)(const float *src, float *dst, int64_t n,
@@ -662,6 +694,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .wino_out = {SIMD_NAME(wino_out2), SIMD_NAME(wino_out4)},
     .rows_to_blk = SIMD_NAME(rows_to_blk),
     .blk_to_rows = SIMD_NAME(blk_to_rows),
+    .cols_to_rows = SIMD_NAME(cols_to_rows),
     .dw_row = SIMD_NAME(dw_row),
     .dw9_row = SIMD_NAME(dw9_row),
     .dw_blk = SIMD_NAME(dw_blk),

@@ -61,6 +61,12 @@ typedef struct conv_kernels {
    * NULL; p < n, l < vl. */
   void (*rows_to_blk)(const float *const *src, int64_t n, float *dst);
   void (*blk_to_rows)(const float *src, int64_t n, float *const *dst, const float *bias);
+  /* Columns of a pixel-major matrix back to channel rows, with the conv
+   * epilogue: dst[l*ldd + p] = min(hi, max(lo, src[p*lds + l] + res[l*ldd
+   * + p])) for l < nl (1..vl), p < n (res may be NULL).  Reads no column
+   * of src past nl and writes nothing past column n of a row. */
+  void (*cols_to_rows)(const float *src, int64_t lds, int64_t n, int nl, const float *res, float lo,
+                       float hi, float *dst, int64_t ldd);
 
   /* Depthwise: one output row of one channel from the phase-split padded
    * plane: y[j] = bias + sum_t w[t] * p[off[t] + j], j < n. */
