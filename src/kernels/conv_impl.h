@@ -641,6 +641,55 @@ static SIMD_TARGET void SIMD_NAME(max_pool_row)(const float *x, int64_t xs, int6
   SIMD_NAME(pool_max_row)(ph, g->off, (int)g->KW, y, g->OW, cap);
 }
 
+/* max_pool_row for 3 taps at stride 2 (g->KW == 3, g->sw == 2, no
+ * dilation: the pools of squeezenet and resnet): the window max of the
+ * vertical max t padded with -inf in place (tp[pl + i] = t[i]), read as
+ * the even, odd and next even values of pairs of whole vectors; the
+ * pairs' lanes come out in the same shuffled order for all three, so one
+ * permute after the two maxes puts them back.  No phase copy.  tp: room
+ * for 2 * OW + pl + 2 * VL + W rounded up to whole vectors. */
+static SIMD_TARGET void SIMD_NAME(max_pool_row_k3s2)(const float *x, int64_t xs, int64_t rows,
+                                                     const pool_row_geom *g, float *tp, float *y,
+                                                     int64_t cap) {
+  int64_t W = g->W, pl = g->pl, OW = g->OW, j = 0;
+  const vf ninf = v_set1(-INFINITY);
+  for (int64_t i = 0; i < pl; i++) tp[i] = -INFINITY;
+  float *t = tp + pl;
+  for (; j + VL <= W; j += VL) {
+    vf a = ninf;
+    for (int64_t r = 0; r < rows; r++) a = v_max(v_load(x + r * xs + j), a);
+    v_store(t + j, a);
+  }
+  if (j < W) {
+    int c = (int)(W - j);
+    vf a = ninf;
+    for (int64_t r = 0; r < rows; r++) a = v_max(v_loadn(x + r * xs + j, c), a);
+    v_store(t + j, a); /* the lanes past W are set to -inf below */
+  }
+  /* -inf from W on, over every value the windows' whole vectors read */
+  int64_t end = 2 * (conv_cdiv(OW, VL) * VL) + 2 + 2 * VL;
+  for (int64_t i = pl + W; i < end; i++) tp[i] = -INFINITY;
+  for (int64_t o = 0; o < OW; o += VL) {
+    const float *p = tp + 2 * o;
+#if SIMD_LEVEL == 1
+    vf a = v_load(p), b = v_load(p + VL), c = v_load(p + 2), d = v_load(p + 2 + VL);
+    vf e = _mm256_shuffle_ps(a, b, 0x88), od = _mm256_shuffle_ps(a, b, 0xdd), e2 = _mm256_shuffle_ps(c, d, 0x88);
+    vf m = v_max(e2, v_max(od, v_max(e, ninf)));
+    m = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xd8));
+#elif SIMD_LEVEL == 2
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    vf a = v_load(p), b = v_load(p + VL), c = v_load(p + 2), d = v_load(p + 2 + VL);
+    vf m = v_max(_mm512_permutex2var_ps(c, ev, d),
+                 v_max(_mm512_permutex2var_ps(a, odd, b), v_max(_mm512_permutex2var_ps(a, ev, b), ninf)));
+#else
+    vf m = v_max(p[2], v_max(p[1], v_max(p[0], ninf)));
+#endif
+    int r = OW - o < VL ? (int)(OW - o) : VL;
+    SIMD_NAME(store_tail)(y + o, m, r, cap - o);
+  }
+}
+
 static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,
                                                 const float *scale, float s, float *y, int64_t n,
                                                 int64_t cap) {
@@ -702,6 +751,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),
     .max_pool_row = SIMD_NAME(max_pool_row),
+    .max_pool_row_k3s2 = SIMD_NAME(max_pool_row_k3s2),
     .pool_avg_row = SIMD_NAME(pool_avg_row),
     .row_sum = SIMD_NAME(row_sum),
 };

@@ -109,6 +109,11 @@ typedef struct conv_kernels {
    * sw*Wq floats and a vector more. */
   void (*max_pool_row)(const float *x, int64_t xs, int64_t rows, const struct pool_row_geom *g, float *t,
                        float *ph, float *y, int64_t cap);
+  /* The same for g->KW == 3 taps at g->sw == 2, no dilation, without the
+   * phase copy: tp holds the vertical max at offset g->pl with -inf around
+   * it (room: g->pl + g->W + 2 * g->OW + 4 * vl floats, rounded up). */
+  void (*max_pool_row_k3s2)(const float *x, int64_t xs, int64_t rows, const struct pool_row_geom *g,
+                            float *tp, float *y, int64_t cap);
   void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
                        float s, float *y, int64_t n, int64_t cap);
   /* sum of x[0..n) in double (vector partial sums over short blocks) */
