@@ -13,8 +13,11 @@
  *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
  *              (kernels/conv_depthwise.c).
  *  - pointwise: 1x1, stride 1, unpadded, one group, few input channels
- *              (conv_pointwise_suits): W x X on X in place, the epilogue
- *              fused (kernels/conv_pointwise.c); no prepared weights.
+ *              or a small plane and weight (conv_pointwise_suits): W x X
+ *              on X in place, the epilogue fused (kernels/conv_pointwise.c);
+ *              no prepared weights.  7x7 planes (conv_pointwise_t_suits):
+ *              Y^T = X^T W^T on the GEMM over W^T packed by the caller,
+ *              then transposed back (conv_pointwise_t_run).
  *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
  *              the fallback for everything else, and for the other 1x1
  *              convolutions, which are plain GEMMs.

@@ -87,8 +87,12 @@ smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int6
   j.nb = conv_cdiv(S, j.PB);
   j.np = conv_cdiv(M, k->pmr);
   int threads = pool_threads(pool);
-  int64_t nmc = 1; /* split the panels too when there are few pixel blocks */
-  while (N * j.nb * nmc < 4 * (int64_t)threads && nmc < j.np) nmc *= 2;
+  /* split the panels too when there are few pixel blocks: at least 8
+   * items per thread, so the last one to finish waits for at most an
+   * eighth of a share (a 14x14 plane at C = 576 is 9 blocks: 5 + 4 over 2
+   * threads) */
+  int64_t nmc = 1, want = threads > 1 ? 8 * (int64_t)threads : 4;
+  while (N * j.nb * nmc < want && nmc < j.np) nmc *= 2;
   j.ppc = conv_cdiv(j.np, nmc);
   j.nmc = conv_cdiv(j.np, j.ppc);
   pool_parallel_for(pool, N * j.nb * j.nmc, 1, pw_items, &j);
