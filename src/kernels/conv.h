@@ -13,8 +13,11 @@
  *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
  *              (kernels/conv_depthwise.c).
  *  - pointwise: 1x1, stride 1, unpadded, one group, few input channels
- *              (conv_pointwise_suits): W x X on X in place, the epilogue
- *              fused (kernels/conv_pointwise.c); no prepared weights.
+ *              or a small plane and weight (conv_pointwise_suits): W x X
+ *              on X in place, the epilogue fused (kernels/conv_pointwise.c);
+ *              no prepared weights.  7x7 planes (conv_pointwise_t_suits):
+ *              Y^T = X^T W^T on the GEMM over W^T packed by the caller,
+ *              then transposed back (conv_pointwise_t_run).
  *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
  *              the fallback for everything else, and for the other 1x1
  *              convolutions, which are plain GEMMs.
@@ -111,12 +114,33 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
  * and the raw (unpacked) W in place.  S: pixels per plane.  It needs no
  * prepared weights.  conv_pointwise_suits: whether it beats the im2col
  * GEMM for the shape: C <= CONV_POINTWISE_MAX_C, or a projection (M <=
- * C/4) with C <= CONV_POINTWISE_MAX_CP. */
+ * C/4) with C <= CONV_POINTWISE_MAX_CP, or a small plane (64 < S <=
+ * CONV_POINTWISE_SMALL_S) with a weight of at most CONV_POINTWISE_SMALL_W
+ * floats (a quarter of that up to 4 * CONV_POINTWISE_SMALL_S pixels). */
 #define CONV_POINTWISE_MAX_C 64
 #define CONV_POINTWISE_MAX_CP 192
+#define CONV_POINTWISE_SMALL_S 256
+#define CONV_POINTWISE_SMALL_W 65536
 bool conv_pointwise_suits(int64_t C, int64_t M, int64_t S);
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
                                 int64_t S, const float *X, const float *W, const float *B,
                                 const conv2d_epilogue *ep, float *Y);
+
+/* Pointwise route over the transposed GEMM (kernels/conv_pointwise.c):
+ * per image Y^T[S, M] = X^T W^T with W^T packed ahead as the GEMM's B
+ * (wt: gemm_pack_b_prepare(isa, trans_b = true, K = C, N = M, W, ldb = C),
+ * e.g. from ops/gemm_weights.h), the bias (and the clamp, when there is no
+ * residual) in the GEMM's epilogue, then Y^T transposed into Y with the
+ * residual and clamp.  Pixels become the GEMM's rows, tiled by the
+ * micro-kernel's MR, and output channels its columns: a 7x7 plane wastes
+ * 5 of 54 rows at AVX2 instead of 15 of 64 columns.
+ * conv_pointwise_t_suits: whether that tiling wastes at least 10% less of
+ * the micro-kernel than the normal one (on isa; false where it has no
+ * packed GEMM).  The GEMM's scratch for Y^T: S x M floats, per call. */
+bool conv_pointwise_t_suits(isa_level isa, int64_t C, int64_t M, int64_t S);
+struct gemm_packed;
+smelt_status conv_pointwise_t_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+                                  int64_t S, const float *X, const float *W, const struct gemm_packed *wt,
+                                  const float *B, const conv2d_epilogue *ep, float *Y);
 
 #endif

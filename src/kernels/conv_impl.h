@@ -478,6 +478,38 @@ static SIMD_TARGET void SIMD_NAME(pw_tile)(int64_t K, const float *w, int64_t ld
   }
 }
 
+/* ---- the transposed pointwise GEMM's output back to channel rows
+ * (conv_kernels.h: cols_to_rows) ---- */
+static SIMD_TARGET void SIMD_NAME(cols_to_rows)(const float *src, int64_t lds, int64_t n, int nl,
+                                                const float *res, float lo, float hi, float *dst,
+                                                int64_t ldd) {
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+  for (int64_t p0 = 0; p0 < n; p0 += VL) {
+    int r = n - p0 < VL ? (int)(n - p0) : VL;
+    vf t[VL];
+#pragma GCC unroll 16
+    for (int p = 0; p < VL; p++) {
+      const float *sp = src + (p0 + p) * lds;
+      t[p] = p >= r ? v_zero() : nl == VL ? v_load(sp) : v_loadn(sp, nl);
+    }
+    SIMD_NAME(transpose)(t);
+    for (int l = 0; l < nl; l++) {
+      float *d = dst + l * ldd + p0;
+      const float *rs = res ? res + l * ldd + p0 : NULL;
+      vf v = t[l];
+      if (r == VL) {
+        if (rs) v = v_add(v, v_load(rs));
+        v_store(d, SIMD_NAME(clampv)(v, vlo, vhi));
+      } else { /* a masked store is slow on AMD: the few values one by one */
+        if (rs) v = v_add(v, v_loadn(rs, r));
+        float tmp[VL];
+        v_store(tmp, SIMD_NAME(clampv)(v, vlo, vhi));
+        for (int j = 0; j < r; j++) d[j] = tmp[j];
+      }
+    }
+  }
+}
+
 /* dst[j] = src[2j], j < n: reads src[0 .. 2n-1) only (masked at the end);
  * cap: floats writable at dst. */
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(gather_s2)(const float *src, float *dst, int64_t n,
@@ -609,6 +641,55 @@ static SIMD_TARGET void SIMD_NAME(max_pool_row)(const float *x, int64_t xs, int6
   SIMD_NAME(pool_max_row)(ph, g->off, (int)g->KW, y, g->OW, cap);
 }
 
+/* max_pool_row for 3 taps at stride 2 (g->KW == 3, g->sw == 2, no
+ * dilation: the pools of squeezenet and resnet): the window max of the
+ * vertical max t padded with -inf in place (tp[pl + i] = t[i]), read as
+ * the even, odd and next even values of pairs of whole vectors; the
+ * pairs' lanes come out in the same shuffled order for all three, so one
+ * permute after the two maxes puts them back.  No phase copy.  tp: room
+ * for 2 * OW + pl + 2 * VL + W rounded up to whole vectors. */
+static SIMD_TARGET void SIMD_NAME(max_pool_row_k3s2)(const float *x, int64_t xs, int64_t rows,
+                                                     const pool_row_geom *g, float *tp, float *y,
+                                                     int64_t cap) {
+  int64_t W = g->W, pl = g->pl, OW = g->OW, j = 0;
+  const vf ninf = v_set1(-INFINITY);
+  for (int64_t i = 0; i < pl; i++) tp[i] = -INFINITY;
+  float *t = tp + pl;
+  for (; j + VL <= W; j += VL) {
+    vf a = ninf;
+    for (int64_t r = 0; r < rows; r++) a = v_max(v_load(x + r * xs + j), a);
+    v_store(t + j, a);
+  }
+  if (j < W) {
+    int c = (int)(W - j);
+    vf a = ninf;
+    for (int64_t r = 0; r < rows; r++) a = v_max(v_loadn(x + r * xs + j, c), a);
+    v_store(t + j, a); /* the lanes past W are set to -inf below */
+  }
+  /* -inf from W on, over every value the windows' whole vectors read */
+  int64_t end = 2 * (conv_cdiv(OW, VL) * VL) + 2 + 2 * VL;
+  for (int64_t i = pl + W; i < end; i++) tp[i] = -INFINITY;
+  for (int64_t o = 0; o < OW; o += VL) {
+    const float *p = tp + 2 * o;
+#if SIMD_LEVEL == 1
+    vf a = v_load(p), b = v_load(p + VL), c = v_load(p + 2), d = v_load(p + 2 + VL);
+    vf e = _mm256_shuffle_ps(a, b, 0x88), od = _mm256_shuffle_ps(a, b, 0xdd), e2 = _mm256_shuffle_ps(c, d, 0x88);
+    vf m = v_max(e2, v_max(od, v_max(e, ninf)));
+    m = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xd8));
+#elif SIMD_LEVEL == 2
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    vf a = v_load(p), b = v_load(p + VL), c = v_load(p + 2), d = v_load(p + 2 + VL);
+    vf m = v_max(_mm512_permutex2var_ps(c, ev, d),
+                 v_max(_mm512_permutex2var_ps(a, odd, b), v_max(_mm512_permutex2var_ps(a, ev, b), ninf)));
+#else
+    vf m = v_max(p[2], v_max(p[1], v_max(p[0], ninf)));
+#endif
+    int r = OW - o < VL ? (int)(OW - o) : VL;
+    SIMD_NAME(store_tail)(y + o, m, r, cap - o);
+  }
+}
+
 static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,
                                                 const float *scale, float s, float *y, int64_t n,
                                                 int64_t cap) {
@@ -662,6 +743,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .wino_out = {SIMD_NAME(wino_out2), SIMD_NAME(wino_out4)},
     .rows_to_blk = SIMD_NAME(rows_to_blk),
     .blk_to_rows = SIMD_NAME(blk_to_rows),
+    .cols_to_rows = SIMD_NAME(cols_to_rows),
     .dw_row = SIMD_NAME(dw_row),
     .dw9_row = SIMD_NAME(dw9_row),
     .dw_blk = SIMD_NAME(dw_blk),
@@ -669,6 +751,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),
     .max_pool_row = SIMD_NAME(max_pool_row),
+    .max_pool_row_k3s2 = SIMD_NAME(max_pool_row_k3s2),
     .pool_avg_row = SIMD_NAME(pool_avg_row),
     .row_sum = SIMD_NAME(row_sum),
 };

@@ -61,6 +61,12 @@ typedef struct conv_kernels {
    * NULL; p < n, l < vl. */
   void (*rows_to_blk)(const float *const *src, int64_t n, float *dst);
   void (*blk_to_rows)(const float *src, int64_t n, float *const *dst, const float *bias);
+  /* Columns of a pixel-major matrix back to channel rows, with the conv
+   * epilogue: dst[l*ldd + p] = min(hi, max(lo, src[p*lds + l] + res[l*ldd
+   * + p])) for l < nl (1..vl), p < n (res may be NULL).  Reads no column
+   * of src past nl and writes nothing past column n of a row. */
+  void (*cols_to_rows)(const float *src, int64_t lds, int64_t n, int nl, const float *res, float lo,
+                       float hi, float *dst, int64_t ldd);
 
   /* Depthwise: one output row of one channel from the phase-split padded
    * plane: y[j] = bias + sum_t w[t] * p[off[t] + j], j < n. */
@@ -103,6 +109,11 @@ typedef struct conv_kernels {
    * sw*Wq floats and a vector more. */
   void (*max_pool_row)(const float *x, int64_t xs, int64_t rows, const struct pool_row_geom *g, float *t,
                        float *ph, float *y, int64_t cap);
+  /* The same for g->KW == 3 taps at g->sw == 2, no dilation, without the
+   * phase copy: tp holds the vertical max at offset g->pl with -inf around
+   * it (room: g->pl + g->W + 2 * g->OW + 4 * vl floats, rounded up). */
+  void (*max_pool_row_k3s2)(const float *x, int64_t xs, int64_t rows, const struct pool_row_geom *g,
+                            float *tp, float *y, int64_t cap);
   void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
                        float s, float *y, int64_t n, int64_t cap);
   /* sum of x[0..n) in double (vector partial sums over short blocks) */

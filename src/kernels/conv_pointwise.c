@@ -10,8 +10,11 @@
  * every panel of W passes over it. */
 #include <math.h>
 
+#include "ir/tensor.h"
 #include "kernels/conv.h"
 #include "kernels/conv_internal.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_kernels.h"
 #include "util/err.h"
 
 typedef struct pw_job {
@@ -48,10 +51,21 @@ static void pw_items(void *vctx, int64_t i0, int64_t i1) {
  * for projections (C <= 192 down to M <= C/4, mobilenet_v2's 96 -> 24 at
  * 112x112 is 1.8x); for larger C the gains shrink to noise in whole models
  * (resnet50 lost 1-3%) and C = 256 over 56x56 is 1.1x slower, where the
- * GEMM's K blocking and packed weights pay off, so those stay on the GEMM. */
+ * GEMM's K blocking and packed weights pay off, so those stay on the GEMM.
+ * Small planes with a small weight are the exception (CONV_POINTWISE_SMALL_S,
+ * CONV_POINTWISE_SMALL_W): over 14x14 the GEMM's 16-wide panels and per-call
+ * B packing cost more than the unpacked weight rows, which stay in L2
+ * (mobilenet_v2's 96 -> 576, 576 -> 96, 384 -> 64/96 at 14x14: 1.02-1.1x,
+ * squeezenet's 256 -> 32 at 27x27: 1.1-1.2x, hot, 1 thread), while a 7x7
+ * plane (49 = 24 + 24 + 1 pixels: 0.94x) and weights past L2 (512 -> 1000
+ * at 13x13: 0.8x; resnet50's 512 -> 128 at 28x28: 0.75-0.85x) stay on the
+ * GEMM. */
 bool conv_pointwise_suits(int64_t C, int64_t M, int64_t S) {
-  (void)S;
-  return C >= 1 && (C <= CONV_POINTWISE_MAX_C || (C <= CONV_POINTWISE_MAX_CP && 4 * M <= C));
+  if (C < 1) return false;
+  if (C <= CONV_POINTWISE_MAX_C || (C <= CONV_POINTWISE_MAX_CP && 4 * M <= C)) return true;
+  double w = (double)C * (double)M;
+  return S > 64 && ((S <= CONV_POINTWISE_SMALL_S && w <= CONV_POINTWISE_SMALL_W) ||
+                    (S <= 4 * CONV_POINTWISE_SMALL_S && 4 * w <= CONV_POINTWISE_SMALL_W));
 }
 
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
@@ -73,10 +87,85 @@ smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int6
   j.nb = conv_cdiv(S, j.PB);
   j.np = conv_cdiv(M, k->pmr);
   int threads = pool_threads(pool);
-  int64_t nmc = 1; /* split the panels too when there are few pixel blocks */
-  while (N * j.nb * nmc < 4 * (int64_t)threads && nmc < j.np) nmc *= 2;
+  /* split the panels too when there are few pixel blocks: at least 8
+   * items per thread, so the last one to finish waits for at most an
+   * eighth of a share (a 14x14 plane at C = 576 is 9 blocks: 5 + 4 over 2
+   * threads) */
+  int64_t nmc = 1, want = threads > 1 ? 8 * (int64_t)threads : 4;
+  while (N * j.nb * nmc < want && nmc < j.np) nmc *= 2;
   j.ppc = conv_cdiv(j.np, nmc);
   j.nmc = conv_cdiv(j.np, j.ppc);
   pool_parallel_for(pool, N * j.nb * j.nmc, 1, pw_items, &j);
   return SMELT_OK;
+}
+
+/* ---- the transposed route (kernels/conv.h: conv_pointwise_t_run) ---- */
+
+bool conv_pointwise_t_suits(isa_level isa, int64_t C, int64_t M, int64_t S) {
+  gemm_layout l;
+  if (C < 1 || M < 1 || S < 1 || !gemm_layout_for(isa, NULL, C, M, &l)) return false;
+  /* the share of the micro-kernel's lanes that hold outputs, either way round */
+  double normal = (double)S / (double)(conv_cdiv(S, l.nr) * l.nr) * (double)M / (double)(conv_cdiv(M, l.mr) * l.mr);
+  double t = (double)S / (double)(conv_cdiv(S, l.mr) * l.mr) * (double)M / (double)(conv_cdiv(M, l.nr) * l.nr);
+  return t >= 1.1 * normal;
+}
+
+typedef struct pwt_job {
+  const conv_kernels *k;
+  const float *T, *res;
+  float *Y;
+  int64_t M, S;
+  float lo, hi;
+} pwt_job;
+
+static void pwt_rows(void *vctx, int64_t b0, int64_t b1) {
+  const pwt_job *j = vctx;
+  int vl = j->k->vl;
+  for (int64_t b = b0; b < b1; b++) {
+    int64_t m0 = b * vl;
+    int nl = (int)(j->M - m0 < vl ? j->M - m0 : vl);
+    j->k->cols_to_rows(j->T + m0, j->M, j->S, nl, j->res ? j->res + m0 * j->S : NULL, j->lo, j->hi,
+                       j->Y + m0 * j->S, j->S);
+  }
+}
+
+smelt_status conv_pointwise_t_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+                                  int64_t S, const float *X, const float *W, const struct gemm_packed *wt,
+                                  const float *B, const conv2d_epilogue *ep, float *Y) {
+  if (N < 0 || C < 1 || M < 0 || S < 0 || !W)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "pointwise conv (transposed): bad geometry N=%lld C=%lld M=%lld S=%lld",
+                   (long long)N, (long long)C, (long long)M, (long long)S);
+  if (N * M * S == 0) return SMELT_OK;
+  if ((double)S * (double)M > 1e9) return err_set(SMELT_ERR_NOMEM, "pointwise conv: %lld x %lld scratch", (long long)S, (long long)M);
+  float *T = tensor_data_alloc(sizeof(float) * (size_t)(S * M));
+  if (!T) return err_nomem("pointwise conv scratch", sizeof(float) * (size_t)(S * M));
+  const float *res = ep ? ep->residual : NULL;
+  float lo = ep ? ep->lo : -INFINITY, hi = ep ? ep->hi : INFINITY;
+  gemm_params p = gemm_params_default();
+  p.M = S, p.N = M, p.K = C;
+  p.trans_a = true, p.lda = S; /* op(A) = X^T */
+  p.trans_b = true, p.B = W, p.ldb = C, p.packed_b = wt; /* op(B) = W^T */
+  p.C = T, p.ldc = M;
+  if (B) p.epilogue.bias_kind = GEMM_BIAS_COL, p.epilogue.bias = B;
+  bool clamp_after = res != NULL; /* the residual comes before the clamp */
+  if (!clamp_after && (lo != -INFINITY || hi != INFINITY)) {
+    if (lo == 0.f && hi == INFINITY) p.epilogue.act = GEMM_ACT_RELU;
+    else if (lo <= hi) p.epilogue.act = GEMM_ACT_CLIP, p.epilogue.clip_lo = lo, p.epilogue.clip_hi = hi;
+    else clamp_after = true;
+  }
+  const conv_kernels *k = conv_kernels_get(isa);
+  pwt_job j = {.k = k, .T = T, .M = M, .S = S, .lo = clamp_after ? lo : -INFINITY,
+               .hi = clamp_after ? hi : INFINITY};
+  smelt_status st = SMELT_OK;
+  for (int64_t n = 0; n < N && !st; n++) {
+    p.A = X + n * C * S;
+    st = gemm_f32_isa(pool, &p, isa);
+    if (st) break;
+    j.res = res ? res + n * M * S : NULL;
+    j.Y = Y + n * M * S;
+    int64_t blocks = conv_cdiv(M, k->vl);
+    pool_parallel_for(pool, blocks, 1 + 16384 / (S * k->vl), pwt_rows, &j);
+  }
+  tensor_data_free(T);
+  return st;
 }

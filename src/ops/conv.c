@@ -13,7 +13,10 @@
  *
  * A 1x1 stride-1 unpadded one-group conv with few input channels
  * (kernels/conv.h: conv_pointwise_suits) runs on the pointwise kernel
- * instead (X and the raw W read in place, epilogue fused), before all else.
+ * instead (X and the raw W read in place, epilogue fused), before all else;
+ * one over a plane the GEMM's column panels fit badly (7x7:
+ * conv_pointwise_t_suits) as the transposed GEMM, pixels as its rows, over
+ * W^T packed once per session.
  *
  * 1-D and 2-D f32 convolutions first try the fast kernels (kernels/conv.h:
  * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
@@ -430,14 +433,31 @@ static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, con
   return st;
 }
 
-/* Whether the 1x1 route (kernels/conv.h: conv_pointwise_run) takes this
- * conv: 1x1, stride 1, no pads, one group, few input channels. */
-static bool conv_pw_route(const conv_geom *g) {
+/* 1x1, stride 1, no pads, one group: X is the GEMM's B as it lies. */
+static bool conv_pw_shape(const conv_geom *g) {
   if (g->G != 1 || g->Kdim <= 0 || g->Kdim != g->C) return false;
   for (int i = 0; i < g->w.nsp; i++)
     if (g->w.kernel[i] != 1 || g->w.stride[i] != 1 || g->w.pad_lo[i] != 0 || g->w.pad_hi[i] != 0)
       return false;
-  return g->S_in == g->S_out && conv_pointwise_suits(g->C, g->M, g->S_out);
+  return g->S_in == g->S_out;
+}
+
+/* Whether the 1x1 route (kernels/conv.h: conv_pointwise_run) takes this
+ * conv: a pointwise shape with few input channels (or a small plane). */
+static bool conv_pw_route(const conv_geom *g) {
+  return conv_pw_shape(g) && conv_pointwise_suits(g->C, g->M, g->S_out);
+}
+
+/* The transposed 1x1 route (kernels/conv.h: conv_pointwise_t_run) for a
+ * plane the GEMM's column panels fit badly (7x7): W^T packed once per
+ * session as the GEMM's B (ops/gemm_weights.h), a constant float32 W only;
+ * NULL: not this route. */
+static const gemm_packed *conv_pw_t_weights(op_ctx *c, const conv_geom *g) {
+  const tensor *w = c->in[1];
+  if (!conv_pw_shape(g) || conv_pointwise_suits(g->C, g->M, g->S_out) || w->dtype != SMELT_F32 ||
+      !op_input_is_constant(c, 1) || !conv_pointwise_t_suits(isa_active(), g->C, g->M, g->S_out))
+    return NULL;
+  return gemm_weights_b(c->cache, c->pool, true, g->C, g->M, w->data);
 }
 
 static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, const float *W,
@@ -465,6 +485,7 @@ smelt_status conv_op_prepare(op_ctx *c) {
   TRY(conv_plan(c, &g));
   if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
   if (conv_pw_route(&g)) return SMELT_OK; /* nothing to prepare */
+  if (conv_pw_t_weights(c, &g)) return SMELT_OK; /* W^T packed */
   conv2d_desc d;
   conv_algo algo;
   conv2d_weights *pw;
@@ -478,6 +499,14 @@ smelt_status conv_op_prepare(op_ctx *c) {
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
   if (conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
+  const gemm_packed *wt = W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
+  if (wt) {
+    conv_epilogue rest = {0};
+    conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
+    TRY(conv_pointwise_t_run(c->pool, isa_active(), g->N, g->C, g->M, g->S_out, X, W, wt, B, &kep, Y));
+    conv_epilogue_after(c->pool, &rest, Y, g->N * g->M * g->S_out);
+    return SMELT_OK;
+  }
   bool done;
   TRY(conv_fast(c, g, X, W, B, ep, Y, &done));
   if (done) return SMELT_OK;

@@ -285,6 +285,14 @@ static void pool_cases(smelt_pool *pool) {
       v = base, v.H = 4, v.W = 4, v.KH = 3, v.KW = 3, v.sh = v.sw = 3, v.pt = v.pl = 2,
       v.pb = v.pr = 2; /* windows entirely in the padding */
       check_pool(v, pool);
+      /* 3 taps at stride 2 (max_pool_row_k3s2): rows of 1..3 values, wide begin pads, a
+       * window past the end and wholly in the padding, a row longer than two vectors */
+      for (int64_t w = 1; w <= 3; w++) {
+        v = base, v.W = w, v.pl = 2, v.pr = 2;
+        check_pool(v, pool);
+      }
+      v = base, v.H = 5, v.W = 37, v.pt = v.pl = 0, v.pb = v.pr = 3;
+      check_pool(v, pool);
     }
   /* global average: planes of 1, 49, 37 and 1000 values */
   int64_t sizes[] = {1, 49, 37, 1000, 4099};

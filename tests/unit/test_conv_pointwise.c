@@ -3,6 +3,7 @@
  * ISA path the machine has (through the isa argument), with and without a
  * thread pool (1 and 2 threads), over shapes that break its tiling: input
  * channels 1, 3, 16, 17, 24, 64; output channels off the panel height;
+ * the transposed route (conv_pointwise_t_run) with and without W^T packed;
  * planes 1x1, 7x7, 13x17 and one longer than a pixel block; batch 2; with
  * and without bias, residual and clamp.  Canaries after Y catch writes
  * past the end.  Error bound as in test_conv_kernels.c:
@@ -14,6 +15,7 @@
 
 #include "check.h"
 #include "kernels/conv.h"
+#include "kernels/gemm.h"
 #include "util/err.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -29,7 +31,10 @@ static void fill(float *p, int64_t n) {
 #define CANARY 8
 static double worst;
 
-static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64_t S) {
+/* route 0: conv_pointwise_run; 1: conv_pointwise_t_run over W^T packed
+ * for the ISA (none on scalar: the GEMM packs it per call); 2: the same
+ * with no packed W^T at all. */
+static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64_t M, int64_t S) {
   int64_t nx = N * C * S, ny = N * M * S;
   float *X = malloc(sizeof(float) * (size_t)nx), *W = malloc(sizeof(float) * (size_t)(M * C));
   float *B = malloc(sizeof(float) * (size_t)M), *R = malloc(sizeof(float) * (size_t)ny);
@@ -52,8 +57,16 @@ static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64
       bool bias = v & 1, res = v & 2, clamp = v & 4;
       conv2d_epilogue ep = {res ? R : NULL, clamp ? -0.5f : -INFINITY, clamp ? 0.75f : INFINITY};
       for (int64_t i = 0; i < ny + CANARY; i++) Y[i] = 1234.5f;
-      CHECK_OK(conv_pointwise_run(pool, (isa_level)isa, N, C, M, S, X, W, bias ? B : NULL,
-                                  v & 6 ? &ep : NULL, Y));
+      if (route == 0) {
+        CHECK_OK(conv_pointwise_run(pool, (isa_level)isa, N, C, M, S, X, W, bias ? B : NULL,
+                                    v & 6 ? &ep : NULL, Y));
+      } else {
+        gemm_packed *wt = NULL;
+        if (route == 1) CHECK_OK(gemm_pack_b_prepare(pool, (isa_level)isa, true, C, M, W, C, &wt));
+        CHECK_OK(conv_pointwise_t_run(pool, (isa_level)isa, N, C, M, S, X, W, wt, bias ? B : NULL,
+                                      v & 6 ? &ep : NULL, Y));
+        gemm_packed_free(wt);
+      }
       for (int64_t i = 0; i < ny; i++) {
         int64_t m = i / S % M;
         double b = bias ? B[m] : 0, r = res ? R[i] : 0, t = want[i] + b + r;
@@ -61,8 +74,8 @@ static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64
         double e = fabs(Y[i] - c) / (mag[i] + fabs(b) + fabs(r));
         if (e > worst) worst = e;
         if (!(e <= 2e-6)) {
-          fprintf(stderr, "%s N%lld C%lld M%lld S%lld case %d: element %lld is %.9g, expected %.9g\n",
-                  isa_name((isa_level)isa), (long long)N, (long long)C, (long long)M, (long long)S, v,
+          fprintf(stderr, "route %d %s N%lld C%lld M%lld S%lld case %d: element %lld is %.9g, expected %.9g\n",
+                  route, isa_name((isa_level)isa), (long long)N, (long long)C, (long long)M, (long long)S, v,
                   (long long)i, Y[i], c);
           CHECK(0);
           break;
@@ -71,6 +84,25 @@ static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64
       for (int i = 0; i < CANARY; i++) CHECK(Y[ny + i] == 1234.5f);
     }
   free(X), free(W), free(B), free(R), free(Y), free(want), free(mag);
+}
+
+static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64_t S) {
+  check_route(pool, 0, N, C, M, S);
+}
+
+/* The transposed route: pixels as the GEMM's rows (MR 6 at AVX2, 8 at
+ * AVX-512) and channels its columns, off both tile sizes and the vector
+ * width; a K past the GEMM's K block (256). */
+static void t_cases(smelt_pool *pool) {
+  static const int64_t Cs[] = {1, 3, 17, 300};
+  static const int64_t Ms[] = {1, 5, 17, 40};
+  static const int64_t Ss[] = {1, 7 * 7, 13 * 17};
+  for (size_t c = 0; c < sizeof Cs / sizeof *Cs; c++)
+    for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
+      for (size_t s = 0; s < sizeof Ss / sizeof *Ss; s++)
+        for (int route = 1; route <= 2; route++) check_route(pool, route, 1, Cs[c], Ms[m], Ss[s]);
+  check_route(pool, 1, 2, 24, 33, 7 * 7);
+  check_route(pool, 1, 1, 160, 96, 7 * 7);
 }
 
 static void cases(smelt_pool *pool) {
@@ -82,6 +114,8 @@ static void cases(smelt_pool *pool) {
       for (size_t s = 0; s < sizeof Ss / sizeof *Ss; s++) check_shape(pool, 1, Cs[c], Ms[m], Ss[s]);
   check_shape(pool, 2, 17, 9, 13 * 17);
   check_shape(pool, 2, 24, 144, 56 * 56);
+  check_shape(pool, 1, 384, 66, 14 * 14); /* the small-plane route: C past 64 */
+  check_shape(pool, 2, 257, 33, 13 * 17);
 }
 
 static void guard_cases(void) {
@@ -93,8 +127,19 @@ static void guard_cases(void) {
   CHECK_OK(conv_pointwise_run(NULL, ISA_SCALAR, 0, 1, 1, 1, &x, &w, NULL, NULL, &y));
   CHECK(y == 0);
   CHECK(conv_pointwise_suits(16, 96, 112 * 112) && !conv_pointwise_suits(0, 96, 1));
-  CHECK(conv_pointwise_suits(144, 24, 56 * 56) && !conv_pointwise_suits(96, 576, 14 * 14));
+  CHECK(conv_pointwise_suits(144, 24, 56 * 56) && !conv_pointwise_suits(96, 576, 28 * 28));
   CHECK(!conv_pointwise_suits(256, 64, 56 * 56));
+  /* small planes with a small weight; not 7x7, not weights past L2, not 28x28 */
+  CHECK(conv_pointwise_suits(96, 576, 14 * 14) && conv_pointwise_suits(576, 96, 14 * 14));
+  CHECK(conv_pointwise_suits(384, 64, 13 * 13) && conv_pointwise_suits(256, 32, 27 * 27));
+  CHECK(!conv_pointwise_suits(576, 160, 7 * 7) && !conv_pointwise_suits(512, 1000, 13 * 13));
+  CHECK(!conv_pointwise_suits(512, 128, 28 * 28) && !conv_pointwise_suits(1024, 256, 14 * 14));
+  /* the transposed route: 7x7, not 14x14; none without a packed GEMM */
+  CHECK(!conv_pointwise_t_suits(ISA_SCALAR, 320, 1280, 7 * 7));
+  if (isa_detect() >= ISA_AVX2)
+    CHECK(conv_pointwise_t_suits(ISA_AVX2, 320, 1280, 7 * 7) && !conv_pointwise_t_suits(ISA_AVX2, 96, 576, 14 * 14));
+  CHECK(conv_pointwise_t_run(NULL, ISA_SCALAR, 1, 0, 1, 1, &x, &w, NULL, NULL, NULL, &y) ==
+        SMELT_ERR_INVALID_ARGUMENT);
 }
 
 int main(void) {
@@ -104,6 +149,8 @@ int main(void) {
   cases(NULL);
   cases(p1);
   cases(p2);
+  t_cases(NULL);
+  t_cases(p2);
   guard_cases();
   pool_free(p1);
   pool_free(p2);
