@@ -75,21 +75,28 @@ static void test_store(void) {
   prep_store_free(s); /* unmaps */
 }
 
+/* A cache under root/sub and a store over it; sync: SMELT_CACHE_WRITE=sync
+ * while the store is made (it reads the variable then). */
+static prep_store *open_store(const char *sub, bool sync, smelt_cache *c, char *dir, size_t n) {
+  snprintf(dir, n, "%s/%s", root, sub);
+  if (sync) setenv("SMELT_CACHE_WRITE", "sync", 1);
+  bool warn;
+  cache_open(c, dir, &warn);
+  CHECK(c->enabled);
+  prep_store *s = NULL;
+  CHECK_OK(prep_store_create(c, NULL, &s));
+  unsetenv("SMELT_CACHE_WRITE");
+  return s;
+}
+
 /* Reserved entries: prepared in place, committed (by the writer thread, or at
  * once under SMELT_CACHE_WRITE=sync), found by a get of the same store --
  * which waits for the commit -- and by the next store; an aborted one is
  * never found, a reservation never committed leaves no entry. */
 static void test_reserve(const char *sub, bool sync) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", root, sub);
-  if (sync) setenv("SMELT_CACHE_WRITE", "sync", 1);
   smelt_cache c;
-  bool warn;
-  cache_open(&c, dir, &warn);
-  CHECK(c.enabled);
-  prep_store *s = NULL;
-  CHECK_OK(prep_store_create(&c, NULL, &s));
-  unsetenv("SMELT_CACHE_WRITE");
+  prep_store *s = open_store(sub, sync, &c, dir, sizeof dir);
   static float src[64], want[4096];
   for (int i = 0; i < 64; i++) src[i] = (float)i;
   for (int i = 0; i < 4096; i++) want[i] = (float)i * 0.25f;
@@ -133,15 +140,8 @@ static void test_reserve(const char *sub, bool sync) {
 #define N_ASYNC 24
 static void test_async(const char *sub, bool sync) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", root, sub);
-  if (sync) setenv("SMELT_CACHE_WRITE", "sync", 1);
   smelt_cache c;
-  bool warn;
-  cache_open(&c, dir, &warn);
-  CHECK(c.enabled);
-  prep_store *s = NULL;
-  CHECK_OK(prep_store_create(&c, NULL, &s));
-  unsetenv("SMELT_CACHE_WRITE");
+  prep_store *s = open_store(sub, sync, &c, dir, sizeof dir);
   static float src[N_ASYNC][64], prep[N_ASYNC][4096];
   prep_key k[N_ASYNC];
   for (int e = 0; e < N_ASYNC; e++) {
