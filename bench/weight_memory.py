@@ -13,10 +13,12 @@ loaded nothing), so its peak RSS (VmHWM) is its own:
     mode compiles at creation) and SMELT_CACHE_DIR set to a fresh empty
     folder (cold: compiles and
     prepares weights), the session freed, created again from the cache it
-    filled (warm), then --runs runs on the model's test_data_set_0 inputs;
+    filled (warm: the same process, the model already loaded), then --runs
+    runs on the model's test_data_set_0 inputs; then a new process loads the
+    model and creates a session from that cache (cache s: a restart);
   - ort: InferenceSession creation (ORT_ENABLE_ALL, --threads intra-op
     threads) and --runs runs on the same inputs.
-Per runner: create_cold_s / create_warm_s (ORT: create_s), the RSS after
+Per runner: create_cold_s / create_warm_s / create_cache_s (ORT: create_s), the RSS after
 creation and after the runs (anonymous and file-backed parts, from
 /proc/self/status) and peak_rss_mb.  For a 1-layer version of a transformer
 beside the full one, see bench/one_layer.py.
@@ -64,12 +66,26 @@ def dims_of(model_dir):
     return {"dims": ",".join(f"{k}={v}" for k, v in dims.items())}
 
 
-def run_smelt(model_dir, mode, args):
+def run_smelt_from_cache(model_dir, mode, args, cache):
+    """A new process over the cache a cold run filled: model load and session
+    creation, as a user's second `smelt run` or server restart sees them."""
+    import ort_compare as oc
+    sm = oc.Smelt(args.lib)
+    os.environ["SMELT_CACHE_DIR"] = cache
+    t0 = time.perf_counter()
+    r = oc.SmeltRunner(None, sm, os.path.join(model_dir, "model.onnx"), inputs_of(model_dir), args.threads,
+                       oc.MODES[mode], dims=args.dims.get(model_dir) or None)
+    res = {"create_cache_s": time.perf_counter() - t0}  # includes model load and input reads
+    r.close()
+    return res
+
+
+def run_smelt(model_dir, mode, args, cache):
     import ort_compare as oc
     sm = oc.Smelt(args.lib)
     path = os.path.join(model_dir, "model.onnx")
     res = {"runner": "smelt " + mode}
-    with tempfile.TemporaryDirectory() as cache:
+    if True:
         os.environ["SMELT_CACHE_DIR"] = cache
         t0 = time.perf_counter()
         r = oc.SmeltRunner(None, sm, path, inputs_of(model_dir), args.threads, oc.MODES[mode],
@@ -158,14 +174,20 @@ def main():
     rows = []
     args.dims = {d: in_child(dims_of, d).get("dims", "") for d in args.models}
     print(f"{'model':<12} {'runner':<14} {'peak MB':>8} {'anon MB':>8} {'file MB':>8} "
-          f"{'cold s':>7} {'warm s':>7}")
+          f"{'cold s':>7} {'warm s':>7} {'cache s':>7}")
+    tmp = tempfile.TemporaryDirectory()
     for d in args.models:
         name = os.path.basename(os.path.normpath(d))
-        runners = [(run_smelt, d, m, args) for m in args.modes.split(",") if m]
+        runners = []
+        for m in args.modes.split(","):
+            if m:
+                runners.append((run_smelt, d, m, args, os.path.join(tmp.name, f"{name}-{m}")))
         if not args.no_ort:
             runners.append((run_ort, d, args))
         for fn, *a in runners:
             res = in_child(fn, *a)
+            if fn is run_smelt and "error" not in res:
+                res.update(in_child(run_smelt_from_cache, *a))
             res["model"] = name
             rows.append(res)
             if "error" in res:
@@ -173,9 +195,11 @@ def main():
                 continue
             ar = res["after_runs"]
             cold = res.get("create_cold_s", res.get("create_s"))
-            warm = res.get("create_warm_s")
+            warm, fresh = res.get("create_warm_s"), res.get("create_cache_s")
             print(f"{name:<12} {res['runner']:<14} {res['peak_rss_mb']:>8.0f} {ar['RssAnon']:>8.0f} "
-                  f"{ar['RssFile']:>8.0f} {cold:>7.2f} " + (f"{warm:>7.2f}" if warm is not None else f"{'':>7}"))
+                  f"{ar['RssFile']:>8.0f} {cold:>7.2f} " + (f"{warm:>7.2f}" if warm is not None else f"{'':>7}")
+                  + (f" {fresh:>7.2f}" if fresh is not None else ""))
+    tmp.cleanup()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": rows, "threads": args.threads, "env": args.env}, f, indent=1)
