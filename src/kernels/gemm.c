@@ -12,7 +12,11 @@
  *   - Work items are (ic, jt): an MC-row block of C times a range of column
  *     panels.  Each thread claims items from an atomic counter; for every K
  *     block it packs its A block (mc x kc, MR-row micro-panels) into its own
- *     buffer and runs the micro-kernel over the item's panels.
+ *     buffer and runs the micro-kernel over the item's panels.  On several
+ *     threads, when A's panels for the K super-block fit GEMM_SHARED_A_BYTES,
+ *     A is instead packed once into a buffer the threads share (a block by
+ *     whoever needs it first, as B's panels; kept across the N chunks), and
+ *     items are cut finer (GEMM_ITEMS_PER_THREAD).
  *   - The first K block applies beta, the last one the epilogue.
  * The chunk width keeps the packed B of one chunk within a cache-sized
  * budget; one pool_parallel_for per chunk. */
