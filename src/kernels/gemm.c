@@ -495,8 +495,13 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   size_t groups = x.pre_b ? 0 : (size_t)(n_pc_max * ceil_div(n_jr_max, GEMM_B_GROUP));
   /* Several threads: A packed once per K pass into one buffer they share,
    * instead of each thread packing the A block of every item it takes, when
-   * that buffer is small (transformer rows: 128 x 3072 is 1.5 MiB). */
-  bool share_a = !x.pre_a && threads > 1 && (double)x.m_pad * (double)qk_max * sizeof(float) <= GEMM_SHARED_A_BYTES;
+   * that buffer is small (transformer rows: 128 x 3072 is 1.5 MiB) and the
+   * threads would pack blocks again: several K blocks (a thread's next item
+   * needs its A blocks again) or several N chunks.  With one K block and one
+   * chunk each thread packs its block once, at the same time as the others,
+   * which sharing would only serialize (vit_tiny's 130 x 192 products). */
+  bool share_a = !x.pre_a && threads > 1 && (n_pc_max > 1 || chunk < p->N) &&
+                 (double)x.m_pad * (double)qk_max * sizeof(float) <= GEMM_SHARED_A_BYTES;
   x.abuf_len = x.pre_a || share_a ? 0 : round_up(x.mc * x.kc, 16);
   size_t abuf_bytes = share_a ? (size_t)round_up(x.m_pad * qk_max, 16) * sizeof(float)
                               : (size_t)threads * (size_t)x.abuf_len * sizeof(float);
