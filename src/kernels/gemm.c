@@ -13,7 +13,8 @@
  *     panels.  Each thread claims items from an atomic counter; for every K
  *     block it packs its A block (mc x kc, MR-row micro-panels) into its own
  *     buffer and runs the micro-kernel over the item's panels.  On several
- *     threads, when A's panels for the K super-block fit GEMM_SHARED_A_BYTES,
+ *     threads, when A's panels for the K super-block fit GEMM_SHARED_A_BYTES
+ *     and there are several K blocks or N chunks (A blocks packed again),
  *     A is instead packed once into a buffer the threads share (a block by
  *     whoever needs it first, as B's panels; kept across the N chunks), and
  *     items are cut finer (GEMM_ITEMS_PER_THREAD).
