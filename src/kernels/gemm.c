@@ -14,7 +14,8 @@
  *     block it packs its A block (mc x kc, MR-row micro-panels) into its own
  *     buffer and runs the micro-kernel over the item's panels.  On several
  *     threads, when A's panels for the K super-block fit GEMM_SHARED_A_BYTES
- *     and there are several K blocks or N chunks (A blocks packed again),
+ *     and A blocks would be packed again (several K blocks and items
+ *     sharing row blocks, or several N chunks),
  *     A is instead packed once into a buffer the threads share (a block by
  *     whoever needs it first, as B's panels; kept across the N chunks), and
  *     items are cut finer (GEMM_ITEMS_PER_THREAD).
@@ -497,11 +498,13 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   /* Several threads: A packed once per K pass into one buffer they share,
    * instead of each thread packing the A block of every item it takes, when
    * that buffer is small (transformer rows: 128 x 3072 is 1.5 MiB) and the
-   * threads would pack blocks again: several K blocks (a thread's next item
-   * needs its A blocks again) or several N chunks.  With one K block and one
-   * chunk each thread packs its block once, at the same time as the others,
-   * which sharing would only serialize (vit_tiny's 130 x 192 products). */
-  bool share_a = !x.pre_a && threads > 1 && (n_pc_max > 1 || chunk < p->N) &&
+   * threads would pack blocks again: several K blocks with several items
+   * per row block (a thread's next item needs the same A blocks again), or
+   * several N chunks.  Otherwise each thread packs its blocks once, at the
+   * same time as the others, which sharing would only serialize (vit_tiny's
+   * 130 x 192 x 192, vit_b16's 197 rows in two blocks, one per thread). */
+  bool items_share_rows = threads > 1 && x.n_ic % threads != 0; /* plan_items' column split */
+  bool share_a = !x.pre_a && threads > 1 && ((n_pc_max > 1 && items_share_rows) || chunk < p->N) &&
                  (double)x.m_pad * (double)qk_max * sizeof(float) <= GEMM_SHARED_A_BYTES;
   x.abuf_len = x.pre_a || share_a ? 0 : round_up(x.mc * x.kc, 16);
   size_t abuf_bytes = share_a ? (size_t)round_up(x.m_pad * qk_max, 16) * sizeof(float)
