@@ -5,7 +5,8 @@
  * Identity, ...) cost nothing: their output is their input's buffer.  Every
  * buffer gets a lifetime [producing step, last reading step]; an elementwise
  * kernel may write its output over an input that dies there (same bytes,
- * read and written at the same index); then memplan places the buffers.
+ * read and written at the same index), and a GEMM step its output over its
+ * residual input; then memplan places the buffers.
  *
  * Complexity: O(n + v + e) for units and locations, O((units + edges) log
  * units) for the order (a heap of ready units), then memplan (see there). */
@@ -382,6 +383,32 @@ static void find_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
   }
 }
 
+/* In-place: a GEMM step with a residual (Y = A B + ... + R, run as beta = 1
+ * over Y preloaded with R) writes Y over R when R is last read here, has
+ * Y's bytes and shares its buffer with no other input of the step (A, B or
+ * the bias read while Y is written): the step then skips copying R into Y
+ * (gemm_step_run copies only when the pointers differ). */
+static void find_gemm_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
+  const pstep *st = &p->steps[k];
+  if (!st->gemm || !st->gemm->has_res) return;
+  const ir_graph *g = s->cg->g;
+  const ir_node *nd = &g->nodes[st->node];
+  if (nd->n_inputs < 4 || nd->inputs[3] < 0 || nd->n_outputs < 1 || nd->outputs[0] < 0) return;
+  int vr = nd->inputs[3], vo = nd->outputs[0], rr = s->root[vr];
+  if (p->loc[vo].kind != VL_ARENA || B->buf_of[vo] < 0 || p->loc[rr].kind != VL_ARENA || B->buf_of[rr] < 0)
+    return;
+  int br = uf_find(B->uf, B->buf_of[rr]), bo = B->buf_of[vo];
+  if (B->b[br].last != k || uf_find(B->uf, bo) != bo || br == bo) return;
+  if (value_bytes(&g->values[vr]) != value_bytes(&g->values[vo])) return;
+  for (int i = 0; i < 3 && i < nd->n_inputs; i++) {
+    int vi = nd->inputs[i];
+    if (vi >= 0 && B->buf_of[s->root[vi]] >= 0 && uf_find(B->uf, B->buf_of[s->root[vi]]) == br) return;
+  }
+  B->uf[bo] = br;
+  B->b[br].last = B->b[bo].last;
+  if (B->b[bo].size > B->b[br].size) B->b[br].size = B->b[bo].size;
+}
+
 static smelt_status plan_memory(sched *s, compiled_plan *p) {
   const ir_graph *g = s->cg->g;
   bufs B = {0};
@@ -428,6 +455,7 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
     if (B.b[b].first > B.b[b].last) B.b[b].last = B.b[b].first; /* never read */
   for (int k = 0; k < p->n_steps; k++)
     if (p->steps[k].kind == PS_KERNEL) find_inplace(s, p, &B, k);
+    else if (p->steps[k].kind == PS_LIBRARY) find_gemm_inplace(s, p, &B, k);
   /* solve over representatives only */
   int *rep = malloc(sizeof(int) * ((size_t)B.n + 1));
   mp_buffer *solve = malloc(sizeof(mp_buffer) * ((size_t)B.n + 1));

@@ -12,7 +12,13 @@
  *   - Work items are (ic, jt): an MC-row block of C times a range of column
  *     panels.  Each thread claims items from an atomic counter; for every K
  *     block it packs its A block (mc x kc, MR-row micro-panels) into its own
- *     buffer and runs the micro-kernel over the item's panels.
+ *     buffer and runs the micro-kernel over the item's panels.  On several
+ *     threads, when A's panels for the K super-block fit GEMM_SHARED_A_BYTES
+ *     and A blocks would be packed again (several K blocks and items
+ *     sharing row blocks, or several N chunks),
+ *     A is instead packed once into a buffer the threads share (a block by
+ *     whoever needs it first, as B's panels; kept across the N chunks), and
+ *     items are cut finer (GEMM_ITEMS_PER_THREAD).
  *   - The first K block applies beta, the last one the epilogue.
  * The chunk width keeps the packed B of one chunk within a cache-sized
  * budget; one pool_parallel_for per chunk. */
@@ -308,6 +314,8 @@ typedef struct packed_ctx {
   int64_t pre_b_off;          /* ...where this chunk's panels start */
   const float *pre_a;         /* A packed ahead (whole), or NULL */
   int64_t m_pad;              /* M rounded up to MR (pre_a's rows) */
+  float *sh_a;                /* A of the K pass packed once, shared by the threads (pre_a's layout), or NULL */
+  atomic_uchar *astate;       /* ...per row block and K block: PANEL_* */
   atomic_uchar *bstate;       /* per K block and panel group: PANEL_* */
   float *abuf;                /* per slot: mc_max*kc floats */
   int64_t abuf_len;
@@ -319,6 +327,9 @@ static void spin_pause(void) {
   _mm_pause();
 #endif
 }
+
+/* The largest A shared by the threads of one product (gemm_packed_run). */
+#define GEMM_SHARED_A_BYTES ((double)(4 << 20))
 
 /* Panels are packed GEMM_B_GROUP at a time (one claim, one pass over the
  * rows of B), so the packer reads runs of GEMM_B_GROUP*NR floats per row. */
@@ -362,6 +373,27 @@ static int64_t row_block_start(const packed_ctx *x, int64_t ic) {
   return start < x->p->M ? start : x->p->M;
 }
 
+/* The shared packed A block (ic, pc) -- rows [i0, i0+mc), K from p0 --
+ * packing it if no thread has (the protocol of b_panel). */
+static const float *a_block(packed_ctx *x, int64_t ic, int64_t pc, int64_t i0, int64_t mc, int64_t p0,
+                            int64_t kc) {
+  float *dst = x->sh_a + x->m_pad * (p0 - x->q0) + i0 * kc;
+  atomic_uchar *st = &x->astate[ic * x->n_pc + pc];
+  unsigned char s = atomic_load_explicit(st, memory_order_acquire);
+  if (s == PANEL_READY) return dst;
+  unsigned char expect = PANEL_EMPTY;
+  if (s == PANEL_EMPTY && atomic_compare_exchange_strong(st, &expect, PANEL_PACKING)) {
+    x->ar->pack_a(x->p, i0, mc, p0, kc, dst);
+    atomic_store_explicit(st, PANEL_READY, memory_order_release);
+    return dst;
+  }
+  for (int spins = 0; atomic_load_explicit(st, memory_order_acquire) != PANEL_READY; spins++) {
+    if (spins < 2000) spin_pause();
+    else sched_yield();
+  }
+  return dst;
+}
+
 /* The row tiles of one item over B panel jp of K block pc.  (Software
  * prefetch of the next packed panel, or of the next group's unpacked source,
  * a slice per tile, measured no faster or slower here.) */
@@ -393,6 +425,7 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
     /* With one K block the A block survives to the next item of the same ic.
      * A packed ahead holds the block at row i0 of K block p0 in place. */
     if (x->pre_a) abuf = (float *)(x->pre_a + x->m_pad * p0 + i0 * kc);
+    else if (x->sh_a) abuf = (float *)a_block(x, ic, pc, i0, mc, p0, kc);
     else if (x->n_pc > 1 || *packed_ic != ic) x->ar->pack_a(p, i0, mc, p0, kc, abuf);
     *packed_ic = x->n_pc > 1 ? -1 : ic;
     bool last = x->last_q && pc == x->n_pc - 1;
@@ -409,7 +442,7 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
 static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
   packed_ctx *x = vctx;
   for (int64_t s = s0; s < s1; s++) {
-    float *abuf = x->abuf ? x->abuf + s * x->abuf_len : NULL; /* NULL: A packed ahead */
+    float *abuf = x->abuf ? x->abuf + s * x->abuf_len : NULL; /* NULL: A packed ahead or shared */
     int64_t packed_ic = -1;
     for (;;) {
       if (pool_stopping()) break; /* a slot is a whole pass: stop between its items */
@@ -421,10 +454,16 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
 }
 
 /* Splits one N chunk into items: row blocks x column ranges, at least two
- * per thread when the rows alone do not divide evenly among the threads. */
+ * per thread when the rows alone do not divide evenly among the threads.
+ * With A shared (packed once per K pass, whoever needs a block first) an
+ * item costs no packing of its own, so there are at least GEMM_ITEMS_PER_THREAD
+ * per thread: a thread that starts late or loses its core for a while
+ * (another process) then holds up a smaller share of the product. */
+#define GEMM_ITEMS_PER_THREAD 4
 static void plan_items(packed_ctx *x, int threads) {
   int64_t jt = 1;
-  if (threads > 1 && x->n_ic % threads != 0) jt = ceil_div(2 * threads, x->n_ic);
+  if (threads > 1 && x->sh_a) jt = ceil_div(GEMM_ITEMS_PER_THREAD * threads, x->n_ic);
+  else if (threads > 1 && x->n_ic % threads != 0) jt = ceil_div(2 * threads, x->n_ic);
   x->jt_len = ceil_div(x->n_jr, jt);
   x->n_jt = ceil_div(x->n_jr, x->jt_len);
 }
@@ -456,16 +495,31 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   size_t panels = x.pre_b ? 0 : (size_t)(n_pc_max * n_jr_max);
   size_t bbuf_bytes = panels * (size_t)(x.kc * NR) * sizeof(float);
   size_t groups = x.pre_b ? 0 : (size_t)(n_pc_max * ceil_div(n_jr_max, GEMM_B_GROUP));
-  x.abuf_len = x.pre_a ? 0 : round_up(x.mc * x.kc, 16);
-  size_t abuf_bytes = (size_t)threads * (size_t)x.abuf_len * sizeof(float);
-  size_t state_bytes = (size_t)round_up((int64_t)groups, 64);
+  /* Several threads: A packed once per K pass into one buffer they share,
+   * instead of each thread packing the A block of every item it takes, when
+   * that buffer is small (transformer rows: 128 x 3072 is 1.5 MiB) and the
+   * threads would pack blocks again: several K blocks with several items
+   * per row block (a thread's next item needs the same A blocks again), or
+   * several N chunks.  Otherwise each thread packs its blocks once, at the
+   * same time as the others, which sharing would only serialize (vit_tiny's
+   * 130 x 192 x 192, vit_b16's 197 rows in two blocks, one per thread). */
+  bool items_share_rows = threads > 1 && x.n_ic % threads != 0; /* plan_items' column split */
+  bool share_a = !x.pre_a && threads > 1 && ((n_pc_max > 1 && items_share_rows) || chunk < p->N) &&
+                 (double)x.m_pad * (double)qk_max * sizeof(float) <= GEMM_SHARED_A_BYTES;
+  x.abuf_len = x.pre_a || share_a ? 0 : round_up(x.mc * x.kc, 16);
+  size_t abuf_bytes = share_a ? (size_t)round_up(x.m_pad * qk_max, 16) * sizeof(float)
+                              : (size_t)threads * (size_t)x.abuf_len * sizeof(float);
+  size_t astates = share_a ? (size_t)(x.n_ic * n_pc_max) : 0;
+  size_t state_bytes = (size_t)round_up((int64_t)(groups + astates), 64);
   char *mem = bbuf_bytes + abuf_bytes + state_bytes ? tensor_data_alloc(bbuf_bytes + abuf_bytes + state_bytes)
                                                     : NULL;
   if (!mem && bbuf_bytes + abuf_bytes + state_bytes) return false;
   if (mem) {
     x.bbuf = (float *)mem;
-    x.abuf = (float *)(mem + bbuf_bytes);
+    x.abuf = x.abuf_len ? (float *)(mem + bbuf_bytes) : NULL;
+    x.sh_a = share_a ? (float *)(mem + bbuf_bytes) : NULL;
     x.bstate = (atomic_uchar *)(mem + bbuf_bytes + abuf_bytes);
+    x.astate = x.bstate + groups;
   }
 
   for (x.q0 = 0; x.q0 < p->K; x.q0 += x.qk) {
@@ -473,6 +527,8 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
     x.first_q = x.q0 == 0;
     x.last_q = x.q0 + x.qk == p->K;
     x.n_pc = ceil_div(x.qk, x.kc);
+    if (x.sh_a) /* A changes with the K pass only: packed once for all the N chunks */
+      for (int64_t i = 0; i < x.n_ic * x.n_pc; i++) atomic_init(&x.astate[i], PANEL_EMPTY);
     for (x.j0 = 0; x.j0 < p->N; x.j0 = x.j1) {
       x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
       x.n_jr = ceil_div(x.j1 - x.j0, NR);
