@@ -1,9 +1,12 @@
 """python -m smelt bench: smelt against the other ways to run a PyTorch model
-on the CPU, from Python, with the usual method: one first call (timed: the
-compile), warm-up runs, then >= 10 timed runs taking turns with nothing else;
-median with a 95% confidence interval (order statistics), p50/p99, peak
-resident memory over the backend's setup and runs, and parity with eager
-(max abs difference).  Prints one table; --json writes the rows.
+on the CPU, from Python, with the usual method: per backend one first call
+(timed: the compile) and warm-up runs; then >= 10 timed rounds in which the
+backends take turns, one run each after a short pause (--settle-ms), the first
+one rotating, so no backend always follows the same other one's spinning
+threads and load from elsewhere falls on all alike; median with a 95%
+confidence interval (order statistics), p50/p99, peak resident memory over
+the backend's first call and warm-up, and parity with eager (max abs
+difference).  Prints one table; --json writes the rows.
 
 Backends: eager, inductor (torch.compile default), onnxrt and openvino (when
 torch has them registered), smelt (torch.compile(backend="smelt")).
@@ -122,8 +125,9 @@ def make_fn(backend: str, model, threads: int, mode: str) -> Callable:
     return torch.compile(model, backend=backend)
 
 
-def bench_one(backend: str, model, args, ref, threads: int, runs: int, warmup: int,
-              mode: str) -> Dict[str, Any]:
+def setup_one(backend: str, model, args, ref, threads: int, warmup: int, mode: str):
+    """The backend's first call (timed: the compile), its warm-up runs and its
+    peak memory over both; (row, callable or None on failure)."""
     import torch
     row: Dict[str, Any] = {"backend": backend}
     _peak_reset()
@@ -136,23 +140,34 @@ def bench_one(backend: str, model, args, ref, threads: int, runs: int, warmup: i
             row["first_call_s"] = time.perf_counter() - t0
             for _ in range(warmup):
                 fn(*args)
-            times = []
-            for _ in range(runs):
-                t = time.perf_counter()
-                fn(*args)
-                times.append(time.perf_counter() - t)
         fb = [str(x.message) for x in w if "runs on" in str(x.message) and "smelt" in str(x.message)]
         if fb:
             row["fallback"] = fb[0][:200]
     except Exception as e:  # one backend failing does not end the table
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-        return row
-    med, lo, hi = median_ci(times)
-    row.update(median_ms=med * 1e3, ci_lo_ms=lo * 1e3, ci_hi_ms=hi * 1e3,
-               p50_ms=percentile(times, 0.5) * 1e3, p99_ms=percentile(times, 0.99) * 1e3,
-               runs=runs, peak_rss_mb=_peak_mb(),
-               max_abs_diff=float((out.float() - ref.float()).abs().max()))
-    return row
+        return row, None
+    row.update(peak_rss_mb=_peak_mb(), max_abs_diff=float((out.float() - ref.float()).abs().max()))
+    return row, fn
+
+
+def time_rounds(fns: Dict[str, Callable], args, runs: int, settle_s: float) -> Dict[str, List[float]]:
+    """runs rounds; in each, every backend runs once after a pause of
+    settle_s (other runtimes' threads spin a while after their run: the
+    pause keeps that off the next one's clock), the first backend rotating
+    from round to round, so load from elsewhere falls on all alike."""
+    import torch
+    names = list(fns)
+    times: Dict[str, List[float]] = {n: [] for n in names}
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for r in range(runs):
+            k = r % len(names)
+            for n in names[k:] + names[:k]:
+                time.sleep(settle_s)
+                t = time.perf_counter()
+                fns[n](*args)
+                times[n].append(time.perf_counter() - t)
+    return times
 
 
 def print_table(rows: List[Dict[str, Any]], file=sys.stdout) -> None:
@@ -195,6 +210,7 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=3, help="untimed runs after the first call (default 3)")
     p.add_argument("--seq", type=int, default=128, help="tokens for bert and gpt2 (default 128)")
     p.add_argument("--mode", default="default", help="smelt's mode (default 'default')")
+    p.add_argument("--settle-ms", type=float, default=50, help="pause before each timed run (default 50)")
     p.add_argument("--json", help="also write the rows to this file")
     a = p.parse_args(argv)
     if a.runs < 10:
@@ -206,16 +222,28 @@ def main(argv=None) -> int:
         model, args = build_model(name, a.seq)
         with torch.inference_mode():
             ref = model(*args)
+        fns: Dict[str, Callable] = {}
+        model_rows = []
         for b in a.backends.split(","):
             if not available(b):
-                rows.append({"model": name, "backend": b, "error": "not available in this torch"})
+                model_rows.append({"model": name, "backend": b, "error": "not available in this torch"})
                 continue
-            r = bench_one(b, model, args, ref, a.threads, a.runs, a.warmup, a.mode)
+            r, fn = setup_one(b, model, args, ref, a.threads, a.warmup, a.mode)
             r["model"] = name
+            model_rows.append(r)
+            if fn is not None:
+                fns[b] = fn
+        times = time_rounds(fns, args, a.runs, a.settle_ms / 1e3)
+        for r in model_rows:
+            ts = times.get(r["backend"])
+            if ts:
+                med, lo, hi = median_ci(ts)
+                r.update(median_ms=med * 1e3, ci_lo_ms=lo * 1e3, ci_hi_ms=hi * 1e3,
+                         p50_ms=percentile(ts, 0.5) * 1e3, p99_ms=percentile(ts, 0.99) * 1e3, runs=len(ts))
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
-    print(f"# threads {a.threads}, batch 1, seq {a.seq}, {a.runs} runs after {a.warmup} warm-up, "
-          f"torch {torch.__version__}")
+    print(f"# threads {a.threads}, batch 1, seq {a.seq}, {a.runs} rounds (every backend once each, "
+          f"rotating, {a.settle_ms:g} ms pause before each run) after {a.warmup} warm-up, torch {torch.__version__}")
     print_table(rows)
     if a.json:
         with open(a.json, "w") as f:
