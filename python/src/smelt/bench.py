@@ -115,7 +115,6 @@ def available(backend: str) -> bool:
 
 def make_fn(backend: str, model, threads: int, mode: str) -> Callable:
     import torch
-    torch._dynamo.reset()
     if backend == "eager":
         return model
     if backend == "inductor":
@@ -222,6 +221,9 @@ def main(argv=None) -> int:
         model, args = build_model(name, a.seq)
         with torch.inference_mode():
             ref = model(*args)
+        # once per model, not per backend: a reset drops the backends compiled
+        # before, which would then recompile inside the timed rounds
+        torch._dynamo.reset()
         fns: Dict[str, Callable] = {}
         model_rows = []
         for b in a.backends.split(","):
