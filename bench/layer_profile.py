@@ -28,21 +28,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 SKIP_ORT = {"ReorderInput", "ReorderOutput", "Flatten", "Reshape", "Identity"}
-
-
-def load_inputs(model_dir, sess):
-    import onnx
-    from onnx import numpy_helper
-    files = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
-                   key=lambda f: int(f.rsplit("_", 1)[1].split(".")[0]))
-    feeds = {}
-    for meta, f in zip(sess.get_inputs(), files):
-        t = onnx.TensorProto()
-        with open(f, "rb") as fh:
-            t.ParseFromString(fh.read())
-        feeds[meta.name] = numpy_helper.to_array(t)
-    return feeds, files
 
 
 def ort_layers(model_dir, threads, runs):
@@ -55,7 +42,8 @@ def ort_layers(model_dir, threads, runs):
     so.enable_profiling = True
     so.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="layer_profile_"), "ort")
     sess = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), so, providers=["CPUExecutionProvider"])
-    feeds, files = load_inputs(model_dir, sess)
+    import ort_profile  # bench/: the same inputs, read the same way
+    feeds, files = ort_profile.load_inputs(model_dir, sess), ort_profile.input_files(model_dir)
     sess.run(None, feeds)  # untimed
     for _ in range(runs):
         sess.run(None, feeds)

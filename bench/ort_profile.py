@@ -26,11 +26,15 @@ from onnx import numpy_helper
 import onnxruntime as ort
 
 
+def input_files(model_dir):
+    """test_data_set_0/input_N.pb of a zoo-layout folder, in N order."""
+    return sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
+                  key=lambda f: int(f.rsplit("_", 1)[1].split(".")[0]))
+
+
 def load_inputs(model_dir, sess):
-    files = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
-                   key=lambda f: int(f.rsplit("_", 1)[1].split(".")[0]))
     feeds = {}
-    for meta, f in zip(sess.get_inputs(), files):
+    for meta, f in zip(sess.get_inputs(), input_files(model_dir)):
         t = onnx.TensorProto()
         with open(f, "rb") as fh:
             t.ParseFromString(fh.read())
