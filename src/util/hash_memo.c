@@ -97,6 +97,6 @@ uint64_t hash_memo_hits(const hash_memo *m) {
 
 void hash_memo_seal(hash_memo *m) {
   if (!m || m->sorted) return;
-  qsort(m->s, (size_t)m->n, sizeof *m->s, by_start);
+  if (m->n > 1) qsort(m->s, (size_t)m->n, sizeof *m->s, by_start); /* none yet: s may be NULL */
   m->sorted = true;
 }
