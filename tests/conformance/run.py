@@ -104,7 +104,9 @@ def main():
     failed = sorted(n for n, (s, _) in results.items() if s == "FAIL")
     skipped = sorted(n for n, (s, _) in results.items() if s == "SKIP")
     regressions = [n for n in failed if n not in expected or results[n][1].startswith("sanitizer: ")]
-    fixed = [n for n in passed if n in expected]
+    # a test listed for random output can match its expected values by chance
+    # (test_bernoulli_double did once in CI): passing is not a fix there
+    fixed = [n for n in passed if n in expected and not expected[n].startswith("random output")]
 
 
     if a.write_list:
