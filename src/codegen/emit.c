@@ -297,6 +297,9 @@ static void emit_phase(em *m, int p, const char *L) {
       sb_printf(m->sb, "      float A%d[%d];\n      for (int l = 0; l < %d; l++) A%d[l] = %s;\n", r, W, W, r,
                 red_init(g->red[r].kind));
   sb_printf(m->sb, "      int64_t j = 0;\n      for (; j + %d <= %s; j += %d) {\n", W, L, W);
+  /* Lane l touches only A[l]: the lanes are independent, so the loop is a
+   * SIMD loop whatever the compiler's own analysis concludes (cc.c). */
+  sb_printf(m->sb, "        #pragma omp simd\n");
   sb_printf(m->sb, "        for (int l = 0; l < %d; l++) {\n          const int64_t jj = j + l;\n", W);
   emit_varying(m, need, "jj", "          ");
   for (int r = 0; r < g->n_red; r++) {
@@ -347,6 +350,9 @@ static void emit_stores(em *m, const char *j0, const char *j1) {
   }
   if (!any_row) return;
   emit_hoisted(m, need, "    ");
+  /* Each j reads its own elements and writes y[j] alone (an output shares
+   * memory with an input only element for element): a SIMD loop (cc.c). */
+  sb_printf(m->sb, "    #pragma omp simd\n");
   emit_unroll(m, "    ");
   sb_printf(m->sb, "    for (int64_t j = %s; j < %s; j++) {\n", j0, j1);
   emit_varying(m, need, "j", "      ");

@@ -122,7 +122,8 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
 #ifdef SMELT_X86
   if (isa == ISA_AVX512) {
     *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
-                     f32_gemm_smallm_avx512, NULL, NULL, f32_gemm_direct_8x32_avx512, 8, 32,
+                     f32_gemm_smallm_avx512, f32_gemm_smallm_packed_avx512, f32_gemm_smallm_store_avx512,
+                     f32_gemm_direct_8x32_avx512, 8, 32,
                      {256, 8 * 24, (int64_t)2 << 20, 16, 2000000}};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,

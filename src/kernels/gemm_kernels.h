@@ -85,6 +85,10 @@ void f32_gemm_smallm_packed_avx2(int rows, int64_t kc, const float *a, int64_t s
                                  int64_t n_panels, int64_t panel_stride, float *acc, int64_t ldacc, bool first);
 void f32_gemm_smallm_store_avx2(const gemm_params *p, int64_t m0, int rows, int64_t n0, int64_t cols,
                                 const float *acc, int64_t ldacc);
+void f32_gemm_smallm_packed_avx512(int rows, int64_t kc, const float *a, int64_t sam, int64_t sak, const float *b,
+                                   int64_t n_panels, int64_t panel_stride, float *acc, int64_t ldacc, bool first);
+void f32_gemm_smallm_store_avx512(const gemm_params *p, int64_t m0, int rows, int64_t n0, int64_t cols,
+                                  const float *acc, int64_t ldacc);
 #endif
 
 /* The portable path (the reference the fast paths are tested against).

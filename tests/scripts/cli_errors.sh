@@ -80,7 +80,7 @@ JSON
 python3 "$here/tiny_onnx.py" "$tmp/clash.onnx" "$tmp/clash.json"
 if "$smelt" run "$tmp/clash.onnx" -o "$tmp/clash" >"$tmp/out" 2>"$tmp/err" &&
    grep -qF "'a/b' went to '$tmp/clash/a_b_1.npy'" "$tmp/err" &&
-   [ "$(ls -A "$tmp/clash" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ] &&
+   [ "$(LC_ALL=C ls -A "$tmp/clash" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ] &&
    python3 - "$tmp/clash" <<'PY'
 import struct, sys
 def load(p):  # float32 .npy without numpy
@@ -102,7 +102,7 @@ fi
 mkdir -p "$tmp/keep/a_b_1.npy"
 echo sentinel >"$tmp/keep/a_b.npy"
 expect_error "an output file cannot be written" "$smelt" run "$tmp/clash.onnx" -o "$tmp/keep"
-if [ "$(cat "$tmp/keep/a_b.npy")" = sentinel ] && [ "$(ls -A "$tmp/keep" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ]; then
+if [ "$(cat "$tmp/keep/a_b.npy")" = sentinel ] && [ "$(LC_ALL=C ls -A "$tmp/keep" | tr '\n' ' ')" = "a_b.npy a_b_1.npy " ]; then
   echo "ok   nothing was written"
 else
   echo "FAIL -o left changes behind:"; ls -lA "$tmp/keep"; fails=$((fails + 1))

@@ -15,6 +15,8 @@ static const char *flags_with(const char *isa, cc_toolchain *tc) {
 
 int main(void) {
   cc_toolchain tc;
+  /* the element loops' `#pragma omp simd` is honoured (emit.c, cc.c) */
+  CHECK(strstr(flags_with("avx2", &tc), " -fopenmp-simd") != NULL);
 #if defined(__x86_64__) || defined(__i386__)
   CHECK(strstr(flags_with("avx2", &tc), "-march=native -") && strstr(tc.flags, " -mno-avx512f"));
   CHECK(strstr(flags_with("scalar", &tc), " -mno-avx") && !strstr(tc.flags, "-mno-avx512f"));

@@ -1,6 +1,7 @@
 /* The element functions every generated kernel carries (emit_prelude.c),
- * compiled with the real compiler and flags, against double-precision libm
- * over wide sweeps and the special values. */
+ * compiled with the real compiler and flags, in SIMD loops as the kernels
+ * run them, against double-precision libm over wide sweeps and the special
+ * values. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,12 +15,15 @@ typedef void (*vec_fn)(const float *x, float *y, int n);
 
 static const char fns[] =
     "#define EXPORT __attribute__((visibility(\"default\")))\n"
-    "EXPORT void t_exp(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_exp(x[i]); }\n"
-    "EXPORT void t_log(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_log(x[i]); }\n"
-    "EXPORT void t_erf(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_erf(x[i]); }\n"
-    "EXPORT void t_tanh(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_tanh(x[i]); }\n"
-    "EXPORT void t_sig(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_sigmoid(x[i]); }\n"
-    "EXPORT void t_gelu(const float *x, float *y, int n) { for (int i = 0; i < n; i++) y[i] = sm_gelu(x[i]); }\n";
+    /* SIMD loops, as the generated kernels' element loops are (emit.c): the
+     * vectorized functions are the ones checked */
+    "#define L(n) _Pragma(\"omp simd\") for (int i = 0; i < n; i++)\n"
+    "EXPORT void t_exp(const float *x, float *y, int n) { L(n) y[i] = sm_exp(x[i]); }\n"
+    "EXPORT void t_log(const float *x, float *y, int n) { L(n) y[i] = sm_log(x[i]); }\n"
+    "EXPORT void t_erf(const float *x, float *y, int n) { L(n) y[i] = sm_erf(x[i]); }\n"
+    "EXPORT void t_tanh(const float *x, float *y, int n) { L(n) y[i] = sm_tanh(x[i]); }\n"
+    "EXPORT void t_sig(const float *x, float *y, int n) { L(n) y[i] = sm_sigmoid(x[i]); }\n"
+    "EXPORT void t_gelu(const float *x, float *y, int n) { L(n) y[i] = sm_gelu(x[i]); }\n";
 
 static double ref_sig(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double ref_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
