@@ -6,7 +6,8 @@
  *                                            for every position)
  * where each E_i is Add / Sub / Mul / Div with an operand of rank <= 1 (a
  * bias or a scale: nothing that varies along seq) or Tanh (soft-capping),
- * and each value in the chain is read only by the next node.  Rewrites it as
+ * each value in the chain is read only by the next node and the logits by
+ * nothing in the graph (their shape changes).  Rewrites it as
  *   A1 = Slice(A, starts [-1], ends [INT64_MAX], axes [1])   [batch, 1, hidden]
  *   logits = E_k(... E_1(MatMul(A1, W)))                     [batch, 1, vocab]
  * Every op in the chain is position-wise, so the one row each sequence keeps
@@ -57,6 +58,10 @@ smelt_status pass_last_logits(ir_graph *g, const pass_options *o, pass_report *r
   }
   rewriter w;
   TRY(rw_begin(&w, g, o, r));
+  if (rw_n_uses(&w, logits) > 0) {
+    snprintf(why, why_n, "%s is read inside the graph too", q(rw_val(&w, logits)->name));
+    return rw_end(&w, SMELT_OK, &(int){0});
+  }
   int chain[LAST_LOGITS_MAX_CHAIN + 1], n = 0, v = logits, mm = -1;
   while (n <= LAST_LOGITS_MAX_CHAIN) {
     int p = rw_producer(&w, v);
@@ -100,7 +105,8 @@ smelt_status pass_last_logits(ir_graph *g, const pass_options *o, pass_report *r
   }
   if (!s) {
     rw_val(&w, a1)->dims[1] = 1;
-    for (int i = 0; i < n; i++) rw_val(&w, chain[i])->dims[1] = 1;
+    for (int i = 0; i < n; i++)
+      if (rw_val(&w, chain[i])->rank == 3) rw_val(&w, chain[i])->dims[1] = 1;
     pass_log(r, "last-position logits: %s computed for the last position only (%d op(s) after its MatMul)",
              q(rw_val(&w, logits)->name), n - 1);
     w.changes++;

@@ -2,8 +2,9 @@
  * x [2, 5, 4] becomes the last position's row only ([2, 1, 6]) and equals the
  * last row of the graph as written; a chain the rewrite cannot prove
  * position-wise (an Add of something that varies along seq, a Softmax over
- * the positions' axis... here: an operand of rank 3) or a logits output not
- * written by a MatMul leaves the graph as it was, saying why. */
+ * the positions' axis... here: an operand of rank 3), a logits output not
+ * written by a MatMul or one read inside the graph leaves the graph as it
+ * was, saying why. */
 #include <string.h>
 
 #include "check.h"
@@ -12,7 +13,8 @@
 
 /* variant 0: MatMul -> Add(bias [6]) -> Mul(scalar) -> logits;
  * 1: the Add's operand is rank 3 [1, 5, 6] (varies along seq);
- * 2: logits = Relu(x) (no MatMul). */
+ * 2: logits = Relu(x) (no MatMul); 3: variant 0 with the logits read
+ * inside the graph too (Neg -> a second output: its shape must not change). */
 static ir_graph *build(int variant) {
   ir_graph *g = gb_new();
   gb_input(g, "x", SMELT_F32, 3, (int64_t[]){2, 5, 4});
@@ -28,6 +30,10 @@ static ir_graph *build(int variant) {
     gb_node(g, "Mul", "biased,scale", "logits", 0);
   }
   gb_output(g, "logits");
+  if (variant == 3) {
+    gb_node(g, "Neg", "logits", "neg", 0);
+    gb_output(g, "neg");
+  }
   return g;
 }
 
@@ -74,5 +80,6 @@ int main(void) {
   run(0, true, NULL);
   run(1, false, "position-wise");
   run(2, false, "not a MatMul");
+  run(3, false, "read inside the graph");
   return test_report("test_passes_last_logits");
 }
