@@ -3,10 +3,12 @@
 peers driving the same model: ONNX Runtime on the same ONNX file in a Python
 loop (present -> past fed back each step, IO binding keeps outputs in ORT's
 memory), and ONNX Runtime GenAI on its own export of the same Hugging Face
-folder (its model builder, fp32 CPU) when onnxruntime-genai is installed.
+folder (its model builder, fp32 CPU) when onnxruntime-genai is installed, or,
+where the builder has no path for the architecture (GPT-2), GenAI over the
+same model.onnx with a generic decoder config (--genai-wrap DIR).
 
 usage: generate_peers.py MODEL_DIR [--prompt-len 128] [--new 128] [--threads 2]
-                         [--genai-dir DIR] [--smelt SMELT --mode eager ...]
+                         [--genai-dir DIR | --genai-wrap DIR] [--smelt SMELT --mode eager ...]
                          [--hf eager] [--hf compile]
 --hf: Hugging Face generate() on the same folder with cache_implementation="static",
 eager or with the forward under torch.compile(mode="reduce-overhead").
@@ -93,6 +95,51 @@ def ort_loop(s, ins, outs, past, prompt, n_new):
     return t_first, step_ms, tokens
 
 
+def genai_wrap(model_dir, out_dir):
+    """A GenAI folder for MODEL_DIR's own model.onnx (linked, not copied), for
+    architectures the model builder has no path for (GPT-2): a genai_config.json
+    of the generic decoder-only kind ("llama": input_ids, attention_mask, optional
+    position_ids, past_key_values.N.key/value in, logits and present.N.key/value
+    out) with past_present_share_buffer off (the export joins past and new keys
+    with a Concat, so GenAI feeds each step's presents back as the next pasts).
+    GenAI then runs the same ONNX graph smelt and ONNX Runtime run; no tokenizer
+    is needed for token ids."""
+    import onnx
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    g = onnx.load(os.path.join(model_dir, "model.onnx"), load_external_data=False).graph
+    names = [i.name for i in g.input]
+    past = next(i for i in g.input if "past" in i.name)
+    dims = [d.dim_value for d in past.type.tensor_type.shape.dim]  # [batch, kv_heads, past, head_dim]
+    layers = sum(1 for n in names if "past" in n and n.endswith("key"))
+    key_fmt = next(n for n in names if "past" in n and n.endswith("key")).replace(".0.", ".%d.")
+    eos = cfg.get("eos_token_id", 0)
+    eos = eos[0] if isinstance(eos, list) else eos
+    inputs = {"input_ids": "input_ids", "past_key_names": key_fmt, "past_value_names": key_fmt[:-3] + "value"}
+    for opt in ("attention_mask", "position_ids"):
+        if opt in names:
+            inputs[opt] = opt
+    out_names = [o.name for o in g.output]
+    present_fmt = next(n for n in out_names if "present" in n and n.endswith("key")).replace(".0.", ".%d.")
+    heads = cfg.get("num_attention_heads", cfg.get("n_head"))
+    hidden = cfg.get("hidden_size", cfg.get("n_embd"))
+    conf = {"model": {"bos_token_id": cfg.get("bos_token_id", eos), "eos_token_id": eos, "pad_token_id": eos,
+                      "context_length": cfg.get("max_position_embeddings", cfg.get("n_positions", 1024)),
+                      "type": "llama", "vocab_size": cfg.get("vocab_size"),
+                      "decoder": {"filename": "model.onnx", "session_options": {"log_id": "onnxruntime-genai",
+                                                                                "provider_options": []},
+                                  "head_size": dims[3], "hidden_size": hidden, "num_attention_heads": heads,
+                                  "num_key_value_heads": dims[1], "num_hidden_layers": layers, "inputs": inputs,
+                                  "outputs": {"logits": out_names[0], "present_key_names": present_fmt,
+                                              "present_value_names": present_fmt[:-3] + "value"}}},
+            "search": {"do_sample": False, "num_beams": 1, "max_length": 1024, "past_present_share_buffer": False}}
+    os.makedirs(out_dir, exist_ok=True)
+    link = os.path.join(out_dir, "model.onnx")
+    if not os.path.exists(link):
+        os.symlink(os.path.abspath(os.path.join(model_dir, "model.onnx")), link)
+    json.dump(conf, open(os.path.join(out_dir, "genai_config.json"), "w"), indent=2)
+    return out_dir
+
+
 def run_genai(genai_dir, prompt, n_new, threads):
     import onnxruntime_genai as og
     cfg_path = os.path.join(genai_dir, "genai_config.json")
@@ -172,7 +219,10 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--genai-dir")
+    ap.add_argument("--genai-dir", help="onnxruntime-genai's model builder's export of the Hugging Face folder")
+    ap.add_argument("--genai-wrap", metavar="DIR",
+                    help="where the builder has no path (GPT-2): write DIR, a GenAI folder over MODEL_DIR's own "
+                         "model.onnx (generic decoder config, past/present not sharing a buffer), and run GenAI on it")
     ap.add_argument("--smelt")
     ap.add_argument("--mode", action="append")
     ap.add_argument("--warmup", type=int, default=0, help="untimed prompt runs first (smelt --warmup; ORT too)")
@@ -200,6 +250,8 @@ def main():
             results.append(run_hf(a.model_dir, prompt, a.new, a.threads, kind == "compile", a.warmup))
         except Exception as e:  # a peer that cannot run is reported, not fatal
             print("transformers (%s): %s" % (kind, e), file=sys.stderr)
+    if a.genai_wrap and not a.genai_dir:
+        a.genai_dir = genai_wrap(a.model_dir, a.genai_wrap)
     if a.genai_dir:
         try:
             results.append(run_genai(a.genai_dir, prompt, a.new, a.threads))

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ops/infer.h"
+#include "passes/last_logits.h"
 #include "passes/static_kv.h"
 #include "util/bufcache.h"
 #include "util/err.h"
@@ -52,8 +53,8 @@ static int cache_copies(const ir_graph *g, const gen_signature *sig) {
   return n;
 }
 
-static smelt_status rewrite(smelt_session *s, const gen_signature *sig, ir_graph *g, bool *done, char *why,
-                            size_t why_n) {
+static smelt_status rewrite(smelt_session *s, const gen_signature *sig, ir_graph *g, bool *done,
+                            bool *last_logits, char *why, size_t why_n) {
   int n = sig->n_kv, *past = malloc(sizeof(int) * (size_t)(2 * n + 1));
   if (!past) return err_nomem("static KV cache", sizeof(int) * (size_t)(2 * n));
   int *present = past + n;
@@ -79,6 +80,11 @@ static smelt_status rewrite(smelt_session *s, const gen_signature *sig, ir_graph
   pass_options po = {.mode = SMELT_MODE_DEFAULT, .static_kv = true, .precision = s->opts.precision};
   smelt_status st = pass_static_kv(g, &po, &pr, past, present, n, total, done, why, why_n);
   free(past);
+  if (!st && *done) { /* the generator keeps the last position's logits only */
+    char no[160] = "";
+    st = pass_last_logits(g, &po, &pr, g->outputs[sig->logits], last_logits, no, sizeof no);
+    if (!st && !*last_logits) log_msg(&s->log, SMELT_LOG_DEBUG, "generate: logits of every position: %s", no);
+  }
   if (!st && *done) st = ir_graph_infer(g);
   if (!st && *done) st = passes_run(g, &po, &pr);
   for (int i = 0; i < pr.n_log; i++) log_msg(&s->log, SMELT_LOG_DEBUG, "generate: pass: %s", pr.log[i]);
@@ -98,7 +104,7 @@ smelt_status gen_static_create(smelt_session *s, const gen_signature *sig, int b
   st->n_kv = sig->n_kv;
   smelt_status e = ir_graph_clone(s->model->onnx->graph, &st->graph);
   bool done = false;
-  if (!e) e = rewrite(s, sig, st->graph, &done, why, why_n);
+  if (!e) e = rewrite(s, sig, st->graph, &done, &st->last_logits, why, why_n);
   if (!e && done) e = eager_plan_build(st->graph, &st->plan);
   if (!e && done) {
     st->plan.device = s->plan.device;

@@ -17,6 +17,7 @@ typedef struct gen_static {
   int64_t cap;       /* positions each cache holds */
   bool fixed_cap;    /* cap is max_length: never grows */
   int copies;        /* caches the rewritten graph still copies each step (e.g. a repeat_kv Expand) */
+  bool last_logits;  /* its logits output holds the last position only ([batch, 1, vocab]: passes/last_logits.h) */
   eager_stats last;  /* the last run: bytes of intermediates it allocated, nodes run */
   const run_hook *hook; /* told of every node of every run (profiling); NULL: none */
 } gen_static;

@@ -227,9 +227,12 @@ static smelt_status run_tokens(smelt_generator *g, const int64_t *ids, int64_t n
     t->name = NULL;
   }
   memset(g->out, 0, (size_t)sig->n_outputs * sizeof *g->out);
-  /* eager sessions run the prompt through the static plan too; compiled ones
+  /* eager sessions run the prompt through the static plan too, and so do
+   * compiled ones when that plan computes the last position's logits only
+   * (less work than any plan of the whole model); else compiled ones run it
    * through their own plan, whose presents fill the caches */
-  bool via_static = g->st && (g->len > 0 || g->session->opts.mode == SMELT_MODE_EAGER);
+  bool via_static = g->st && (g->len > 0 || g->session->opts.mode == SMELT_MODE_EAGER || g->st->last_logits);
+  int64_t rows = via_static && g->st->last_logits ? 1 : n; /* logits rows per sequence */
   smelt_status st = g->st ? gen_static_reserve(g->st, total) : SMELT_OK;
   if (st == SMELT_OK)
     st = via_static ? run_static(g)
@@ -238,9 +241,9 @@ static smelt_status run_tokens(smelt_generator *g, const int64_t *ids, int64_t n
                                         (long long)g->len);
   /* the cache: each present replaces its past */
   const smelt_tensor *lg = &g->out[sig->logits];
-  if (lg->rank != 3 || lg->dims[0] != B || lg->dims[1] != n || lg->dtype != SMELT_F32)
+  if (lg->rank != 3 || lg->dims[0] != B || lg->dims[1] != rows || lg->dtype != SMELT_F32)
     st = err_set(SMELT_ERR_INVALID_MODEL, "generate: logits came back with rank %d, not [%lld, %lld, vocab] float32",
-                 lg->rank, (long long)B, (long long)n);
+                 lg->rank, (long long)B, (long long)rows);
   for (int j = 0; j < sig->n_kv && st == SMELT_OK; j++) {
     const smelt_tensor *p = &g->out[sig->kv[j].present_output];
     if (via_static) continue; /* a view of the cache, time-major */
@@ -264,7 +267,7 @@ static smelt_status run_tokens(smelt_generator *g, const int64_t *ids, int64_t n
   if (st == SMELT_OK) {
     const float *src = lg->data;
     for (int64_t b = 0; b < B; b++)
-      memcpy(g->logits + b * g->vocab, src + (b * n + n - 1) * g->vocab, (size_t)g->vocab * sizeof(float));
+      memcpy(g->logits + b * g->vocab, src + (b * rows + rows - 1) * g->vocab, (size_t)g->vocab * sizeof(float));
     for (int j = 0; j < sig->n_kv && g->st && !via_static; j++)
       gen_static_load(g->st, j, g->out[sig->kv[j].present_output].data, B, sig->kv[j].heads, total,
                       sig->kv[j].head_dim);

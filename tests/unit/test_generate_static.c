@@ -1,8 +1,9 @@
 /* The generator's static KV cache (src/generate/gen_static.c,
  * passes/static_kv.c, ops/kv_cache.c) on the zoo's gpt_tiny_kv: logits equal
  * the model as written (presents fed back) at lengths 1, 2, 63, 64, 65 and
- * max_length - 1; the decode graph has no Concat of a cache and nothing that
- * copies one; a decode step allocates no more at length 65 than at length 10;
+ * max_length - 1 (and after a prompt of 60, whose logits the rewritten graph
+ * computes for the last position only); the decode graph has no Concat of a
+ * cache and nothing that copies one; a decode step allocates no more at length 65 than at length 10;
  * max_length reached is a clear error; the caches are allocated once (or,
  * without max_length, grow by doubling with the same tokens). */
 #include <math.h>
@@ -43,6 +44,10 @@ static void check_graph(const gen_static *st) {
   }
   CHECK(appends == st->n_kv);
   CHECK(st->copies == 0);
+  /* the LM head runs over the last position only (passes/last_logits.c) */
+  CHECK(st->last_logits);
+  const ir_value *lv = &g->values[g->outputs[0]];
+  CHECK(lv->rank == 3 && lv->dims[1] == 1);
 }
 
 static void test_parity(smelt_session *s) {
