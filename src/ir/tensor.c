@@ -1,6 +1,7 @@
 #include "ir/tensor.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,10 +70,23 @@ smelt_status tensor_alloc(tensor *t, smelt_dtype dtype, int rank, const int64_t 
  * floats, -1 for integers), so a kernel that reads an output it did not
  * write shows up in tests instead of passing on memory that happened to be
  * zero. */
+static bool poison_on(void) {
+  /* Read once per process: getenv scans the environment, and a decode step
+   * allocates a thousand outputs.  The same value is stored by whichever
+   * thread gets here first. */
+  static atomic_int cached = -1;
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    const char *poison = getenv("SMELT_POISON");
+    v = poison && *poison && strcmp(poison, "0");
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v;
+}
+
 smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
   TRY(alloc_shaped(t, dtype, rank, dims, false));
-  const char *poison = getenv("SMELT_POISON");
-  if (poison && *poison && strcmp(poison, "0")) memset(t->data, 0xff, t->nbytes);
+  if (poison_on()) memset(t->data, 0xff, t->nbytes);
   return SMELT_OK;
 }
 
