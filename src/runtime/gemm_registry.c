@@ -104,6 +104,51 @@ static smelt_status reduced_run(const gemm_step *gs, const gemm_io *io, smelt_po
   return s;
 }
 
+/* ---- f16 / bf16: panels widened to f32 for the f32 kernel ---- */
+
+/* The seam for half-precision activations; nothing faster yet: A, B, the
+ * bias and the residual are widened into f32 scratch on every run (B is not
+ * packed ahead), the f32 GEMM runs, Y is rounded to nearest even.  The op
+ * (its f32 lift) does the same work. */
+static void widen(smelt_dtype t, const void *src, float *dst, int64_t n) {
+  const uint16_t *h = src;
+  if (t == SMELT_F16)
+    for (int64_t i = 0; i < n; i++) dst[i] = f16_to_f32(h[i]);
+  else
+    for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(h[i]);
+}
+
+static void narrow(smelt_dtype t, const float *src, void *dst, int64_t n) {
+  uint16_t *h = dst;
+  if (t == SMELT_F16)
+    for (int64_t i = 0; i < n; i++) h[i] = f32_to_f16(src[i]);
+  else
+    for (int64_t i = 0; i < n; i++) h[i] = f32_to_bf16(src[i]);
+}
+
+static void half_prepare(gemm_step *gs, const gemm_io *io, smelt_pool *pool) { (void)gs, (void)io, (void)pool; }
+
+static smelt_status half_run(const gemm_step *gs, const gemm_io *io, smelt_pool *pool, int variant) {
+  const gemm_params *p = &gs->tmpl;
+  int64_t na = p->M * p->K, nb = p->K * p->N, ny = p->M * p->N, nbias = gs->has_bias ? p->N : 0;
+  size_t bytes = sizeof(float) * (size_t)(na + nb + ny + nbias);
+  float *a = tensor_data_alloc(bytes);
+  if (!a) return err_nomem("GEMM step: f32 panels of a half-precision product", bytes);
+  float *b = a + na, *y = b + nb, *bias = y + ny;
+  widen(gs->dt_a, io->A, a, na);
+  widen(gs->dt_b, io->B, b, nb);
+  if (gs->has_res) widen(gs->dt_y, io->Y, y, ny); /* Y holds the residual (gemm_step_run) */
+  if (nbias) widen(gs->dt_y, io->bias, bias, nbias);
+  gemm_step g32 = *gs;
+  g32.packed_b = NULL;
+  gemm_io f = *io;
+  f.A = a, f.B = b, f.Y = y, f.bias = nbias ? bias : NULL, f.res = NULL;
+  smelt_status s = f32_run(&g32, &f, pool, variant);
+  if (!s) narrow(gs->dt_y, y, io->Y, ny);
+  tensor_data_free(a);
+  return s;
+}
+
 static const gemm_kernel table[] = {
     {"f32 gemm (kernels/gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F32, ISA_SCALAR, GEMM_SHAPES_ALL,
      f32_prepare, f32_run},
@@ -113,6 +158,10 @@ static const gemm_kernel table[] = {
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
     {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
+    {"f16 through f32 panels (kernels/gemm.h)", SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_SCALAR,
+     GEMM_SHAPES_ALL, half_prepare, half_run},
+    {"bf16 through f32 panels (kernels/gemm.h)", SMELT_BF16, SMELT_BF16, SMELT_BF16, GEMM_W_F32, ISA_SCALAR,
+     GEMM_SHAPES_ALL, half_prepare, half_run},
 };
 
 const gemm_kernel *gemm_kernel_select(smelt_dtype a, smelt_dtype b, smelt_dtype y, gemm_wform w, isa_level isa,

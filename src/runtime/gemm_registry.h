@@ -7,12 +7,13 @@
  * max-autotune do not change.
  *
  * Entries today: f32 (the GEMM library, kernels/gemm.h, as before: the
- * shape class picks nothing, gemm_f32_run's AUTO path does), and the
+ * shape class picks nothing, gemm_f32_run's AUTO path does); the
  * reduced-precision weight forms on f32 activations (int8: kernels/qgemm.h,
  * bf16 weights: kernels/wbf16.h, int4: kernels/q4gemm.h, each through
- * their op's weight preparation, ops/gemm_int8.h etc.).  f16/bf16
- * activations have no entry yet: such nodes stay library steps (the op
- * lifts them to f32). */
+ * their op's weight preparation, ops/gemm_int8.h etc.); and f16 or bf16
+ * throughout (A, B, Y: a model that is f16 inside) through f32 panels
+ * widened per run and the f32 kernel -- the seam, nothing faster yet.
+ * Mixed types have no entry: such nodes stay library steps. */
 #ifndef SMELT_RUNTIME_GEMM_REGISTRY_H
 #define SMELT_RUNTIME_GEMM_REGISTRY_H
 

@@ -2,7 +2,8 @@
  * lookups by (element types, weight form, ISA, shape class), and a compiled
  * plan at precision int8 / bf16 / int4 whose GEMMs run as plan GEMM steps
  * through the registry's reduced-precision entries (not as library ops),
- * against the fp32 result within each form's error. */
+ * against the fp32 result within each form's error; f16/bf16 products
+ * through the half-precision entries against eager. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +24,11 @@ static void test_select(void) {
                                                 (gemm_shape_class)s);
       CHECK(k && k->w == (gemm_wform)w && k->name && k->run && k->prepare);
     }
-  /* no entry (yet) for f16/bf16 activations or integer products: those stay library steps */
-  CHECK(!gemm_kernel_select(SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
-  CHECK(!gemm_kernel_select(SMELT_BF16, SMELT_BF16, SMELT_BF16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
+  CHECK(gemm_kernel_select(SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE) != NULL);
+  CHECK(gemm_kernel_select(SMELT_BF16, SMELT_BF16, SMELT_BF16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_GEMV) != NULL);
+  /* no entry for mixed types, integer products or reduced weights on f16: library steps */
+  CHECK(!gemm_kernel_select(SMELT_F16, SMELT_F32, SMELT_F16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
+  CHECK(!gemm_kernel_select(SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_INT8, ISA_AVX2, GEMM_SHAPE_LARGE));
   CHECK(!gemm_kernel_select(SMELT_I32, SMELT_I32, SMELT_I32, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
   CHECK(gemm_shape_of(1, 64, 64) == GEMM_SHAPE_GEMV && gemm_shape_of(8, 64, 64) == GEMM_SHAPE_SMALL_M &&
         gemm_shape_of(100, 64, 64) == GEMM_SHAPE_LARGE);
@@ -111,10 +114,60 @@ static void test_reduced_steps(void) {
     }
 }
 
+/* f16 / bf16 throughout: MatMul with a constant B (and a residual Add
+ * after it) is a GEMM step of the half-precision entry; its result is the
+ * eager one's (both compute in f32 and round once per node) within one unit
+ * in the last place of the type. */
+static void test_half_steps(void) {
+  const smelt_dtype dts[] = {SMELT_F16, SMELT_BF16};
+  const double ulp[] = {1.0 / 1024, 1.0 / 128};
+  const int64_t Ms[] = {1, 5, 40};
+  for (int d = 0; d < 2; d++)
+    for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++) {
+      gb b;
+      gb_init(&b, 17);
+      tensor w = {0};
+      gb_rand(&w, dts[d], 2, I64(48, 24), 5);
+      int x = gb_input(&b, "x", dts[d], 3, I64(2, Ms[m], 48));
+      int W = gb_const(&b, dts[d], 2, I64(48, 24), w.data);
+      int mm = gb_node(&b, "MatMul", 2, IDS(x, W), NULL, 0);
+      gb_output(&b, gb_node(&b, "Tanh", 1, IDS(mm), NULL, 0));
+      CHECK_OK(gb_finish(&b));
+      tensor in = {0}, *pin = &in;
+      gb_rand(&in, dts[d], 3, I64(2, Ms[m], 48), 9);
+      compile_options o = gb_opts(&env, SMELT_MODE_DEFAULT);
+      compiled_plan *p = NULL;
+      compile_report r;
+      memset(&r, 0, sizeof r);
+      CHECK_OK(compile_model(b.g, &pin, &o, &p, &r));
+      int n_half = 0;
+      for (int s = 0; p && s < p->n_steps; s++)
+        n_half += p->steps[s].gemm && p->steps[s].gemm->kern->a == dts[d] && p->steps[s].gemm->dt_y == dts[d];
+      CHECK(n_half == 1);
+      eager_plan ep;
+      tensor ref = {0}, got = {0};
+      CHECK_OK(eager_plan_build(b.g, &ep));
+      CHECK_OK(eager_run(&ep, env.pool, NULL, &pin, &ref, NULL));
+      if (p) CHECK_OK(plan_run(p, &pin, &got));
+      double e = gb_err(&got, &ref, 2 * ulp[d], 2 * ulp[d]);
+      CHECK(e <= 1);
+      if (e > 1) fprintf(stderr, "%s M=%lld: error %g\n", dts[d] == SMELT_F16 ? "f16" : "bf16", (long long)Ms[m], e);
+      tensor_release(&got);
+      tensor_release(&ref);
+      eager_plan_free(&ep);
+      compiled_plan_free(p);
+      compile_report_free(&r);
+      tensor_release(&in);
+      tensor_release(&w);
+      gb_free(&b);
+    }
+}
+
 int main(void) {
   gb_env_init(&env);
   test_select();
   test_reduced_steps();
+  test_half_steps();
   pool_free(env.pool);
   return test_report("test_gemm_registry");
 }
