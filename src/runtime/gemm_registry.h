@@ -25,7 +25,12 @@ typedef enum gemm_wform { GEMM_W_F32, GEMM_W_INT8, GEMM_W_BF16, GEMM_W_INT4, GEM
 
 /* Shape classes, by rows of A (M): one row (decode, GEMV), a few (<= 16),
  * many.  Entries say which they take (a mask of 1 << class). */
-typedef enum gemm_shape_class { GEMM_SHAPE_GEMV, GEMM_SHAPE_SMALL_M, GEMM_SHAPE_LARGE, GEMM_SHAPE_COUNT } gemm_shape_class;
+typedef enum gemm_shape_class {
+  GEMM_SHAPE_GEMV,
+  GEMM_SHAPE_SMALL_M,
+  GEMM_SHAPE_LARGE,
+  GEMM_SHAPE_COUNT
+} gemm_shape_class;
 #define GEMM_SHAPES_ALL ((1u << GEMM_SHAPE_COUNT) - 1)
 
 struct gemm_step;

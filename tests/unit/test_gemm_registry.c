@@ -42,8 +42,8 @@ static void build_mlp(gb *b, int64_t M, float *w1, float *b1, float *w2, float *
   int x = gb_input(b, "x", SMELT_F32, 2, I64(M, 64));
   int W1 = gb_const(b, SMELT_F32, 2, I64(64, 48), w1), B1 = gb_const(b, SMELT_F32, 1, I64(48), b1);
   int W2 = gb_const(b, SMELT_F32, 2, I64(48, 32), w2), B2 = gb_const(b, SMELT_F32, 1, I64(32), b2);
-  int h = gb_node(b, "Relu", 1, IDS(gb_node(b, "Add", 2, IDS(gb_node(b, "MatMul", 2, IDS(x, W1), NULL, 0), B1), NULL, 0)),
-                  NULL, 0);
+  int mm1 = gb_node(b, "MatMul", 2, IDS(x, W1), NULL, 0);
+  int h = gb_node(b, "Relu", 1, IDS(gb_node(b, "Add", 2, IDS(mm1, B1), NULL, 0)), NULL, 0);
   gb_output(b, gb_node(b, "Add", 2, IDS(gb_node(b, "MatMul", 2, IDS(h, W2), NULL, 0), B2), NULL, 0));
 }
 
