@@ -46,14 +46,17 @@ def test_zoo_int8(model, mode):
 
 
 @pytest.mark.parametrize("model", ZOO, ids=[p.name for p in ZOO])
-def test_zoo_bf16(model):
-    """Weight-only bf16 (eager): each GEMM off by at most 2^-8 of sum |a b|
-    (the weights' rounding, src/kernels/wbf16.h), half int8's step, so the
-    same bars hold: cosine >= 0.999 and the classifiers' top-1 unchanged."""
+@pytest.mark.parametrize("mode", ["eager", "default"])
+def test_zoo_bf16(model, mode):
+    """Weight-only bf16 (eager; default: the GEMMs are plan steps through the
+    kernel registry, src/runtime/gemm_registry.h): each GEMM off by at most
+    2^-8 of sum |a b| (the weights' rounding, src/kernels/wbf16.h), half
+    int8's step, so the same bars hold: cosine >= 0.999 and the classifiers'
+    top-1 unchanged."""
     data = model / "test_data_set_0"
     inputs = [load_pb(p) for p in sorted(data.glob("input_*.pb"))]
     refs = [load_pb(p) for p in sorted(data.glob("output_*.pb"))]
-    outs = smelt.Session(model / "model.onnx", mode="eager", threads=2, precision="bf16").run(inputs)
+    outs = smelt.Session(model / "model.onnx", mode=mode, threads=2, precision="bf16").run(inputs)
     for o, r in zip(outs, refs):
         assert o.shape == r.shape and o.dtype == r.dtype
         if o.dtype.kind != "f" or np.ptp(r) == 0:
@@ -66,7 +69,8 @@ def test_zoo_bf16(model):
 
 @pytest.mark.parametrize("model", ZOO, ids=[p.name for p in ZOO])
 def test_zoo_int4(model):
-    """int4 weights (eager): each weight off by up to its group's step, max |w| / 8 over 32
+    """int4 weights (eager; default mode is not held to this bar yet: vit_tiny
+    gives cosine 0.979 there, as before the GEMM registry): each weight off by up to its group's step, max |w| / 8 over 32
     weights (src/kernels/q4gemm.h) -- 16x int8's -- and the activations quantized per group
     of 32 as int8 (few rows) or fp32 (prefill).  Through a network that is a few percent of
     noise per GEMM, so the bar is cosine >= 0.99 (measured on the zoo 2026-11-25: 0.9941

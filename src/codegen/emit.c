@@ -32,14 +32,26 @@ typedef struct em {
   bool emitted[KIR_MAX_EXPRS]; /* per-row value already defined in this task */
 } em;
 
+/* The C type of a value in registers: f16 and bf16 compute as float. */
 static const char *ctype(smelt_dtype t) {
   switch (t) {
-    case SMELT_F32: return "float";
+    case SMELT_F32: case SMELT_F16: case SMELT_BF16: return "float";
     case SMELT_I64: return "int64_t";
     case SMELT_I32: return "int32_t";
     default: return "unsigned char";
   }
 }
+
+/* The C type of an element in memory. */
+static const char *stype(smelt_dtype t) {
+  return t == SMELT_F16 || t == SMELT_BF16 ? "uint16_t" : ctype(t);
+}
+
+/* Conversions between memory and registers: f16/bf16 widen on load and
+ * round to nearest even on store (the prelude's sm_h2f, sm_f2h, sm_bf2f,
+ * sm_f2bf mirror ir/dtype.c bit for bit); other types are stored as they are. */
+static const char *load_fn(smelt_dtype t) { return t == SMELT_F16 ? "sm_h2f" : t == SMELT_BF16 ? "sm_bf2f" : ""; }
+static const char *store_fn(smelt_dtype t) { return t == SMELT_F16 ? "sm_f2h" : t == SMELT_BF16 ? "sm_f2bf" : ""; }
 
 /* ---- sizes: literals (static) or parameter slots (dynamic) ---- */
 
@@ -70,7 +82,7 @@ static const char *sz(const em *m, char *buf, size_t n, int64_t v, int slot) {
 /* ---- constants ---- */
 
 static void const_text(char *buf, size_t n, smelt_dtype dt, double v) {
-  if (dt == SMELT_F32) {
+  if (dt == SMELT_F32 || dt == SMELT_F16 || dt == SMELT_BF16) {
     float f = (float)v;
     if (isnan(f)) snprintf(buf, n, "__builtin_nanf(\"\")");
     else if (isinf(f)) snprintf(buf, n, "(%s__builtin_inff())", f < 0 ? "-" : "");
@@ -173,12 +185,20 @@ static void binary_text(char *buf, size_t n, kir_fn fn, int a, int b, smelt_dtyp
   }
 }
 
-/* Conversions as the reference's Cast (src/ops/convert.c). */
+/* Conversions as the reference's Cast (src/ops/convert.c).  A value of type
+ * f16 or bf16 is a float in registers holding a number of that type: a cast
+ * to one rounds through its storage form. */
 static void cast_text(char *buf, size_t n, int a, smelt_dtype from, smelt_dtype to) {
-  if (to == SMELT_BOOL) snprintf(buf, n, "((unsigned char)(e%d != 0))", a);
+  bool ffrom = from == SMELT_F32 || from == SMELT_F16 || from == SMELT_BF16;
+  if (to == SMELT_F16 || to == SMELT_BF16) {
+    char x[64];
+    if (from == SMELT_BOOL) snprintf(x, sizeof x, "((float)(e%d != 0))", a);
+    else snprintf(x, sizeof x, "((float)e%d)", a);
+    snprintf(buf, n, "%s(%s(%s))", load_fn(to), store_fn(to), x);
+  } else if (to == SMELT_BOOL) snprintf(buf, n, "((unsigned char)(e%d != 0))", a);
   else if (from == SMELT_BOOL) snprintf(buf, n, "((%s)(e%d != 0))", ctype(to), a);
-  else if (from == SMELT_F32 && to == SMELT_I64) snprintf(buf, n, "sm_f2i64(e%d)", a);
-  else if (from == SMELT_F32 && to == SMELT_I32) snprintf(buf, n, "sm_f2i32(e%d)", a);
+  else if (ffrom && to == SMELT_I64) snprintf(buf, n, "sm_f2i64(e%d)", a);
+  else if (ffrom && to == SMELT_I32) snprintf(buf, n, "sm_f2i32(e%d)", a);
   else if (from == SMELT_I64 && to == SMELT_I32) snprintf(buf, n, "((int32_t)(uint32_t)e%d)", a);
   else snprintf(buf, n, "((%s)e%d)", ctype(to), a);
 }
@@ -187,7 +207,7 @@ static void expr_rhs(const em *m, int i, const char *idx, char *buf, size_t n) {
   const kir_expr *e = &m->g->ex[i];
   switch (e->op) {
     case KX_LOAD:
-      snprintf(buf, n, "x%d[%s]", e->a, m->lp->in_is[e->a] ? idx : "0");
+      snprintf(buf, n, "%s(x%d[%s])", load_fn(m->g->in[e->a].dt), e->a, m->lp->in_is[e->a] ? idx : "0");
       break;
     case KX_CONST: const_text(buf, n, e->dt, e->v); break;
     case KX_UNARY: unary_text(buf, n, e, e->a, m->g->ex[e->a].dt); break;
@@ -254,11 +274,11 @@ static void emit_pointers(em *m) {
       for (int o = 0; pass && o < g->n_out; o++)
         if (g->inplace[o] == k) in_place_out = o;
       if (in_place_out >= 0) {
-        sb_printf(m->sb, "    const %s *x%d = (const %s *)y%d;\n", ctype(op->dt), k, ctype(op->dt), in_place_out);
+        sb_printf(m->sb, "    const %s *x%d = (const %s *)y%d;\n", stype(op->dt), k, stype(op->dt), in_place_out);
         continue;
       }
-      if (pass) sb_printf(m->sb, "    const %s *restrict x%d = (const %s *)c->a[%d]", ctype(op->dt), k, ctype(op->dt), k);
-      else sb_printf(m->sb, "    %s *restrict y%d = (%s *)c->a[%d]", ctype(op->dt), k, ctype(op->dt), g->n_in + k);
+      if (pass) sb_printf(m->sb, "    const %s *restrict x%d = (const %s *)c->a[%d]", stype(op->dt), k, stype(op->dt), k);
+      else sb_printf(m->sb, "    %s *restrict y%d = (%s *)c->a[%d]", stype(op->dt), k, stype(op->dt), g->n_in + k);
       for (int d = 0; d < lp->nd; d++) {
         if (!os[d]) continue;
         sz(m, s, sizeof s, os[d], pass ? p_in(lp, k, d) : p_out(g, lp, k, d));
@@ -346,7 +366,8 @@ static void emit_stores(em *m, const char *j0, const char *j1) {
     bool one[KIR_MAX_EXPRS] = {false};
     need_mark(g, g->st[s].expr, one);
     emit_hoisted(m, one, "    ");
-    sb_printf(m->sb, "    y%d[0] = e%d;\n", g->st[s].operand, g->st[s].expr);
+    int o = g->st[s].operand;
+    sb_printf(m->sb, "    y%d[0] = %s(e%d);\n", o, store_fn(g->out[o].dt), g->st[s].expr);
   }
   if (!any_row) return;
   emit_hoisted(m, need, "    ");
@@ -357,7 +378,9 @@ static void emit_stores(em *m, const char *j0, const char *j1) {
   sb_printf(m->sb, "    for (int64_t j = %s; j < %s; j++) {\n", j0, j1);
   emit_varying(m, need, "j", "      ");
   for (int s = 0; s < g->n_st; s++)
-    if (m->lp->out_is[g->st[s].operand]) sb_printf(m->sb, "      y%d[j] = e%d;\n", g->st[s].operand, g->st[s].expr);
+    if (m->lp->out_is[g->st[s].operand])
+      sb_printf(m->sb, "      y%d[j] = %s(e%d);\n", g->st[s].operand, store_fn(g->out[g->st[s].operand].dt),
+                g->st[s].expr);
   sb_printf(m->sb, "    }\n");
 }
 

@@ -31,6 +31,30 @@ static const char prelude[] =
     "static inline float sm_bits2f(int32_t i) { sm_fi u; u.i = i; return u.f; }\n"
     "static inline int32_t sm_f2bits(float f) { sm_fi u; u.f = f; return u.i; }\n"
     "static inline float sm_inf(void) { return __builtin_inff(); }\n"
+    /* f16/bf16 storage <-> float registers, branch-free so loops vectorize;
+     * bit for bit as f16_to_f32, f32_to_f16, bf16_to_f32, f32_to_bf16 in
+     * src/ir/dtype.c (round to nearest even; NaN stays NaN, quiet) */
+    "static inline float sm_h2f(uint16_t h) {\n"
+    "  uint32_t s = (uint32_t)(h & 0x8000) << 16, a = h & 0x7fffu;\n"
+    "  uint32_t nor = (a << 13) + 0x38000000u;\n"
+    "  uint32_t sub = (uint32_t)sm_f2bits((float)a * 5.9604644775390625e-8f);\n"
+    "  uint32_t r = a >= 0x7c00u ? 0x7f800000u | ((a & 0x3ffu) << 13) : a >= 0x400u ? nor : sub;\n"
+    "  return sm_bits2f((int32_t)(r | s));\n"
+    "}\n"
+    "static inline uint16_t sm_f2h(float f) {\n"
+    "  uint32_t u = (uint32_t)sm_f2bits(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+    "  uint32_t nan = 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u);\n"
+    "  uint32_t sub = (uint32_t)sm_f2bits(sm_bits2f((int32_t)(a < 0x38800000u ? a : 0u)) + 0.5f) - 0x3f000000u;\n"
+    "  uint32_t nor = (a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13;\n"
+    "  uint32_t r = a >= 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a < 0x38800000u ? sub : nor;\n"
+    "  return (uint16_t)(s | r);\n"
+    "}\n"
+    "static inline float sm_bf2f(uint16_t h) { return sm_bits2f((int32_t)((uint32_t)h << 16)); }\n"
+    "static inline uint16_t sm_f2bf(float f) {\n"
+    "  uint32_t u = (uint32_t)sm_f2bits(f);\n"
+    "  uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;\n"
+    "  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r);\n"
+    "}\n"
     /* exp: x = n*ln2 + r, e^r by Cephes' polynomial, 2^n in two halves so
      * results near the denormal range are scaled exactly */
     "static inline float sm_exp(float x) {\n"

@@ -6,9 +6,9 @@
 
 #include <string.h>
 
-bool kir_dtype_ok(smelt_dtype t) {
-  return t == SMELT_F32 || t == SMELT_BOOL || t == SMELT_I64 || t == SMELT_I32;
-}
+bool kir_dtype_ok(smelt_dtype t) { return kir_dtype_float(t) || t == SMELT_BOOL || t == SMELT_I64 || t == SMELT_I32; }
+
+bool kir_dtype_float(smelt_dtype t) { return t == SMELT_F32 || t == SMELT_F16 || t == SMELT_BF16; }
 
 /* Only the header is cleared: the arrays (36 KB) are written before they are
  * read, entry by entry, and fusion lowers a candidate group per merge. */

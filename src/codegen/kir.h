@@ -66,7 +66,8 @@ typedef enum kir_red_kind { KR_SUM, KR_MAX, KR_MIN } kir_red_kind;
 typedef struct kir_expr {
   kir_op op;
   kir_fn fn;
-  smelt_dtype dt; /* result type: F32, BOOL, I64 or I32 */
+  smelt_dtype dt; /* result type: F32, F16, BF16, BOOL, I64 or I32 (f16/bf16: a float in
+                   * registers holding a number of that type) */
   int a, b, c;
   double v;       /* KX_CONST */
   float p0, p1;   /* function parameters */
@@ -84,7 +85,7 @@ typedef struct kir_red {
 /* A tensor the group reads or writes, dense row-major in memory. */
 typedef struct kir_operand {
   int value;        /* graph value id */
-  smelt_dtype dt;
+  smelt_dtype dt;   /* element type in memory, the graph value's (kir_dtype_ok) */
   int64_t stride[SMELT_MAX_RANK]; /* elements per step of each dim of I; 0 = broadcast */
   bool row;         /* some reduced-dim stride is nonzero (row groups) */
 } kir_operand;
@@ -158,6 +159,10 @@ bool kir_finish(kir_group *g);
 bool kir_collapse(const kir_group *g, kir_loops *lp);
 /* Stable text form (for hashing and SMELT_DEBUG). */
 const char *kir_fn_name(kir_fn fn);
+/* Element types a group may load and store: f32, f16, bf16 (computed in
+ * f32: widened on load, rounded to nearest even on store), bool, i64, i32. */
 bool kir_dtype_ok(smelt_dtype t);
+/* f32, f16 or bf16: the types float arithmetic applies to. */
+bool kir_dtype_float(smelt_dtype t);
 
 #endif

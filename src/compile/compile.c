@@ -124,6 +124,42 @@ static size_t eager_estimate(const cgraph *cg) {
   return peak;
 }
 
+/* "loads float16,int64 stores float16": the element types a kernel reads and writes
+ * (it computes in f32: codegen/kir.h). */
+static const char *kernel_dtypes(const kir_group *kg, char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int side = 0; side < 2; side++) {
+    const kir_operand *ops = side ? kg->out : kg->in;
+    int n_ops = side ? kg->n_out : kg->n_in;
+    bool seen[SMELT_DTYPE_COUNT] = {false};
+    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s", side ? ", stores " : "loads ");
+    bool first = true;
+    for (int k = 0; k < n_ops && len < n; k++) {
+      int t = (int)ops[k].dt;
+      if (t >= 0 && t < SMELT_DTYPE_COUNT) {
+        if (seen[t]) continue;
+        seen[t] = true;
+      }
+      len += (size_t)snprintf(buf + len, n - len, "%s%s", first ? "" : ",", dtype_name(ops[k].dt));
+      first = false;
+    }
+    if (first && len < n) len += (size_t)snprintf(buf + len, n - len, "nothing");
+  }
+  return buf;
+}
+
+/* "int8 u8s8 gemm (...), f32 x f32 -> f32, int8 weights, small-M": a GEMM
+ * step's element types and the kernel the registry chose for it. */
+static void explain_gemm(strbuf *e, const gemm_step *gs) {
+  static const char *const shapes[GEMM_SHAPE_COUNT] = {"gemv", "small-M", "large"};
+  const gemm_params *p = &gs->tmpl;
+  sb_printf(e, " gemm %s x %s -> %s, %s%s, %lldx%lldx%lld (%s): %s", dtype_name(gs->dt_a), dtype_name(gs->dt_b),
+            dtype_name(gs->dt_y), gs->w == GEMM_W_F32 ? "weights as stored" : gemm_wform_name(gs->w),
+            gs->w == GEMM_W_F32 ? "" : " weights", (long long)p->M, (long long)p->N, (long long)p->K,
+            shapes[gemm_shape_of(p->M, p->N, p->K)], gs->kern->name);
+}
+
 static void explain_groups(const cgraph *cg, const fusion *fu, strbuf *e) {
   char lb[256], sh[256];
   for (int i = 0; i < fu->n_groups; i++) {
@@ -135,9 +171,10 @@ static void explain_groups(const cgraph *cg, const fusion *fu, strbuf *e) {
                 nname(cg->g, fg->nodes[0], lb, sizeof lb));
       continue;
     }
-    sb_printf(e, "  kernel %d over %s%s, %d node%s, %zu bytes kept in registers:", i,
-              shape_str(sh, sizeof sh, fg->r, fg->I, NULL), fg->kir->n_red ? " (row reduction)" : "",
-              fg->n, fg->n == 1 ? "" : "s", fg->bytes_saved);
+    char dts[96];
+    sb_printf(e, "  kernel %d over %s%s, %d node%s, %zu bytes kept in registers (%s):", i,
+              shape_str(sh, sizeof sh, fg->r, fg->I, NULL), fg->kir->n_red ? " (row reduction)" : "", fg->n,
+              fg->n == 1 ? "" : "s", fg->bytes_saved, kernel_dtypes(fg->kir, dts, sizeof dts));
     for (int k = 0; k < fg->n; k++) sb_printf(e, " %s", nname(cg->g, fg->nodes[k], lb, sizeof lb));
     sb_printf(e, "\n");
   }
@@ -158,9 +195,16 @@ static void explain_plan(const compiled_plan *p, const cgraph *cg, const fusion 
             r->no_codegen ? " (none: no C compiler, groups run their reference kernels)" : "",
             p->n_library);
   if (!r->no_codegen) explain_groups(cg, fu, e);
-  for (int i = 0; i < p->n_steps; i++)
-    if (p->steps[i].kind == PS_LIBRARY)
-      sb_printf(e, "  library: %s\n", nname(cg->g, p->steps[i].node, lb, sizeof lb));
+  for (int i = 0; i < p->n_steps; i++) {
+    const pstep *st = &p->steps[i];
+    if (st->kind != PS_LIBRARY) continue;
+    const ir_node *nd = &cg->g->nodes[st->node];
+    sb_printf(e, "  library: %s", nname(cg->g, st->node, lb, sizeof lb));
+    if (st->gemm) explain_gemm(e, st->gemm);
+    else if (nd->n_outputs > 0 && nd->outputs[0] >= 0)
+      sb_printf(e, " -> %s, the op's kernel", dtype_name(cg->g->values[nd->outputs[0]].dtype));
+    sb_printf(e, "\n");
+  }
   sb_printf(e, "arena: %.3f MB (eager would peak at %.3f MB)\n", (double)p->arena_bytes / 1e6,
             (double)r->eager_bytes / 1e6);
 }

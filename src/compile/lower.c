@@ -224,9 +224,9 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
     } else if (pw->fn == KF_AND || pw->fn == KF_OR || pw->fn == KF_XOR || pw->fn == KF_NOT) {
       ok = ok && in_val(cg, nd, 0)->dtype == SMELT_BOOL;
     } else if (pw->fn == KF_ISNAN) {
-      ok = ok && in_val(cg, nd, 0)->dtype == SMELT_F32;
-    } else {
-      ok = ok && out->dtype == SMELT_F32 && all_dtypes(cg, nd, is_f32);
+      ok = ok && kir_dtype_float(in_val(cg, nd, 0)->dtype);
+    } else { /* float arithmetic: f32, or f16/bf16 computed in f32 (codegen/kir.h) */
+      ok = ok && kir_dtype_float(out->dtype) && all_dtypes(cg, nd, kir_dtype_float);
     }
     if (pw->fn == KF_CLIP) ok = ok && clip_ok(cg, nd);
     if (!strcmp(pw->name, "Gelu")) {
@@ -250,12 +250,12 @@ static void classify_compute(const cgraph *cg, const ir_node *nd, cn_info *info)
   }
   if (kind != RK_NONE) {
     const ir_value *x = in_val(cg, nd, 0);
-    int k = all_dtypes(cg, nd, is_f32) || (kind >= RK_RSUM && kind <= RK_RLSE && x->dtype == SMELT_F32 &&
-                                            out->dtype == SMELT_F32)
+    int k = all_dtypes(cg, nd, kir_dtype_float) || (kind >= RK_RSUM && kind <= RK_RLSE &&
+                                                    kir_dtype_float(x->dtype) && kir_dtype_float(out->dtype))
                 ? red_axes_k(cg, nd, kind, x->rank)
                 : -1;
     int64_t L = k >= 0 ? shape_numel(x->rank - k, x->dims + k) : 0;
-    if (k >= 0 && L > 0 && x->dtype == SMELT_F32) {
+    if (k >= 0 && L > 0 && kir_dtype_float(x->dtype)) {
       info->kind = CN_RED;
       info->def = (int)kind;
       info->rank = x->rank;
@@ -387,7 +387,7 @@ static int operand(lower_state *ls, const ir_node *nd, int i, int rout, const in
   }
   if (!kir_dtype_ok(val->dtype)) return -1;
   if (val->constant && tensor_numel(val->constant) == 1 && val->rank <= rout) {
-    if (val->dtype == SMELT_F32 || val->dtype == SMELT_BOOL)
+    if (kir_dtype_float(val->dtype) || val->dtype == SMELT_BOOL)
       return kir_const(ls->kg, val->dtype, tensor_get_f64(val->constant, 0));
     int64_t iv = tensor_get_i64(val->constant, 0);
     if (iv >= -(INT64_C(1) << 53) && iv <= (INT64_C(1) << 53)) return kir_const(ls->kg, val->dtype, (double)iv);
@@ -454,7 +454,7 @@ static bool lower_pw(lower_state *ls, const ir_node *nd, int rout, const int64_t
     if (pw->fn == KF_POW && kg->ex[y].op == KX_CONST && kg->ex[y].v == 1.0) r = x;
     /* small whole powers as products: vectorizable, where powf is a call per
      * element (tanh-GELU's x^3, RMSNorm's x^2); within 2 ulp of powf */
-    else if (pw->fn == KF_POW && kg->ex[y].op == KX_CONST && kg->ex[x].dt == SMELT_F32 &&
+    else if (pw->fn == KF_POW && kg->ex[y].op == KX_CONST && kir_dtype_float(kg->ex[x].dt) &&
              (kg->ex[y].v == 2.0 || kg->ex[y].v == 3.0)) {
       r = kir_binary(kg, KF_MUL, x, x);
       if (r >= 0 && kg->ex[y].v == 3.0) r = kir_binary(kg, KF_MUL, r, x);

@@ -10,15 +10,14 @@
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_int4.h"
 #include "ops/gemm_int8.h"
-#include "ops/gemm_weights.h"
 #include "util/err.h"
 
 static const ir_value *in_val(const ir_graph *g, const ir_node *nd, int i) {
   return i < nd->n_inputs && nd->inputs[i] >= 0 ? &g->values[nd->inputs[i]] : NULL;
 }
 
-static bool concrete_f32(const ir_value *v) {
-  if (!v || v->dtype != SMELT_F32 || v->rank < 0) return false;
+static bool concrete(const ir_value *v) {
+  if (!v || v->rank < 0) return false;
   for (int d = 0; d < v->rank; d++)
     if (!dim_known(v->dims[d])) return false;
   return true;
@@ -29,11 +28,9 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
   bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
   bool matmul = (!*nd->domain || !strcmp(nd->domain, "ai.onnx")) && !strcmp(nd->op_type, "MatMul");
   if ((!fused && !matmul) || nd->n_outputs != 1 || nd->outputs[0] < 0) return false;
-  if (gemm_int8_marked(nd) || gemm_bf16_marked(nd) || gemm_int4_marked(nd))
-    return false; /* int8 / bf16 / int4: the op's own kernels */
   const ir_value *a = in_val(g, nd, 0), *b = in_val(g, nd, 1), *bias = in_val(g, nd, 2), *res = in_val(g, nd, 3);
   const ir_value *y = &g->values[nd->outputs[0]];
-  if (!concrete_f32(a) || !concrete_f32(b) || !concrete_f32(y) || b->rank != 2 || a->rank < 2) return false;
+  if (!concrete(a) || !concrete(b) || !concrete(y) || b->rank != 2 || a->rank < 2) return false;
   if (matmul && nd->n_inputs != 2) return false;
   memset(gs, 0, sizeof *gs);
   gemm_params *p = &gs->tmpl;
@@ -45,11 +42,13 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
       return false;
     }
     if (!fused_act_in_gemm(&act, &p->epilogue)) return false;
+    gs->act = act;
     p->trans_a = ir_attr_int(nd, "transA", 0) != 0;
     p->trans_b = ir_attr_int(nd, "transB", 0) != 0;
     p->alpha = ir_attr_float(nd, "alpha", 1.f);
     if (p->trans_a && a->rank != 2) return false;
-    if ((bias && !concrete_f32(bias)) || (res && !concrete_f32(res))) return false;
+    if ((bias && (!concrete(bias) || bias->dtype != y->dtype)) || (res && (!concrete(res) || res->dtype != y->dtype)))
+      return false;
   }
   p->K = a->dims[p->trans_a ? 0 : a->rank - 1];
   p->N = b->dims[p->trans_b ? 0 : 1];
@@ -66,27 +65,30 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
   p->beta = res ? 1.f : 0.f;
   if (bias) p->epilogue.bias_kind = GEMM_BIAS_COL;
   gs->isa = isa_active();
-  return true;
+  gs->dt_a = a->dtype, gs->dt_b = b->dtype, gs->dt_y = y->dtype;
+  /* precision int8 / bf16 / int4 (passes/autocast.c) as the op takes it
+   * (ops/fused_gemm.c): a smelt.Gemm without transA */
+  gs->w = GEMM_W_F32;
+  if (fused && !p->trans_a) {
+    if (gemm_int8_marked(nd)) gs->w = GEMM_W_INT8;
+    else if (gemm_bf16_marked(nd)) gs->w = GEMM_W_BF16;
+    else if (gemm_int4_marked(nd)) gs->w = GEMM_W_INT4;
+  }
+  gs->kern = gemm_kernel_select(gs->dt_a, gs->dt_b, gs->dt_y, gs->w, gs->isa, gemm_shape_of(p->M, p->N, p->K));
+  return gs->kern != NULL;
 }
 
-void gemm_step_prepare(gemm_step *gs, op_cache *cache, smelt_pool *pool, const float *B) {
+void gemm_step_prepare(gemm_step *gs, const gemm_io *io, smelt_pool *pool) {
+  gs->kern->prepare(gs, io, pool);
+}
+
+smelt_status gemm_step_run(const gemm_step *gs, const gemm_io *io, smelt_pool *pool, int variant) {
   const gemm_params *p = &gs->tmpl;
-  if (p->M > 0 && p->N > 0 && p->K > 0) gs->packed_b = gemm_weights_b(cache, pool, p->trans_b, p->K, p->N, B);
-}
-
-smelt_status gemm_step_run(const gemm_step *gs, const float *A, const float *B, const float *bias,
-                           const float *res, float *Y, smelt_pool *pool, int variant) {
-  gemm_params p = gs->tmpl;
-  if (p.M == 0 || p.N == 0) return SMELT_OK;
-  p.A = A;
-  p.B = B;
-  p.C = Y;
-  p.packed_b = gs->packed_b;
-  if (gs->has_bias) p.epilogue.bias = bias;
-  if (gs->has_res && Y != res) memcpy(Y, res, sizeof(float) * (size_t)(p.M * p.N)); /* beta = 1 */
-  static const gemm_path paths[4] = {GEMM_PATH_AUTO, GEMM_PATH_SMALL_M, GEMM_PATH_DIRECT, GEMM_PATH_PACKED};
+  if (p->M == 0 || p->N == 0) return SMELT_OK;
+  if (gs->has_res && io->Y != io->res) /* beta = 1: Y starts as the residual */
+    memcpy(io->Y, io->res, dtype_size(gs->dt_y) * (size_t)(p->M * p->N));
   if (variant < 0 || variant >= GEMM_STEP_VARIANTS) variant = 0;
-  return gemm_f32_run(variant >= 4 ? NULL : pool, &p, gs->isa, paths[variant % 4], NULL);
+  return gs->kern->run(gs, io, pool, variant);
 }
 
 const char *gemm_step_variant_name(int variant) {

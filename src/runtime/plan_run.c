@@ -88,11 +88,11 @@ static smelt_status run_kernel(run_ctx *r, const pstep *st) {
 static smelt_status run_gemm(run_ctx *r, const pstep *st) {
   const ir_graph *g = r->p->g;
   const ir_node *nd = &g->nodes[st->node];
-  const float *in[4] = {NULL, NULL, NULL, NULL};
+  const void *in[4] = {NULL, NULL, NULL, NULL};
   for (int i = 0; i < nd->n_inputs && i < 4; i++)
     if (nd->inputs[i] >= 0) in[i] = vptr(r, nd->inputs[i]);
-  smelt_status s = gemm_step_run(st->gemm, in[0], in[1], in[2], in[3], vptr(r, nd->outputs[0]), r->p->pool,
-                                 st->variant);
+  gemm_io io = {g, st->node, node_cache(r->p, st->node), in[0], in[1], in[2], in[3], vptr(r, nd->outputs[0])};
+  smelt_status s = gemm_step_run(st->gemm, &io, r->p->pool, st->variant);
   if (s) {
     char lb[256];
     return err_prefix(s, "%s: ", ir_node_label(g, st->node, lb, sizeof lb));
@@ -160,8 +160,10 @@ smelt_status plan_prepare(compiled_plan *p) {
     if (!(st->kind == PS_LIBRARY || (st->kind == PS_KERNEL && st->use_lib))) continue;
     const ir_node *nd = &g->nodes[st->node];
     if (st->gemm) { /* the plan's own GEMM: a constant B is packed once */
-      if (nd->n_inputs > 1 && nd->inputs[1] >= 0 && p->loc[nd->inputs[1]].kind == VL_CONST)
-        gemm_step_prepare(st->gemm, node_cache(p, st->node), p->pool, p->loc[nd->inputs[1]].cst->data);
+      if (nd->n_inputs > 1 && nd->inputs[1] >= 0 && p->loc[nd->inputs[1]].kind == VL_CONST) {
+        gemm_io io = {.g = g, .node = st->node, .cache = node_cache(p, st->node), .B = p->loc[nd->inputs[1]].cst->data};
+        gemm_step_prepare(st->gemm, &io, p->pool);
+      }
       continue;
     }
     op_prepare_fn prepare = ops_prepare_fn(nd->op);
