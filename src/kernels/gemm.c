@@ -333,7 +333,7 @@ static void spin_pause(void) {
 
 /* Micro-panels per slice of a shared A block: each slice is packed by one
  * thread, the slices of a block by all the threads that need it. */
-#define GEMM_A_SLICE 4
+#define GEMM_A_SLICE 2
 
 /* The largest A shared by the threads of one product (gemm_packed_run). */
 #define GEMM_SHARED_A_BYTES ((double)(4 << 20))

@@ -397,8 +397,8 @@ static void tail_rows_exact(smelt_pool *pool, isa_level isa) {
 
 /* A shared by the threads (packed once per K block, in slices that the
  * threads needing the block pack together): 2 and 3 threads give exactly
- * the one-thread result.  97 rows are 17 micro-panels on AVX2 (5 slices of
- * at most 4), 13 on AVX-512 (4 slices); K 150 is 5 K blocks of 32; N 70
+ * the one-thread result.  97 rows are 17 micro-panels on AVX2 (9 slices of
+ * at most 2), 13 on AVX-512 (7 slices); K 150 is 5 K blocks of 32; N 70
  * ends in a partial panel. */
 static void shared_a_slices(smelt_pool *const pools[3], isa_level isa) {
   enum { M = 97, N = 70, K = 150 };
