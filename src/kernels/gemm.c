@@ -16,8 +16,10 @@
  *     threads, when A's panels for the K super-block fit GEMM_SHARED_A_BYTES
  *     and A blocks would be packed again (several K blocks and items
  *     sharing row blocks, or several N chunks),
- *     A is instead packed once into a buffer the threads share (a block by
- *     whoever needs it first, as B's panels; kept across the N chunks), and
+ *     A is instead packed once into a buffer the threads share (kept across
+ *     the N chunks; a block in slices of GEMM_A_SLICE micro-panels, each by
+ *     whoever claims it first, so the threads that need a block at the same
+ *     time pack it together rather than wait for one of them), and
  *     items are cut finer (GEMM_ITEMS_PER_THREAD).
  *   - The first K block applies beta, the last one the epilogue.
  * The chunk width keeps the packed B of one chunk within a cache-sized
@@ -316,7 +318,8 @@ typedef struct packed_ctx {
   const float *pre_a;         /* A packed ahead (whole), or NULL */
   int64_t m_pad;              /* M rounded up to MR (pre_a's rows) */
   float *sh_a;                /* A of the K pass packed once, shared by the threads (pre_a's layout), or NULL */
-  atomic_uchar *astate;       /* ...per row block and K block: PANEL_* */
+  atomic_uchar *astate;       /* ...per row block, K block and slice: PANEL_* */
+  int64_t n_aslices;          /* slices of GEMM_A_SLICE micro-panels per row block */
   atomic_uchar *bstate;       /* per K block and panel group: PANEL_* */
   float *abuf;                /* per slot: mc_max*kc floats */
   int64_t abuf_len;
@@ -329,6 +332,10 @@ static void spin_pause(void) {
 #endif
 }
 
+/* Micro-panels per slice of a shared A block: each slice is packed by one
+ * thread, the slices of a block by all the threads that need it. */
+#define GEMM_A_SLICE 2
+
 /* The largest A shared by the threads of one product (gemm_packed_run). */
 #define GEMM_SHARED_A_BYTES ((double)(4 << 20))
 
@@ -340,15 +347,31 @@ static float *panel_at(const packed_ctx *x, int64_t pc, int64_t jp) {
   return x->bbuf + (pc * x->n_jr + jp) * x->kc * x->ar->nr;
 }
 
+/* A block of packed data (a group of B panels, a slice of the shared A) is
+ * claimed by the first thread that needs it (EMPTY -> PACKING), which packs
+ * it and marks it READY. */
+static bool claim(atomic_uchar *st) {
+  unsigned char expect = PANEL_EMPTY;
+  return atomic_load_explicit(st, memory_order_acquire) == PANEL_EMPTY &&
+         atomic_compare_exchange_strong(st, &expect, PANEL_PACKING);
+}
+
+/* Another thread is packing it: microseconds, unless the packer lost its
+ * core to another process -- then give ours up too. */
+static void wait_ready(atomic_uchar *st) {
+  for (int spins = 0; atomic_load_explicit(st, memory_order_acquire) != PANEL_READY; spins++) {
+    if (spins < 2000) spin_pause();
+    else sched_yield();
+  }
+}
+
 /* The packed panel (pc, jp), packing its group if no thread has. */
 static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
   if (x->pre_b) return x->pre_b + x->pre_b_off + (pc * x->n_jr + jp) * x->kc * x->ar->nr;
   int64_t g = jp / GEMM_B_GROUP;
   atomic_uchar *st = &x->bstate[pc * x->n_groups + g];
-  unsigned char s = atomic_load_explicit(st, memory_order_acquire);
-  if (s == PANEL_READY) return panel_at(x, pc, jp);
-  unsigned char expect = PANEL_EMPTY;
-  if (s == PANEL_EMPTY && atomic_compare_exchange_strong(st, &expect, PANEL_PACKING)) {
+  if (atomic_load_explicit(st, memory_order_acquire) == PANEL_READY) return panel_at(x, pc, jp);
+  if (claim(st)) {
     int64_t j = x->j0 + g * GEMM_B_GROUP * x->ar->nr, p0 = x->q0 + pc * x->kc;
     int64_t j_end = j + GEMM_B_GROUP * x->ar->nr < x->j1 ? j + GEMM_B_GROUP * x->ar->nr : x->j1;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
@@ -357,12 +380,7 @@ static const float *b_panel(packed_ctx *x, int64_t pc, int64_t jp) {
     atomic_store_explicit(st, PANEL_READY, memory_order_release);
     return panel_at(x, pc, jp);
   }
-  /* Another thread is packing it: microseconds, unless the packer lost its
-   * core to another process -- then give ours up too. */
-  for (int spins = 0; atomic_load_explicit(st, memory_order_acquire) != PANEL_READY; spins++) {
-    if (spins < 2000) spin_pause();
-    else sched_yield();
-  }
+  wait_ready(st);
   return panel_at(x, pc, jp);
 }
 
@@ -374,24 +392,24 @@ static int64_t row_block_start(const packed_ctx *x, int64_t ic) {
   return start < x->p->M ? start : x->p->M;
 }
 
-/* The shared packed A block (ic, pc) -- rows [i0, i0+mc), K from p0 --
- * packing it if no thread has (the protocol of b_panel). */
+/* The shared packed A block (ic, pc) -- rows [i0, i0+mc), K from p0.  It is
+ * packed in slices of GEMM_A_SLICE micro-panels, each claimed like a group
+ * of B panels, so the threads that need the block at the same time (every
+ * thread, at the start of each K block: they take items of the same row
+ * block) pack it together instead of all but one waiting for one packer --
+ * on many threads that wait would be most of the product's time. */
 static const float *a_block(packed_ctx *x, int64_t ic, int64_t pc, int64_t i0, int64_t mc, int64_t p0,
                             int64_t kc) {
   float *dst = x->sh_a + x->m_pad * (p0 - x->q0) + i0 * kc;
-  atomic_uchar *st = &x->astate[ic * x->n_pc + pc];
-  unsigned char s = atomic_load_explicit(st, memory_order_acquire);
-  if (s == PANEL_READY) return dst;
-  unsigned char expect = PANEL_EMPTY;
-  if (s == PANEL_EMPTY && atomic_compare_exchange_strong(st, &expect, PANEL_PACKING)) {
-    x->ar->pack_a(x->p, i0, mc, p0, kc, dst);
-    atomic_store_explicit(st, PANEL_READY, memory_order_release);
-    return dst;
-  }
-  for (int spins = 0; atomic_load_explicit(st, memory_order_acquire) != PANEL_READY; spins++) {
-    if (spins < 2000) spin_pause();
-    else sched_yield();
-  }
+  int64_t rows = GEMM_A_SLICE * x->ar->mr, n = ceil_div(mc, rows);
+  atomic_uchar *st = &x->astate[(ic * x->n_pc + pc) * x->n_aslices];
+  for (int64_t s = 0; s < n; s++)
+    if (claim(&st[s])) {
+      int64_t r0 = s * rows, nr = mc - r0 < rows ? mc - r0 : rows;
+      x->ar->pack_a(x->p, i0 + r0, nr, p0, kc, dst + r0 * kc); /* MR-row panels: rows r0.. start at r0*kc */
+      atomic_store_explicit(&st[s], PANEL_READY, memory_order_release);
+    }
+  for (int64_t s = 0; s < n; s++) wait_ready(&st[s]);
   return dst;
 }
 
@@ -510,7 +528,8 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   x.abuf_len = x.pre_a || share_a ? 0 : round_up(x.mc * x.kc, 16);
   size_t abuf_bytes = share_a ? (size_t)round_up(x.m_pad * qk_max, 16) * sizeof(float)
                               : (size_t)threads * (size_t)x.abuf_len * sizeof(float);
-  size_t astates = share_a ? (size_t)(x.n_ic * n_pc_max) : 0;
+  x.n_aslices = ceil_div(x.mc, GEMM_A_SLICE * MR);
+  size_t astates = share_a ? (size_t)(x.n_ic * n_pc_max * x.n_aslices) : 0;
   size_t state_bytes = (size_t)round_up((int64_t)(groups + astates), 64);
   char *mem = bbuf_bytes + abuf_bytes + state_bytes ? tensor_data_alloc(bbuf_bytes + abuf_bytes + state_bytes)
                                                     : NULL;
@@ -529,7 +548,7 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
     x.last_q = x.q0 + x.qk == p->K;
     x.n_pc = ceil_div(x.qk, x.kc);
     if (x.sh_a) /* A changes with the K pass only: packed once for all the N chunks */
-      for (int64_t i = 0; i < x.n_ic * x.n_pc; i++) atomic_init(&x.astate[i], PANEL_EMPTY);
+      for (int64_t i = 0; i < x.n_ic * x.n_pc * x.n_aslices; i++) atomic_init(&x.astate[i], PANEL_EMPTY);
     for (x.j0 = 0; x.j0 < p->N; x.j0 = x.j1) {
       x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
       x.n_jr = ceil_div(x.j1 - x.j0, NR);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/ort_compare.py's ctypes copies of smelt_session_options and
-smelt_tensor match the C layout of the library they load: the options'
+smelt_tensor match the C layout of the library they load (and its --clock
+picks CPU time only at one thread): the options'
 struct_size equals the ctypes size (checked when the library is opened), a
 tensor read by smelt_tensor_load has its fields (owner last) where the ctypes
 struct has them, smelt_tensor_release clears it, and a session made with the
@@ -24,6 +25,17 @@ def main():
     sys.path.insert(0, os.path.join(source, "bench"))
     import ort_compare as oc
 
+    # --clock: CPU time only where the runs stay on the calling thread
+    import time
+    if oc.pick_clock("cpu", 1) is not time.thread_time or oc.pick_clock("wall", 2) is not time.perf_counter:
+        print("ort_compare.pick_clock picks the wrong timer")
+        return 1
+    try:
+        oc.pick_clock("cpu", 2)
+        print("ort_compare.pick_clock accepted --clock cpu at 2 threads")
+        return 1
+    except ValueError:
+        pass
     sm = oc.Smelt(lib)  # raises when the options' size differs
     if sm.Tensor is not oc.TensorV1 or sm.Options is not oc.OptionsV1:
         print("the library in the build tree was taken for a 0.1 one")
