@@ -434,7 +434,7 @@ def _dropout(lw, nd, ev, x, p=0.5, training=True, inplace=False):
     return lw.reshape(lw.val(x), ev)
 
 
-@_op(".to", ".type", ".float", ".type_as")
+@_op(".to", ".type", ".float", ".double", ".long", ".int", ".bool", ".type_as")
 def _to(lw, nd, ev, x, *a, **kw):
     xv = lw.val(x)
     if ev.dtype == xv.dtype:
