@@ -2,9 +2,11 @@
 
 Registered by the entry point ``torch_dynamo_backends: smelt`` (pyproject.toml),
 so it works without importing smelt first.  Each FX graph Dynamo hands over
-(one per piece between graph breaks) is exported to ONNX in memory, with the
-parameters and buffers Dynamo passes as static inputs frozen into the model
-as weights, and run by a smelt Session on the live tensors.  Dims Dynamo marks
+(one per piece between graph breaks) is written as ONNX in memory -- lowered
+directly by smelt.fx_lower when its shapes are static and its ops are in
+that table, else by torch.onnx.export -- with the parameters and buffers
+Dynamo passes as static inputs frozen into the model as weights, and run by
+a smelt Session on the live tensors.  Dims Dynamo marks
 dynamic become symbolic ONNX dims (smelt compiles one specialization per new
 shape, see recompile_limit and buckets).
 
