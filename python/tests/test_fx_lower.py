@@ -244,3 +244,32 @@ def test_gpt2():
 def test_torchvision(name):
     tv = pytest.importorskip("torchvision")
     check_fx(getattr(tv.models, name)(weights=None), torch.randn(1, 3, 96, 96), atol=1e-3)
+
+
+class InplaceShared(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        h = self.a(x)
+        v = h.view(2, 4, 2)
+        r = F.relu(v, inplace=True)  # changes h too, which is read below
+        return r.reshape(2, 8) + h
+
+
+def test_inplace_on_a_value_read_elsewhere_falls_back():
+    """Neither the lowering nor torch.onnx.export keeps the aliasing (the
+    exporter gave relu(h) + h here): the graph runs on the fallback."""
+    m = InplaceShared().eval()
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        ref = m(x)
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always", SmeltFallbackWarning)
+        with torch.no_grad():
+            out = torch.compile(m, backend="smelt", options=OPTS)(x)
+    msgs = [str(x.message) for x in w if issubclass(x.category, SmeltFallbackWarning)]
+    assert len(msgs) == 1 and "in-place relu" in msgs[0], msgs
+    torch.testing.assert_close(out, ref)

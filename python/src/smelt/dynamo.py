@@ -202,6 +202,8 @@ def _to_onnx(gm, example_inputs, frozen: _Frozen, real, in_names: List[str], out
             return onnx, used or None, "fx"
         except Unmapped as e:
             why = str(e)
+        except Exception as e:  # a bug here must not cost the graph smelt: the exporter takes it
+            why = f"fx_lower failed: {type(e).__name__}: {str(e)[:200]}"
     const_names = list(frozen.consts)
     from .export import export_bytes
     try:
@@ -233,7 +235,8 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     if how not in ("inductor", "eager"):
         raise UnsupportedError(f"fallback {how!r}: expected 'inductor' or 'eager'", 3)
 
-    why = _training_mode(gm) or _outputs_are_tensors(gm)
+    from .fx_lower import inplace_hazard
+    why = _training_mode(gm) or _outputs_are_tensors(gm) or inplace_hazard(gm)
     if why:
         return _fallback(gm, example_inputs, how, why)
     try:

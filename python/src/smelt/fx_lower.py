@@ -80,6 +80,18 @@ def _target_name(n) -> str:
 _INPLACE = {"iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand", "ior", "ixor",
             "ilshift", "irshift", "imatmul"}
 
+#: ops with an inplace flag (F.relu(x, inplace=True))
+_INPLACE_FLAG = {"relu", "hardtanh", "relu6", "hardswish", "hardsigmoid", "silu", "dropout", "dropout1d",
+                 "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"}
+
+#: ops whose result may be a view of their input (an in-place op on it would
+#: change that input too)
+_ALIASING = {".view", ".reshape", "reshape", ".flatten", "flatten", ".unsqueeze", "unsqueeze", ".squeeze",
+             "squeeze", ".contiguous", ".detach", "detach", ".view_as", ".reshape_as", "dropout", ".to",
+             ".type", ".float", ".double", ".long", ".int", ".bool", ".type_as", ".expand", ".expand_as",
+             "broadcast_to", ".transpose", "transpose", ".permute", "permute", ".t", "t", ".split", "split",
+             ".chunk", "chunk", "getitem", "iadd", "isub", "imul", "itruediv"} | _INPLACE_FLAG
+
 #: targets whose value differs from call to call: never evaluated here
 _RANDOM = ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "uniform",
            "rand_like", "randn_like", "randint_like", "empty", "empty_like")
@@ -195,6 +207,8 @@ class Lowering:
         fn = _HANDLERS.get(name)
         if fn is None:
             raise Unmapped(f"op {name.lstrip('.')} (node {nd.name})")
+        if name in _INPLACE_FLAG and (nd.kwargs.get("inplace") or any(a is True for a in nd.args[1:])):
+            _inplace_ok(self, nd, nd.args[0])
         ev = nd.meta.get("example_value")
         return fn(self, nd, ev, *nd.args, **nd.kwargs)
 
@@ -273,15 +287,24 @@ def _compute_dtype(lw: Lowering, a, b):
     def rep(x):
         dt, shape = lw.meta(x)
         if dt is None:
-            return x
+            return lw.env[x] if _is_node(x) else x
         return torch.empty((1,) if len(shape) else (), dtype=dt)
     return torch.result_type(rep(a), rep(b))
 
 
 def _inplace_ok(lw: Lowering, nd, a):
-    """x += y on a value read by nothing else is x + y."""
-    if _is_node(a) and (a.op == "placeholder" or len(a.users) > 1):
-        raise Unmapped(f"in-place {_target_name(nd)} on {a.name}, which other nodes read")
+    """An in-place op (x += y, relu(x, inplace=True)) is its out-of-place
+    form when x is a value of its own (not a graph input, not a view of
+    another value) that nothing else reads."""
+    # every value that may share a's memory (a, and back through views to
+    # the value that owns it) must be read by the next one alone
+    while _is_node(a):
+        if a.op == "placeholder" or len(a.users) > 1:
+            raise Unmapped(f"in-place {_target_name(nd).lstrip('.')} on {a.name}, which other nodes "
+                           f"read (or a view of it, or a graph input)")
+        if a.op not in ("call_function", "call_method") or _target_name(a) not in _ALIASING:
+            return
+        a = a.args[0] if a.args else None
 
 
 def _binary(lw: Lowering, nd, ev, a, b, *rest, alpha=1, rounding_mode=None, **kw):
@@ -709,6 +732,25 @@ def _reduce(lw, nd, ev, x, dim=None, keepdim=False, dtype=None, **kw):
     else:
         y = lw.emit1("ReduceSum", [xv.name, lw.ints(dims)], keepdims=int(bool(keepdim)))
     return lw.out(y, ev)
+
+
+def inplace_hazard(gm) -> Optional[str]:
+    """Why gm's in-place ops cannot be read as out-of-place ones (a value
+    changed in place is read elsewhere, or is a graph input or a view of
+    one), or None.  Neither this lowering nor torch.onnx.export keeps such
+    aliasing, so such a graph goes to the fallback path."""
+    for nd in gm.graph.nodes:
+        if nd.op not in ("call_function", "call_method") or not nd.args:
+            continue
+        name = _target_name(nd)
+        flagged = name in _INPLACE_FLAG and (nd.kwargs.get("inplace") or any(a is True for a in nd.args[1:]))
+        method = name.startswith(".") and name.endswith("_") and not name.endswith("__")
+        if name in _INPLACE or flagged or method:
+            try:
+                _inplace_ok(None, nd, nd.args[0])
+            except Unmapped as e:
+                return str(e)
+    return None
 
 
 def lower(gm, placeholders: List[tuple]) -> tuple:
