@@ -19,7 +19,6 @@ smelt's passes fuse them as they fuse the exporter's graphs.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -370,7 +369,6 @@ def _silu(lw, nd, ev, x, inplace=False):
 
 @_op("gelu")
 def _gelu(lw, nd, ev, x, approximate="none"):
-    import torch
     xv = lw.val(x)
     dt = xv.dtype
     if approximate == "none":  # torch.onnx.export's form, which smelt fuses into Gelu
@@ -385,7 +383,6 @@ def _gelu(lw, nd, ev, x, approximate="none"):
         y = lw.emit1("Mul", [lw.emit1("Mul", [xv.name, c(0.5, dt)]), lw.emit1("Add", [t, c(1.0, dt)])])
         return lw.out(y, ev)
     raise Unmapped(f"gelu approximate={approximate!r}")
-    del torch
 
 
 @_op("hardtanh", "relu6")
@@ -766,5 +763,3 @@ def lower(gm, placeholders: List[tuple]) -> tuple:
     onnx = lw.run()
     return onnx, lw.used_consts
 
-
-_ = operator  # the operator module's functions are matched by name (add, iadd, getitem...)
