@@ -2,9 +2,11 @@
 
 Registered by the entry point ``torch_dynamo_backends: smelt`` (pyproject.toml),
 so it works without importing smelt first.  Each FX graph Dynamo hands over
-(one per piece between graph breaks) is exported to ONNX in memory, with the
-parameters and buffers Dynamo passes as static inputs frozen into the model
-as weights, and run by a smelt Session on the live tensors.  Dims Dynamo marks
+(one per piece between graph breaks) is written as ONNX in memory -- lowered
+directly by smelt.fx_lower when its shapes are static and its ops are in
+that table, else by torch.onnx.export -- with the parameters and buffers
+Dynamo passes as static inputs frozen into the model as weights, and run by
+a smelt Session on the live tensors.  Dims Dynamo marks
 dynamic become symbolic ONNX dims (smelt compiles one specialization per new
 shape, see recompile_limit and buckets).
 
@@ -183,6 +185,39 @@ def _outputs_are_tensors(gm) -> Optional[str]:
     return None
 
 
+def _to_onnx(gm, example_inputs, frozen: _Frozen, real, in_names: List[str], out_names: List[str]):
+    """(ONNX bytes, consts to bind or None, how it was made).  Graphs of
+    static shapes whose weights are bound go through smelt.fx_lower (the FX
+    graph written as ONNX directly, ~100x faster than re-tracing it); the
+    rest, and any graph holding an op fx_lower does not map, through
+    torch.onnx.export."""
+    why = "symbolic dims" if frozen.dynamic_axes or any(k[0] == "dim" for k in frozen.kinds) else \
+        "weights not bound" if not frozen.consts and any(k[0] == "const" for k in frozen.kinds) else None
+    if why is None:
+        from .fx_lower import Unmapped, lower
+        ph = [("in", f"in{k[1]}", example_inputs[frozen.tensor_idx[k[1]]]) if k[0] == "in"
+              else ("const", k[1], frozen.consts[k[1]]) for k in frozen.kinds]
+        try:
+            onnx, used = lower(gm, ph)
+            return onnx, used or None, "fx"
+        except Unmapped as e:
+            why = str(e)
+        except Exception as e:  # a bug here must not cost the graph smelt: the exporter takes it
+            why = f"fx_lower failed: {type(e).__name__}: {str(e)[:200]}"
+    const_names = list(frozen.consts)
+    from .export import export_bytes
+    try:
+        onnx = export_bytes(frozen.module, real + [frozen.consts[k] for k in const_names],
+                            in_names + const_names, out_names, frozen.dynamic_axes)
+    except Exception as e:  # the exporter's message names the op
+        raise UnsupportedError(f"ONNX export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}", 3)
+    consts = None
+    if const_names:  # the exporter drops the inputs nothing reads
+        present = set(_smelt.model_input_names(onnx))
+        consts = {k: frozen.consts[k] for k in const_names if k in present}
+    return onnx, consts, f"torch.onnx.export: {why}"
+
+
 def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str, Any]] = None,
                   **kwargs) -> Callable:
     """The torch.compile back end (see the module docstring for options)."""
@@ -200,7 +235,8 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     if how not in ("inductor", "eager"):
         raise UnsupportedError(f"fallback {how!r}: expected 'inductor' or 'eager'", 3)
 
-    why = _training_mode(gm) or _outputs_are_tensors(gm)
+    from .fx_lower import inplace_hazard
+    why = _training_mode(gm) or _outputs_are_tensors(gm) or inplace_hazard(gm)
     if why:
         return _fallback(gm, example_inputs, how, why)
     try:
@@ -209,17 +245,7 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
         n_out = len(next(n for n in gm.graph.nodes if n.op == "output").args[0])
         in_names = [f"in{j}" for j in range(len(real))]
         out_names = [f"out{k}" for k in range(n_out)]
-        const_names = list(frozen.consts)
-        from .export import export_bytes
-        try:
-            onnx = export_bytes(frozen.module, real + [frozen.consts[k] for k in const_names],
-                                in_names + const_names, out_names, frozen.dynamic_axes)
-        except Exception as e:  # the exporter's message names the op
-            raise UnsupportedError(f"ONNX export failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}", 3)
-        consts = None
-        if const_names:  # the exporter drops the inputs nothing reads
-            present = set(_smelt.model_input_names(onnx))
-            consts = {k: frozen.consts[k] for k in const_names if k in present}
+        onnx, consts, lowering = _to_onnx(gm, example_inputs, frozen, real, in_names, out_names)
         sess = Session(onnx, mode=opts.get("mode", "default"), threads=opts.get("threads"),
                        precision=precision, cache_dir=opts.get("cache_dir"),
                        buckets=opts.get("buckets"), recompile_limit=opts.get("recompile_limit"),
@@ -270,6 +296,7 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
         return smelt_forward(args)
 
     call.smelt_session = sess  # for tests and diagnostics
+    call.smelt_lowering = lowering  # "fx" or "torch.onnx.export: <why the FX lowering did not take it>"
     return call
 
 
