@@ -190,6 +190,16 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 3, 33, 31, 3, 3, 3, 3, 2, 1, 1, 1, 1, 0, 0, 1),      /* strides 2x1 */
       mk(1, 4, 15, 17, 4, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2),      /* dilation 2 */
       mk(1, 6, 9, 16, 6, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),       /* 1x1 depthwise */
+      /* blocked, several output pixels at a time (dw_blk) and its tail:
+       * 5x5 stride 2 (mnasnet, efficientnet) to odd planes, 5x5 stride 1
+       * on 14 and 7 with a partial channel block, 3x3 with an odd width,
+       * 7x7 (convnext); the row form's four-vector sums over a wide 5x5 row */
+      mk(1, 21, 29, 29, 21, 21, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2),
+      mk(1, 27, 14, 14, 27, 27, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2),
+      mk(2, 13, 7, 7, 13, 13, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2),
+      mk(1, 10, 9, 9, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 11, 14, 14, 11, 11, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3),
+      mk(1, 3, 12, 75, 3, 3, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2),
   };
   for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) check_conv(&cs[i], pool);
   /* random small shapes */
