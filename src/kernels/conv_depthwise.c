@@ -12,7 +12,8 @@
  * columns past OW are computed and dropped) into a small scratch, then
  * each row is copied out through the epilogue.  Planes run in parallel.
  *
- * Narrow planes without a residual (dwb_fits) run blocked instead: vl channels at a
+ * Narrow planes, and kernels larger than 3x3, without a residual
+ * (dwb_fits) run blocked instead: vl channels at a
  * time are transposed into a padded pixel-major copy (a pixel is vl
  * consecutive floats: rows_to_blk), every output pixel is taps FMAs on
  * whole vectors (dw_blk), and the result goes back to the channels' planes
@@ -146,14 +147,17 @@ static void dwb_blocks(void *vctx, int64_t u0, int64_t u1) {
 }
 
 /* Whether the blocked form takes this call: planes under 4 vectors wide,
- * or 8 at a stride (the row form's phase split costs more there), and no
- * residual.  Measured at AVX2 (1 thread, blocked vs rows): 7x7 1.9x, 14x14
- * 1.4x, 28x28 1.2x, 56x56 0.9x; stride 2 to 7x7 2.6x, to 28x28 1.4x, to
- * 56x56 1.1x. */
+ * or 8 at a stride (the row form's phase split costs more there), or
+ * kernels larger than 3x3 at any width, and no residual.  Measured at AVX2
+ * (1 thread, blocked vs rows), 3x3: 7x7 1.9x, 14x14 1.4x, 28x28 1.2x, 56x56
+ * 0.9x; stride 2 to 7x7 2.6x, to 28x28 1.4x, to 56x56 1.1x.  5x5 and 7x7
+ * (dw_blk's four pixels at a time): 56x56 1.6x, 112x112 1.15x. */
 static bool dwb_fits(const conv2d_weights *w, const conv2d_epilogue *ep) {
   const conv2d_desc *d = &w->d;
   int vl = w->k->vl;
-  bool narrow = d->OW < 4 * vl || (d->sw > 1 && d->OW < 8 * vl);
+  /* a big kernel up to 256x256 outputs (the copy and outputs of vl planes per thread stay a few MB) */
+  bool big = d->KH * d->KW > 9 && d->OH * d->OW <= 65536;
+  bool narrow = d->OW < 4 * vl || (d->sw > 1 && d->OW < 8 * vl) || big;
   return vl > 1 && vl <= 16 && narrow && d->KH * d->KW <= 64 && !(ep && ep->residual);
 }
 
