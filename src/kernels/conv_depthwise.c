@@ -108,6 +108,23 @@ typedef struct dwb_job {
   atomic_bool failed;
 } dwb_job;
 
+smelt_status conv_dw_blk_weights(conv2d_weights *w) {
+  const conv2d_desc *d = &w->d;
+  int vl = w->k->vl;
+  int64_t taps = d->KH * d->KW, nb = conv_cdiv(d->C, vl);
+  if (w->algo != CONV_ALGO_DEPTHWISE || vl <= 1 || w->blk) return SMELT_OK;
+  size_t bytes = sizeof(float) * (size_t)(nb * taps * vl);
+  w->blk = tensor_data_alloc(bytes ? bytes : sizeof(float));
+  if (!w->blk) return err_nomem("depthwise blocked weights", bytes);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t t = 0; t < taps; t++)
+      for (int l = 0; l < vl; l++) {
+        int64_t c = b * vl + l;
+        w->blk[(b * taps + t) * vl + l] = c < d->C ? w->data[c * taps + t] : 0.f;
+      }
+  return SMELT_OK;
+}
+
 static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, float *wv, float *bv) {
   const conv2d_desc *d = &j->w->d;
   const conv_kernels *k = j->w->k;
@@ -116,9 +133,11 @@ static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, floa
   int nch = (int)(d->C - c0 < vl ? d->C - c0 : vl);
   const float *src[16];
   float *dst[16];
+  const float *wk = j->w->blk ? j->w->blk + (c0 / vl) * taps * vl : wv; /* blk: made once, at prepare */
   for (int l = 0; l < vl; l++) {
     bool in = l < nch;
-    for (int64_t t = 0; t < taps; t++) wv[t * vl + l] = in ? j->w->data[(c0 + l) * taps + t] : 0.f;
+    if (!j->w->blk)
+      for (int64_t t = 0; t < taps; t++) wv[t * vl + l] = in ? j->w->data[(c0 + l) * taps + t] : 0.f;
     bv[l] = in && j->B ? j->B[c0 + l] : 0.f;
     dst[l] = in ? j->Y + (n * d->C + c0 + l) * d->OH * d->OW : NULL;
   }
@@ -126,7 +145,7 @@ static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, floa
     for (int l = 0; l < vl; l++) src[l] = l < nch ? j->X + ((n * d->C + c0 + l) * d->H + ih) * d->W : NULL;
     k->rows_to_blk(src, d->W, buf + ((ih + d->pt) * j->Wp + d->pl) * vl);
   }
-  k->dw_blk(buf, j->Wp, d->sh, d->sw, j->off, (int)taps, wv, bv, j->lo, j->hi, d->OH, d->OW, obuf);
+  k->dw_blk(buf, j->Wp, d->sh, d->sw, j->off, (int)taps, wk, bv, j->lo, j->hi, d->OH, d->OW, obuf);
   k->blk_to_rows(obuf, d->OH * d->OW, dst, NULL);
 }
 

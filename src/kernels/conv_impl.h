@@ -261,21 +261,32 @@ static SIMD_TARGET void SIMD_NAME(rows_to_blk)(const float *const *src, int64_t 
   }
 }
 
+/* The partial last vector (r < VL pixels) of each channel goes first,
+ * stored whole where the junk past n falls on the start of the next
+ * channel's row that this call writes afterwards (dst[l + 1] == dst[l] +
+ * n, n >= VL: a plane-major output); masked otherwise.  Masked stores are
+ * slow on AMD (VMASKMOVPS) and a 7x7 plane ends in one. */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(blk_out)(const float *src, int64_t p0, int r,
+                                                         float *const *dst, const float *bias,
+                                                         int64_t n) {
+  vf t[VL];
+#pragma GCC unroll 16
+  for (int p = 0; p < VL; p++) t[p] = p < r ? v_load(src + (p0 + p) * VL) : v_zero();
+  SIMD_NAME(transpose)(t);
+  for (int l = 0; l < VL; l++) {
+    if (!dst[l]) continue;
+    vf v = bias ? v_add(t[l], v_set1(bias[l])) : t[l];
+    bool spill_ok = r == VL || (n >= VL && l + 1 < VL && dst[l + 1] == dst[l] + n);
+    if (spill_ok) v_store(dst[l] + p0, v);
+    else v_storen(dst[l] + p0, v, r);
+  }
+}
+
 static SIMD_TARGET void SIMD_NAME(blk_to_rows)(const float *src, int64_t n, float *const *dst,
                                                const float *bias) {
-  for (int64_t p0 = 0; p0 < n; p0 += VL) {
-    int r = n - p0 < VL ? (int)(n - p0) : VL;
-    vf t[VL];
-#pragma GCC unroll 16
-    for (int p = 0; p < VL; p++) t[p] = p < r ? v_load(src + (p0 + p) * VL) : v_zero();
-    SIMD_NAME(transpose)(t);
-    for (int l = 0; l < VL; l++) {
-      if (!dst[l]) continue;
-      vf v = bias ? v_add(t[l], v_set1(bias[l])) : t[l];
-      if (r == VL) v_store(dst[l] + p0, v);
-      else v_storen(dst[l] + p0, v, r);
-    }
-  }
+  int64_t full = n / VL * VL;
+  if (full < n) SIMD_NAME(blk_out)(src, full, (int)(n - full), dst, bias, n);
+  for (int64_t p0 = 0; p0 < full; p0 += VL) SIMD_NAME(blk_out)(src, p0, VL, dst, bias, n);
 }
 
 /* ---- depthwise and pooling rows ----
