@@ -7,7 +7,8 @@
  *   residual Add  (an Add of a tensor of exactly the result's shape that does
  *                  not depend on the product),
  *   activation    (Relu, Clip with constant bounds, Sigmoid, Tanh, Gelu, or
- *                  SiLU: Sigmoid(y) and Mul(y, Sigmoid(y)), activation "silu"),
+ *                  after a Conv SiLU: Sigmoid(y) and Mul(y, Sigmoid(y)),
+ *                  activation "silu"),
  * becomes one smelt.Gemm / smelt.Conv node (ops/fused_gemm.c, fused_conv.c)
  * with attributes activation, clip_min, clip_max, has_bias, has_residual.
  * Each link must be the only consumer of the previous result.  A plain
@@ -257,7 +258,8 @@ static smelt_status match_residual(rewriter *w, epi_match *m) {
 
 /* SiLU as ONNX exports it: Sigmoid(y) and Mul(y, Sigmoid(y)) (either
  * operand order), the two the only readers of y, the Sigmoid's output read
- * by the Mul alone. */
+ * by the Mul alone.  Taken after a Conv only (efficientnet's, mobilevit's
+ * blocks); a MatMul's (SwiGLU's gate) is left to the transformer paths. */
 static bool match_silu(rewriter *w, epi_match *m) {
   int y = m->out, s = -1, mul = -1;
   if (m->n_chain + 2 > EPI_MAX_CHAIN || w->uses[y].n != 2 || rw_is_output(w, y)) return false;
@@ -286,7 +288,7 @@ static void match_act(rewriter *w, epi_match *m) {
   if (u < 0 || !read_act(w, u, &m->act) || rw_node(w, u)->inputs[0] != m->out ||
       !is_f32(w, rw_node(w, u)->outputs[0])) {
     m->act = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY};
-    if (u < 0) match_silu(w, m);
+    if (u < 0 && rw_is_op(w, m->anchor, "Conv")) match_silu(w, m); /* convs only: a GEMM's SiLU (SwiGLU) stays with the decode path's kernels */
     return;
   }
   m->chain[m->n_chain++] = u;

@@ -255,6 +255,18 @@ static void test_conv_silu(void) {
   CHECK(r && count_op(r, "Sigmoid") == 1 && count_op(r, "Mul") == 1);
   passes_equiv_free(&e);
   ir_graph_free(g);
+  /* a MatMul's SiLU (SwiGLU's gate) is not taken */
+  g = gb_new();
+  gb_input(g, "x", SMELT_F32, 2, (int64_t[]){3, 8});
+  gb_const(g, "w", 2, (int64_t[]){8, 5}, 1);
+  gb_node(g, "MatMul", "x,w", "m", 0);
+  gb_node(g, "Sigmoid", "m", "s", 0);
+  gb_node(g, "Mul", "m,s", "y", 0);
+  gb_output(g, "y");
+  r = rewrite(g, pass_fuse_epilogue, &e);
+  CHECK(r && count_op(r, "Sigmoid") == 1 && count_op(r, "Mul") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
 }
 
 /* ---- fuse_norm ---- */
