@@ -3,8 +3,10 @@
  * machine has (forced through the kernels' isa argument, not SMELT_ISA) and
  * every algorithm that applies, over shapes that break the tilings: sizes
  * 1, primes, just off the vector and panel widths, stride 2 and 3,
- * dilation, asymmetric pads, groups, depthwise, batch > 1; with and without
- * a thread pool.
+ * dilation, asymmetric pads, groups, depthwise (row and blocked forms,
+ * 3x3, 5x5, 7x7), batch > 1; on the calling thread alone and on pools of 3
+ * and 2 threads; and the prepared weights wrapped again as from a saved
+ * copy.
  *
  * Error measure: |got - want| / (sum over the window of |x w| + |b| + 1e-30),
  * the bound a dot product's rounding error scales with.  Worst values seen
@@ -412,10 +414,13 @@ static void select_cases(void) {
 }
 
 int main(void) {
-  smelt_pool *pool = NULL;
+  smelt_pool *pool = NULL, *pool2 = NULL;
   CHECK_OK(pool_create(3, &pool));
+  CHECK_OK(pool_create(2, &pool2));
   conv_cases(NULL);
   conv_cases(pool);
+  conv_cases(pool2); /* two threads, as the benchmarks run */
+  pool_free(pool2);
   pool_cases(NULL);
   pool_cases(pool);
   cache_cases();
