@@ -12,7 +12,8 @@
  * columns past OW are computed and dropped) into a small scratch, then
  * each row is copied out through the epilogue.  Planes run in parallel.
  *
- * Narrow planes without a residual (dwb_fits) run blocked instead: vl channels at a
+ * Narrow planes, and kernels larger than 3x3, without a residual
+ * (dwb_fits) run blocked instead: vl channels at a
  * time are transposed into a padded pixel-major copy (a pixel is vl
  * consecutive floats: rows_to_blk), every output pixel is taps FMAs on
  * whole vectors (dw_blk), and the result goes back to the channels' planes
@@ -107,6 +108,23 @@ typedef struct dwb_job {
   atomic_bool failed;
 } dwb_job;
 
+smelt_status conv_dw_blk_weights(conv2d_weights *w) {
+  const conv2d_desc *d = &w->d;
+  int vl = w->k->vl;
+  int64_t taps = d->KH * d->KW, nb = conv_cdiv(d->C, vl);
+  if (w->algo != CONV_ALGO_DEPTHWISE || vl <= 1 || w->blk) return SMELT_OK;
+  size_t bytes = sizeof(float) * (size_t)(nb * taps * vl);
+  w->blk = tensor_data_alloc(bytes ? bytes : sizeof(float));
+  if (!w->blk) return err_nomem("depthwise blocked weights", bytes);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t t = 0; t < taps; t++)
+      for (int l = 0; l < vl; l++) {
+        int64_t c = b * vl + l;
+        w->blk[(b * taps + t) * vl + l] = c < d->C ? w->data[c * taps + t] : 0.f;
+      }
+  return SMELT_OK;
+}
+
 static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, float *wv, float *bv) {
   const conv2d_desc *d = &j->w->d;
   const conv_kernels *k = j->w->k;
@@ -115,9 +133,11 @@ static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, floa
   int nch = (int)(d->C - c0 < vl ? d->C - c0 : vl);
   const float *src[16];
   float *dst[16];
+  const float *wk = j->w->blk ? j->w->blk + (c0 / vl) * taps * vl : wv; /* blk: made once, at prepare */
   for (int l = 0; l < vl; l++) {
     bool in = l < nch;
-    for (int64_t t = 0; t < taps; t++) wv[t * vl + l] = in ? j->w->data[(c0 + l) * taps + t] : 0.f;
+    if (!j->w->blk)
+      for (int64_t t = 0; t < taps; t++) wv[t * vl + l] = in ? j->w->data[(c0 + l) * taps + t] : 0.f;
     bv[l] = in && j->B ? j->B[c0 + l] : 0.f;
     dst[l] = in ? j->Y + (n * d->C + c0 + l) * d->OH * d->OW : NULL;
   }
@@ -125,7 +145,7 @@ static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, floa
     for (int l = 0; l < vl; l++) src[l] = l < nch ? j->X + ((n * d->C + c0 + l) * d->H + ih) * d->W : NULL;
     k->rows_to_blk(src, d->W, buf + ((ih + d->pt) * j->Wp + d->pl) * vl);
   }
-  k->dw_blk(buf, j->Wp, d->sh, d->sw, j->off, (int)taps, wv, bv, j->lo, j->hi, d->OH, d->OW, obuf);
+  k->dw_blk(buf, j->Wp, d->sh, d->sw, j->off, (int)taps, wk, bv, j->lo, j->hi, d->OH, d->OW, obuf);
   k->blk_to_rows(obuf, d->OH * d->OW, dst, NULL);
 }
 
@@ -146,14 +166,17 @@ static void dwb_blocks(void *vctx, int64_t u0, int64_t u1) {
 }
 
 /* Whether the blocked form takes this call: planes under 4 vectors wide,
- * or 8 at a stride (the row form's phase split costs more there), and no
- * residual.  Measured at AVX2 (1 thread, blocked vs rows): 7x7 1.9x, 14x14
- * 1.4x, 28x28 1.2x, 56x56 0.9x; stride 2 to 7x7 2.6x, to 28x28 1.4x, to
- * 56x56 1.1x. */
+ * or 8 at a stride (the row form's phase split costs more there), or
+ * kernels larger than 3x3 at any width, and no residual.  Measured at AVX2
+ * (1 thread, blocked vs rows), 3x3: 7x7 1.9x, 14x14 1.4x, 28x28 1.2x, 56x56
+ * 0.9x; stride 2 to 7x7 2.6x, to 28x28 1.4x, to 56x56 1.1x.  5x5 and 7x7
+ * (dw_blk's four pixels at a time): 56x56 1.6x, 112x112 1.15x. */
 static bool dwb_fits(const conv2d_weights *w, const conv2d_epilogue *ep) {
   const conv2d_desc *d = &w->d;
   int vl = w->k->vl;
-  bool narrow = d->OW < 4 * vl || (d->sw > 1 && d->OW < 8 * vl);
+  /* a big kernel up to 256x256 outputs (the copy and outputs of vl planes per thread stay a few MB) */
+  bool big = d->KH * d->KW > 9 && d->OH * d->OW <= 65536;
+  bool narrow = d->OW < 4 * vl || (d->sw > 1 && d->OW < 8 * vl) || big;
   return vl > 1 && vl <= 16 && narrow && d->KH * d->KW <= 64 && !(ep && ep->residual);
 }
 

@@ -261,21 +261,32 @@ static SIMD_TARGET void SIMD_NAME(rows_to_blk)(const float *const *src, int64_t 
   }
 }
 
+/* The partial last vector (r < VL pixels) of each channel goes first,
+ * stored whole where the junk past n falls on the start of the next
+ * channel's row that this call writes afterwards (dst[l + 1] == dst[l] +
+ * n, n >= VL: a plane-major output); masked otherwise.  Masked stores are
+ * slow on AMD (VMASKMOVPS) and a 7x7 plane ends in one. */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(blk_out)(const float *src, int64_t p0, int r,
+                                                         float *const *dst, const float *bias,
+                                                         int64_t n) {
+  vf t[VL];
+#pragma GCC unroll 16
+  for (int p = 0; p < VL; p++) t[p] = p < r ? v_load(src + (p0 + p) * VL) : v_zero();
+  SIMD_NAME(transpose)(t);
+  for (int l = 0; l < VL; l++) {
+    if (!dst[l]) continue;
+    vf v = bias ? v_add(t[l], v_set1(bias[l])) : t[l];
+    bool spill_ok = r == VL || (n >= VL && l + 1 < VL && dst[l + 1] == dst[l] + n);
+    if (spill_ok) v_store(dst[l] + p0, v);
+    else v_storen(dst[l] + p0, v, r);
+  }
+}
+
 static SIMD_TARGET void SIMD_NAME(blk_to_rows)(const float *src, int64_t n, float *const *dst,
                                                const float *bias) {
-  for (int64_t p0 = 0; p0 < n; p0 += VL) {
-    int r = n - p0 < VL ? (int)(n - p0) : VL;
-    vf t[VL];
-#pragma GCC unroll 16
-    for (int p = 0; p < VL; p++) t[p] = p < r ? v_load(src + (p0 + p) * VL) : v_zero();
-    SIMD_NAME(transpose)(t);
-    for (int l = 0; l < VL; l++) {
-      if (!dst[l]) continue;
-      vf v = bias ? v_add(t[l], v_set1(bias[l])) : t[l];
-      if (r == VL) v_store(dst[l] + p0, v);
-      else v_storen(dst[l] + p0, v, r);
-    }
-  }
+  int64_t full = n / VL * VL;
+  if (full < n) SIMD_NAME(blk_out)(src, full, (int)(n - full), dst, bias, n);
+  for (int64_t p0 = 0; p0 < full; p0 += VL) SIMD_NAME(blk_out)(src, p0, VL, dst, bias, n);
 }
 
 /* ---- depthwise and pooling rows ----
@@ -292,6 +303,21 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(store_tail)(float *p, vf v, int 
 static SIMD_TARGET void SIMD_NAME(dw_row)(const float *p, const int64_t *off, const float *w,
                                           int taps, float bias, float *y, int64_t n) {
   int64_t j = 0;
+  for (; j + 4 * VL <= n; j += 4 * VL) { /* four sums: each tap's chain of FMAs is long (25 for 5x5) */
+    vf a0 = v_set1(bias), a1 = a0, a2 = a0, a3 = a0;
+    for (int t = 0; t < taps; t++) {
+      vf wt = v_set1(w[t]);
+      const float *q = p + off[t] + j;
+      a0 = v_fma(wt, v_load(q), a0);
+      a1 = v_fma(wt, v_load(q + VL), a1);
+      a2 = v_fma(wt, v_load(q + 2 * VL), a2);
+      a3 = v_fma(wt, v_load(q + 3 * VL), a3);
+    }
+    v_store(y + j, a0);
+    v_store(y + j + VL, a1);
+    v_store(y + j + 2 * VL, a2);
+    v_store(y + j + 3 * VL, a3);
+  }
   for (; j + 2 * VL <= n; j += 2 * VL) {
     vf a0 = v_set1(bias), a1 = a0;
     for (int t = 0; t < taps; t++) {
@@ -356,38 +382,84 @@ static SIMD_TARGET void SIMD_NAME(dw9_row)(const float *p, const int64_t *off, c
   }
 }
 
+/* Blocked depthwise (conv_kernels.h: dw_blk).  Four output pixels of a row
+ * at a time, each its own accumulator: one pixel's taps are a chain of
+ * dependent FMAs (9 or 25 x the FMA latency) that out-of-order execution
+ * overlaps only a little, and a tap's weight vector is loaded once for
+ * the four.  3x3 keeps its nine weights in registers. */
+#define DWB_PIX 4
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dwb_store)(float *o, vf a, vf vlo, vf vhi) {
+  v_store(o, SIMD_NAME(clampv)(a, vlo, vhi));
+}
+
 static SIMD_TARGET void SIMD_NAME(dw_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw,
                                           const int64_t *off, int taps, const float *w, const float *bias,
                                           float lo, float hi, int64_t OH, int64_t OW, float *o) {
   const vf vb = v_load(bias), vlo = v_set1(lo), vhi = v_set1(hi);
+  const int64_t xs = sw * VL; /* from one output pixel's window to the next */
   if (taps == 9) { /* 3x3: the weights in registers */
     const vf w0 = v_load(w), w1 = v_load(w + VL), w2 = v_load(w + 2 * VL), w3 = v_load(w + 3 * VL);
     const vf w4 = v_load(w + 4 * VL), w5 = v_load(w + 5 * VL), w6 = v_load(w + 6 * VL);
     const vf w7 = v_load(w + 7 * VL), w8 = v_load(w + 8 * VL);
-    for (int64_t oh = 0; oh < OH; oh++)
-      for (int64_t ow = 0; ow < OW; ow++) {
-        const float *q = p + (oh * sh * Wp + ow * sw) * VL;
-        vf a = v_fma(w0, v_load(q + off[0]), vb);
-        a = v_fma(w1, v_load(q + off[1]), a);
-        a = v_fma(w2, v_load(q + off[2]), a);
-        a = v_fma(w3, v_load(q + off[3]), a);
-        a = v_fma(w4, v_load(q + off[4]), a);
-        a = v_fma(w5, v_load(q + off[5]), a);
-        a = v_fma(w6, v_load(q + off[6]), a);
-        a = v_fma(w7, v_load(q + off[7]), a);
-        a = v_fma(w8, v_load(q + off[8]), a);
-        v_store(o + (oh * OW + ow) * VL, SIMD_NAME(clampv)(a, vlo, vhi));
+    const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3], o4 = off[4];
+    const int64_t o5 = off[5], o6 = off[6], o7 = off[7], o8 = off[8];
+#define DW9(q, a)                                  \
+  a = v_fma(w0, v_load((q) + o0), vb);             \
+  a = v_fma(w1, v_load((q) + o1), a);              \
+  a = v_fma(w2, v_load((q) + o2), a);              \
+  a = v_fma(w3, v_load((q) + o3), a);              \
+  a = v_fma(w4, v_load((q) + o4), a);              \
+  a = v_fma(w5, v_load((q) + o5), a);              \
+  a = v_fma(w6, v_load((q) + o6), a);              \
+  a = v_fma(w7, v_load((q) + o7), a);              \
+  a = v_fma(w8, v_load((q) + o8), a);
+    for (int64_t oh = 0; oh < OH; oh++) {
+      const float *q = p + oh * sh * Wp * VL;
+      float *orow = o + oh * OW * VL;
+      int64_t ow = 0;
+      for (; ow + 2 <= OW; ow += 2, q += 2 * xs) { /* 9 weights + 2 sums: no spill at 16 registers */
+        vf a, b;
+        DW9(q, a)
+        DW9(q + xs, b)
+        SIMD_NAME(dwb_store)(orow + ow * VL, a, vlo, vhi);
+        SIMD_NAME(dwb_store)(orow + (ow + 1) * VL, b, vlo, vhi);
       }
+      if (ow < OW) {
+        vf a;
+        DW9(q, a)
+        SIMD_NAME(dwb_store)(orow + ow * VL, a, vlo, vhi);
+      }
+    }
+#undef DW9
     return;
   }
-  for (int64_t oh = 0; oh < OH; oh++)
-    for (int64_t ow = 0; ow < OW; ow++) {
-      const float *q = p + (oh * sh * Wp + ow * sw) * VL;
+  for (int64_t oh = 0; oh < OH; oh++) {
+    const float *q = p + oh * sh * Wp * VL;
+    float *orow = o + oh * OW * VL;
+    int64_t ow = 0;
+    for (; ow + DWB_PIX <= OW; ow += DWB_PIX, q += DWB_PIX * xs) {
+      vf a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+      for (int t = 0; t < taps; t++) {
+        const vf wt = v_load(w + t * VL);
+        const float *qt = q + off[t];
+        a0 = v_fma(wt, v_load(qt), a0);
+        a1 = v_fma(wt, v_load(qt + xs), a1);
+        a2 = v_fma(wt, v_load(qt + 2 * xs), a2);
+        a3 = v_fma(wt, v_load(qt + 3 * xs), a3);
+      }
+      SIMD_NAME(dwb_store)(orow + ow * VL, a0, vlo, vhi);
+      SIMD_NAME(dwb_store)(orow + (ow + 1) * VL, a1, vlo, vhi);
+      SIMD_NAME(dwb_store)(orow + (ow + 2) * VL, a2, vlo, vhi);
+      SIMD_NAME(dwb_store)(orow + (ow + 3) * VL, a3, vlo, vhi);
+    }
+    for (; ow < OW; ow++, q += xs) {
       vf a = vb;
       for (int t = 0; t < taps; t++) a = v_fma(v_load(w + t * VL), v_load(q + off[t]), a);
-      v_store(o + (oh * OW + ow) * VL, SIMD_NAME(clampv)(a, vlo, vhi));
+      SIMD_NAME(dwb_store)(orow + ow * VL, a, vlo, vhi);
     }
+  }
 }
+#undef DWB_PIX
 
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(epi_run)(const float *x, const float *res, vf vlo,
                                                          vf vhi, float *y, int64_t n, int64_t cap) {

@@ -14,7 +14,12 @@ struct conv2d_weights {
   bool owns_data;  /* false: a view of memory someone else keeps (a mapped cache entry) */
   int64_t n_data;  /* floats */
   int64_t cp, mp;  /* winograd: channels padded to the vector width, outputs to the panel width */
+  float *blk;      /* depthwise: the weights as [C/vl blocks][taps][vl], 0-padded, for the
+                    * blocked form (made from data at prepare/wrap, not saved); NULL: none */
 };
+
+/* Makes w->blk for a depthwise w (nothing for other algorithms or vl 1). */
+smelt_status conv_dw_blk_weights(conv2d_weights *w);
 
 /* An allocated, unfilled weights object with room for n floats. */
 smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t n,

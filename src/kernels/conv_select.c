@@ -213,8 +213,10 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   TRY(conv_weights_new(d, algo, isa, n, &w));
   smelt_status st = SMELT_OK;
   if (algo == CONV_ALGO_DIRECT) st = conv_direct_prepare(pool, w, W);
-  else if (algo == CONV_ALGO_DEPTHWISE) memcpy(w->data, W, sizeof(float) * (size_t)n);
-  else st = conv_wino_prepare(pool, w, W);
+  else if (algo == CONV_ALGO_DEPTHWISE) {
+    memcpy(w->data, W, sizeof(float) * (size_t)n);
+    st = conv_dw_blk_weights(w);
+  } else st = conv_wino_prepare(pool, w, W);
   if (st) {
     conv2d_weights_free(w);
     return st;
@@ -232,7 +234,12 @@ smelt_status conv2d_weights_wrap(const conv2d_desc *d, conv_algo algo, isa_level
                    (long long)n, conv_algo_name(algo), (long long)want);
   TRY(weights_over(d, algo, isa, (float *)data, n, false, out));
   if (algo == CONV_ALGO_WINO2 || algo == CONV_ALGO_WINO4) conv_wino_layout(*out);
-  return SMELT_OK;
+  smelt_status st = algo == CONV_ALGO_DEPTHWISE ? conv_dw_blk_weights(*out) : SMELT_OK;
+  if (st) {
+    conv2d_weights_free(*out);
+    *out = NULL;
+  }
+  return st;
 }
 
 const float *conv2d_weights_data(const conv2d_weights *w, int64_t *n) {
@@ -243,6 +250,7 @@ const float *conv2d_weights_data(const conv2d_weights *w, int64_t *n) {
 void conv2d_weights_free(conv2d_weights *w) {
   if (!w) return;
   if (w->owns_data) tensor_data_free(w->data);
+  tensor_data_free(w->blk);
   free(w);
 }
 

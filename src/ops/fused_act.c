@@ -6,10 +6,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/vmath.h"
 #include "util/err.h"
 #include "util/quote.h"
 
-static const char *const act_names[] = {"none", "relu", "clip", "sigmoid", "tanh", "gelu"};
+static const char *const act_names[] = {"none", "relu", "clip", "sigmoid", "tanh", "gelu", "silu"};
 
 const char *fused_act_name(fused_act_kind k) {
   return (unsigned)k < sizeof act_names / sizeof *act_names ? act_names[k] : NULL;
@@ -55,6 +56,7 @@ static inline float sigmoid_f(float x) {
 }
 
 void fused_act_apply(const fused_act *a, float *y, int64_t n) {
+  const vmath_kernels *vm = a->kind == FUSED_ACT_SIGMOID || a->kind == FUSED_ACT_SILU ? vmath_for_ops() : NULL;
   switch (a->kind) {
     case FUSED_ACT_NONE: return;
     case FUSED_ACT_RELU:
@@ -64,7 +66,21 @@ void fused_act_apply(const fused_act *a, float *y, int64_t n) {
       for (int64_t i = 0; i < n; i++) y[i] = y[i] < a->lo ? a->lo : y[i] > a->hi ? a->hi : y[i];
       return;
     case FUSED_ACT_SIGMOID:
-      for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(y[i]);
+      if (vm) vm->op[VMATH_SIGMOID](y, y, n);
+      else
+        for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(y[i]);
+      return;
+    case FUSED_ACT_SILU:
+      if (vm) { /* sigmoid of a stretch into t, then the products: x * sigmoid(x) as Sigmoid + Mul */
+        float t[256];
+        for (int64_t i = 0; i < n; i += 256) {
+          int64_t m = n - i < 256 ? n - i : 256;
+          vm->op[VMATH_SIGMOID](y + i, t, m);
+          for (int64_t j = 0; j < m; j++) y[i + j] *= t[j];
+        }
+      } else {
+        for (int64_t i = 0; i < n; i++) y[i] *= sigmoid_f(y[i]);
+      }
       return;
     case FUSED_ACT_TANH:
       for (int64_t i = 0; i < n; i++) y[i] = tanhf(y[i]);

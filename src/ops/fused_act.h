@@ -1,8 +1,10 @@
 /* The activation a fused smelt op applies to its result (smelt.Gemm,
  * smelt.Conv): attribute `activation` = "none" | "relu" | "clip" | "sigmoid" |
- * "tanh" | "gelu" (the exact, erf form), with `clip_min` / `clip_max` for clip
- * (defaults: -inf / +inf).  Relu and clip run inside the GEMM's epilogue while
- * the tile is in registers; the others on each block right after it. */
+ * "tanh" | "gelu" (the exact, erf form) | "silu" (x * sigmoid(x), ONNX's
+ * Sigmoid + Mul), with `clip_min` / `clip_max` for clip (defaults: -inf /
+ * +inf).  Relu and clip run inside the GEMM's epilogue while the tile is in
+ * registers; the others on each block right after it (sigmoid and silu on
+ * the vectorized sigmoid, kernels/vmath.h, as the eager Sigmoid). */
 #ifndef SMELT_OPS_FUSED_ACT_H
 #define SMELT_OPS_FUSED_ACT_H
 
@@ -15,7 +17,8 @@ typedef enum fused_act_kind {
   FUSED_ACT_CLIP,
   FUSED_ACT_SIGMOID,
   FUSED_ACT_TANH,
-  FUSED_ACT_GELU
+  FUSED_ACT_GELU,
+  FUSED_ACT_SILU
 } fused_act_kind;
 
 typedef struct fused_act {

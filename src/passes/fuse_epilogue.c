@@ -6,7 +6,9 @@
  *                  of a constant [M,1,..] / [1,M,1,..] folded into its bias),
  *   residual Add  (an Add of a tensor of exactly the result's shape that does
  *                  not depend on the product),
- *   activation    (Relu, Clip with constant bounds, Sigmoid, Tanh, Gelu),
+ *   activation    (Relu, Clip with constant bounds, Sigmoid, Tanh, Gelu, or
+ *                  after a Conv SiLU: Sigmoid(y) and Mul(y, Sigmoid(y)),
+ *                  activation "silu"),
  * becomes one smelt.Gemm / smelt.Conv node (ops/fused_gemm.c, fused_conv.c)
  * with attributes activation, clip_min, clip_max, has_bias, has_residual.
  * Each link must be the only consumer of the previous result.  A plain
@@ -254,11 +256,39 @@ static smelt_status match_residual(rewriter *w, epi_match *m) {
   return SMELT_OK;
 }
 
+/* SiLU as ONNX exports it: Sigmoid(y) and Mul(y, Sigmoid(y)) (either
+ * operand order), the two the only readers of y, the Sigmoid's output read
+ * by the Mul alone.  Taken after a Conv only (efficientnet's, mobilevit's
+ * blocks); a MatMul's (SwiGLU's gate) is left to the transformer paths. */
+static bool match_silu(rewriter *w, epi_match *m) {
+  int y = m->out, s = -1, mul = -1;
+  if (m->n_chain + 2 > EPI_MAX_CHAIN || w->uses[y].n != 2 || rw_is_output(w, y)) return false;
+  for (int k = 0; k < 2; k++) {
+    int u = w->uses[y].node[k];
+    if (rw_is_op(w, u, "Sigmoid")) s = u;
+    else if (rw_is_op(w, u, "Mul")) mul = u;
+  }
+  if (s < 0 || mul < 0) return false;
+  const ir_node *sn = rw_node(w, s), *mn = rw_node(w, mul);
+  if (sn->n_inputs != 1 || sn->n_outputs != 1 || sn->outputs[0] < 0 || mn->n_inputs != 2 ||
+      mn->n_outputs != 1 || mn->outputs[0] < 0)
+    return false;
+  int sv = sn->outputs[0];
+  bool pair = (mn->inputs[0] == y && mn->inputs[1] == sv) || (mn->inputs[0] == sv && mn->inputs[1] == y);
+  if (!pair || rw_sole_user(w, sv) != mul || !is_f32(w, mn->outputs[0])) return false;
+  m->act = (fused_act){FUSED_ACT_SILU, -INFINITY, INFINITY};
+  m->chain[m->n_chain++] = s;
+  m->chain[m->n_chain++] = mul;
+  m->out = mn->outputs[0];
+  return true;
+}
+
 static void match_act(rewriter *w, epi_match *m) {
   int u = rw_sole_user(w, m->out);
   if (u < 0 || !read_act(w, u, &m->act) || rw_node(w, u)->inputs[0] != m->out ||
       !is_f32(w, rw_node(w, u)->outputs[0])) {
     m->act = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY};
+    if (u < 0 && rw_is_op(w, m->anchor, "Conv")) match_silu(w, m); /* convs only: a GEMM's SiLU (SwiGLU) stays with the decode path's kernels */
     return;
   }
   m->chain[m->n_chain++] = u;

@@ -3,8 +3,10 @@
  * machine has (forced through the kernels' isa argument, not SMELT_ISA) and
  * every algorithm that applies, over shapes that break the tilings: sizes
  * 1, primes, just off the vector and panel widths, stride 2 and 3,
- * dilation, asymmetric pads, groups, depthwise, batch > 1; with and without
- * a thread pool.
+ * dilation, asymmetric pads, groups, depthwise (row and blocked forms,
+ * 3x3, 5x5, 7x7), batch > 1; on the calling thread alone and on pools of 3
+ * and 2 threads; and the prepared weights wrapped again as from a saved
+ * copy.
  *
  * Error measure: |got - want| / (sum over the window of |x w| + |b| + 1e-30),
  * the bound a dot product's rounding error scales with.  Worst values seen
@@ -98,6 +100,30 @@ static void check_epilogue(const conv2d_desc *d, smelt_pool *pool, const conv2d_
   free(R);
 }
 
+/* The prepared floats saved and wrapped again (a cache entry mapped from
+ * disk: conv2d_weights_wrap, which rebuilds what is not saved, such as the
+ * depthwise blocked weights) give the same outputs. */
+static void check_wrapped(const conv2d_desc *d, smelt_pool *pool, const conv2d_weights *pw, conv_algo algo,
+                          isa_level isa, const float *X, const float *B, float *Y, const double *want,
+                          const double *scale) {
+  int64_t n = 0, ny = d->N * d->M * d->OH * d->OW;
+  const float *saved = conv2d_weights_data(pw, &n);
+  conv2d_weights *w2 = NULL;
+  CHECK(conv2d_weights_wrap(d, algo, isa, saved, n + 1, &w2) != SMELT_OK && !w2);
+  CHECK_OK(conv2d_weights_wrap(d, algo, isa, saved, n, &w2));
+  if (!w2) return;
+  for (int64_t i = 0; i < ny; i++) Y[i] = NAN;
+  CHECK_OK(conv2d_run(pool, d, w2, X, B, Y));
+  double e = 0;
+  for (int64_t i = 0; i < ny; i++) {
+    double r = fabs(Y[i] - want[i]) / scale[i];
+    if (!(r <= e)) e = r;
+  }
+  if (!(e <= algo_tol(algo))) fprintf(stderr, "%s/%s wrapped: error %.3g\n", conv_algo_name(algo), isa_name(isa), e);
+  CHECK(e <= algo_tol(algo));
+  conv2d_weights_free(w2);
+}
+
 static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
   int64_t nx = d->N * d->C * d->H * d->W, nw = d->M * (d->C / d->G) * d->KH * d->KW;
   int64_t ny = d->N * d->M * d->OH * d->OW;
@@ -135,6 +161,7 @@ static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
       }
       if (e > worst[algos[a]]) worst[algos[a]] = e;
       check_epilogue(d, pool, pw, X, bias ? B : NULL, Y, want, scale, algos[a]);
+      check_wrapped(d, pool, pw, algos[a], (isa_level)isa, X, bias ? B : NULL, Y, want, scale);
       conv2d_weights_free(pw);
     }
   free(X), free(W), free(B), free(Y), free(want), free(scale);
@@ -190,6 +217,21 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 3, 33, 31, 3, 3, 3, 3, 2, 1, 1, 1, 1, 0, 0, 1),      /* strides 2x1 */
       mk(1, 4, 15, 17, 4, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2),      /* dilation 2 */
       mk(1, 6, 9, 16, 6, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),       /* 1x1 depthwise */
+      /* blocked, several output pixels at a time (dw_blk) and its tail:
+       * 5x5 stride 2 (mnasnet, efficientnet) to odd planes, 5x5 stride 1
+       * on 14 and 7 with a partial channel block, 3x3 with an odd width,
+       * 7x7 (convnext); the row form's four-vector sums over a wide 5x5 row */
+      mk(1, 21, 29, 29, 21, 21, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2),
+      mk(1, 27, 14, 14, 27, 27, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2),
+      mk(2, 13, 7, 7, 13, 13, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2),
+      mk(1, 10, 9, 9, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 11, 14, 14, 11, 11, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3),
+      mk(1, 3, 12, 75, 3, 3, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2),
+      /* planes of fewer floats than a vector, and of one more: the blocked
+       * output's last partial vector stored masked or whole */
+      mk(1, 10, 2, 3, 10, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(2, 9, 3, 3, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 18, 17, 17, 18, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
   };
   for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) check_conv(&cs[i], pool);
   /* random small shapes */
@@ -372,10 +414,13 @@ static void select_cases(void) {
 }
 
 int main(void) {
-  smelt_pool *pool = NULL;
+  smelt_pool *pool = NULL, *pool2 = NULL;
   CHECK_OK(pool_create(3, &pool));
+  CHECK_OK(pool_create(2, &pool2));
   conv_cases(NULL);
   conv_cases(pool);
+  conv_cases(pool2); /* two threads, as the benchmarks run */
+  pool_free(pool2);
   pool_cases(NULL);
   pool_cases(pool);
   cache_cases();

@@ -210,6 +210,65 @@ static void test_conv_channel_bias_gelu(void) {
   ir_graph_free(g);
 }
 
+/* SiLU (Sigmoid + Mul, as ONNX exports it) after a conv, in both operand
+ * orders: a depthwise 5x5 stride-2 conv with a bias Add, and a full conv
+ * with a residual; then one that must not fuse (the conv's output has a
+ * third reader). */
+static void test_conv_silu(void) {
+  for (int order = 0; order < 2; order++) {
+    ir_graph *g = gb_new();
+    gb_input(g, "x", SMELT_F32, 4, (int64_t[]){1, 10, 15, 13});
+    gb_const(g, "w", 4, (int64_t[]){10, 1, 5, 5}, 1);
+    gb_const(g, "cb", 3, (int64_t[]){10, 1, 1}, 2);
+    gb_const(g, "w2", 4, (int64_t[]){10, 10, 3, 3}, 3);
+    int c = gb_node(g, "Conv", "x,w", "c", 3);
+    gb_attr_int(g, c, 0, "group", 10);
+    gb_attr_ints(g, c, 1, "strides", 2, (int64_t[]){2, 2});
+    gb_attr_ints(g, c, 2, "pads", 4, (int64_t[]){2, 2, 2, 2});
+    gb_node(g, "Add", "c,cb", "a", 0);
+    gb_node(g, "Sigmoid", "a", "s", 0);
+    gb_node(g, "Mul", order ? "s,a" : "a,s", "h", 0);
+    int c2 = gb_node(g, "Conv", "h,w2", "c2", 1);
+    gb_attr_ints(g, c2, 0, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    gb_node(g, "Add", "c2,h", "r", 0);
+    gb_node(g, "Sigmoid", "r", "s2", 0);
+    gb_node(g, "Mul", order ? "r,s2" : "s2,r", "y", 0);
+    gb_output(g, "y");
+    passes_equiv e;
+    const ir_graph *r = rewrite(g, pass_fuse_epilogue, &e);
+    CHECK(e.changes == 2 && r && r->n_nodes == 2 && count_op(r, "smelt.Conv") == 2);
+    CHECK(r && count_op(r, "Sigmoid") == 0 && count_op(r, "Mul") == 0);
+    CHECK(r && !strcmp(attr_s(r, "Conv", "activation"), "silu"));
+    passes_equiv_free(&e);
+    ir_graph_free(g);
+  }
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 4, (int64_t[]){1, 4, 9, 9});
+  gb_const(g, "w", 4, (int64_t[]){6, 4, 3, 3}, 1);
+  gb_node(g, "Conv", "x,w", "c", 0);
+  gb_node(g, "Sigmoid", "c", "s", 0);
+  gb_node(g, "Mul", "c,s", "h", 0);
+  gb_node(g, "Add", "h,c", "y", 0); /* c read a third time: no SiLU epilogue */
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = rewrite(g, pass_fuse_epilogue, &e);
+  CHECK(r && count_op(r, "Sigmoid") == 1 && count_op(r, "Mul") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+  /* a MatMul's SiLU (SwiGLU's gate) is not taken */
+  g = gb_new();
+  gb_input(g, "x", SMELT_F32, 2, (int64_t[]){3, 8});
+  gb_const(g, "w", 2, (int64_t[]){8, 5}, 1);
+  gb_node(g, "MatMul", "x,w", "m", 0);
+  gb_node(g, "Sigmoid", "m", "s", 0);
+  gb_node(g, "Mul", "m,s", "y", 0);
+  gb_output(g, "y");
+  r = rewrite(g, pass_fuse_epilogue, &e);
+  CHECK(r && count_op(r, "Sigmoid") == 1 && count_op(r, "Mul") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
 /* ---- fuse_norm ---- */
 
 static void build_ln(ir_graph *g, bool pow_form, bool affine) {
@@ -484,6 +543,7 @@ int main(void) {
   test_gemm_blocked_tanh();
   test_conv_residual_clip();
   test_conv_channel_bias_gelu();
+  test_conv_silu();
   test_layernorm();
   test_gelu();
   test_attention();
