@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "codegen/cc.h"
+#include "prelude_lib.h"
 #include "ir/tensor.h"
 
 static const char fns[] =
@@ -78,23 +78,9 @@ static void check_narrow(void *h, const char *sym, uint16_t (*ref)(float), const
 }
 
 int main(void) {
-  cc_toolchain tc;
-  if (cc_probe(&tc)) {
-    printf("test_codegen_half: SKIP: no C compiler (%s), nothing tested\n", smelt_last_error());
-    return 77;
-  }
-  char dir[] = "/tmp/smelt-test-half-XXXXXX";
-  if (!mkdtemp(dir)) return 1;
-  size_t n = strlen(emit_prelude_text()) + sizeof fns + 1;
-  char *src = malloc(n);
-  snprintf(src, n, "%s%s", emit_prelude_text(), fns);
-  cc_unit u = {src, ""};
-  char so[256];
-  snprintf(so, sizeof so, "%s/half.so", dir);
-  strbuf cclog = {0};
-  CHECK_OK(cc_build(&tc, &u, 1, dir, 1, so, &cclog));
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
+  prelude_lib L;
+  if (prelude_lib_open(&L, "test_codegen_half", fns) == 77) return 77;
+  void *h = L.h;
   if (h) {
     check_widen(h, "t_h2f", f16_to_f32);
     check_widen(h, "t_bf2f", bf16_to_f32);
@@ -108,11 +94,7 @@ int main(void) {
     static const uint64_t bf_ranges[][2] = {{0x7f7e0000, 0x7f810000}, {0x3f7f0000, 0x3f810000}};
     check_narrow(h, "t_f2h", f32_to_f16, h_ranges, 4);
     check_narrow(h, "t_f2bf", f32_to_bf16, bf_ranges, 2);
-    dlclose(h);
   }
-  sb_free(&cclog);
-  free(src);
-  unlink(so);
-  rmdir(dir);
+  prelude_lib_close(&L);
   return test_report("test_codegen_half");
 }

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "codegen/cc.h"
+#include "prelude_lib.h"
 
 typedef void (*vec_fn)(const float *x, float *y, int n);
 
@@ -92,23 +92,9 @@ static void test_specials(void *h) {
 }
 
 int main(void) {
-  cc_toolchain tc;
-  if (cc_probe(&tc)) {
-    printf("test_codegen_math: SKIP: no C compiler (%s), nothing tested\n", smelt_last_error());
-    return 77;
-  }
-  char dir[] = "/tmp/smelt-test-math-XXXXXX";
-  if (!mkdtemp(dir)) return 1;
-  size_t n = strlen(emit_prelude_text()) + sizeof fns + 1;
-  char *src = malloc(n);
-  snprintf(src, n, "%s%s", emit_prelude_text(), fns);
-  cc_unit u = {src, ""};
-  char so[256];
-  snprintf(so, sizeof so, "%s/math.so", dir);
-  strbuf cclog = {0};
-  CHECK_OK(cc_build(&tc, &u, 1, dir, 1, so, &cclog));
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
+  prelude_lib L;
+  if (prelude_lib_open(&L, "test_codegen_math", fns) == 77) return 77;
+  void *h = L.h;
   if (h) {
     const sweep sweeps[] = {
         {"exp", exp, -103, 88.5, 2, 0},      {"exp", exp, -1, 1, 2, 0},
@@ -120,11 +106,7 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof sweeps / sizeof *sweeps; i++) run_sweep(h, &sweeps[i]);
     test_specials(h);
-    dlclose(h);
   }
-  sb_free(&cclog);
-  free(src);
-  unlink(so);
-  rmdir(dir);
+  prelude_lib_close(&L);
   return test_report("test_codegen_math");
 }
