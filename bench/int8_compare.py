@@ -41,12 +41,7 @@ def accuracy(np, got, ref):
 
 
 def ort_session(ort, path, threads):
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(path, oc.ort_options(ort, threads), providers=["CPUExecutionProvider"])
 
 
 def bench_model(np, ort, sm, model_dir, args, tmp):

@@ -34,11 +34,8 @@ SKIP_ORT = {"ReorderInput", "ReorderOutput", "Flatten", "Reshape", "Identity"}
 
 def ort_layers(model_dir, threads, runs):
     import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    from ort_compare import ort_options  # bench/: the settings of every comparison
+    so = ort_options(ort, threads)
     so.enable_profiling = True
     so.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="layer_profile_"), "ort")
     sess = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), so, providers=["CPUExecutionProvider"])

@@ -201,11 +201,7 @@ def bench_model(np, ort, sms, model_dir, args):
     runners = [SmeltRunner(np, sm, path, inputs, args.threads, MODES[args.mode]) for sm in sms]
     arrays = runners[0].arrays()
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = args.threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so = ort_options(ort, args.threads)
     if args.ort_no_spin:
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
@@ -250,6 +246,17 @@ def bench_model(np, ort, sms, model_dir, args):
                     "base_max_abs_diff": diffs[1]})
     return row
 
+
+
+def ort_options(ort, threads):
+    """ONNX Runtime's settings in every comparison of bench/: intra-op threads
+    N, inter-op 1, sequential execution, all graph optimizations."""
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return so
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

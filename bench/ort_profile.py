@@ -25,6 +25,9 @@ import onnx
 from onnx import numpy_helper
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ort_compare import ort_options  # noqa: E402  (the settings every bench/ comparison uses)
+
 
 def input_files(model_dir):
     """test_data_set_0/input_N.pb of a zoo-layout folder, in N order."""
@@ -49,11 +52,7 @@ def main():
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--top", type=int, default=15)
     a = ap.parse_args()
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = a.threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so = ort_options(ort, a.threads)
     tmp = tempfile.mkdtemp(prefix="ort_profile_")
     so.enable_profiling = True
     so.profile_file_prefix = os.path.join(tmp, "ort")
