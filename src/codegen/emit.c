@@ -82,7 +82,7 @@ static const char *sz(const em *m, char *buf, size_t n, int64_t v, int slot) {
 /* ---- constants ---- */
 
 static void const_text(char *buf, size_t n, smelt_dtype dt, double v) {
-  if (dt == SMELT_F32 || dt == SMELT_F16 || dt == SMELT_BF16) {
+  if (kir_dtype_float(dt)) {
     float f = (float)v;
     if (isnan(f)) snprintf(buf, n, "__builtin_nanf(\"\")");
     else if (isinf(f)) snprintf(buf, n, "(%s__builtin_inff())", f < 0 ? "-" : "");
@@ -189,7 +189,7 @@ static void binary_text(char *buf, size_t n, kir_fn fn, int a, int b, smelt_dtyp
  * f16 or bf16 is a float in registers holding a number of that type: a cast
  * to one rounds through its storage form. */
 static void cast_text(char *buf, size_t n, int a, smelt_dtype from, smelt_dtype to) {
-  bool ffrom = from == SMELT_F32 || from == SMELT_F16 || from == SMELT_BF16;
+  bool ffrom = kir_dtype_float(from);
   if (to == SMELT_F16 || to == SMELT_BF16) {
     char x[64];
     if (from == SMELT_BOOL) snprintf(x, sizeof x, "((float)(e%d != 0))", a);
