@@ -263,7 +263,8 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   uint64_t gen = atomic_load(&p->generation) + 1;
   atomic_store(&p->claim, (uint64_t)job_tag(gen) << 32);
   atomic_store(&p->generation, gen); /* publishes the job */
-  if (atomic_load(&p->sleepers) > 0) {
+  bool woke = atomic_load(&p->sleepers) > 0;
+  if (woke) {
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
@@ -281,7 +282,7 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
     pthread_mutex_unlock(&p->mu);
   }
   int64_t t2 = now_ns();
-  pool_note_join(p, t1 - t0, ran, p->n_chunks, t2 - t1, t2);
+  pool_note_join(p, t1 - t0, ran, p->n_chunks, t2 - t1, woke, t2);
   pthread_mutex_unlock(&p->job_lock);
 }
 
@@ -307,19 +308,29 @@ bool pool_stopping(void) {
  * (another runtime's threads spinning down, a burst of other work) returns
  * to every core within a few ms instead of staying serial for 50 ms; a late
  * or idle probe doubles the gap (up to 50 ms), so under lasting contention
- * probes cost little. */
+ * probes cost little.
+ *
+ * A job that had to wake workers from their sleep (they sleep once their
+ * spin, SMELT_SPIN_US, runs out between jobs: the first job of a run after
+ * a pause) is not evidence either way: a condition-variable wake-up takes
+ * tens to hundreds of microseconds, so such a worker joins late or takes
+ * nothing on an idle machine too.  Its lateness adds no points.  Counting
+ * it made a session run at intervals (a server between requests, a
+ * benchmark taking turns with another runtime) look contended after a few
+ * runs of one large product each, and run them on one thread. */
 #define LATE_POINTS 8
 #define IDLE_POINTS 4
 #define PROBE_POINTS 4
 #define CONTENDED_SCORE 12
 #define CONTENDED_NS 50000000LL
 void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n_chunks, int64_t wait_ns,
-                    int64_t now) {
+                    bool woke, int64_t now) {
   if (!p) return;
   int64_t per = own_chunks > 0 ? own_ns / own_chunks : own_ns;
   int score = atomic_load_explicit(&p->late_score, memory_order_relaxed), add = 0;
   if (wait_ns > 2 * per + 30000) add = LATE_POINTS;
   else if (own_chunks >= n_chunks && n_chunks >= 2 && own_ns > 20000) add = IDLE_POINTS;
+  if (add && woke) return; /* a wake-up's latency, not contention */
   bool contended = score >= CONTENDED_SCORE;
   if (add) {
     score = score + add > 4 * CONTENDED_SCORE ? 4 * CONTENDED_SCORE : score + add;

@@ -44,10 +44,11 @@ int pool_thread_cost(const smelt_pool *p);
 int pool_thread_cost_at(const smelt_pool *p, int64_t now_ns);
 /* Records one parallel job's join (what pool_parallel_for does after each
  * job; exposed for tests): the caller's own time and chunks, the job's
- * chunks, how long the caller then waited for the workers, and the time
- * now (CLOCK_MONOTONIC ns). */
+ * chunks, how long the caller then waited for the workers, whether the job
+ * had to wake sleeping workers (then a late or idle join is their wake-up
+ * latency and counts for nothing), and the time now (CLOCK_MONOTONIC ns). */
 void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n_chunks, int64_t wait_ns,
-                    int64_t now_ns);
+                    bool woke, int64_t now_ns);
 
 /* Profiling: an optional observer told of every chunk a parallel_for runs
  * through the pool's threads (inline calls are not reported), on the thread

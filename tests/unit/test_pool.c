@@ -71,36 +71,36 @@ static void contention(void) {
   CHECK_OK(pool_create(2, &p));
   int64_t t = 1000000000LL;
   CHECK(pool_thread_cost_at(p, t) == 1);
-  pool_note_join(p, 100000, 4, 8, 1000, t); /* on time */
+  pool_note_join(p, 100000, 4, 8, 1000, false, t); /* on time */
   CHECK(pool_thread_cost_at(p, t) == 1);
-  pool_note_join(p, 100000, 4, 8, 5000000, t); /* one late join: not yet */
+  pool_note_join(p, 100000, 4, 8, 5000000, false, t); /* one late join: not yet */
   CHECK(pool_thread_cost_at(p, t) == 1);
-  pool_note_join(p, 100000, 4, 8, 5000000, t + 1000); /* a second */
+  pool_note_join(p, 100000, 4, 8, 5000000, false, t + 1000); /* a second */
   CHECK(pool_thread_cost_at(p, t + 2000) == 1); /* contended: the first job is a probe */
   CHECK(pool_thread_cost_at(p, t + 2500) == POOL_CONTENDED_COST); /* the rest stay on the caller */
   /* a wait within two of the caller's chunks plus 30 us is on time */
-  pool_note_join(p, 400000, 4, 8, 2 * 100000 + 29000, t + 3000);
+  pool_note_join(p, 400000, 4, 8, 2 * 100000 + 29000, false, t + 3000);
   CHECK(pool_thread_cost_at(p, t + 4000) == POOL_CONTENDED_COST);
-  for (int i = 0; i < 16; i++) pool_note_join(p, 100000, 4, 8, 0, t + 5000);
+  for (int i = 0; i < 16; i++) pool_note_join(p, 100000, 4, 8, 0, false, t + 5000);
   CHECK(pool_thread_cost_at(p, t + 6000) == 1); /* recovered by joins on time */
-  pool_note_join(p, 0, 0, 8, 5000000, t + 7000);
-  pool_note_join(p, 0, 0, 8, 5000000, t + 8000);
+  pool_note_join(p, 0, 0, 8, 5000000, false, t + 7000);
+  pool_note_join(p, 0, 0, 8, 5000000, false, t + 8000);
   CHECK(pool_thread_cost_at(p, t + 9000) == POOL_CONTENDED_COST);
   CHECK(pool_thread_cost_at(p, t + 8000 + 60000000LL) == 1); /* 60 ms without a late join */
   pool_free(p);
   smelt_pool *one = NULL;
   CHECK_OK(pool_create(1, &one));
-  for (int i = 0; i < 4; i++) pool_note_join(one, 0, 0, 8, 5000000, t);
+  for (int i = 0; i < 4; i++) pool_note_join(one, 0, 0, 8, 5000000, false, t);
   CHECK(pool_thread_cost_at(one, t) == 1); /* no workers to wait for */
   pool_free(one);
   CHECK(pool_thread_cost(NULL) == 1);
 
   /* a worker that takes no chunk of a 100 us job: three in a row count */
   CHECK_OK(pool_create(2, &p));
-  pool_note_join(p, 100000, 8, 8, 0, t);
-  pool_note_join(p, 100000, 8, 8, 0, t);
+  pool_note_join(p, 100000, 8, 8, 0, false, t);
+  pool_note_join(p, 100000, 8, 8, 0, false, t);
   CHECK(pool_thread_cost_at(p, t) == 1);
-  pool_note_join(p, 100000, 8, 8, 0, t);
+  pool_note_join(p, 100000, 8, 8, 0, false, t);
   CHECK(pool_thread_cost_at(p, t) == 1); /* the probe */
   CHECK(pool_thread_cost_at(p, t) == POOL_CONTENDED_COST);
   pool_free(p);
@@ -108,21 +108,39 @@ static void contention(void) {
   /* probes: one job per gap goes to the threads; a late probe doubles the
    * gap, a probe on time takes points off and resets it */
   CHECK_OK(pool_create(2, &p));
-  for (int i = 0; i < 6; i++) pool_note_join(p, 100000, 4, 8, 5000000, t); /* score 48 */
+  for (int i = 0; i < 6; i++) pool_note_join(p, 100000, 4, 8, 5000000, false, t); /* score 48 */
   CHECK(pool_thread_cost_at(p, t) == 1);
   CHECK(pool_thread_cost_at(p, t + 1900000) == POOL_CONTENDED_COST); /* within 2 ms */
-  pool_note_join(p, 100000, 4, 8, 5000000, t + 100000);              /* the probe was late */
+  pool_note_join(p, 100000, 4, 8, 5000000, false, t + 100000);              /* the probe was late */
   CHECK(pool_thread_cost_at(p, t + 2100000) == POOL_CONTENDED_COST); /* gap now 4 ms */
   CHECK(pool_thread_cost_at(p, t + 4100000) == 1);
-  for (int i = 0; i < 10; i++) pool_note_join(p, 100000, 4, 8, 0, t + 4200000); /* on time */
+  for (int i = 0; i < 10; i++) pool_note_join(p, 100000, 4, 8, 0, false, t + 4200000); /* on time */
   CHECK(pool_thread_cost_at(p, t + 4300000) == 1); /* 48 - 10 * 4 < 12: back to every thread */
   CHECK(pool_thread_cost_at(p, t + 4300001) == 1);
   pool_free(p);
   /* but not for jobs too short for a worker to join, nor one-chunk jobs */
   CHECK_OK(pool_create(2, &p));
-  for (int i = 0; i < 8; i++) pool_note_join(p, 15000, 8, 8, 0, t);
-  for (int i = 0; i < 8; i++) pool_note_join(p, 100000, 1, 1, 0, t);
+  for (int i = 0; i < 8; i++) pool_note_join(p, 15000, 8, 8, 0, false, t);
+  for (int i = 0; i < 8; i++) pool_note_join(p, 100000, 1, 1, 0, false, t);
   CHECK(pool_thread_cost_at(p, t) == 1);
+  pool_free(p);
+  /* jobs that had to wake sleeping workers (the first job after a pause):
+   * late or idle joins are the wake-up, not contention -- a session run at
+   * intervals, one large product per run, keeps its threads -- while a job
+   * on time still counts, and late joins of spinning workers still do */
+  CHECK_OK(pool_create(2, &p));
+  for (int i = 0; i < 20; i++) {
+    pool_note_join(p, 100000, 4, 8, 5000000, true, t + i * 60000000LL); /* late after a wake-up */
+    pool_note_join(p, 100000, 8, 8, 0, true, t + i * 60000000LL);       /* idle after a wake-up */
+    CHECK(pool_thread_cost_at(p, t + i * 60000000LL + 1) == 1);
+    CHECK(pool_thread_cost_at(p, t + i * 60000000LL + 2) == 1);
+  }
+  pool_note_join(p, 100000, 4, 8, 5000000, false, t);
+  pool_note_join(p, 100000, 4, 8, 5000000, false, t + 1000);
+  CHECK(pool_thread_cost_at(p, t + 2000) == 1); /* the probe */
+  CHECK(pool_thread_cost_at(p, t + 2500) == POOL_CONTENDED_COST);
+  for (int i = 0; i < 16; i++) pool_note_join(p, 100000, 4, 8, 0, true, t + 3000); /* on time */
+  CHECK(pool_thread_cost_at(p, t + 4000) == 1);
   pool_free(p);
 }
 
