@@ -8,7 +8,9 @@
  * packed ahead (what a session gets for a constant weight), and "int8" --
  * the same products at precision int8 (row quantized, then kernels/qgemm.h
  * over the int8 weights; GB/s of the int8 bytes) and "bf16" -- at
- * precision bf16 (kernels/wbf16.h; GB/s of the bf16 bytes), and "int4" --
+ * precision bf16 (kernels/wbf16.h; GB/s of the bf16 bytes), "fp16" -- at
+ * precision fp16 (the same kernels over fp16 weights, widened with F16C;
+ * GB/s of the fp16 bytes), and "int4" --
  * at precision int4 (kernels/q4gemm.h: rows quantized to int8 groups, the
  * u4 x s8 kernel; GB/s of the int4 block's bytes).  Prints ms per
  * token and GB/s (weight bytes / time), best and median of the runs.
@@ -42,6 +44,8 @@ typedef struct weight {
   qgemm_weights qw;
   void *h; /* bf16 weights (wbf16) */
   wbf16_weights hw;
+  void *f; /* fp16 weights (wbf16's fp16 format) */
+  wbf16_weights fw;
   void *q4; /* int4 weights (q4gemm) */
   q4gemm_weights w4;
 } weight;
@@ -76,11 +80,11 @@ static double token_q8(smelt_pool *pool, weight *w, int nw, int M, const float *
   return now_s() - t0;
 }
 
-/* The weight-only bf16 path (kernels/wbf16.h). */
-static double token_bf16(smelt_pool *pool, weight *w, int nw, int M, const float *A, float *C) {
+/* The weight-only bf16 (fp16) path (kernels/wbf16.h). */
+static double token_bf16(smelt_pool *pool, weight *w, int nw, int M, const float *A, float *C, bool f16) {
   double t0 = now_s();
   for (int i = 0; i < nw; i++) {
-    wbf16_args a = {.M = M, .A = A, .lda = w[i].K, .w = &w[i].hw, .alpha = 1.f, .C = C, .ldc = w[i].N};
+    wbf16_args a = {.M = M, .A = A, .lda = w[i].K, .w = f16 ? &w[i].fw : &w[i].hw, .alpha = 1.f, .C = C, .ldc = w[i].N};
     if (wbf16_run(pool, isa_active(), &a)) abort();
   }
   return now_s() - t0;
@@ -144,6 +148,10 @@ int main(int argc, char **argv) {
     wbf16_pack_b(pool1, false, w[i].K, w[i].N, w[i].B, w[i].h);
     wbf16_weights_view(w[i].K, w[i].N, w[i].h, &w[i].hw);
     hbytes += (double)wbf16_weights_bytes(w[i].K, w[i].N);
+    w[i].f = tensor_data_alloc(wbf16_weights_bytes(w[i].K, w[i].N));
+    if (!w[i].f) return 1;
+    wf16_pack_b(pool1, false, w[i].K, w[i].N, w[i].B, w[i].f);
+    wf16_weights_view(w[i].K, w[i].N, w[i].f, &w[i].fw);
     w[i].q4 = tensor_data_alloc(q4gemm_weights_bytes(w[i].K, w[i].N, false));
     if (!w[i].q4) return 1;
     q4gemm_quantize_b(pool1, false, w[i].K, w[i].N, w[i].B, w[i].q4);
@@ -155,19 +163,20 @@ int main(int argc, char **argv) {
   uint8_t *qa = malloc(8 * 3072);
   for (int i = 0; i < 8 * 3072; i++) A[i] = (float)(i % 17) * 0.1f - 0.8f;
   printf("weights %.1f MB (%d products), isa %s, %d reps\n", bytes / 1e6, nw, isa_name(isa_active()), reps);
-  printf("int8 weights %.1f MB, bf16 weights %.1f MB, int4 weights %.1f MB\n", qbytes / 1e6, hbytes / 1e6,
+  printf("int8 weights %.1f MB, bf16 (fp16) weights %.1f MB, int4 weights %.1f MB\n", qbytes / 1e6, hbytes / 1e6,
          q4bytes / 1e6);
   printf("threads rows | inplace ms best/med  GB/s | packed ms best/med  GB/s | speedup (med) | int8 ms best/med  GB/s"
-         " | bf16 ms best/med  GB/s | int4 ms best/med  GB/s\n");
+         " | bf16 ms best/med  GB/s | fp16 ms best/med  GB/s | int4 ms best/med  GB/s\n");
   for (int ti = 0; ti < n_threads; ti++) {
     smelt_pool *pool = NULL;
     if (pool_create(threads[ti], &pool)) return 1;
     for (int ri = 0; ri < n_rows; ri++) {
       double *tin = malloc(sizeof(double) * (size_t)reps), *tpk = malloc(sizeof(double) * (size_t)reps);
       double *tq = malloc(sizeof(double) * (size_t)reps), *th = malloc(sizeof(double) * (size_t)reps);
-      double *t4 = malloc(sizeof(double) * (size_t)reps);
+      double *t4 = malloc(sizeof(double) * (size_t)reps), *tf = malloc(sizeof(double) * (size_t)reps);
       token_q8(pool, w, nw, rows[ri], A, C, qa);
-      token_bf16(pool, w, nw, rows[ri], A, C);
+      token_bf16(pool, w, nw, rows[ri], A, C, false);
+      token_bf16(pool, w, nw, rows[ri], A, C, true);
       token_q4(pool, w, nw, rows[ri], A, C);
       token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M);
       token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M_PACKED);
@@ -175,24 +184,28 @@ int main(int argc, char **argv) {
         tin[r] = token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M);
         tpk[r] = token(pool, w, nw, rows[ri], A, C, GEMM_PATH_SMALL_M_PACKED);
         tq[r] = token_q8(pool, w, nw, rows[ri], A, C, qa);
-        th[r] = token_bf16(pool, w, nw, rows[ri], A, C);
+        th[r] = token_bf16(pool, w, nw, rows[ri], A, C, false);
+        tf[r] = token_bf16(pool, w, nw, rows[ri], A, C, true);
         t4[r] = token_q4(pool, w, nw, rows[ri], A, C);
       }
       qsort(t4, (size_t)reps, sizeof(double), cmp_d);
       qsort(th, (size_t)reps, sizeof(double), cmp_d);
+      qsort(tf, (size_t)reps, sizeof(double), cmp_d);
       qsort(tq, (size_t)reps, sizeof(double), cmp_d);
       qsort(tin, (size_t)reps, sizeof(double), cmp_d);
       qsort(tpk, (size_t)reps, sizeof(double), cmp_d);
       double mi = tin[reps / 2], mp = tpk[reps / 2];
       printf("%7d %4d | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f | %.2fx | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f"
-             " | %8.2f %8.2f %6.1f\n",
+             " | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f\n",
              threads[ti], rows[ri], tin[0] * 1e3, mi * 1e3, bytes / mi / 1e9, tpk[0] * 1e3, mp * 1e3,
              bytes / mp / 1e9, mi / mp, tq[0] * 1e3, tq[reps / 2] * 1e3, qbytes / tq[reps / 2] / 1e9, th[0] * 1e3,
-             th[reps / 2] * 1e3, hbytes / th[reps / 2] / 1e9, t4[0] * 1e3, t4[reps / 2] * 1e3,
+             th[reps / 2] * 1e3, hbytes / th[reps / 2] / 1e9, tf[0] * 1e3, tf[reps / 2] * 1e3,
+             hbytes / tf[reps / 2] / 1e9, t4[0] * 1e3, t4[reps / 2] * 1e3,
              q4bytes / t4[reps / 2] / 1e9);
       free(t4);
       free(tq);
       free(th);
+      free(tf);
       free(tin);
       free(tpk);
     }
@@ -203,6 +216,7 @@ int main(int argc, char **argv) {
     gemm_packed_free(w[i].pk);
     tensor_data_free(w[i].q8);
     tensor_data_free(w[i].h);
+    tensor_data_free(w[i].f);
     tensor_data_free(w[i].q4);
   }
   free(w);

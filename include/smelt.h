@@ -160,8 +160,8 @@ typedef void (*smelt_log_fn)(smelt_log_level level, const char *message, void *u
  * BF16: the same nodes with the weight stored in bf16 (activations fp32).
  * INT4: the same nodes with the weight in int4 groups of 32 along K, an
  * fp32 scale each (few rows: activations quantized to int8 per group of 32
- * at run time).  FP16: not implemented yet; a session asking for it fails
- * with SMELT_ERR_UNSUPPORTED. */
+ * at run time).  FP16: as BF16 with the weight in IEEE fp16 (a weight past
+ * fp16's range, |w| > 65504, stays fp32). */
 typedef enum smelt_precision {
   SMELT_PRECISION_FP32 = 0,
   SMELT_PRECISION_BF16,

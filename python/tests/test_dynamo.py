@@ -243,4 +243,4 @@ def test_bad_options():
     m = torch.nn.Linear(2, 2).eval()
     with pytest.raises(Exception, match="precision"):
         with torch.no_grad():
-            compiled(m, precision="fp16")(torch.randn(1, 2))
+            compiled(m, precision="fp8")(torch.randn(1, 2))

@@ -1,4 +1,4 @@
-"""precision="int8" (and "bf16", "int4", eager) over the model zoo, against the zoo's fp32 reference
+"""precision="int8" (and "bf16", "fp16", "int4", eager) over the model zoo, against the zoo's fp32 reference
 outputs (test_data_set_0), in eager and default mode.
 
 Tolerances: an int8 GEMM's error per product is at most |a| sb/2 + |b| sa/2
@@ -47,22 +47,25 @@ def test_zoo_int8(model, mode):
 
 @pytest.mark.parametrize("model", ZOO, ids=[p.name for p in ZOO])
 @pytest.mark.parametrize("mode", ["eager", "default"])
-def test_zoo_bf16(model, mode):
-    """Weight-only bf16 (eager; default: the GEMMs are plan steps through the
-    kernel registry, src/runtime/gemm_registry.h): each GEMM off by at most
-    2^-8 of sum |a b| (the weights' rounding, src/kernels/wbf16.h), half
-    int8's step, so the same bars hold: cosine >= 0.999 and the classifiers'
-    top-1 unchanged."""
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_zoo_bf16(model, mode, precision):
+    """Weight-only bf16 and fp16 (eager; default: the GEMMs are plan steps
+    through the kernel registry, src/runtime/gemm_registry.h): each GEMM off
+    by at most 2^-8 of sum |a b| (bf16: the weights' rounding,
+    src/kernels/wbf16.h), half int8's step, so the same bars hold: cosine >=
+    0.999 and the classifiers' top-1 unchanged; fp16 rounds to 2^-11, 8x
+    finer, so its bar is cosine >= 0.9999."""
+    bar = 0.9999 if precision == "fp16" else 0.999
     data = model / "test_data_set_0"
     inputs = [load_pb(p) for p in sorted(data.glob("input_*.pb"))]
     refs = [load_pb(p) for p in sorted(data.glob("output_*.pb"))]
-    outs = smelt.Session(model / "model.onnx", mode=mode, threads=2, precision="bf16").run(inputs)
+    outs = smelt.Session(model / "model.onnx", mode=mode, threads=2, precision=precision).run(inputs)
     for o, r in zip(outs, refs):
         assert o.shape == r.shape and o.dtype == r.dtype
         if o.dtype.kind != "f" or np.ptp(r) == 0:
             np.testing.assert_allclose(o, r, rtol=1e-3, atol=1e-4)
             continue
-        assert cosine(o, r) >= 0.999, f"{model.name} output cosine {cosine(o, r)}"
+        assert cosine(o, r) >= bar, f"{model.name} {precision} output cosine {cosine(o, r)}"
     if model.name in CLASSIFIERS and refs[0].ndim == 2:
         np.testing.assert_array_equal(outs[0].argmax(-1), refs[0].argmax(-1))
 
@@ -89,8 +92,8 @@ def test_zoo_int4(model):
         np.testing.assert_array_equal(outs[0].argmax(-1), refs[0].argmax(-1))
 
 
-def test_not_implemented():
-    for p in ("fp16",):
-        with pytest.raises(smelt.UnsupportedError, match="not implemented yet|implements only"):
+def test_unknown_precision():
+    for p in ("fp8", "float16"):
+        with pytest.raises(smelt.UnsupportedError, match="implements only"):
             smelt.Session(pathlib.Path(__file__).resolve().parents[2] / "models" / "mlp" / "model.onnx",
                           mode="eager", precision=p)

@@ -170,8 +170,9 @@ def test_bad_models(tmp_path):
 
 def test_precision():
     with pytest.raises(smelt.UnsupportedError, match="fp32"):
-        smelt.Session(MLP, precision="fp16")
+        smelt.Session(MLP, precision="fp8")
     assert smelt.Session(MLP, precision="fp32", mode="eager")
+    assert smelt.Session(MLP, precision="fp16", mode="eager").precision == "fp16"
     assert smelt.Session(MLP, precision="int8", mode="eager").precision == "int8"
 
 

@@ -46,8 +46,22 @@ isa_level isa_detect(void) {
   }
   return (isa_level)v;
 }
+
+/* F16C (CPUID.1:ECX bit 29): vcvtph2ps / vcvtps2ph, the fp16 weight kernels'
+ * widening.  Cached like isa_detect. */
+bool isa_has_f16c(void) {
+  static atomic_int cached = -1;
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    unsigned a, b, c, d;
+    v = isa_detect() >= ISA_AVX2 && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v;
+}
 #else
 isa_level isa_detect(void) { return ISA_SCALAR; }
+bool isa_has_f16c(void) { return false; }
 #endif
 
 const char *isa_name(isa_level l) {

@@ -33,6 +33,8 @@ bool isa_parse(const char *s, isa_level *out);
 /* CPUID + XGETBV, computed once per process and cached (CPUID is slow
  * under a hypervisor). */
 isa_level isa_detect(void);
+/* The CPU has F16C (half <-> float conversion), and AVX2 with it. */
+bool isa_has_f16c(void);
 /* Reads SMELT_ISA on every call. */
 isa_choice isa_choose(void);
 isa_level isa_active(void);

@@ -1,5 +1,5 @@
-/* Weight-only bf16 GEMM: packing, the scalar kernel and the driver (see
- * wbf16.h).  The AVX2 kernel is x86/wbf16_avx2.c. */
+/* Weight-only bf16 / fp16 GEMM: packing, the scalar kernels and the driver
+ * (see wbf16.h).  The AVX2 kernels are x86/wbf16_avx2.c. */
 #include "kernels/wbf16.h"
 
 #include <string.h>
@@ -22,9 +22,11 @@ size_t wbf16_weights_bytes(int64_t K, int64_t N) {
 void wbf16_weights_view(int64_t K, int64_t N, const void *blob, wbf16_weights *out) {
   out->K = K, out->N = N, out->Np = round_up(N, WBF16_NR);
   out->w = blob;
+  out->fmt = WB16_BF16;
 }
 
 typedef struct pack_job {
+  wb16_format fmt;
   bool trans_b;
   int64_t K, N;
   const float *B;
@@ -39,31 +41,55 @@ static void pack_panels(void *ctx, int64_t p0, int64_t p1) {
       for (int c = 0; c < WBF16_NR; c++) {
         int64_t n = p * WBF16_NR + c;
         float v = n >= j->N ? 0.f : j->trans_b ? j->B[n * j->K + k] : j->B[k * j->N + n];
-        d[wbf16_pos(c)] = f32_to_bf16(v);
+        d[wb16_pos(j->fmt, c)] = j->fmt == WB16_F16 ? f32_to_f16(v) : f32_to_bf16(v);
       }
   }
 }
 
-void wbf16_pack_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, const float *B, void *blob) {
-  pack_job j = {trans_b, K, N, B, blob};
+static void pack(smelt_pool *pool, wb16_format fmt, bool trans_b, int64_t K, int64_t N, const float *B, void *blob) {
+  pack_job j = {fmt, trans_b, K, N, B, blob};
   pool_parallel_for(pool, round_up(N, WBF16_NR) / WBF16_NR, 1, pack_panels, &j);
 }
 
-static float widen(uint16_t h) {
+void wbf16_pack_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, const float *B, void *blob) {
+  pack(pool, WB16_BF16, trans_b, K, N, B, blob);
+}
+
+void wf16_pack_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, const float *B, void *blob) {
+  pack(pool, WB16_F16, trans_b, K, N, B, blob);
+}
+
+void wf16_weights_view(int64_t K, int64_t N, const void *blob, wbf16_weights *out) {
+  wbf16_weights_view(K, N, blob, out);
+  out->fmt = WB16_F16;
+}
+
+static float widen(wb16_format f, uint16_t h) {
+  if (f == WB16_F16) return f16_to_f32(h);
   uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+static void panel_scalar(wb16_format f, int rows, int64_t K, const float *A, int64_t lda, const uint16_t *panel,
+                         float acc[6][WBF16_NR]) {
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < WBF16_NR; c++) {
+      float s = 0.f;
+      for (int64_t k = 0; k < K; k++) s += A[r * lda + k] * widen(f, panel[k * WBF16_NR + wb16_pos(f, c)]);
+      acc[r][c] = s;
+    }
 }
 
 void wbf16_panel_scalar(int rows, int64_t K, const float *A, int64_t lda, const uint16_t *panel,
                         float acc[6][WBF16_NR]) {
-  for (int r = 0; r < rows; r++)
-    for (int c = 0; c < WBF16_NR; c++) {
-      float s = 0.f;
-      for (int64_t k = 0; k < K; k++) s += A[r * lda + k] * widen(panel[k * WBF16_NR + wbf16_pos(c)]);
-      acc[r][c] = s;
-    }
+  panel_scalar(WB16_BF16, rows, K, A, lda, panel, acc);
+}
+
+void wf16_panel_scalar(int rows, int64_t K, const float *A, int64_t lda, const uint16_t *panel,
+                       float acc[6][WBF16_NR]) {
+  panel_scalar(WB16_F16, rows, K, A, lda, panel, acc);
 }
 
 typedef struct run_job {
@@ -108,7 +134,7 @@ static void widen_panels(void *ctx, int64_t p0, int64_t p1) {
     const uint16_t *s = w->w + p * w->K * WBF16_NR;
     int64_t n0 = p * WBF16_NR, cols = w->N - n0 < WBF16_NR ? w->N - n0 : WBF16_NR;
     for (int64_t k = 0; k < w->K; k++, s += WBF16_NR)
-      for (int64_t c = 0; c < cols; c++) j->B[k * w->N + n0 + c] = widen(s[wbf16_pos((int)c)]);
+      for (int64_t c = 0; c < cols; c++) j->B[k * w->N + n0 + c] = widen(w->fmt, s[wb16_pos(w->fmt, (int)c)]);
   }
 }
 
@@ -131,9 +157,10 @@ smelt_status wbf16_run(smelt_pool *pool, isa_level isa, const wbf16_args *a) {
     tensor_data_free(B);
     return s;
   }
-  run_job j = {a, wbf16_panel_scalar};
+  bool f16 = w->fmt == WB16_F16;
+  run_job j = {a, f16 ? wf16_panel_scalar : wbf16_panel_scalar};
 #ifdef SMELT_X86
-  if (isa >= ISA_AVX2) j.panel = wbf16_panel_avx2;
+  if (isa >= ISA_AVX2 && (!f16 || isa_has_f16c())) j.panel = f16 ? wf16_panel_avx2 : wbf16_panel_avx2;
 #else
   (void)isa;
 #endif

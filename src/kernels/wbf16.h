@@ -1,5 +1,15 @@
-/* Weight-only bf16 GEMM (session precision bf16): a constant weight stored
- * as bf16, activations, sums and outputs fp32.
+/* Weight-only 16-bit GEMM (session precision bf16 or fp16): a constant
+ * weight stored as bf16 or as IEEE fp16, activations, sums and outputs fp32.
+ * Both formats share the layout, the driver and the kernels' structure;
+ * only the rounding at packing and the widening in registers differ:
+ *   bf16: what follows;
+ *   fp16 (wf16_*): f32_to_f16 rounds to nearest even with 11 significant
+ *     bits, |fp16(b) - b| <= 2^-11 |b| for |b| >= 2^-14 (the smallest
+ *     normal), <= 2^-25 below (subnormals); |b| > 65504 would overflow to
+ *     inf -- the autocast pass keeps such a weight in fp32.  Widened with
+ *     F16C's vcvtph2ps (every AVX2 CPU smelt has met has it; without it, or
+ *     at SMELT_ISA=scalar, the scalar kernel runs).  Columns in natural
+ *     order (wb16_pos).
  *
  *   C = alpha * A bf16(B) + bias (+ C when accumulating)
  *
@@ -36,12 +46,17 @@
 #define WBF16_NR 16
 #define WBF16_SMALL_M 16
 
-/* Where column j (0..15) of a panel row is stored. */
+typedef enum wb16_format { WB16_BF16 = 0, WB16_F16 } wb16_format;
+
+/* Where column j (0..15) of a bf16 panel row is stored. */
 static inline int wbf16_pos(int j) { return j < 4 || j >= 12 ? j : j < 8 ? j + 4 : j - 4; }
+/* ... of a panel row in either format (fp16: natural order). */
+static inline int wb16_pos(wb16_format f, int j) { return f == WB16_F16 ? j : wbf16_pos(j); }
 
 typedef struct wbf16_weights {
   int64_t K, N, Np;
   const uint16_t *w; /* Np/16 panels of K x 16 */
+  wb16_format fmt;
 } wbf16_weights;
 
 /* Bytes for op(B) K x N; 0 when K or N is out of range. */
@@ -50,6 +65,9 @@ size_t wbf16_weights_bytes(int64_t K, int64_t N);
  * (wbf16_weights_bytes(K, N) bytes, 32-byte aligned), on pool. */
 void wbf16_pack_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, const float *B, void *blob);
 void wbf16_weights_view(int64_t K, int64_t N, const void *blob, wbf16_weights *out);
+/* The same in fp16 (the blob is the same size). */
+void wf16_pack_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, const float *B, void *blob);
+void wf16_weights_view(int64_t K, int64_t N, const void *blob, wbf16_weights *out);
 
 typedef struct wbf16_args {
   int64_t M;
@@ -79,5 +97,9 @@ void wbf16_panel_scalar(int rows, int64_t K, const float *A, int64_t lda, const 
                         float acc[6][WBF16_NR]);
 void wbf16_panel_avx2(int rows, int64_t K, const float *A, int64_t lda, const uint16_t *panel,
                       float acc[6][WBF16_NR]);
+void wf16_panel_scalar(int rows, int64_t K, const float *A, int64_t lda, const uint16_t *panel,
+                       float acc[6][WBF16_NR]);
+void wf16_panel_avx2(int rows, int64_t K, const float *A, int64_t lda, const uint16_t *panel,
+                     float acc[6][WBF16_NR]); /* AVX2 + F16C */
 
 #endif

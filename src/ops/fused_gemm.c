@@ -21,7 +21,8 @@
  * Attribute precision = "int8" (set by passes/autocast.c): with a constant
  * B and no transA, the product runs as a dynamically quantized int8 GEMM
  * (ops/gemm_int8.h), then the activation over Y.  precision = "bf16": the
- * same with the weight stored in bf16 (ops/gemm_bf16.h; activations fp32).
+ * same with the weight stored in bf16 (ops/gemm_bf16.h; activations fp32);
+ * "fp16" likewise in fp16.
  * precision = "int4": the weight in int4 groups of 32 (ops/gemm_int4.h). */
 #include <stdatomic.h>
 #include <string.h>
@@ -133,7 +134,7 @@ static bool fgemm_reduced(op_ctx *c, const fgemm_plan *p, fgemm_lowp *w) {
   memset(w, 0, sizeof *w);
   if (p->ta) return false;
   if (gemm_int8_marked(c->node)) w->q8 = gemm_int8_weights(c, 1, p->tb, p->K, p->N);
-  else if (gemm_bf16_marked(c->node)) w->h = gemm_bf16_weights(c, 1, p->tb, p->K, p->N);
+  else if (gemm_bf16_marked(c->node) || gemm_f16_marked(c->node)) w->h = gemm_bf16_weights(c, 1, p->tb, p->K, p->N);
   else if (gemm_int4_marked(c->node)) w->q4 = gemm_int4_weights(c, 1, p->tb, p->K, p->N);
   return w->q8 || w->h || w->q4;
 }

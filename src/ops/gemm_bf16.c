@@ -1,5 +1,5 @@
-/* bf16 GEMM nodes: bf16 weights through the op cache and the prep store,
- * and the run (see gemm_bf16.h). */
+/* bf16 / fp16 weight GEMM nodes: 16-bit weights through the op cache and
+ * the prep store, and the run (see gemm_bf16.h). */
 #include "ops/gemm_bf16.h"
 
 #include <stdlib.h>
@@ -9,14 +9,18 @@
 #include "util/err.h"
 
 bool gemm_bf16_marked(const ir_node *nd) { return !strcmp(ir_attr_string(nd, "precision", "fp32"), "bf16"); }
+bool gemm_f16_marked(const ir_node *nd) { return !strcmp(ir_attr_string(nd, "precision", "fp32"), "fp16"); }
 
 static void wb_view(int64_t K, int64_t N, const void *blob, void *out) { wbf16_weights_view(K, N, blob, out); }
+static void wh_view(int64_t K, int64_t N, const void *blob, void *out) { wf16_weights_view(K, N, blob, out); }
 
 static const gemm_prep_kind wb_kind = {"gemm-wbf16", 'h', sizeof(wbf16_weights), wbf16_weights_bytes,
                                        wbf16_pack_b, wb_view};
+static const gemm_prep_kind wh_kind = {"gemm-wf16", 'f', sizeof(wbf16_weights), wbf16_weights_bytes,
+                                       wf16_pack_b, wh_view};
 
 const wbf16_weights *gemm_bf16_weights(op_ctx *c, int i, bool trans_b, int64_t K, int64_t N) {
-  return gemm_prep_weights(c, i, &wb_kind, trans_b, K, N);
+  return gemm_prep_weights(c, i, gemm_f16_marked(c->node) ? &wh_kind : &wb_kind, trans_b, K, N);
 }
 
 smelt_status gemm_bf16_run(op_ctx *c, const wbf16_weights *w, int64_t M, const float *A, int64_t lda, float alpha,

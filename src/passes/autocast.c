@@ -1,8 +1,11 @@
 /* Autocast: which nodes run in the session's reduced precision, as AMP
- * decides.  With pass_options.precision INT8, BF16 or INT4 (fp32: the pass
- * does nothing).  BF16 is weight-only: the same allow-list and keep-list,
- * the node gets precision = "bf16" (weight rounded to bf16 once,
- * activations, sums and outputs fp32: kernels/wbf16.h; no K limit).  INT4:
+ * decides.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
+ * pass does nothing).  BF16 is weight-only: the same allow-list and
+ * keep-list, the node gets precision = "bf16" (weight rounded to bf16 once,
+ * activations, sums and outputs fp32: kernels/wbf16.h; no K limit).  FP16
+ * likewise, precision = "fp16" (weight rounded to IEEE fp16), except that a
+ * weight with a value past fp16's range (|w| > 65504, or NaN / inf already)
+ * stays fp32 rather than turn into infinities.  INT4:
  * the same lists, precision = "int4" (weight in int4 groups of 32 along K
  * with an fp32 scale, made once; activations quantized per row in int8
  * groups of 32 at run time for few rows: kernels/q4gemm.h; no K limit).
@@ -61,7 +64,18 @@ typedef struct ac_plan {
 } ac_plan;
 
 /* NULL when the node can run in the reduced precision (p filled), else why it cannot. */
-static const char *check(rewriter *w, int id, bool int8, ac_plan *p) {
+/* The constant weight v fits fp16's finite range (|x| <= 65504). */
+static bool fits_f16(rewriter *w, int v) {
+  const tensor *t = rw_const(w, v);
+  if (!t || t->dtype != SMELT_F32 || !t->data) return false;
+  const float *x = t->data;
+  int64_t n = (int64_t)(t->nbytes / sizeof(float));
+  for (int64_t i = 0; i < n; i++)
+    if (!(x[i] >= -65504.f && x[i] <= 65504.f)) return false;
+  return true;
+}
+
+static const char *check(rewriter *w, int id, bool int8, bool f16, ac_plan *p) {
   const ir_node *nd = rw_node(w, id);
   bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
   bool gemm = rw_is_op(w, id, "Gemm");
@@ -71,6 +85,7 @@ static const char *check(rewriter *w, int id, bool int8, ac_plan *p) {
   const ir_value *a = rw_val(w, nd->inputs[0]), *b = rw_val(w, nd->inputs[1]), *y = rw_val(w, nd->outputs[0]);
   if (!constant_weight(w, nd->inputs[1])) return "its weight is not a constant (a product of activations)";
   if (b->rank != 2) return "its weight is not 2-D";
+  if (f16 && !fits_f16(w, nd->inputs[1])) return "its weight has values past fp16's range (|w| > 65504)";
   if ((fused || gemm) && ir_attr_int(nd, "transA", 0)) return "A is transposed";
   if (a->rank < 2) return "A is 1-D";
   bool tb = (fused || gemm) && ir_attr_int(nd, "transB", 0);
@@ -151,10 +166,10 @@ static void log_kept(rewriter *w, const kept_ops *k) {
 
 smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
   if (o->precision != SMELT_PRECISION_INT8 && o->precision != SMELT_PRECISION_BF16 &&
-      o->precision != SMELT_PRECISION_INT4)
+      o->precision != SMELT_PRECISION_FP16 && o->precision != SMELT_PRECISION_INT4)
     return SMELT_OK;
-  bool int8 = o->precision == SMELT_PRECISION_INT8;
-  const char *pname = int8 ? "int8" : o->precision == SMELT_PRECISION_INT4 ? "int4" : "bf16";
+  bool int8 = o->precision == SMELT_PRECISION_INT8, f16 = o->precision == SMELT_PRECISION_FP16;
+  const char *pname = int8 ? "int8" : o->precision == SMELT_PRECISION_INT4 ? "int4" : f16 ? "fp16" : "bf16";
   rewriter w;
   TRY(rw_begin(&w, g, o, r));
   smelt_status s = SMELT_OK;
@@ -172,7 +187,7 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
     }
     if (fused && !strcmp(ir_attr_string(nd, "precision", "fp32"), pname)) continue; /* done before */
     ac_plan p;
-    const char *why = check(&w, id, int8, &p);
+    const char *why = check(&w, id, int8, f16, &p);
     if (why) {
       pass_log(r, "autocast: %s (%s%s) stays fp32: %s", rw_name(&w, id, nb, sizeof nb), fused ? "smelt." : "",
                nd->op_type, why);

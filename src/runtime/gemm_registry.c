@@ -20,7 +20,7 @@ gemm_shape_class gemm_shape_of(int64_t M, int64_t N, int64_t K) {
 }
 
 const char *gemm_wform_name(gemm_wform w) {
-  static const char *const names[GEMM_W_COUNT] = {"f32", "int8", "bf16", "int4"};
+  static const char *const names[GEMM_W_COUNT] = {"f32", "int8", "bf16", "int4", "fp16"};
   return w >= 0 && w < GEMM_W_COUNT ? names[w] : "?";
 }
 
@@ -69,7 +69,8 @@ static const void *reduced_weights(const gemm_step *gs, wctx *w) {
   const gemm_params *p = &gs->tmpl;
   switch (gs->w) {
     case GEMM_W_INT8: return gemm_int8_weights(&w->c, 1, p->trans_b, p->K, p->N);
-    case GEMM_W_BF16: return gemm_bf16_weights(&w->c, 1, p->trans_b, p->K, p->N);
+    case GEMM_W_BF16:
+    case GEMM_W_F16: return gemm_bf16_weights(&w->c, 1, p->trans_b, p->K, p->N);
     case GEMM_W_INT4: return gemm_int4_weights(&w->c, 1, p->trans_b, p->K, p->N);
     default: return NULL;
   }
@@ -97,7 +98,8 @@ static smelt_status reduced_run(const gemm_step *gs, const gemm_io *io, smelt_po
   smelt_status s;
   switch (gs->w) {
     case GEMM_W_INT8: s = gemm_int8_run(&w.c, q, p->M, io->A, p->K, p->alpha, bias, gs->has_res, io->Y); break;
-    case GEMM_W_BF16: s = gemm_bf16_run(&w.c, q, p->M, io->A, p->K, p->alpha, bias, gs->has_res, io->Y); break;
+    case GEMM_W_BF16:
+    case GEMM_W_F16: s = gemm_bf16_run(&w.c, q, p->M, io->A, p->K, p->alpha, bias, gs->has_res, io->Y); break;
     default: s = gemm_int4_run(&w.c, q, p->M, io->A, p->K, p->alpha, bias, gs->has_res, io->Y); break;
   }
   if (!s) fused_act_apply_pool(pool, &gs->act, io->Y, p->M * p->N);
@@ -157,6 +159,8 @@ static const gemm_kernel table[] = {
     {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
     {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,
+     GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
+    {"fp16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
     {"f16 through f32 panels (kernels/gemm.h)", SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_SCALAR,
      GEMM_SHAPES_ALL, half_prepare, half_run},

@@ -1,7 +1,7 @@
 /* The GEMM kernel registry of the compiled path: a GEMM step (gemm_step.h)
  * does not call a kernel by name; it looks one up by the element types of
  * A, B and Y, the form its weight takes (the node's precision mark from
- * passes/autocast.c: fp32, int8, bf16, int4), the ISA and the shape class,
+ * passes/autocast.c: fp32, int8, bf16, fp16, int4), the ISA and the shape class,
  * in the spirit of XNNPACK's per-(datatype, ISA) kernel configs.  A new
  * element type or ISA gets an entry here; the plan, the schedule and
  * max-autotune do not change.
@@ -9,7 +9,7 @@
  * Entries today: f32 (the GEMM library, kernels/gemm.h, as before: the
  * shape class picks nothing, gemm_f32_run's AUTO path does); the
  * reduced-precision weight forms on f32 activations (int8: kernels/qgemm.h,
- * bf16 weights: kernels/wbf16.h, int4: kernels/q4gemm.h, each through
+ * bf16 and fp16 weights: kernels/wbf16.h, int4: kernels/q4gemm.h, each through
  * their op's weight preparation, ops/gemm_int8.h etc.); and f16 or bf16
  * throughout (A, B, Y: a model that is f16 inside) through f32 panels
  * widened per run and the f32 kernel -- the seam, nothing faster yet.
@@ -21,7 +21,7 @@
 #include "kernels/isa.h"
 #include "ops/op.h"
 
-typedef enum gemm_wform { GEMM_W_F32, GEMM_W_INT8, GEMM_W_BF16, GEMM_W_INT4, GEMM_W_COUNT } gemm_wform;
+typedef enum gemm_wform { GEMM_W_F32, GEMM_W_INT8, GEMM_W_BF16, GEMM_W_INT4, GEMM_W_F16, GEMM_W_COUNT } gemm_wform;
 
 /* Shape classes, by rows of A (M): one row (decode, GEMV), a few (<= 16),
  * many.  Entries say which they take (a mask of 1 << class). */

@@ -72,6 +72,7 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
   if (fused && !p->trans_a) {
     if (gemm_int8_marked(nd)) gs->w = GEMM_W_INT8;
     else if (gemm_bf16_marked(nd)) gs->w = GEMM_W_BF16;
+    else if (gemm_f16_marked(nd)) gs->w = GEMM_W_F16;
     else if (gemm_int4_marked(nd)) gs->w = GEMM_W_INT4;
   }
   gs->kern = gemm_kernel_select(gs->dt_a, gs->dt_b, gs->dt_y, gs->w, gs->isa, gemm_shape_of(p->M, p->N, p->K));

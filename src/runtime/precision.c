@@ -25,12 +25,9 @@ smelt_status precision_check(smelt_precision p) {
   switch (p) {
   case SMELT_PRECISION_FP32:
   case SMELT_PRECISION_BF16:
+  case SMELT_PRECISION_FP16:
   case SMELT_PRECISION_INT8:
   case SMELT_PRECISION_INT4: return SMELT_OK;
-  case SMELT_PRECISION_FP16:
-    return err_set(SMELT_ERR_UNSUPPORTED,
-                   "precision %s: not implemented yet on this build (fp32, bf16, int8 and int4 are)",
-                   smelt_precision_name(p));
   }
   return err_set(SMELT_ERR_INVALID_ARGUMENT, "unknown precision %d", (int)p);
 }

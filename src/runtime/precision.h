@@ -4,9 +4,8 @@
 
 #include "ir/ir.h"
 
-/* SMELT_OK for the precisions this build runs (fp32, bf16, int8, int4);
- * otherwise SMELT_ERR_UNSUPPORTED ("precision fp16: not implemented yet on this
- * build") or SMELT_ERR_INVALID_ARGUMENT for a value outside the enum. */
+/* SMELT_OK for the precisions this build runs (all five: fp32, bf16, fp16,
+ * int8, int4); SMELT_ERR_INVALID_ARGUMENT for a value outside the enum. */
 smelt_status precision_check(smelt_precision p);
 
 /* For the eager executor at a precision other than fp32: a clone of g with

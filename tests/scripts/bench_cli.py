@@ -107,7 +107,9 @@ def check_bench(smelt, model, tmp):
             check(is_num(o.get("max_abs")) and o["max_abs"] > 0 and is_num(o.get("max_rel")),
                   f"{r['mode']}: int8 differs from fp32 ({o})")
     rc, stdout, stderr = run([smelt, "bench", model, "--precision", "fp16", "--runs", "1", "--warmup", "0"])
-    check(rc == 1 and "not implemented yet" in stdout + stderr, f"bench --precision fp16: refused (got {rc})")
+    check(rc == 0 and "accuracy fp16 vs eager fp32" in stdout, f"bench --precision fp16 runs, accuracy printed (got {rc})")
+    rc, stdout, stderr = run([smelt, "bench", model, "--precision", "fp8", "--runs", "1", "--warmup", "0"])
+    check(rc == 2 and "fp8" in stdout + stderr, f"bench --precision fp8: a usage error naming it (got {rc})")
 
     # every mode: compiled ones are either measured in full or carry an error, never a number
     out2 = os.path.join(tmp, "compare.json")

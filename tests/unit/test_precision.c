@@ -2,9 +2,8 @@
  * models/mlp (three Gemm layers with constant weights):
  *   - names: smelt_precision_parse / smelt_precision_name round trip, an
  *     unknown name is an error naming it;
- *   - fp16 is refused with SMELT_ERR_UNSUPPORTED ("not
- *     implemented yet"), a value outside the enum with INVALID_ARGUMENT:
- *     never a silent fp32;
+ *   - a value outside the enum is refused with INVALID_ARGUMENT: never a
+ *     silent fp32;
  *   - int8 in eager and default mode: the autocast pass marks the three
  *     Gemms (log lines "-> int8", the keep-list summary) and the outputs
  *     differ from fp32 (the int8 kernels ran) by quantization noise only:
@@ -15,6 +14,12 @@
  *     "bf16"; each product is off by at most 2^-8 of sum |a b| (the weights'
  *     rounding, kernels/wbf16.h), three in a row within 1% of the output's
  *     largest magnitude, cosine >= 0.9999, and not bitwise fp32;
+ *   - fp16 (weight-only) likewise, marked "fp16": each weight off by at most
+ *     2^-11 of itself (11 significant bits), so three in a row within 0.2%
+ *     of the output's largest magnitude (8x tighter than bf16's bound),
+ *     cosine >= 0.99999, and not bitwise fp32; a MatMul whose weight has a
+ *     value past fp16's range (70000) stays fp32, with the reason logged,
+ *     and its output is exactly fp32's (no infinity);
  *   - int4 in eager and default mode: the three Gemms marked "int4"; each
  *     weight is off by up to its group's step (max |w| / 8, kernels/q4gemm.h),
  *     about 4% rms of a group's largest weight, and the activations by 2^-8
@@ -27,6 +32,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "passes_util.h"
 #include "onnx/model_internal.h"
 #include "passes/pass.h"
 #include "runtime/precision.h"
@@ -65,13 +71,35 @@ static void names(void) {
 
 static void refused(const smelt_model *m) {
   float y[B * OUT];
-  smelt_precision later[] = {SMELT_PRECISION_FP16};
-  for (int i = 0; i < 1; i++) {
-    CHECK(run(m, SMELT_MODE_EAGER, later[i], y) == SMELT_ERR_UNSUPPORTED);
-    CHECK(strstr(smelt_last_error(), "not implemented yet") != NULL);
-    CHECK(strstr(smelt_last_error(), smelt_precision_name(later[i])) != NULL);
-  }
   CHECK(run(m, SMELT_MODE_EAGER, (smelt_precision)77, y) == SMELT_ERR_INVALID_ARGUMENT);
+}
+
+/* fp16: a weight past fp16's range stays fp32 (reason logged); one within
+ * it is marked. */
+static void f16_range(void) {
+  for (int big = 0; big < 2; big++) {
+    ir_graph *g = gb_new();
+    gb_input(g, "x", SMELT_F32, 2, (int64_t[]){2, 4});
+    float w[4 * 3];
+    for (int i = 0; i < 12; i++) w[i] = 0.25f * (float)(i - 6);
+    if (big) w[7] = 70000.f;
+    gb_const_t(g, "w", SMELT_F32, 2, (int64_t[]){4, 3}, w, 0);
+    gb_node(g, "MatMul", "x,w", "y", 0);
+    gb_output(g, "y");
+    CHECK_OK(ir_graph_infer(g));
+    pass_report r;
+    memset(&r, 0, sizeof r);
+    ir_graph *c = NULL;
+    CHECK_OK(precision_graph(g, SMELT_PRECISION_FP16, &r, &c));
+    int marked = 0, why = 0;
+    for (int i = 0; c && i < c->n_nodes; i++) marked += !strcmp(ir_attr_string(&c->nodes[i], "precision", ""), "fp16");
+    for (int i = 0; i < r.n_log; i++) why += strstr(r.log[i], "past fp16's range") != NULL;
+    CHECK(marked == !big);
+    CHECK(why == big);
+    ir_graph_free(c);
+    pass_report_free(&r);
+    ir_graph_free(g);
+  }
 }
 
 static void autocast_log(const smelt_model *m) {
@@ -105,6 +133,17 @@ static void autocast_log(const smelt_model *m) {
   ir_graph_free(g);
   pass_report_free(&r);
   memset(&r, 0, sizeof r);
+  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_FP16, &r, &g));
+  int f16 = 0;
+  marked = 0;
+  for (int i = 0; i < r.n_log; i++) f16 += strstr(r.log[i], "-> fp16") != NULL;
+  for (int i = 0; g && i < g->n_nodes; i++)
+    marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), "fp16");
+  CHECK(f16 == 3);
+  CHECK(marked == 3);
+  ir_graph_free(g);
+  pass_report_free(&r);
+  memset(&r, 0, sizeof r);
   CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_INT4, &r, &g));
   int int4 = 0;
   marked = 0;
@@ -117,7 +156,7 @@ static void autocast_log(const smelt_model *m) {
   pass_report_free(&r);
 }
 
-/* precision p (bf16, int4: weight-only) against eager fp32: max error at
+/* precision p (bf16, fp16, int4: weight-only) against eager fp32: max error at
  * most err_frac of max |y|, cosine at least cos_min. */
 static void lowp_close(const smelt_model *m, smelt_mode mode, smelt_precision p, double err_frac, double cos_min) {
   float ref[B * OUT], y[B * OUT];
@@ -174,6 +213,9 @@ int main(void) {
   int8_close(m, SMELT_MODE_DEFAULT);
   lowp_close(m, SMELT_MODE_EAGER, SMELT_PRECISION_BF16, 0.01, 0.9999);
   lowp_close(m, SMELT_MODE_DEFAULT, SMELT_PRECISION_BF16, 0.01, 0.9999);
+  lowp_close(m, SMELT_MODE_EAGER, SMELT_PRECISION_FP16, 0.002, 0.99999);
+  lowp_close(m, SMELT_MODE_DEFAULT, SMELT_PRECISION_FP16, 0.002, 0.99999);
+  f16_range();
   lowp_close(m, SMELT_MODE_EAGER, SMELT_PRECISION_INT4, 0.15, 0.99);
   lowp_close(m, SMELT_MODE_DEFAULT, SMELT_PRECISION_INT4, 0.15, 0.99);
   smelt_model_free(m);

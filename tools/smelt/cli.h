@@ -48,9 +48,9 @@ bool cli_bytes(const char *flag, const char *s, size_t *out);
 #define CLI_PRECISION_HELP \
   "  --precision P    fp32 (default), int8 (constant-weight MatMul/Gemm as dynamically\n" \
   "                   quantized int8 GEMMs; the rest fp32), bf16 (those weights stored in\n" \
-  "                   bf16, activations and sums fp32), int4 (those weights in int4 groups\n" \
-  "                   of 32 with an fp32 scale; decode activations int8 per group of 32);\n" \
-  "                   fp16: not yet\n"
+  "                   bf16, activations and sums fp32), fp16 (likewise in IEEE fp16; a weight\n" \
+  "                   past fp16's range stays fp32), int4 (those weights in int4 groups\n" \
+  "                   of 32 with an fp32 scale; decode activations int8 per group of 32)\n"
 /* A device name (--device): true if this library has it; else prints why not. */
 bool cli_device(const char *flag, const char *name);
 #define CLI_DEVICE_HELP \

@@ -13,7 +13,7 @@ from .errors import InvalidArgumentError, UnsupportedError
 Shape = Tuple[Union[int, str, None], ...]
 
 #: the precisions the library implements today
-PRECISIONS = ("fp32", "bf16", "int8", "int4")
+PRECISIONS = ("fp32", "bf16", "fp16", "int8", "int4")
 
 
 class ValueInfo(NamedTuple):
@@ -68,9 +68,9 @@ class Session:
         threads: worker threads (None: the machine's cores).
         precision: "fp32" (default), "int8" (constant-weight MatMul/Gemm as
             dynamically quantized int8 GEMMs, the rest fp32) or "bf16" (those
-            weights stored in bf16, activations fp32) or "int4" (those weights
-            in int4 groups of 32 with an fp32 scale; README: Precision);
-            "fp16" raises smelt.UnsupportedError (not implemented yet).
+            weights stored in bf16, activations fp32), "fp16" (likewise in
+            IEEE fp16) or "int4" (those weights in int4 groups of 32 with an
+            fp32 scale; README: Precision).
         dims: sizes for symbolic dims, {"batch": 1, "seq": 128} or "batch=1,seq=128";
             when every input shape is fixed, compiled modes compile at creation.
         cache_dir: the compiled-kernel cache (None: $SMELT_CACHE_DIR, else
