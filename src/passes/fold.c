@@ -9,6 +9,7 @@
  *
  * Not folded: a Transpose of a 2-D weight that only a MatMul reads as B
  * (rw_transposed_weight: fuse_epilogue makes it smelt.Gemm with transB),
+ * a node nothing reads (dce removes it; a fusion may have left it),
  * random ops, nodes with subgraphs, sequence or string outputs,
  * and outputs over FOLD_MAX_BYTES, or over FOLD_GROW_BYTES when they are more
  * than twice the inputs' size (Expand/Tile/ConstantOfShape materializing a
@@ -96,6 +97,23 @@ static bool outputs_known(rewriter *w, const ir_node *nd) {
   return nd->n_outputs > 0;
 }
 
+/* Per node: some output is a graph output or read by a live node (as dce
+ * decides, without removing anything); order is topological.  NULL when
+ * out of memory (then every node counts as live). */
+static bool *live_nodes(const rewriter *w, const int *order, int n) {
+  bool *live = calloc((size_t)n + 1, sizeof *live);
+  for (int k = n - 1; live && k >= 0; k--) {
+    const ir_node *nd = &w->g->nodes[order[k]];
+    for (int o = 0; o < nd->n_outputs && !live[order[k]]; o++) {
+      int v = nd->outputs[o];
+      if (v < 0) continue;
+      if (rw_is_output(w, v)) live[order[k]] = true;
+      for (int q = 0; q < w->uses[v].n && !live[order[k]]; q++) live[order[k]] = live[w->uses[v].node[q]];
+    }
+  }
+  return live;
+}
+
 /* A Constant node's tensor attribute becomes the initializer as is (no copy,
  * no size cap: the bytes exist already). */
 static bool take_constant(rewriter *w, int id) {
@@ -115,7 +133,7 @@ static bool take_constant(rewriter *w, int id) {
   return false;
 }
 
-static smelt_status fold_node(rewriter *w, int id, bool *folded) {
+static smelt_status fold_node(rewriter *w, int id, bool live, bool *folded) {
   *folded = false;
   ir_node *nd = rw_node(w, id);
   if ((*folded = take_constant(w, id))) return SMELT_OK;
@@ -131,6 +149,10 @@ static smelt_status fold_node(rewriter *w, int id, bool *folded) {
   }
   /* a transposed weight that fuse_epilogue reads with transB: no copy */
   if (nd->n_outputs == 1 && rw_transposed_weight(w, nd->outputs[0]) >= 0) return SMELT_OK;
+  /* it reaches no graph output (a fusion rewired its readers; dce removes it):
+   * evaluating it would only copy -- for the transposed weights fuse_epilogue
+   * leaves behind, every weight of a model once over (BERT-base: 340 MB) */
+  if (!live) return SMELT_OK;
   fold_in f;
   if (!gather_inputs(w, id, &f) || outputs_too_big(w, nd)) return SMELT_OK;
   tensor outs[FOLD_MAX_IO], *out[FOLD_MAX_IO];
@@ -168,11 +190,13 @@ smelt_status pass_fold(ir_graph *g, const pass_options *o, pass_report *r, int *
   TRY(rw_begin(&w, g, o, r));
   int *order = NULL;
   smelt_status s = ir_graph_toposort(g, &order);
+  bool *live = s ? NULL : live_nodes(&w, order, g->n_nodes);
   for (int k = 0; !s && k < g->n_nodes; k++) {
     bool folded;
-    s = fold_node(&w, order[k], &folded);
+    s = fold_node(&w, order[k], !live || live[order[k]], &folded);
     w.changes += folded;
   }
+  free(live);
   free(order);
   int c = 0;
   s = rw_end(&w, s, &c);

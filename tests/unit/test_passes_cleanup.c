@@ -157,6 +157,26 @@ static void test_fold_constant_nodes(void) {
   ir_graph_free(g);
 }
 
+/* A node nothing reads (as fuse_epilogue leaves a weight's Transpose once
+ * smelt.Gemm reads the weight with transB) is not evaluated: dce removes it;
+ * folding it would copy the weight for nothing. */
+static void test_fold_skips_unread(void) {
+  ir_graph *g = gb_new();
+  int64_t d = 4;
+  gb_input(g, "x", SMELT_F32, 1, &d);
+  gb_const(g, "w", 2, (int64_t[]){1024, 768}, 5); /* 3 MB: past what inference evaluates */
+  int t = gb_node(g, "Transpose", "w", "wt", 1);
+  gb_attr_ints(g, t, 0, "perm", 2, (int64_t[]){1, 0});
+  gb_node(g, "Exp", "wt", "ewt", 0); /* read only by a node nothing reads */
+  gb_node(g, "Add", "x,x", "y", 0);
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = run_one(g, pass_fold, NULL, &e);
+  CHECK(e.changes == 0 && r && count_op(r, "Transpose") == 1 && count_op(r, "Exp") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
 /* ---- dce ---- */
 
 static void test_dce(void) {
@@ -356,6 +376,7 @@ int main(void) {
   test_fold_shape_chain();
   test_fold_caps();
   test_fold_constant_nodes();
+  test_fold_skips_unread();
   test_dce();
   test_cse();
   test_noop_ops();
