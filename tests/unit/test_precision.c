@@ -102,58 +102,41 @@ static void f16_range(void) {
   }
 }
 
+/* Precision p over the mlp: the autocast log's "-> NAME" lines and the nodes
+ * marked NAME (three Gemms each); returns the log's keep-list lines naming
+ * Relu. */
+static int autocast_marks(const smelt_model *m, smelt_precision p) {
+  const char *name = smelt_precision_name(p);
+  char arrow[16];
+  snprintf(arrow, sizeof arrow, "-> %s", name);
+  pass_report r;
+  memset(&r, 0, sizeof r);
+  ir_graph *g = NULL;
+  CHECK_OK(precision_graph(m->onnx->graph, p, &r, &g));
+  int logged = 0, keep = 0, marked = 0;
+  for (int i = 0; i < r.n_log; i++) {
+    logged += strstr(r.log[i], arrow) != NULL;
+    keep += strstr(r.log[i], "keep-list") != NULL && strstr(r.log[i], "Relu") != NULL;
+  }
+  for (int i = 0; g && i < g->n_nodes; i++) marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), name);
+  CHECK(logged == 3);
+  CHECK(marked == 3);
+  ir_graph_free(g);
+  pass_report_free(&r);
+  return keep;
+}
+
 static void autocast_log(const smelt_model *m) {
   pass_report r;
   memset(&r, 0, sizeof r);
   ir_graph *g = NULL;
   CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_FP32, &r, &g));
   CHECK(g == NULL && r.n_log == 0);
-  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_INT8, &r, &g));
-  int int8 = 0, keep = 0, marked = 0;
-  for (int i = 0; i < r.n_log; i++) {
-    int8 += strstr(r.log[i], "-> int8") != NULL;
-    keep += strstr(r.log[i], "keep-list") != NULL && strstr(r.log[i], "Relu") != NULL;
-  }
-  for (int i = 0; g && i < g->n_nodes; i++)
-    marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), "int8");
-  CHECK(int8 == 3);
-  CHECK(keep == 1);
-  CHECK(marked == 3);
-  ir_graph_free(g);
   pass_report_free(&r);
-  memset(&r, 0, sizeof r);
-  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_BF16, &r, &g));
-  int bf16 = 0;
-  marked = 0;
-  for (int i = 0; i < r.n_log; i++) bf16 += strstr(r.log[i], "-> bf16") != NULL;
-  for (int i = 0; g && i < g->n_nodes; i++)
-    marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), "bf16");
-  CHECK(bf16 == 3);
-  CHECK(marked == 3);
-  ir_graph_free(g);
-  pass_report_free(&r);
-  memset(&r, 0, sizeof r);
-  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_FP16, &r, &g));
-  int f16 = 0;
-  marked = 0;
-  for (int i = 0; i < r.n_log; i++) f16 += strstr(r.log[i], "-> fp16") != NULL;
-  for (int i = 0; g && i < g->n_nodes; i++)
-    marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), "fp16");
-  CHECK(f16 == 3);
-  CHECK(marked == 3);
-  ir_graph_free(g);
-  pass_report_free(&r);
-  memset(&r, 0, sizeof r);
-  CHECK_OK(precision_graph(m->onnx->graph, SMELT_PRECISION_INT4, &r, &g));
-  int int4 = 0;
-  marked = 0;
-  for (int i = 0; i < r.n_log; i++) int4 += strstr(r.log[i], "-> int4") != NULL;
-  for (int i = 0; g && i < g->n_nodes; i++)
-    marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), "int4");
-  CHECK(int4 == 3);
-  CHECK(marked == 3);
-  ir_graph_free(g);
-  pass_report_free(&r);
+  CHECK(autocast_marks(m, SMELT_PRECISION_INT8) == 1);
+  autocast_marks(m, SMELT_PRECISION_BF16);
+  autocast_marks(m, SMELT_PRECISION_FP16);
+  autocast_marks(m, SMELT_PRECISION_INT4);
 }
 
 /* precision p (bf16, fp16, int4: weight-only) against eager fp32: max error at
