@@ -208,7 +208,10 @@ static bool attn_task(const attn_params *p, int64_t t, int64_t bq, int64_t nqb, 
 
 /* ---- the tiled path (kernels/attention_tile.h): the query block transposed ---- */
 
-/* Masks a block of transposed scores st [n keys][nqp] (queries i0.., keys j0..). */
+#define ATTN_LOG2E 1.44269504088896341f
+
+/* Masks a block of transposed scores st [n keys][nqp] (queries i0.., keys
+ * j0..), which are in log2 units: masks are scaled by log2 e. */
 static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                          int64_t j0, int64_t n, float *st, int64_t nqp) {
   if (p->mask_kind != ATTN_MASK_NONE) {
@@ -219,13 +222,13 @@ static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0,
       if (p->mask_kind == ATTN_MASK_ADD) {
         const float *mk = (const float *)p->mask + off + j * ms[3];
         if (ms[2] == 0) /* one value for the whole row of queries: [B,1,1,Sk] masks */
-          for (int64_t r = 0; r < nq; r++) row[r] += mk[0];
+          for (int64_t r = 0; r < nq; r++) row[r] += ATTN_LOG2E * mk[0];
         else
-          for (int64_t r = 0; r < nq; r++) row[r] += mk[r * ms[2]];
+          for (int64_t r = 0; r < nq; r++) row[r] += ATTN_LOG2E * mk[r * ms[2]];
       } else {
         const uint8_t *mk = (const uint8_t *)p->mask + off + j * ms[3];
         for (int64_t r = 0; r < nq; r++)
-          if (!mk[r * ms[2]]) row[r] = p->mask_fill;
+          if (!mk[r * ms[2]]) row[r] = ATTN_LOG2E * p->mask_fill;
       }
     }
   }
@@ -242,9 +245,10 @@ static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, i
   int64_t i0 = qb * bq, nq = p->Sq - i0 < bq ? p->Sq - i0 : bq;
   int64_t nqp = (nq + tk->vl - 1) / tk->vl * tk->vl, D = p->D, Dv = p->Dv;
   const float *q = p->q + b * p->q_str[0] + h * p->q_str[1] + i0 * p->q_str[2];
+  float qscale = p->scale * ATTN_LOG2E; /* scores in log2 units */
   for (int64_t d = 0; d < D; d++) { /* Q^T, scaled; padding columns are zero */
     float *qt = s->qb + d * nqp;
-    for (int64_t r = 0; r < nq; r++) qt[r] = p->scale * q[r * p->q_str[2] + d * p->q_str[3]];
+    for (int64_t r = 0; r < nq; r++) qt[r] = qscale * q[r * p->q_str[2] + d * p->q_str[3]];
     for (int64_t r = nq; r < nqp; r++) qt[r] = 0.f;
   }
   for (int64_t r = 0; r < nqp; r++) {

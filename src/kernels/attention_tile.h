@@ -22,10 +22,11 @@ typedef struct attn_tile_kernels {
   /* st[j][i] = sum_d k[j][d] qt[d][i] for j < n, i < nqp (k rows ldk apart) */
   void (*qk)(const float *qt, int64_t nqp, int64_t D, const float *k, int64_t ldk, int64_t n,
              float *st);
-  /* The online softmax over keys of st [n][nqp] (n > 0), lane-wise: with the
-   * column max over the block, m[i] grows to m' = max(m[i], max_j st[j][i]),
-   * corr[i] = exp(m[i] - m'), st[j][i] = exp(st[j][i] - m'), l[i] = l[i] corr[i]
-   * + sum_j st[j][i].  A column whose m' is still -inf (every key so far masked)
+  /* The online softmax over keys of st [n][nqp] (n > 0; scores in log2
+   * units, scale log2 e folded into Q^T), lane-wise: with the column max over
+   * the block, m[i] grows to m' = max(m[i], max_j st[j][i]), corr[i] =
+   * 2^(m[i] - m'), st[j][i] = 2^(st[j][i] - m') (0 below 2^-125), l[i] = l[i]
+   * corr[i] + sum_j st[j][i].  A column whose m' is still -inf (every key so far masked)
    * gets probabilities 0 and keeps l = 0.  NaN scores are passed over by the
    * max and propagate through exp into l and the output. */
   void (*softmax)(float *st, int64_t nqp, int64_t n, float *m, float *l, float *corr);
