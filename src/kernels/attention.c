@@ -210,33 +210,31 @@ static bool attn_task(const attn_params *p, int64_t t, int64_t bq, int64_t nqb, 
 
 #define ATTN_LOG2E 1.44269504088896341f
 
-/* Masks a block of transposed scores st [n keys][nqp] (queries i0.., keys
- * j0..), which are in log2 units: masks are scaled by log2 e. */
+/* Masks a block of transposed scores st (kernels/attention_tile.h: [n keys]
+ * [nqp] in panels of 2 vl; queries i0.., keys j0..), which are in log2
+ * units: masks are scaled by log2 e. */
 static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                         int64_t j0, int64_t n, float *st, int64_t nqp) {
-  if (p->mask_kind != ATTN_MASK_NONE) {
-    const int64_t *ms = p->mask_str;
-    int64_t off = b * ms[0] + h * ms[1] + i0 * ms[2] + j0 * ms[3];
+                         int64_t j0, int64_t n, float *st, int vl, int64_t nqp) {
+  const int64_t *ms = p->mask_str;
+  int64_t off = b * ms[0] + h * ms[1] + i0 * ms[2] + j0 * ms[3], skew = j0 - (p->Sk - p->Sq) - i0;
+  for (int64_t p0 = 0; p0 < nq; p0 += 2 * vl) { /* panel by panel: queries [p0, r1) */
+    int64_t pw = nqp - p0 < 2 * vl ? nqp - p0 : 2 * vl, r1 = nq - p0 < pw ? nq : p0 + pw;
+    float *pan = st + p0 * n;
     for (int64_t j = 0; j < n; j++) {
-      float *row = st + j * nqp;
+      float *row = pan + j * pw - p0; /* row[r], r in [p0, r1) */
+      int64_t mo = off + j * ms[3];
       if (p->mask_kind == ATTN_MASK_ADD) {
-        const float *mk = (const float *)p->mask + off + j * ms[3];
-        if (ms[2] == 0) /* one value for the whole row of queries: [B,1,1,Sk] masks */
-          for (int64_t r = 0; r < nq; r++) row[r] += ATTN_LOG2E * mk[0];
-        else
-          for (int64_t r = 0; r < nq; r++) row[r] += ATTN_LOG2E * mk[r * ms[2]];
-      } else {
-        const uint8_t *mk = (const uint8_t *)p->mask + off + j * ms[3];
-        for (int64_t r = 0; r < nq; r++)
+        const float *mk = (const float *)p->mask + mo;
+        for (int64_t r = p0; r < r1; r++) row[r] += ATTN_LOG2E * mk[r * ms[2]];
+      } else if (p->mask_kind == ATTN_MASK_BOOL) {
+        const uint8_t *mk = (const uint8_t *)p->mask + mo;
+        for (int64_t r = p0; r < r1; r++)
           if (!mk[r * ms[2]]) row[r] = ATTN_LOG2E * p->mask_fill;
       }
+      if (p->causal) /* key j0 + j is visible to queries i >= j0 + j - (Sk - Sq) */
+        for (int64_t r = p0; r < r1 && r < skew + j; r++) row[r] = -INFINITY;
     }
   }
-  if (p->causal) /* key j0 + j is visible to queries i >= j0 + j - (Sk - Sq) */
-    for (int64_t j = 0; j < n; j++) {
-      int64_t first = j0 + j - (p->Sk - p->Sq) - i0;
-      for (int64_t r = 0; r < nq && r < first; r++) st[j * nqp + r] = -INFINITY;
-    }
 }
 
 static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, int64_t t, int64_t bq,
@@ -269,7 +267,7 @@ static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, i
     const float *v = rows_view(p->v + b * p->v_str[0] + hk * p->v_str[1] + j0 * p->v_str[2], n, Dv,
                                p->v_str[2], p->v_str[3], s->vb, &ldv);
     tk->qk(s->qb, nqp, D, k, ldk, n, s->s);
-    mask_block_t(p, b, h, i0, nq, j0, n, s->s, nqp);
+    mask_block_t(p, b, h, i0, nq, j0, n, s->s, tk->vl, nqp);
     tk->softmax(s->s, nqp, n, s->m, s->l, s->corr);
     tk->pv(s->s, nqp, n, v, ldv, Dv, s->corr, s->acc);
   }

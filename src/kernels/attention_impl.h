@@ -42,7 +42,8 @@ AT_INLINE vf SIMD_NAME(at_exp2_neg)(vf x) {
 
 /* st[r][0 .. nv VL) = sum_d k[r][d] qt[d][0 .. nv VL) for r < mr */
 AT_INLINE void SIMD_NAME(at_qk_tile)(const int mr, const int nv, const float *qt, int64_t nqp,
-                                     int64_t D, const float *k, int64_t ldk, float *st) {
+                                     int64_t D, const float *k, int64_t ldk, float *st,
+                                     int64_t ldst) {
   vf a0[AT_MR], a1[AT_MR];
 #pragma GCC unroll 6
   for (int r = 0; r < AT_MR; r++) a0[r] = a1[r] = v_zero();
@@ -60,8 +61,8 @@ AT_INLINE void SIMD_NAME(at_qk_tile)(const int mr, const int nv, const float *qt
 #pragma GCC unroll 6
   for (int r = 0; r < AT_MR; r++) {
     if (r >= mr) break;
-    v_store(st + r * nqp, a0[r]);
-    if (nv > 1) v_store(st + r * nqp + VL, a1[r]);
+    v_store(st + r * ldst, a0[r]);
+    if (nv > 1) v_store(st + r * ldst + VL, a1[r]);
   }
 }
 
@@ -91,7 +92,8 @@ static SIMD_TARGET void SIMD_NAME(at_qk)(const float *qt, int64_t nqp, int64_t D
     int nv = nqp - i >= 2 * VL ? 2 : 1;
     for (int64_t j = 0; j < n; j += AT_MR) {
       int mr = n - j < AT_MR ? (int)(n - j) : AT_MR;
-      AT_DISPATCH(SIMD_NAME(at_qk_tile), mr, nv, qt + i, nqp, D, k + j * ldk, ldk, st + j * nqp + i);
+      AT_DISPATCH(SIMD_NAME(at_qk_tile), mr, nv, qt + i, nqp, D, k + j * ldk, ldk,
+                  st + i * n + j * nv * VL, nv * VL);
     }
   }
 }
@@ -99,22 +101,24 @@ static SIMD_TARGET void SIMD_NAME(at_qk)(const float *qt, int64_t nqp, int64_t D
 static SIMD_TARGET void SIMD_NAME(at_softmax)(float *st, int64_t nqp, int64_t n, float *m, float *l,
                                              float *corr) {
   for (int64_t i = 0; i < nqp; i += VL) {
+    int64_t p0 = i - i % (2 * VL), ld = nqp - p0 < 2 * VL ? nqp - p0 : 2 * VL;
+    float *s = st + p0 * n + (i - p0); /* this vector's column of its panel */
     vf mx = v_set1(-INFINITY);
-    for (int64_t j = 0; j < n; j++) mx = v_max(v_load(st + j * nqp + i), mx); /* NaN passed over */
+    for (int64_t j = 0; j < n; j++) mx = v_max(v_load(s + j * ld), mx); /* NaN passed over */
     vf mo = v_load(m + i), mn = v_max(mx, mo);
     vm empty = v_lt(mn, v_set1(-FLT_MAX)); /* every key so far masked */
     vf mu = v_sel(empty, v_zero(), mn), sum = v_zero();
     vf c = SIMD_NAME(at_exp2_neg)(v_sub(mo, mu)); /* 0 on the first block: m was -inf */
     if (vm_any(empty))
       for (int64_t j = 0; j < n; j++) {
-        vf e = v_sel(empty, v_zero(), SIMD_NAME(at_exp2_neg)(v_sub(v_load(st + j * nqp + i), mu)));
-        v_store(st + j * nqp + i, e);
+        vf e = v_sel(empty, v_zero(), SIMD_NAME(at_exp2_neg)(v_sub(v_load(s + j * ld), mu)));
+        v_store(s + j * ld, e);
         sum = v_add(sum, e);
       }
     else
       for (int64_t j = 0; j < n; j++) {
-        vf e = SIMD_NAME(at_exp2_neg)(v_sub(v_load(st + j * nqp + i), mu));
-        v_store(st + j * nqp + i, e);
+        vf e = SIMD_NAME(at_exp2_neg)(v_sub(v_load(s + j * ld), mu));
+        v_store(s + j * ld, e);
         sum = v_add(sum, e);
       }
     v_store(m + i, mn);
@@ -136,7 +140,7 @@ AT_INLINE void SIMD_NAME(at_pv_tile)(const int mr, const int nv, const float *st
     if (nv > 1) a1[r] = v_mul(v_load(ot + r * nqp + VL), c1);
   }
   for (int64_t j = 0; j < n; j++) {
-    const float *p = st + j * nqp;
+    const float *p = st + j * nv * VL; /* the panel's row j */
     vf p0 = v_load(p), p1 = nv > 1 ? v_load(p + VL) : v_zero();
 #pragma GCC unroll 6
     for (int r = 0; r < AT_MR; r++) {
@@ -160,7 +164,7 @@ static SIMD_TARGET void SIMD_NAME(at_pv)(const float *st, int64_t nqp, int64_t n
     int nv = nqp - i >= 2 * VL ? 2 : 1;
     for (int64_t c = 0; c < Dv; c += AT_MR) {
       int mr = Dv - c < AT_MR ? (int)(Dv - c) : AT_MR;
-      AT_DISPATCH(SIMD_NAME(at_pv_tile), mr, nv, st + i, nqp, n, v + c, ldv, corr + i,
+      AT_DISPATCH(SIMD_NAME(at_pv_tile), mr, nv, st + i * n, nqp, n, v + c, ldv, corr + i,
                   ot + c * nqp + i);
     }
   }

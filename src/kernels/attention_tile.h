@@ -4,8 +4,11 @@
  *
  * The tiled path works on a query block transposed: Q^T [D][nqp] (the block's
  * nq queries padded with zero columns to nqp, a multiple of `vl`), so every
- * vector runs along queries.  Scores are kept as S^T [n keys][nqp], and the
- * output accumulates as O^T [Dv][nqp].  K and V are read in place (rows of
+ * vector runs along queries.  Scores are kept as S^T [n keys][nqp] in panels
+ * of 2 vl queries (the last one narrower, nqp - p): the panel of queries
+ * [p, p + pw) is [n][pw] at st + p n, so that the products read
+ * whole cache lines, one after the other.  The output accumulates as O^T
+ * [Dv][nqp].  K and V are read in place (rows of
  * unit-stride columns) through scalar broadcasts; nothing is transposed per
  * key block, and the softmax's max, exp, sum and the rescaling of O^T run
  * lane-wise, one query per lane, with no horizontal reductions. */
@@ -19,7 +22,8 @@
 typedef struct attn_tile_kernels {
   isa_level isa;
   int vl; /* lanes: nqp and the leading dimensions below are multiples of it */
-  /* st[j][i] = sum_d k[j][d] qt[d][i] for j < n, i < nqp (k rows ldk apart) */
+  /* st[j][i] = sum_d k[j][d] qt[d][i] for j < n, i < nqp (k rows ldk apart; qt
+   * [D][nqp]; st in panels) */
   void (*qk)(const float *qt, int64_t nqp, int64_t D, const float *k, int64_t ldk, int64_t n,
              float *st);
   /* The online softmax over keys of st [n][nqp] (n > 0; scores in log2
