@@ -217,6 +217,7 @@ static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0,
                          int64_t j0, int64_t n, float *st, int vl, int64_t nqp) {
   const int64_t *ms = p->mask_str;
   int64_t off = b * ms[0] + h * ms[1] + i0 * ms[2] + j0 * ms[3], skew = j0 - (p->Sk - p->Sq) - i0;
+  if (p->mask_kind == ATTN_MASK_NONE && (!p->causal || skew + n - 1 <= 0)) return; /* all visible */
   for (int64_t p0 = 0; p0 < nq; p0 += 2 * vl) { /* panel by panel: queries [p0, r1) */
     int64_t pw = nqp - p0 < 2 * vl ? nqp - p0 : 2 * vl, r1 = nq - p0 < pw ? nq : p0 + pw;
     float *pan = st + p0 * n;
