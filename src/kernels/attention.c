@@ -1,15 +1,23 @@
 /* Flash-style attention on the CPU (see attention.h).
  *
  * One task = one (batch, head, block of up to ATTN_BQ queries: fewer when
- * batch x heads alone would leave threads idle, see attn_query_block).  For each block of
- * ATTN_BK keys: S = scale * Q_blk K_blk^T and acc += P V_blk run on the GEMM
- * (single-threaded, inside the task), the softmax between them row by row.
- * Each query row keeps its running max m and sum l; when the max grows, what
- * was accumulated is rescaled by exp(m_old - m_new).  Operands whose rows are
- * unit-stride are read in place; others are gathered into contiguous blocks.
+ * batch x heads alone would leave threads idle, see attn_query_block).  Each
+ * query row keeps its running max m and sum l over blocks of ATTN_BK keys;
+ * when the max grows, what was accumulated is rescaled by exp(m_old - m_new).
  * Under a causal mask the key blocks past a query block's last visible key
- * are skipped.  The softmax steps (row max, exp and sum) are vectorized
- * (kernels/vmath.h). */
+ * are skipped.  Two paths:
+ *
+ *   - tiled (attn_task_tiled; kernels/attention_tile.h), from as many queries
+ *     as a vector has lanes: the query block transposed once (Q^T, scaled by
+ *     scale * log2 e), then per key block Q.K^T, the masks, a lane-wise
+ *     online softmax in log2 units and P.V, all with vectors along queries,
+ *     K and V read in place;
+ *   - GEMM (attn_task), for fewer queries (a decode step): S = Q_blk K_blk^T
+ *     and acc += P V_blk on the GEMM (single-threaded, inside the task), the
+ *     softmax between them row by row (kernels/vmath.h).
+ *
+ * Operands whose rows are unit-stride are read in place; others are
+ * gathered into contiguous blocks. */
 #include "kernels/attention.h"
 
 #include <math.h>
@@ -226,7 +234,11 @@ static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0,
       int64_t mo = off + j * ms[3];
       if (p->mask_kind == ATTN_MASK_ADD) {
         const float *mk = (const float *)p->mask + mo;
-        for (int64_t r = p0; r < r1; r++) row[r] += ATTN_LOG2E * mk[r * ms[2]];
+        if (ms[2] == 0) { /* one value for every query ([B,1,1,Sk] padding masks) */
+          float add = ATTN_LOG2E * mk[0];
+          for (int64_t r = p0; r < r1; r++) row[r] += add;
+        } else
+          for (int64_t r = p0; r < r1; r++) row[r] += ATTN_LOG2E * mk[r * ms[2]];
       } else if (p->mask_kind == ATTN_MASK_BOOL) {
         const uint8_t *mk = (const uint8_t *)p->mask + mo;
         for (int64_t r = p0; r < r1; r++)
