@@ -226,27 +226,37 @@ static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0,
   const int64_t *ms = p->mask_str;
   int64_t off = b * ms[0] + h * ms[1] + i0 * ms[2] + j0 * ms[3], skew = j0 - (p->Sk - p->Sq) - i0;
   if (p->mask_kind == ATTN_MASK_NONE && (!p->causal || skew + n - 1 <= 0)) return; /* all visible */
+  float fill = ATTN_LOG2E * p->mask_fill;
   for (int64_t p0 = 0; p0 < nq; p0 += 2 * vl) { /* panel by panel: queries [p0, r1) */
     int64_t pw = nqp - p0 < 2 * vl ? nqp - p0 : 2 * vl, r1 = nq - p0 < pw ? nq : p0 + pw;
     float *pan = st + p0 * n;
-    for (int64_t j = 0; j < n; j++) {
-      float *row = pan + j * pw - p0; /* row[r], r in [p0, r1) */
-      int64_t mo = off + j * ms[3];
-      if (p->mask_kind == ATTN_MASK_ADD) {
-        const float *mk = (const float *)p->mask + mo;
-        if (ms[2] == 0) { /* one value for every query ([B,1,1,Sk] padding masks) */
-          float add = ATTN_LOG2E * mk[0];
+    if (p->mask_kind != ATTN_MASK_NONE && ms[2] == 0) /* one value per key: [B,1,1,Sk] padding */
+      for (int64_t j = 0; j < n; j++) {
+        float *row = pan + j * pw - p0; /* row[r], r in [p0, r1) */
+        if (p->mask_kind == ATTN_MASK_ADD) {
+          float add = ATTN_LOG2E * ((const float *)p->mask)[off + j * ms[3]];
           for (int64_t r = p0; r < r1; r++) row[r] += add;
-        } else
-          for (int64_t r = p0; r < r1; r++) row[r] += ATTN_LOG2E * mk[r * ms[2]];
-      } else if (p->mask_kind == ATTN_MASK_BOOL) {
-        const uint8_t *mk = (const uint8_t *)p->mask + mo;
-        for (int64_t r = p0; r < r1; r++)
-          if (!mk[r * ms[2]]) row[r] = ATTN_LOG2E * p->mask_fill;
+        } else if (!((const uint8_t *)p->mask)[off + j * ms[3]])
+          for (int64_t r = p0; r < r1; r++) row[r] = fill;
       }
-      if (p->causal) /* key j0 + j is visible to queries i >= j0 + j - (Sk - Sq) */
+    else if (p->mask_kind != ATTN_MASK_NONE) /* query by query: the mask's rows read along */
+      for (int64_t r = p0; r < r1; r++) {
+        float *col = pan + (r - p0); /* col[j pw] */
+        int64_t mo = off + r * ms[2];
+        if (p->mask_kind == ATTN_MASK_ADD) {
+          const float *mk = (const float *)p->mask + mo;
+          for (int64_t j = 0; j < n; j++) col[j * pw] += ATTN_LOG2E * mk[j * ms[3]];
+        } else {
+          const uint8_t *mk = (const uint8_t *)p->mask + mo;
+          for (int64_t j = 0; j < n; j++)
+            if (!mk[j * ms[3]]) col[j * pw] = fill;
+        }
+      }
+    if (p->causal) /* key j0 + j is visible to queries i >= j0 + j - (Sk - Sq) */
+      for (int64_t j = p0 - skew + 1 > 0 ? p0 - skew + 1 : 0; j < n; j++) {
+        float *row = pan + j * pw - p0;
         for (int64_t r = p0; r < r1 && r < skew + j; r++) row[r] = -INFINITY;
-    }
+      }
   }
 }
 

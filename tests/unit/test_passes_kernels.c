@@ -21,7 +21,8 @@ typedef struct attn_ref_case {
   bool causal, q_bsd;        /* q stored [B, Sq, H, D] (strided view) */
   bool k_bcast_h;            /* K has one head for all (stride 0) */
   int mask;                  /* 0 none, 1 additive [B,1,Sq,Sk], 2 bool [1,1,Sq,Sk],
-                                3 additive [B,1,1,Sk] with -1e4 and -inf (padding masks) */
+                                3 additive [B,1,1,Sk] with -1e4 and -inf (padding masks),
+                                4 bool [B,1,1,Sk] with a -inf fill */
   int64_t kv_group;          /* > 1: K and V have H / kv_group heads (GQA) */
   bool zero_empty;           /* zero_empty_rows */
 } attn_ref_case;
@@ -93,6 +94,12 @@ static void run_case_threads(const attn_ref_case *c, int threads) {
   } else if (c->mask == 3) { /* one row per batch, broadcast over heads and queries */
     p.mask_kind = ATTN_MASK_ADD;
     p.mask = madd;
+    int64_t ms[4] = {c->Sk, 0, 0, 1};
+    memcpy(p.mask_str, ms, sizeof ms);
+  } else if (c->mask == 4) {
+    p.mask_kind = ATTN_MASK_BOOL;
+    p.mask = mb;
+    p.mask_fill = -INFINITY;
     int64_t ms[4] = {c->Sk, 0, 0, 1};
     memcpy(p.mask_str, ms, sizeof ms);
   } else if (c->mask == 2) {
@@ -183,6 +190,8 @@ static void test_attention_tiled(void) {
       {1, 3, 17, 197, 64, 80, false, true, true, 3, 1, false},
       {1, 1, 65, 65, 128, 128, false, false, false, 1, 1, false},
       {3, 1, 9, 131, 16, 7, true, true, false, 2, 1, false},
+      {4, 2, 24, 3, 32, 32, false, false, false, 4, 1, true},   /* some batches with every key masked */
+      {2, 3, 70, 150, 64, 64, true, false, false, 4, 3, false},
   };
   static const isa_level levels[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
   for (size_t l = 0; l < sizeof levels / sizeof *levels; l++) {
