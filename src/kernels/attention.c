@@ -1,15 +1,23 @@
 /* Flash-style attention on the CPU (see attention.h).
  *
  * One task = one (batch, head, block of up to ATTN_BQ queries: fewer when
- * batch x heads alone would leave threads idle, see attn_query_block).  For each block of
- * ATTN_BK keys: S = scale * Q_blk K_blk^T and acc += P V_blk run on the GEMM
- * (single-threaded, inside the task), the softmax between them row by row.
- * Each query row keeps its running max m and sum l; when the max grows, what
- * was accumulated is rescaled by exp(m_old - m_new).  Operands whose rows are
- * unit-stride are read in place; others are gathered into contiguous blocks.
+ * batch x heads alone would leave threads idle, see attn_query_block).  Each
+ * query row keeps its running max m and sum l over blocks of ATTN_BK keys;
+ * when the max grows, what was accumulated is rescaled by exp(m_old - m_new).
  * Under a causal mask the key blocks past a query block's last visible key
- * are skipped.  The softmax steps (row max, exp and sum) are vectorized
- * (kernels/vmath.h). */
+ * are skipped.  Two paths:
+ *
+ *   - tiled (attn_task_tiled; kernels/attention_tile.h), from as many queries
+ *     as a vector has lanes: the query block transposed once (Q^T, scaled by
+ *     scale * log2 e), then per key block Q.K^T, the masks, a lane-wise
+ *     online softmax in log2 units and P.V, all with vectors along queries,
+ *     K and V read in place;
+ *   - GEMM (attn_task), for fewer queries (a decode step): S = Q_blk K_blk^T
+ *     and acc += P V_blk on the GEMM (single-threaded, inside the task), the
+ *     softmax between them row by row (kernels/vmath.h).
+ *
+ * Operands whose rows are unit-stride are read in place; others are
+ * gathered into contiguous blocks. */
 #include "kernels/attention.h"
 
 #include <math.h>
@@ -17,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attention_tile.h"
 #include "kernels/gemm.h"
 #include "kernels/vmath.h"
 #include "util/err.h"
@@ -30,13 +39,14 @@ typedef struct attn_scratch {
   float *vb;  /* [BK][Dv] */
   float *s;   /* [BQ][BK] scores, then probabilities */
   float *acc; /* [BQ][Dv] */
-  float *m, *l; /* [BQ] */
+  float *m, *l, *corr; /* [BQ] */
   const vmath_kernels *vm; /* NULL: libm (the portable path) */
 } attn_scratch;
 
 typedef struct attn_job {
   const attn_params *p;
   const vmath_kernels *vm;
+  const attn_tile_kernels *tk; /* the tiled path; NULL: the GEMM path */
   int64_t bq, nqb; /* query rows per task (<= ATTN_BQ), blocks per (batch, head) */
   atomic_bool failed;
 } attn_job;
@@ -50,7 +60,8 @@ static bool scratch_alloc(const attn_params *p, attn_scratch *s) {
   s->acc = malloc(sizeof(float) * (dv * ATTN_BQ + 1));
   s->m = malloc(sizeof(float) * ATTN_BQ);
   s->l = malloc(sizeof(float) * ATTN_BQ);
-  return s->qb && s->kb && s->vb && s->s && s->acc && s->m && s->l;
+  s->corr = malloc(sizeof(float) * ATTN_BQ);
+  return s->qb && s->kb && s->vb && s->s && s->acc && s->m && s->l && s->corr;
 }
 
 static void scratch_free(attn_scratch *s) {
@@ -61,6 +72,7 @@ static void scratch_free(attn_scratch *s) {
   free(s->acc);
   free(s->m);
   free(s->l);
+  free(s->corr);
 }
 
 /* Rows [0, n) of a strided [rows][cols] view (row stride rs, column stride
@@ -202,6 +214,95 @@ static bool attn_task(const attn_params *p, int64_t t, int64_t bq, int64_t nqb, 
   return true;
 }
 
+/* ---- the tiled path (kernels/attention_tile.h): the query block transposed ---- */
+
+#define ATTN_LOG2E 1.44269504088896341f
+
+/* Masks a block of transposed scores st (kernels/attention_tile.h: [n keys]
+ * [nqp] in panels of 2 vl; queries i0.., keys j0..), which are in log2
+ * units: masks are scaled by log2 e. */
+static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                         int64_t j0, int64_t n, float *st, int vl, int64_t nqp) {
+  const int64_t *ms = p->mask_str;
+  int64_t off = b * ms[0] + h * ms[1] + i0 * ms[2] + j0 * ms[3], skew = j0 - (p->Sk - p->Sq) - i0;
+  if (p->mask_kind == ATTN_MASK_NONE && (!p->causal || skew + n - 1 <= 0)) return; /* all visible */
+  float fill = ATTN_LOG2E * p->mask_fill;
+  for (int64_t p0 = 0; p0 < nq; p0 += 2 * vl) { /* panel by panel: queries [p0, r1) */
+    int64_t pw = nqp - p0 < 2 * vl ? nqp - p0 : 2 * vl, r1 = nq - p0 < pw ? nq : p0 + pw;
+    float *pan = st + p0 * n;
+    if (p->mask_kind != ATTN_MASK_NONE && ms[2] == 0) /* one value per key: [B,1,1,Sk] padding */
+      for (int64_t j = 0; j < n; j++) {
+        float *row = pan + j * pw - p0; /* row[r], r in [p0, r1) */
+        if (p->mask_kind == ATTN_MASK_ADD) {
+          float add = ATTN_LOG2E * ((const float *)p->mask)[off + j * ms[3]];
+          for (int64_t r = p0; r < r1; r++) row[r] += add;
+        } else if (!((const uint8_t *)p->mask)[off + j * ms[3]])
+          for (int64_t r = p0; r < r1; r++) row[r] = fill;
+      }
+    else if (p->mask_kind != ATTN_MASK_NONE) /* query by query: the mask's rows read along */
+      for (int64_t r = p0; r < r1; r++) {
+        float *col = pan + (r - p0); /* col[j pw] */
+        int64_t mo = off + r * ms[2];
+        if (p->mask_kind == ATTN_MASK_ADD) {
+          const float *mk = (const float *)p->mask + mo;
+          for (int64_t j = 0; j < n; j++) col[j * pw] += ATTN_LOG2E * mk[j * ms[3]];
+        } else {
+          const uint8_t *mk = (const uint8_t *)p->mask + mo;
+          for (int64_t j = 0; j < n; j++)
+            if (!mk[j * ms[3]]) col[j * pw] = fill;
+        }
+      }
+    if (p->causal) /* key j0 + j is visible to queries i >= j0 + j - (Sk - Sq) */
+      for (int64_t j = p0 - skew + 1 > 0 ? p0 - skew + 1 : 0; j < n; j++) {
+        float *row = pan + j * pw - p0;
+        for (int64_t r = p0; r < r1 && r < skew + j; r++) row[r] = -INFINITY;
+      }
+  }
+}
+
+static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, int64_t t, int64_t bq,
+                            int64_t nqb, attn_scratch *s) {
+  int64_t qb = t % nqb, bh = t / nqb, h = bh % p->H, b = bh / p->H;
+  int64_t i0 = qb * bq, nq = p->Sq - i0 < bq ? p->Sq - i0 : bq;
+  int64_t nqp = (nq + tk->vl - 1) / tk->vl * tk->vl, D = p->D, Dv = p->Dv;
+  const float *q = p->q + b * p->q_str[0] + h * p->q_str[1] + i0 * p->q_str[2];
+  float qscale = p->scale * ATTN_LOG2E; /* scores in log2 units */
+  for (int64_t d = 0; d < D; d++) { /* Q^T, scaled; padding columns are zero */
+    float *qt = s->qb + d * nqp;
+    for (int64_t r = 0; r < nq; r++) qt[r] = qscale * q[r * p->q_str[2] + d * p->q_str[3]];
+    for (int64_t r = nq; r < nqp; r++) qt[r] = 0.f;
+  }
+  for (int64_t r = 0; r < nqp; r++) {
+    s->m[r] = -INFINITY;
+    s->l[r] = 0.f;
+  }
+  memset(s->acc, 0, sizeof(float) * (size_t)(nqp * Dv));
+  int64_t kend = p->Sk;
+  if (p->causal) { /* keys after the block's last visible one never count */
+    int64_t last = i0 + nq - 1 + p->Sk - p->Sq + 1;
+    kend = last < 0 ? 0 : last < kend ? last : kend;
+  }
+  int64_t hk = p->kv_group > 1 ? h / p->kv_group : h;
+  for (int64_t j0 = 0; j0 < kend; j0 += ATTN_BK) {
+    int64_t n = kend - j0 < ATTN_BK ? kend - j0 : ATTN_BK, ldk, ldv;
+    const float *k = rows_view(p->k + b * p->k_str[0] + hk * p->k_str[1] + j0 * p->k_str[2], n, D,
+                               p->k_str[2], p->k_str[3], s->kb, &ldk);
+    const float *v = rows_view(p->v + b * p->v_str[0] + hk * p->v_str[1] + j0 * p->v_str[2], n, Dv,
+                               p->v_str[2], p->v_str[3], s->vb, &ldv);
+    tk->qk(s->qb, nqp, D, k, ldk, n, s->s);
+    mask_block_t(p, b, h, i0, nq, j0, n, s->s, tk->vl, nqp);
+    tk->softmax(s->s, nqp, n, s->m, s->l, s->corr);
+    tk->pv(s->s, nqp, n, v, ldv, Dv, s->corr, s->acc);
+  }
+  for (int64_t r = 0; r < nq; r++) {
+    float *o = p->o + b * p->o_str[0] + h * p->o_str[1] + (i0 + r) * p->o_str[2];
+    /* softmax over nothing but -inf is NaN in the unfused graph too */
+    float inv = s->l[r] > 0 ? 1.f / s->l[r] : p->zero_empty_rows ? 0.f : NAN;
+    for (int64_t e = 0; e < Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : s->acc[e * nqp + r] * inv;
+  }
+  return true;
+}
+
 static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
   attn_job *j = ctx;
   attn_scratch s;
@@ -212,7 +313,9 @@ static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
     return;
   }
   for (int64_t t = t0; t < t1; t++)
-    if (!attn_task(j->p, t, j->bq, j->nqb, &s)) atomic_store(&j->failed, true);
+    if (!(j->tk ? attn_task_tiled(j->p, j->tk, t, j->bq, j->nqb, &s)
+                : attn_task(j->p, t, j->bq, j->nqb, &s)))
+      atomic_store(&j->failed, true);
   scratch_free(&s);
 }
 
@@ -240,6 +343,10 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   double flops = 4.0 * (double)p->B * (double)p->H * (double)p->Sq * (double)p->Sk * (double)p->D;
   if (pool_thread_cost(pool) > 1 && flops < 5e5 * pool_thread_cost(pool)) pool = NULL;
   attn_job j = {.p = p, .vm = vmath_for_ops()};
+  /* The tiled path pads a query block to whole vectors: with fewer queries
+   * than lanes (a decode step) the GEMM path wastes less. */
+  const attn_tile_kernels *tk = attn_tile_get(isa_active());
+  if (p->Sq >= tk->vl) j.tk = tk;
   j.bq = attn_query_block(p->B * p->H, p->Sq, pool_threads(pool));
   j.nqb = (p->Sq + j.bq - 1) / j.bq;
   int64_t ntasks = p->B * p->H * j.nqb;

@@ -42,8 +42,10 @@ typedef struct attn_params {
 } attn_params;
 
 /* Like the unfused graph: a query row whose every key is masked by -inf
- * yields NaN (zeros with zero_empty_rows); Sk == 0 yields zeros.  Fails only if scratch memory cannot be
- * allocated or a size is negative. */
+ * yields NaN (zeros with zero_empty_rows); Sk == 0 yields zeros.  The tiled
+ * path (Sq at least a vector's lanes) gives a key weighing under 2^-125 of
+ * the row's best (a score some 87 below it) exactly 0, as a -inf mask would.
+ * Fails only if scratch memory cannot be allocated or a size is negative. */
 smelt_status attention_f32(smelt_pool *pool, const attn_params *p);
 
 /* Query rows per task for bh = batch x heads, sq queries and `threads`

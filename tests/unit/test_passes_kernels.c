@@ -4,6 +4,7 @@
  * the row-blocked activation path against MatMul/Gemm + ops. */
 #include "check.h"
 #include "kernels/attention.h"
+#include "kernels/isa.h"
 #include "op_harness.h"
 #include "passes_util.h"
 
@@ -19,16 +20,22 @@ typedef struct attn_ref_case {
   int64_t B, H, Sq, Sk, D, Dv;
   bool causal, q_bsd;        /* q stored [B, Sq, H, D] (strided view) */
   bool k_bcast_h;            /* K has one head for all (stride 0) */
-  int mask;                  /* 0 none, 1 additive [B,1,Sq,Sk], 2 bool [1,1,Sq,Sk] */
+  int mask;                  /* 0 none, 1 additive [B,1,Sq,Sk], 2 bool [1,1,Sq,Sk],
+                                3 additive [B,1,1,Sk] with -1e4 and -inf (padding masks),
+                                4 bool [B,1,1,Sk] with a -inf fill */
+  int64_t kv_group;          /* > 1: K and V have H / kv_group heads (GQA) */
+  bool zero_empty;           /* zero_empty_rows */
 } attn_ref_case;
 
-static double ref_at(const attn_params *p, int64_t b, int64_t h, int64_t i, int64_t e, bool *nan) {
-  double s[512], mx = -INFINITY, sum = 0, acc = 0;
+/* One output row o[b,h,i,:] in double (Sk <= 512, Dv <= 256). */
+static void ref_row(const attn_params *p, int64_t b, int64_t h, int64_t i, double *out, bool *nan) {
+  double s[512], mx = -INFINITY, sum = 0;
+  int64_t hk = p->kv_group > 1 ? h / p->kv_group : h;
   for (int64_t j = 0; j < p->Sk; j++) {
     double d = 0;
     for (int64_t c = 0; c < p->D; c++)
       d += (double)p->q[b * p->q_str[0] + h * p->q_str[1] + i * p->q_str[2] + c * p->q_str[3]] *
-           p->k[b * p->k_str[0] + h * p->k_str[1] + j * p->k_str[2] + c * p->k_str[3]];
+           p->k[b * p->k_str[0] + hk * p->k_str[1] + j * p->k_str[2] + c * p->k_str[3]];
     d *= p->scale;
     int64_t mo = b * p->mask_str[0] + h * p->mask_str[1] + i * p->mask_str[2] + j * p->mask_str[3];
     if (p->mask_kind == ATTN_MASK_ADD) d += ((const float *)p->mask)[mo];
@@ -39,9 +46,12 @@ static double ref_at(const attn_params *p, int64_t b, int64_t h, int64_t i, int6
   }
   *nan = mx == -INFINITY && p->Sk > 0;
   for (int64_t j = 0; j < p->Sk; j++) sum += exp(s[j] - mx);
-  for (int64_t j = 0; j < p->Sk; j++)
-    acc += exp(s[j] - mx) / sum * p->v[b * p->v_str[0] + h * p->v_str[1] + j * p->v_str[2] + e * p->v_str[3]];
-  return p->Sk ? acc : 0;
+  for (int64_t e = 0; e < p->Dv; e++) {
+    double acc = 0;
+    for (int64_t j = 0; j < p->Sk; j++)
+      acc += exp(s[j] - mx) / sum * p->v[b * p->v_str[0] + hk * p->v_str[1] + j * p->v_str[2] + e * p->v_str[3]];
+    out[e] = p->Sk ? acc : 0;
+  }
 }
 
 static void run_case_threads(const attn_ref_case *c, int threads) {
@@ -55,11 +65,13 @@ static void run_case_threads(const attn_ref_case *c, int threads) {
   for (int64_t i = 0; i < nk; i++) k[i] = frand();
   for (int64_t i = 0; i < nv; i++) v[i] = frand();
   for (int64_t i = 0; i < nm; i++) {
-    madd[i] = frand() > 0.8f ? -INFINITY : frand();
+    float u = frand();
+    madd[i] = c->mask == 3 ? (u > 0.7f ? -1e4f : u > 0.6f ? -INFINITY : 0.f) : u > 0.8f ? -INFINITY : frand();
     mb[i] = frand() > -0.5f;
   }
   attn_params p = {.B = c->B, .H = c->H, .Sq = c->Sq, .Sk = c->Sk, .D = c->D, .Dv = c->Dv,
-                   .q = q, .k = k, .v = v, .o = o, .scale = 1.f / sqrtf((float)c->D), .causal = c->causal};
+                   .q = q, .k = k, .v = v, .o = o, .scale = 1.f / sqrtf((float)c->D), .causal = c->causal,
+                   .kv_group = c->kv_group, .zero_empty_rows = c->zero_empty};
   if (c->q_bsd) { /* [B, Sq, H, D] memory viewed as [B, H, Sq, D] */
     int64_t s[4] = {c->Sq * c->H * c->D, c->D, c->H * c->D, 1};
     memcpy(p.q_str, s, sizeof s);
@@ -79,6 +91,17 @@ static void run_case_threads(const attn_ref_case *c, int threads) {
     p.mask = madd;
     int64_t ms[4] = {c->Sq * c->Sk, 0, c->Sk, 1};
     memcpy(p.mask_str, ms, sizeof ms);
+  } else if (c->mask == 3) { /* one row per batch, broadcast over heads and queries */
+    p.mask_kind = ATTN_MASK_ADD;
+    p.mask = madd;
+    int64_t ms[4] = {c->Sk, 0, 0, 1};
+    memcpy(p.mask_str, ms, sizeof ms);
+  } else if (c->mask == 4) {
+    p.mask_kind = ATTN_MASK_BOOL;
+    p.mask = mb;
+    p.mask_fill = -INFINITY;
+    int64_t ms[4] = {c->Sk, 0, 0, 1};
+    memcpy(p.mask_str, ms, sizeof ms);
   } else if (c->mask == 2) {
     p.mask_kind = ATTN_MASK_BOOL;
     p.mask = mb;
@@ -93,18 +116,22 @@ static void run_case_threads(const attn_ref_case *c, int threads) {
   int bad_nan = 0;
   for (int64_t b = 0; b < c->B; b++)
     for (int64_t h = 0; h < c->H; h++)
-      for (int64_t i = 0; i < c->Sq; i++)
+      for (int64_t i = 0; i < c->Sq; i++) {
+        double want_row[256];
+        bool nan;
+        ref_row(&p, b, h, i, want_row, &nan);
         for (int64_t e = 0; e < c->Dv; e++) {
-          bool nan;
-          double want = ref_at(&p, b, h, i, e, &nan);
+          double want = want_row[e];
           float got = o[b * os[0] + h * os[1] + i * os[2] + e];
-          if (nan) bad_nan += !isnan(got);
+          if (nan && c->zero_empty) bad_nan += got != 0.f;
+          else if (nan) bad_nan += !isnan(got);
           else if (!(fabs(got - want) <= worst)) worst = isnan(got) ? INFINITY : fabs(got - want);
         }
+      }
   if (worst > 2e-5 || bad_nan)
-    fprintf(stderr, "attention B%lld H%lld Sq%lld Sk%lld D%lld, %d threads: max error %g, %d rows not NaN\n",
-            (long long)c->B, (long long)c->H, (long long)c->Sq, (long long)c->Sk, (long long)c->D, threads,
-            worst, bad_nan);
+    fprintf(stderr, "attention B%lld H%lld Sq%lld Sk%lld D%lld Dv%lld, %d threads, ISA %s: max error %g, "
+            "%d rows not NaN (zero)\n", (long long)c->B, (long long)c->H, (long long)c->Sq, (long long)c->Sk,
+            (long long)c->D, (long long)c->Dv, threads, isa_name(isa_active()), worst, bad_nan);
   CHECK(worst <= 2e-5 && !bad_nan);
   pool_free(pool);
   free(q), free(k), free(v), free(o), free(madd), free(mb);
@@ -130,17 +157,48 @@ static void test_attention_query_block(void) {
 static void test_attention_kernel(void) {
   test_attention_query_block();
   static const attn_ref_case cases[] = {
-      {1, 1, 1, 1, 1, 1, false, false, false, 0},
-      {2, 3, 31, 33, 8, 5, false, true, false, 1},   /* blocks of 32 and 64 straddled, Dv != D */
-      {1, 2, 97, 130, 16, 16, true, false, true, 0},  /* causal, end-aligned, shared K head */
-      {1, 2, 100, 70, 4, 4, true, true, false, 0},    /* Sq > Sk: the first rows see no key (NaN) */
-      {2, 1, 40, 65, 3, 7, false, false, false, 2},   /* bool mask with a finite fill */
-      {1, 2, 64, 64, 64, 64, true, false, false, 1},  /* causal + additive, full blocks */
-      {1, 1, 3, 0, 4, 4, false, false, false, 0},     /* no keys: zeros */
-      {1, 3, 37, 37, 64, 64, true, true, false, 0},   /* batch 1, few heads: blocks of 16, prime S */
-      {1, 1, 1, 29, 64, 64, true, false, false, 1},   /* a decode step: one query, causal + mask */
+      {1, 1, 1, 1, 1, 1, false, false, false, 0, 1, false},
+      {2, 3, 31, 33, 8, 5, false, true, false, 1, 1, false},   /* blocks of 32 and 64 straddled, Dv != D */
+      {1, 2, 97, 130, 16, 16, true, false, true, 0, 1, false},  /* causal, end-aligned, shared K head */
+      {1, 2, 100, 70, 4, 4, true, true, false, 0, 1, false},    /* Sq > Sk: the first rows see no key (NaN) */
+      {2, 1, 40, 65, 3, 7, false, false, false, 2, 1, false},   /* bool mask with a finite fill */
+      {1, 2, 64, 64, 64, 64, true, false, false, 1, 1, false},  /* causal + additive, full blocks */
+      {1, 1, 3, 0, 4, 4, false, false, false, 0, 1, false},     /* no keys: zeros */
+      {1, 3, 37, 37, 64, 64, true, true, false, 0, 1, false},   /* batch 1, few heads: blocks of 16, prime S */
+      {1, 1, 1, 29, 64, 64, true, false, false, 1, 1, false},   /* a decode step: one query, causal + mask */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+}
+
+/* The tiled path (kernels/attention_tile.h) at every ISA level (AVX-512
+ * clamps to what the machine has): awkward lengths around its vectors (8 or
+ * 16 queries), panels (16 or 32) and register tiles (6 keys, 6 columns),
+ * head sizes 32..128, Dv != D, batches, head counts prime to the threads,
+ * GQA, padding masks with -1e4 (2^-x underflow flushed) and -inf, the KV
+ * cache's causal alignment and rows with no visible key. */
+static void test_attention_tiled(void) {
+  static const attn_ref_case cases[] = {
+      /* B  H  Sq   Sk   D    Dv   causal bsd  kbc    mask gqa zero_empty */
+      {1, 3, 1, 1, 32, 32, false, false, false, 0, 1, false},
+      {2, 3, 3, 3, 64, 64, false, false, false, 1, 1, false},
+      {1, 5, 17, 17, 80, 80, true, true, false, 0, 1, false},
+      {2, 3, 65, 65, 96, 96, false, false, false, 3, 1, false},
+      {1, 4, 130, 130, 128, 128, true, false, false, 2, 2, false},
+      {1, 3, 197, 197, 64, 64, false, true, false, 3, 1, false},
+      {1, 6, 33, 70, 32, 48, true, false, false, 1, 3, false},   /* KV cache: Sq < Sk, GQA 3, Dv > D */
+      {2, 2, 50, 30, 32, 20, true, false, false, 0, 1, true},    /* Sq > Sk: empty rows give zeros */
+      {1, 3, 17, 197, 64, 80, false, true, true, 3, 1, false},
+      {1, 1, 65, 65, 128, 128, false, false, false, 1, 1, false},
+      {3, 1, 9, 131, 16, 7, true, true, false, 2, 1, false},
+      {4, 2, 24, 3, 32, 32, false, false, false, 4, 1, true},   /* some batches with every key masked */
+      {2, 3, 70, 150, 64, 64, true, false, false, 4, 3, false},
+  };
+  static const isa_level levels[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
+  for (size_t l = 0; l < sizeof levels / sizeof *levels; l++) {
+    isa_level prev = isa_cap_enter(levels[l]);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+    isa_cap_enter(prev);
+  }
 }
 
 /* smelt.Gemm with transA and a large M (row blocks + gelu) vs Gemm + Gelu. */
@@ -186,6 +244,7 @@ static void test_fused_gemm_transa(void) {
 
 int main(void) {
   test_attention_kernel();
+  test_attention_tiled();
   test_fused_gemm_transa();
   return test_report("test_passes_kernels");
 }
