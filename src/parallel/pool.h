@@ -59,4 +59,9 @@ typedef void (*pool_chunk_observer)(void *ctx, int64_t begin, int64_t end, int64
                                     int64_t t1_ns);
 void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx);
 
+/* How many times a worker found itself on the CPU its job's caller ran on
+ * and moved off it (parallel/spread.h; SMELT_POOL_SPREAD=0 turns that off).
+ * For tests and diagnostics. */
+int pool_spreads(const smelt_pool *p);
+
 #endif
