@@ -45,6 +45,7 @@ struct smelt_pool {
   atomic_uint_fast64_t generation; /* bumped once a job is published */
   atomic_bool stop;
   atomic_int sleepers;     /* workers asleep or going to sleep on `wake` */
+  atomic_uint nudges;      /* bumped (under mu) by pool_wake: sleeping workers go back to spinning */
   atomic_bool caller_asleep;
   /* The current job: written only while no worker is in it (busy == 0 and
    * the claim word carries another job's tag). */
@@ -142,6 +143,18 @@ static int64_t run_chunks(smelt_pool *p, uint32_t tag) {
   return ran;
 }
 
+/* A worker sharing the caller's CPU only takes turns with it (and, once
+ * spinning, is never placed again by the OS): it moves off (spread.h), at
+ * most once per SPREAD_GAP_NS. */
+static void keep_off_caller(smelt_pool *p, int64_t *last_spread) {
+  if (!p->spread) return;
+  int64_t t = now_ns();
+  if (t - *last_spread >= SPREAD_GAP_NS && spread_off_cpu(atomic_load_explicit(&p->job_cpu, memory_order_relaxed))) {
+    *last_spread = t;
+    atomic_fetch_add_explicit(&p->spreads, 1, memory_order_relaxed);
+  }
+}
+
 static void *worker_main(void *arg) {
   smelt_pool *p = arg;
   uint64_t seen = 0;
@@ -152,21 +165,18 @@ static void *worker_main(void *arg) {
        * we raise sleepers then re-read generation under mu. */
       pthread_mutex_lock(&p->mu);
       atomic_fetch_add(&p->sleepers, 1);
-      while (!job_posted(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
+      unsigned nudge = atomic_load(&p->nudges);
+      while (!job_posted(p, seen) && atomic_load(&p->nudges) == nudge) pthread_cond_wait(&p->wake, &p->mu);
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->mu);
+      if (!job_posted(p, seen)) { /* woken by pool_wake ahead of a run: spin for its first job */
+        keep_off_caller(p, &last_spread);
+        continue;
+      }
     }
     if (atomic_load(&p->stop)) break;
     seen = atomic_load(&p->generation);
-    /* A worker sharing the caller's CPU only takes turns with it (and, once
-     * spinning, is never placed again by the OS): move off before joining. */
-    if (p->spread) {
-      int64_t t = now_ns();
-      if (t - last_spread >= SPREAD_GAP_NS && spread_off_cpu(atomic_load_explicit(&p->job_cpu, memory_order_relaxed))) {
-        last_spread = t;
-        atomic_fetch_add_explicit(&p->spreads, 1, memory_order_relaxed);
-      }
-    }
+    keep_off_caller(p, &last_spread);
     /* Join, then check the job is still open (Dekker with the closer:
      * it retags the claim word, then reads busy). */
     atomic_fetch_add(&p->busy, 1);
@@ -204,6 +214,7 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   atomic_init(&p->generation, 0);
   atomic_init(&p->stop, false);
   atomic_init(&p->sleepers, 0);
+  atomic_init(&p->nudges, 0);
   atomic_init(&p->caller_asleep, false);
   atomic_init(&p->claim, 0);
   atomic_init(&p->busy, 0);
@@ -248,6 +259,15 @@ void pool_free(smelt_pool *p) {
 }
 
 int pool_threads(const smelt_pool *p) { return p ? p->n_threads : 1; }
+
+void pool_wake(smelt_pool *p) {
+  if (!p || p->n_threads == 1 || in_pool_job || atomic_load(&p->sleepers) == 0) return;
+  if (p->spread) atomic_store_explicit(&p->job_cpu, spread_cpu(), memory_order_relaxed);
+  pthread_mutex_lock(&p->mu);
+  atomic_fetch_add(&p->nudges, 1);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+}
 
 void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
                        void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx) {
@@ -399,3 +419,5 @@ void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx) {
 }
 
 int pool_spreads(const smelt_pool *p) { return p ? atomic_load_explicit(&((smelt_pool *)p)->spreads, memory_order_relaxed) : 0; }
+
+int pool_sleepers(const smelt_pool *p) { return p ? atomic_load(&((smelt_pool *)p)->sleepers) : 0; }
