@@ -23,7 +23,13 @@ bool spread_off_cpu(int cpu) {
   /* the narrowed mask migrates the thread before the call returns; the
    * restored one leaves it where it now runs */
   if (sched_setaffinity(0, sizeof away, &away)) return false;
-  sched_setaffinity(0, sizeof was, &was);
+  if (sched_setaffinity(0, sizeof was, &was)) {
+    /* the allowed CPUs changed meanwhile (a cpuset): every CPU, which the
+     * kernel narrows to those now allowed, rather than stay pinned */
+    cpu_set_t all;
+    memset(&all, 0xff, sizeof all);
+    sched_setaffinity(0, sizeof all, &all);
+  }
   return true;
 }
 #else
