@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "parallel/run_ctl.h"
+#include "parallel/spread.h"
 #include "util/bufcache.h"
 #include "util/err.h"
 
@@ -31,10 +32,12 @@
 #endif
 
 #define PROBE_MIN_NS 2000000LL /* a contended pool's first probe gap (see pool_note_join) */
+#define SPREAD_GAP_NS 1000000LL /* a worker moves itself off the caller's CPU at most once per ms */
 
 struct smelt_pool {
   int n_threads;
   int64_t spin_ns;
+  bool spread;     /* move a worker that finds itself on the caller's CPU (parallel/spread.h) */
   pthread_t *workers;
   pthread_mutex_t job_lock; /* one parallel_for at a time */
   pthread_mutex_t mu;       /* guards the sleeping side of the handshakes */
@@ -42,6 +45,7 @@ struct smelt_pool {
   atomic_uint_fast64_t generation; /* bumped once a job is published */
   atomic_bool stop;
   atomic_int sleepers;     /* workers asleep or going to sleep on `wake` */
+  atomic_uint nudges;      /* bumped (under mu) by pool_wake: sleeping workers go back to spinning */
   atomic_bool caller_asleep;
   /* The current job: written only while no worker is in it (busy == 0 and
    * the claim word carries another job's tag). */
@@ -54,6 +58,8 @@ struct smelt_pool {
    * worker that wakes late never touches it. */
   atomic_uint_fast64_t claim;
   atomic_int busy; /* workers inside the current job */
+  atomic_int job_cpu; /* the CPU the caller posted the current job from (-1: unknown) */
+  atomic_int spreads; /* workers moved off the caller's CPU so far (for tests) */
   struct bufcache *job_bufs; /* the caller's buffer cache, current in workers during the job */
   run_ctl *job_ctl; /* the caller's run control (parallel/run_ctl.h): checked before each chunk */
   pool_chunk_observer obs, job_obs; /* set / in force for the current job */
@@ -137,21 +143,40 @@ static int64_t run_chunks(smelt_pool *p, uint32_t tag) {
   return ran;
 }
 
+/* A worker sharing the caller's CPU only takes turns with it (and, once
+ * spinning, is never placed again by the OS): it moves off (spread.h), at
+ * most once per SPREAD_GAP_NS. */
+static void keep_off_caller(smelt_pool *p, int64_t *last_spread) {
+  if (!p->spread) return;
+  int64_t t = now_ns();
+  if (t - *last_spread >= SPREAD_GAP_NS && spread_off_cpu(atomic_load_explicit(&p->job_cpu, memory_order_relaxed))) {
+    *last_spread = t;
+    atomic_fetch_add_explicit(&p->spreads, 1, memory_order_relaxed);
+  }
+}
+
 static void *worker_main(void *arg) {
   smelt_pool *p = arg;
   uint64_t seen = 0;
+  int64_t last_spread = -SPREAD_GAP_NS;
   for (;;) {
     if (!spin_until(p, job_posted, seen)) {
       /* Dekker with the poster: it bumps generation then reads sleepers;
        * we raise sleepers then re-read generation under mu. */
       pthread_mutex_lock(&p->mu);
       atomic_fetch_add(&p->sleepers, 1);
-      while (!job_posted(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
+      unsigned nudge = atomic_load(&p->nudges);
+      while (!job_posted(p, seen) && atomic_load(&p->nudges) == nudge) pthread_cond_wait(&p->wake, &p->mu);
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->mu);
+      if (!job_posted(p, seen)) { /* woken by pool_wake ahead of a run: spin for its first job */
+        keep_off_caller(p, &last_spread);
+        continue;
+      }
     }
     if (atomic_load(&p->stop)) break;
     seen = atomic_load(&p->generation);
+    keep_off_caller(p, &last_spread);
     /* Join, then check the job is still open (Dekker with the closer:
      * it retags the claim word, then reads busy). */
     atomic_fetch_add(&p->busy, 1);
@@ -181,6 +206,7 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   if (!p) return err_nomem("thread pool", sizeof *p);
   p->n_threads = n_threads;
   p->spin_ns = spin_from_env();
+  p->spread = spread_enabled();
   pthread_mutex_init(&p->job_lock, NULL);
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
@@ -188,9 +214,12 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   atomic_init(&p->generation, 0);
   atomic_init(&p->stop, false);
   atomic_init(&p->sleepers, 0);
+  atomic_init(&p->nudges, 0);
   atomic_init(&p->caller_asleep, false);
   atomic_init(&p->claim, 0);
   atomic_init(&p->busy, 0);
+  atomic_init(&p->job_cpu, -1);
+  atomic_init(&p->spreads, 0);
   atomic_init(&p->late_score, 0);
   atomic_init(&p->last_late_ns, 0);
   atomic_init(&p->last_probe_ns, 0);
@@ -231,6 +260,15 @@ void pool_free(smelt_pool *p) {
 
 int pool_threads(const smelt_pool *p) { return p ? p->n_threads : 1; }
 
+void pool_wake(smelt_pool *p) {
+  if (!p || p->n_threads == 1 || in_pool_job || atomic_load(&p->sleepers) == 0) return;
+  if (p->spread) atomic_store_explicit(&p->job_cpu, spread_cpu(), memory_order_relaxed);
+  pthread_mutex_lock(&p->mu);
+  atomic_fetch_add(&p->nudges, 1);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+}
+
 void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
                        void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx) {
   if (n <= 0) return;
@@ -260,6 +298,7 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   p->job_obs_ctx = p->obs_ctx;
   p->job_bufs = bufcache_current();
   p->job_ctl = run_ctl_current();
+  if (p->spread) atomic_store_explicit(&p->job_cpu, spread_cpu(), memory_order_relaxed);
   uint64_t gen = atomic_load(&p->generation) + 1;
   atomic_store(&p->claim, (uint64_t)job_tag(gen) << 32);
   atomic_store(&p->generation, gen); /* publishes the job */
@@ -378,3 +417,7 @@ void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx) {
   p->obs_ctx = fn ? ctx : NULL;
   pthread_mutex_unlock(&p->job_lock);
 }
+
+int pool_spreads(const smelt_pool *p) { return p ? atomic_load_explicit(&((smelt_pool *)p)->spreads, memory_order_relaxed) : 0; }
+
+int pool_sleepers(const smelt_pool *p) { return p ? atomic_load(&((smelt_pool *)p)->sleepers) : 0; }

@@ -26,6 +26,14 @@ int pool_machine_cores(void);
 void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
                        void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
 
+/* Wakes workers that sleep (their spin ran out: the pool sat idle) so that
+ * they spin again, ready for the next job, and returns at once; nothing
+ * when none sleeps.  Called when a run starts: the wake-up (tens to
+ * hundreds of us) then overlaps the run's first serial steps instead of
+ * delaying its first parallel job.  Workers that get no job go back to
+ * sleep after their spin (SMELT_SPIN_US). */
+void pool_wake(smelt_pool *p);
+
 /* True when the run this thread works for has stopped (cancelled or past its
  * deadline, parallel/run_ctl.h): inside a pool job, the job's run; otherwise
  * the calling thread's.  For kernels whose chunks are long (a work loop per
@@ -58,5 +66,12 @@ void pool_note_join(smelt_pool *p, int64_t own_ns, int64_t own_chunks, int64_t n
 typedef void (*pool_chunk_observer)(void *ctx, int64_t begin, int64_t end, int64_t t0_ns,
                                     int64_t t1_ns);
 void pool_set_observer(smelt_pool *p, pool_chunk_observer fn, void *ctx);
+
+/* How many times a worker found itself on the CPU its job's caller ran on
+ * and moved off it (parallel/spread.h; SMELT_POOL_SPREAD=0 turns that off).
+ * For tests and diagnostics. */
+int pool_spreads(const smelt_pool *p);
+/* Workers asleep (or going to sleep) between jobs now; for tests. */
+int pool_sleepers(const smelt_pool *p);
 
 #endif

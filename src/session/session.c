@@ -278,6 +278,7 @@ static void disown_tensor(bufcache *c, const tensor *t) {
 
 smelt_status session_run_tensors(smelt_session *s, tensor *const *inputs, tensor *outputs,
                                  eager_stats *stats) {
+  pool_wake(s->pool); /* workers asleep after a pause wake while the inputs are checked */
   const ir_graph *g = s->model->onnx->graph;
   int64_t *sym_vals = malloc(sizeof(int64_t) * (size_t)(g->n_syms + 1));
   if (!sym_vals) return err_nomem("symbol table", sizeof(int64_t) * (size_t)g->n_syms);

@@ -1,5 +1,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -144,8 +145,45 @@ static void contention(void) {
   pool_free(p);
 }
 
+/* Waits (up to ~5 s, checking every ms) until n workers sleep; true if so. */
+static bool sleepers_reach(smelt_pool *p, int n) {
+  for (int i = 0; i < 5000; i++) {
+    if (pool_sleepers(p) == n) return true;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return false;
+}
+
+/* pool_wake: sleeping workers wake and spin (none sleeps), go back to sleep
+ * once their spin runs out, and the pool's jobs still run right; a wake-up
+ * with no sleeper, on a NULL or one-thread pool, does nothing. */
+static void wake(void) {
+  setenv("SMELT_SPIN_US", "2000", 1);
+  smelt_pool *p = NULL;
+  CHECK_OK(pool_create(3, &p));
+  unsetenv("SMELT_SPIN_US");
+  CHECK(sleepers_reach(p, 2));
+  pool_wake(p);
+  CHECK(sleepers_reach(p, 0)); /* a missed wake-up leaves them asleep for good */
+  CHECK(sleepers_reach(p, 2));
+  for (int k = 0; k < 20; k++) {
+    pool_wake(p);
+    atomic_store(&total, 0);
+    pool_parallel_for(p, 500, 1, add_range, NULL);
+    CHECK(atomic_load(&total) == 500L * 499 / 2);
+  }
+  pool_wake(NULL);
+  pool_free(p);
+  CHECK_OK(pool_create(1, &p));
+  pool_wake(p);
+  CHECK(pool_sleepers(p) == 0);
+  pool_free(p);
+}
+
 int main(void) {
   contention();
+  wake();
   for (int threads = 1; threads <= 4; threads++) {
     smelt_pool *p = NULL;
     CHECK_OK(pool_create(threads, &p));
