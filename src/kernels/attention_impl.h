@@ -171,13 +171,7 @@ static SIMD_TARGET void SIMD_NAME(at_pv)(const float *st, int64_t nqp, int64_t n
 }
 
 const attn_tile_kernels SIMD_NAME(attn_tile) = {
-#if SIMD_LEVEL == 2
-    .isa = ISA_AVX512,
-#elif SIMD_LEVEL == 1
-    .isa = ISA_AVX2,
-#else
-    .isa = ISA_SCALAR,
-#endif
+    .isa = SIMD_ISA,
     .vl = VL,
     .qk = SIMD_NAME(at_qk),
     .softmax = SIMD_NAME(at_softmax),

@@ -790,13 +790,7 @@ static SIMD_TARGET double SIMD_NAME(row_sum)(const float *x, int64_t n) {
 }
 
 const conv_kernels SIMD_NAME(conv_kernels) = {
-#if SIMD_LEVEL == 2
-    .isa = ISA_AVX512,
-#elif SIMD_LEVEL == 1
-    .isa = ISA_AVX2,
-#else
-    .isa = ISA_SCALAR,
-#endif
+    .isa = SIMD_ISA,
     .vl = VL,
     .dmr = DMR,
     .dmax_nv = DNV,

@@ -32,6 +32,7 @@
 #include <immintrin.h>
 #define SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 #define SIMD_NAME(x) x##_avx512
+#define SIMD_ISA ISA_AVX512 /* the isa field of a per-ISA kernel table */
 #define VL 16
 typedef __m512 vf;
 typedef __m512i vi;
@@ -94,6 +95,7 @@ SIMD_FN vf v_loadn_or(const float *p, int n, float fill) {
 #include <immintrin.h>
 #define SIMD_TARGET __attribute__((target("avx2,fma")))
 #define SIMD_NAME(x) x##_avx2
+#define SIMD_ISA ISA_AVX2
 #define VL 8
 typedef __m256 vf;
 typedef __m256i vi;
@@ -167,6 +169,7 @@ SIMD_FN vf v_loadn_or(const float *p, int n, float fill) {
 #else /* portable C, one lane */
 #define SIMD_TARGET
 #define SIMD_NAME(x) x##_scalar
+#define SIMD_ISA ISA_SCALAR
 #define VL 1
 typedef float vf;
 typedef int32_t vi;

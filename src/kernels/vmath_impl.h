@@ -287,13 +287,7 @@ static SIMD_TARGET float SIMD_NAME(exp_shift_sum)(float *x, int64_t n, float m) 
 }
 
 const vmath_kernels SIMD_NAME(vmath_kernels) = {
-#if SIMD_LEVEL == 2
-    .isa = ISA_AVX512,
-#elif SIMD_LEVEL == 1
-    .isa = ISA_AVX2,
-#else
-    .isa = ISA_SCALAR,
-#endif
+    .isa = SIMD_ISA,
     .op = {[VMATH_EXP] = SIMD_NAME(vmath_exp), [VMATH_ERF] = SIMD_NAME(vmath_erf),
            [VMATH_TANH] = SIMD_NAME(vmath_tanh), [VMATH_SIGMOID] = SIMD_NAME(vmath_sigmoid),
            [VMATH_GELU_ERF] = SIMD_NAME(vmath_gelu_erf),
