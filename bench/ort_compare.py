@@ -11,13 +11,16 @@ Both runtimes live in this one process and get the same inputs (read by
 smelt_tensor_load) and the same thread count (ORT: intra_op threads N,
 inter_op 1, sequential execution, ORT_ENABLE_ALL graph optimizations).  The
 runtimes take turns of --block timed runs (default 5), each turn after a
-pause (--settle-ms, default 50) and one untimed run, so load from other
+pause (--settle-ms, default 150) and one untimed run, so load from other
 processes on a shared machine falls on both alike; the ratio of the medians
 is what to read.  The runner that goes first rotates every round, so none
 always follows the same other runtime's turn.  The pause matters: both runtimes' threads spin for a while
 after each run (ORT's default, kept here; smelt's SMELT_SPIN_US), which
 would otherwise take the CPU from the other runtime's turn (--ort-no-spin
-turns ORT's spinning off).  Each smelt output is checked
+turns ORT's spinning off).  ORT's threads spin about 50-65 ms after a run
+(its process CPU time over an idle pause, measured on the 2-core VM,
+2026-11-26), so a 50 ms pause left them spinning into smelt's turn; the
+default is 150 ms.  Each smelt output is checked
 against ORT's (max abs difference).
 
 --baseline-lib adds a second smelt build (e.g. main's, for before/after)
@@ -266,7 +269,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--block", type=int, default=5,
                     help="timed runs per runtime per turn, each turn after one untimed run")
-    ap.add_argument("--settle-ms", type=float, default=50,
+    ap.add_argument("--settle-ms", type=float, default=150,
                     help="pause before each turn, so the other runtime's threads, which spin "
                          "for a while after a run, are asleep when a turn starts (default 50)")
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))

@@ -347,7 +347,7 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--block", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--settle-ms", type=float, default=50)
+    ap.add_argument("--settle-ms", type=float, default=150)
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
     ap.add_argument("--out", default="peers-suite")
     ap.add_argument("--load-core", action="store_true")

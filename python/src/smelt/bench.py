@@ -209,7 +209,7 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=3, help="untimed runs after the first call (default 3)")
     p.add_argument("--seq", type=int, default=128, help="tokens for bert and gpt2 (default 128)")
     p.add_argument("--mode", default="default", help="smelt's mode (default 'default')")
-    p.add_argument("--settle-ms", type=float, default=50, help="pause before each timed run (default 50)")
+    p.add_argument("--settle-ms", type=float, default=150, help="pause before each timed run (default 150: ONNX Runtime's threads spin ~50-65 ms after a run)")
     p.add_argument("--json", help="also write the rows to this file")
     a = p.parse_args(argv)
     if a.runs < 10:
