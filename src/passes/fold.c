@@ -97,23 +97,6 @@ static bool outputs_known(rewriter *w, const ir_node *nd) {
   return nd->n_outputs > 0;
 }
 
-/* Per node: some output is a graph output or read by a live node (as dce
- * decides, without removing anything); order is topological.  NULL when
- * out of memory (then every node counts as live). */
-static bool *live_nodes(const rewriter *w, const int *order, int n) {
-  bool *live = calloc((size_t)n + 1, sizeof *live);
-  for (int k = n - 1; live && k >= 0; k--) {
-    const ir_node *nd = &w->g->nodes[order[k]];
-    for (int o = 0; o < nd->n_outputs && !live[order[k]]; o++) {
-      int v = nd->outputs[o];
-      if (v < 0) continue;
-      if (rw_is_output(w, v)) live[order[k]] = true;
-      for (int q = 0; q < w->uses[v].n && !live[order[k]]; q++) live[order[k]] = live[w->uses[v].node[q]];
-    }
-  }
-  return live;
-}
-
 /* A Constant node's tensor attribute becomes the initializer as is (no copy,
  * no size cap: the bytes exist already). */
 static bool take_constant(rewriter *w, int id) {
@@ -190,7 +173,7 @@ smelt_status pass_fold(ir_graph *g, const pass_options *o, pass_report *r, int *
   TRY(rw_begin(&w, g, o, r));
   int *order = NULL;
   smelt_status s = ir_graph_toposort(g, &order);
-  bool *live = s ? NULL : live_nodes(&w, order, g->n_nodes);
+  bool *live = s ? NULL : rw_live_nodes(&w, order);
   for (int k = 0; !s && k < g->n_nodes; k++) {
     bool folded;
     s = fold_node(&w, order[k], !live || live[order[k]], &folded);

@@ -156,6 +156,21 @@ int rw_transposed_weight(const rewriter *w, int v) {
   return src;
 }
 
+bool *rw_live_nodes(const rewriter *w, const int *order) {
+  int n = w->g->n_nodes;
+  bool *live = calloc((size_t)n + 1, sizeof *live);
+  for (int k = n - 1; live && k >= 0; k--) { /* consumers before producers */
+    const ir_node *nd = &w->g->nodes[order[k]];
+    for (int o = 0; o < nd->n_outputs && !live[order[k]]; o++) {
+      int v = nd->outputs[o];
+      if (v < 0) continue;
+      if (rw_is_output(w, v)) live[order[k]] = true;
+      for (int q = 0; q < w->uses[v].n && !live[order[k]]; q++) live[order[k]] = live[w->uses[v].node[q]];
+    }
+  }
+  return live;
+}
+
 bool rw_is_op(const rewriter *w, int node, const char *op_type) {
   const ir_node *nd = &w->g->nodes[node];
   return !w->dead[node] && !*nd->domain && !strcmp(nd->op_type, op_type);

@@ -78,6 +78,11 @@ bool rw_same_shape(const ir_value *a, const ir_value *b);
 /* Every dim concrete. */
 bool rw_concrete(const ir_value *v);
 bool rw_has_subgraph(const ir_node *nd);
+/* Per node (g->n_nodes of them, in a malloc'ed array the caller frees): some
+ * output is a graph output or read by a live node (an input slot or a
+ * subgraph capture) -- what dce keeps.  order is a topological order of
+ * every node (ir_graph_toposort).  NULL when out of memory. */
+bool *rw_live_nodes(const rewriter *w, const int *order);
 
 /* ---- edits ---- */
 smelt_status rw_set_input(rewriter *w, int node, int k, int v);
