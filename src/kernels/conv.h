@@ -40,6 +40,7 @@ typedef enum conv_algo {
   CONV_ALGO_WINO2, /* F(2x2, 3x3) */
   CONV_ALGO_WINO4, /* F(4x4, 3x3) */
   CONV_ALGO_WINOGRAD, /* request only: F(4,3) or F(2,3), whichever the cost model prefers */
+  CONV_ALGO_POINTWISE, /* request only: every 1x1 stride-1 unpadded conv on conv_pointwise_run */
   CONV_ALGO_COUNT
 } conv_algo;
 

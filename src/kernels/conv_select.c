@@ -13,7 +13,7 @@ static const char *const algo_names[CONV_ALGO_COUNT] = {
     [CONV_ALGO_AUTO] = "auto",           [CONV_ALGO_IM2COL] = "im2col",
     [CONV_ALGO_DIRECT] = "direct",       [CONV_ALGO_DEPTHWISE] = "depthwise",
     [CONV_ALGO_WINO2] = "winograd2",     [CONV_ALGO_WINO4] = "winograd4",
-    [CONV_ALGO_WINOGRAD] = "winograd"};
+    [CONV_ALGO_WINOGRAD] = "winograd",   [CONV_ALGO_POINTWISE] = "pointwise"};
 
 const char *conv_algo_name(conv_algo a) {
   return a >= 0 && a < CONV_ALGO_COUNT ? algo_names[a] : "?";

@@ -443,9 +443,11 @@ static bool conv_pw_shape(const conv_geom *g) {
 }
 
 /* Whether the 1x1 route (kernels/conv.h: conv_pointwise_run) takes this
- * conv: a pointwise shape with few input channels (or a small plane). */
+ * conv: a pointwise shape with few input channels (or a small plane), or
+ * any pointwise shape under SMELT_CONV=pointwise. */
 static bool conv_pw_route(const conv_geom *g) {
-  return conv_pw_shape(g) && conv_pointwise_suits(g->C, g->M, g->S_out);
+  return conv_pw_shape(g) &&
+         (conv_pointwise_suits(g->C, g->M, g->S_out) || conv_algo_from_env() == CONV_ALGO_POINTWISE);
 }
 
 /* The transposed 1x1 route (kernels/conv.h: conv_pointwise_t_run) for a
@@ -454,7 +456,7 @@ static bool conv_pw_route(const conv_geom *g) {
  * NULL: not this route. */
 static const gemm_packed *conv_pw_t_weights(op_ctx *c, const conv_geom *g) {
   const tensor *w = c->in[1];
-  if (!conv_pw_shape(g) || conv_pointwise_suits(g->C, g->M, g->S_out) || w->dtype != SMELT_F32 ||
+  if (!conv_pw_shape(g) || conv_pw_route(g) || w->dtype != SMELT_F32 ||
       !op_input_is_constant(c, 1) || !conv_pointwise_t_suits(isa_active(), g->C, g->M, g->S_out))
     return NULL;
   return gemm_weights_b(c->cache, c->pool, true, g->C, g->M, w->data);

@@ -1,4 +1,5 @@
 /* Conv against a naive direct convolution written here. */
+#include "kernels/conv.h"
 #include "nn_test_util.h"
 
 typedef struct conv_case {
@@ -193,6 +194,13 @@ int main(void) {
   CHECK_OK(pool_create(3, &pool));
   test_conv_shapes(NULL);
   test_conv_shapes(pool);
+  /* SMELT_CONV=pointwise: 1x1 convs the cost rule leaves on the GEMM (many input
+   * channels over a large plane) on the pointwise kernel instead */
+  setenv("SMELT_CONV", "pointwise", 1);
+  CHECK(!conv_pointwise_suits(260, 70, 40 * 30) && !conv_pointwise_suits(300, 33, 33 * 40));
+  check_conv(pool, SMELT_F32, (conv_case){2, 2, 260, 70, 1, {40, 30}, {1, 1}, {1, 1}, {1, 1}, {0}, NULL, true});
+  check_conv(NULL, SMELT_F32, (conv_case){2, 1, 300, 33, 1, {33, 40}, {1, 1}, {1, 1}, {1, 1}, {0}, NULL, false});
+  unsetenv("SMELT_CONV");
   test_conv_errors();
   pool_free(pool);
   return test_report("test_ops_conv");
