@@ -68,6 +68,22 @@ bool conv_pointwise_suits(int64_t C, int64_t M, int64_t S) {
                     (S <= 4 * CONV_POINTWISE_SMALL_S && 4 * w <= CONV_POINTWISE_SMALL_W));
 }
 
+/* AVX-512 doubles the multiply-add rate while the GEMM's per-call packing of
+ * X (its B) costs the same bytes, so the balance above moves.  Measured on a
+ * 16-core Xeon (resnet50's 1x1 layers, SMELT_CONV=pointwise against the
+ * default, ORT/smelt per layer in the same run): every plane of 14x14 and
+ * up ran faster on this kernel whatever C and M -- 0.66-0.77 -> 0.84-1.14
+ * at 1 thread, 0.54-0.85 -> 0.77-1.09 at 16 (1024 -> 256 at 14x14: 0.73 ->
+ * 1.06; 512 -> 128 at 28x28: 0.67 -> 1.05).  7x7 planes were mixed (2048 ->
+ * 512 better, 512 -> 2048 worse than the transposed route) and stay as they
+ * are; squeezenet's 13x13 layers were neutral.  The bench_gemm figures
+ * there: the AVX-512 GEMM with B packed per call at 54-66% of peak on these
+ * shapes.  AVX2 keeps conv_pointwise_suits (measured above). */
+bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S) {
+  if (conv_pointwise_suits(C, M, S)) return true;
+  return isa == ISA_AVX512 && C >= 1 && M >= 1 && S >= CONV_POINTWISE_AVX512_S;
+}
+
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
                                 int64_t S, const float *X, const float *W, const float *B,
                                 const conv2d_epilogue *ep, float *Y) {

@@ -443,11 +443,12 @@ static bool conv_pw_shape(const conv_geom *g) {
 }
 
 /* Whether the 1x1 route (kernels/conv.h: conv_pointwise_run) takes this
- * conv: a pointwise shape with few input channels (or a small plane), or
- * any pointwise shape under SMELT_CONV=pointwise. */
+ * conv: a pointwise shape with few input channels (or a small plane, or
+ * any plane from 14x14 up on AVX-512: conv_pointwise_route), or any
+ * pointwise shape under SMELT_CONV=pointwise. */
 static bool conv_pw_route(const conv_geom *g) {
   return conv_pw_shape(g) &&
-         (conv_pointwise_suits(g->C, g->M, g->S_out) || conv_algo_from_env() == CONV_ALGO_POINTWISE);
+         (conv_pointwise_route(isa_active(), g->C, g->M, g->S_out) || conv_algo_from_env() == CONV_ALGO_POINTWISE);
 }
 
 /* The transposed 1x1 route (kernels/conv.h: conv_pointwise_t_run) for a
