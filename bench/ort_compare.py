@@ -271,7 +271,7 @@ def main():
                     help="timed runs per runtime per turn, each turn after one untimed run")
     ap.add_argument("--settle-ms", type=float, default=150,
                     help="pause before each turn, so the other runtime's threads, which spin "
-                         "for a while after a run, are asleep when a turn starts (default 50)")
+                         "for a while after a run, are asleep when a turn starts (default 150)")
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
     ap.add_argument("--baseline-lib")
     ap.add_argument("--ort-no-spin", action="store_true",
