@@ -33,7 +33,7 @@ static int usage(int code) {
       "  --timeout S     a run taking longer than S seconds fails its mode (reported as\n"
       "                  the mode's error, 'timeout: ...')\n"
       CLI_MAX_MEMORY_HELP
-      "  --precision P   run every mode at fp32 (default), bf16, int8 or int4; the outputs are\n"
+      "  --precision P   run every mode at fp32 (default), bf16, fp16, int8 or int4; the outputs are\n"
       "                  then compared with an eager fp32 run on the same inputs: max abs and\n"
       "                  rel error and cosine similarity per output (JSON: \"accuracy\")\n"
       CLI_DEVICE_HELP "\n"
