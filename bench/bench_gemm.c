@@ -9,12 +9,16 @@
  *
  * usage: bench_gemm [--threads 1,2] [--sizes 64,128,...] [--no-square]
  *                   [--no-transformer] [--reps N] [--scalar] [--no-openblas] [--best]
- *                   [--shapes MxKxN,...] [--prepacked]
+ *                   [--shapes MxKxN,...] [--prepacked] [--blocks KCxMC,...]
  *   --shapes adds products of those sizes (A M x K, B K x N).
  *   --prepacked adds, per ISA, a column "ISA+pre": B packed ahead
  *   (gemm_pack_b_prepare, outside the timing, as a session does for a
  *   constant weight) on the packed path, next to what the library picks
  *   per call -- how the small-M / direct thresholds were set for it.
+ *   --blocks adds, per ISA (with --prepacked), a B-packed-ahead column per
+ *   K block x M block pair (gemm_blocking kc, mc; 0 keeps the ISA's
+ *   default), e.g. --blocks 128x192,384x96: how the block sizes were set on
+ *   a machine, read against the "+pre" column of the defaults.
  *   --best reports the fastest run instead of the median: on a machine
  *   shared with other work it is the closer estimate of the undisturbed
  *   speed (interference only ever slows a run down).
@@ -81,11 +85,12 @@ typedef struct shape {
   bool tb;
 } shape;
 
-#define MAX_KERNELS 8
+#define MAX_KERNELS 24
 typedef struct kernel {
   const char *name;
   isa_level isa; /* ISA_COUNT for OpenBLAS */
   bool prepacked; /* B packed ahead, packed path */
+  const gemm_blocking *blk; /* prepacked: block sizes (NULL: the ISA's) */
   gemm_packed *pre_b; /* ...for the shape being timed */
   double peak;   /* GFLOP/s of the matching peak loop at this thread count */
   double t[64];
@@ -100,6 +105,8 @@ typedef struct opts {
   int reps;
   int64_t shapes[16][3];
   int n_shapes;
+  int64_t blocks[6][2]; /* --blocks: kc, mc */
+  int n_blocks;
 } opts;
 
 static int cmp_double(const void *a, const void *b) {
@@ -119,7 +126,7 @@ static void run_once(kernel *k, smelt_pool *pool, const openblas *ob, gemm_param
     ob->sgemm(101, 111, p->trans_b ? 112 : 111, (int)p->M, (int)p->N, (int)p->K, p->alpha, p->A,
               (int)p->lda, p->B, (int)p->ldb, p->beta, p->C, (int)p->ldc);
   else if (k->prepacked)
-    gemm_f32_run(pool, p, k->isa, GEMM_PATH_PACKED, NULL);
+    gemm_f32_run(pool, p, k->isa, GEMM_PATH_PACKED, k->blk);
   else
     gemm_f32_isa(pool, p, k->isa);
   t = now_s() - t;
@@ -169,7 +176,7 @@ static void bench_shape(const shape *s, int threads, smelt_pool *pool, const ope
   if (ob->lib) ob->set_threads(threads);
   for (int i = 0; i < nk; i++)
     if (ks[i].prepacked &&
-        gemm_pack_b_prepare(pool, ks[i].isa, p.trans_b, p.K, p.N, B, p.ldb, &ks[i].pre_b) != SMELT_OK)
+        gemm_pack_b_prepare_blk(pool, ks[i].isa, ks[i].blk, p.trans_b, p.K, p.N, B, p.ldb, &ks[i].pre_b) != SMELT_OK)
       ks[i].pre_b = NULL; /* out of memory: the column times packing per call */
   double flops = 2.0 * (double)s->M * (double)s->N * (double)s->K;
   /* Warm-up (page faults, caches, thread wake-up) with an output check,
@@ -258,6 +265,19 @@ static bool parse_opts(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--no-openblas")) o->use_openblas = false;
     else if (!strcmp(a, "--best")) o->best = true;
     else if (!strcmp(a, "--prepacked")) o->prepacked = true;
+    else if (!strcmp(a, "--blocks") && v) {
+      for (const char *q = v; *q && o->n_blocks < 6;) {
+        char *end;
+        long long kc = strtoll(q, &end, 10), mc = *end == 'x' ? strtoll(end + 1, &end, 10) : -1;
+        if (kc < 0 || mc < 0 || (*end && *end != ',')) {
+          fprintf(stderr, "--blocks: want KCxMC[,KCxMC...], got '%s'\n", v);
+          return false;
+        }
+        o->blocks[o->n_blocks][0] = kc, o->blocks[o->n_blocks++][1] = mc;
+        q = *end ? end + 1 : end;
+      }
+      i++;
+    }
     else if (!strcmp(a, "--shapes") && v) {
       for (const char *q = v; *q && o->n_shapes < 16; o->n_shapes++) {
         long long m, k, n;
@@ -343,14 +363,22 @@ int main(int argc, char **argv) {
       if (isa == ISA_SCALAR && !o.scalar) continue;
       if (threads > 1)
         printf(" %s %.1f", isa_name((isa_level)isa), measure_peak(pool, (isa_level)isa, threads));
-      ks[nk++] = (kernel){isa_name((isa_level)isa), (isa_level)isa, false, NULL, threads * peak1[isa], {0}, 0};
+      ks[nk++] = (kernel){isa_name((isa_level)isa), (isa_level)isa, false, NULL, NULL, threads * peak1[isa], {0}, 0};
       static char pre_names[ISA_COUNT][24];
       snprintf(pre_names[isa], sizeof pre_names[isa], "%s+pre", isa_name((isa_level)isa));
       if (o.prepacked && isa != ISA_SCALAR)
-        ks[nk++] = (kernel){pre_names[isa], (isa_level)isa, true, NULL, threads * peak1[isa], {0}, 0};
+        ks[nk++] = (kernel){pre_names[isa], (isa_level)isa, true, NULL, NULL, threads * peak1[isa], {0}, 0};
+      static char blk_names[ISA_COUNT][6][24];
+      static gemm_blocking blks[6];
+      for (int b = 0; o.prepacked && isa != ISA_SCALAR && b < o.n_blocks && nk < MAX_KERNELS - 1; b++) {
+        blks[b] = (gemm_blocking){.kc = o.blocks[b][0], .mc = o.blocks[b][1]};
+        snprintf(blk_names[isa][b], sizeof blk_names[isa][b], "%s kc%lld mc%lld", isa_name((isa_level)isa),
+                 (long long)o.blocks[b][0], (long long)o.blocks[b][1]);
+        ks[nk++] = (kernel){blk_names[isa][b], (isa_level)isa, true, &blks[b], NULL, threads * peak1[isa], {0}, 0};
+      }
     }
     if (threads > 1) printf(")");
-    if (ob.lib) ks[nk++] = (kernel){"openblas", ISA_COUNT, false, NULL, ks[0].peak, {0}, 0};
+    if (ob.lib) ks[nk++] = (kernel){"openblas", ISA_COUNT, false, NULL, NULL, ks[0].peak, {0}, 0};
     printf("\n%-22s %2s ", "shape", "th");
     for (int i = 0; i < nk; i++) printf("| %-20s", ks[i].name);
     printf("\n%-25s", "");
