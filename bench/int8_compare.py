@@ -73,18 +73,7 @@ def bench_model(np, ort, sm, model_dir, args, tmp):
     for _ in range(args.warmup):
         for r in runners.values():
             r()
-    times = {k: [] for k in runners}
-    keys = list(runners)
-    done = rnd = 0
-    while done < args.runs:
-        n = min(args.block, args.runs - done)
-        for j in range(len(keys)):
-            k = keys[(j + rnd) % len(keys)]
-            time.sleep(args.settle_ms / 1e3)
-            runners[k]()
-            times[k].extend(runners[k]()[0] for _ in range(n))
-        done += n
-        rnd += 1
+    times = oc.take_turns(runners, args.runs, args.block, args.settle_ms)
     s32.close()
     s8.close()
     ms = {k: statistics.median(v) * 1e3 for k, v in times.items()}

@@ -197,6 +197,27 @@ def maxdiff(np, ours, theirs):
                if a.size else 0.0 for a, b in zip(ours, theirs))
 
 
+def take_turns(runners, runs, block, settle_ms):
+    """Times each runner (name -> run() returning (seconds, outputs)) `runs`
+    times, in turns: a pause of settle_ms, one untimed run, `block` timed
+    runs.  The runner that goes first changes every round, so a turn that
+    follows another runtime's (whose threads may still spin) is not always
+    the same one's.  Returns name -> list of seconds."""
+    times = {k: [] for k in runners}
+    keys = list(runners)
+    done = rnd = 0
+    while done < runs:
+        n = min(block, runs - done)
+        for j in range(len(keys)):
+            k = keys[(j + rnd) % len(keys)]
+            time.sleep(settle_ms / 1e3)
+            runners[k]()
+            times[k].extend(runners[k]()[0] for _ in range(n))
+        done += n
+        rnd += 1
+    return times
+
+
 def bench_model(np, ort, sms, model_dir, args):
     path = os.path.join(model_dir, "model.onnx")
     inputs = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
@@ -221,21 +242,10 @@ def bench_model(np, ort, sms, model_dir, args):
         for r in runners:
             r.run()
         run_ort()
-    ts = [[] for _ in runners]
-    to = []
-    calls = [(r.run, ts[k]) for k, r in enumerate(runners)] + [(run_ort, to)]
-    done = rnd = 0
-    while done < args.runs:  # turns of `block` timed runs each, after one untimed run
-        n = min(args.block, args.runs - done)
-        # the runner that goes first changes every round: a turn that follows
-        # another runtime's (whose threads may still spin) is not always the same one's
-        for j in range(len(calls)):
-            run, out = calls[(j + rnd) % len(calls)]
-            time.sleep(args.settle_ms / 1e3)
-            run()
-            out.extend(run()[0] for _ in range(n))
-        done += n
-        rnd += 1
+    calls = {k: r.run for k, r in enumerate(runners)}
+    calls["ort"] = run_ort
+    times = take_turns(calls, args.runs, args.block, args.settle_ms)
+    ts, to = [times[k] for k in range(len(runners))], times["ort"]
     for r in runners:
         r.close()
     ms, mo = statistics.median(ts[0]) * 1e3, statistics.median(to) * 1e3

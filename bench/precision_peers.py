@@ -93,18 +93,7 @@ def bench_model(np, ov, sm, model_dir, args):
     for _ in range(args.warmup):
         for r in runners.values():
             r.run()
-    times = {name: [] for name in runners}
-    names = list(runners)
-    done = rnd = 0
-    while done < args.runs:
-        n = min(args.block, args.runs - done)
-        for j in range(len(names)):
-            name = names[(j + rnd) % len(names)]
-            time.sleep(args.settle_ms / 1e3)
-            runners[name].run()
-            times[name].extend(runners[name].run()[0] for _ in range(n))
-        done += n
-        rnd += 1
+    times = oc.take_turns({k: r.run for k, r in runners.items()}, args.runs, args.block, args.settle_ms)
     for name in ("smelt fp32", f"smelt {args.precision}"):
         runners[name].close()
     row = {"model": os.path.basename(os.path.normpath(model_dir)), "threads": args.threads,
