@@ -219,18 +219,14 @@ def measure(model_dir, threads, runners, args):
     for _ in range(args.warmup):
         for n in order:
             calls[n]()
-    samples = {n: [] for n in order}
-    rnd = 0
-    while order and min(len(samples[n]) for n in order) < args.runs:
-        for k in range(len(order)):
-            n = order[(k + rnd) % len(order)]
-            time.sleep(args.settle_ms / 1e3)
-            calls[n]()
-            for _ in range(min(args.block, args.runs - len(samples[n]))):
-                t0 = time.perf_counter()
-                calls[n]()
-                samples[n].append((time.perf_counter() - t0) * 1e3)
-        rnd += 1
+    def timed(f):
+        def run():
+            t0 = time.perf_counter()
+            f()
+            return time.perf_counter() - t0, None
+        return run
+    turns = oc.take_turns({n: timed(calls[n]) for n in order}, args.runs, args.block, args.settle_ms)
+    samples = {n: [t * 1e3 for t in turns[n]] for n in order}
     for n in order:
         s = sorted(samples[n])
         rows[n]["median_ms"] = statistics.median(s)
