@@ -179,7 +179,9 @@ smelt_status bf16dp_run(smelt_pool *pool, isa_level isa, const bf16dp_args *a) {
   /* rows per block: whole tiles, at most BF16DP_A_BLOCK_BYTES of pairs (at least one tile) */
   int64_t block = BF16DP_A_BLOCK_BYTES / (int64_t)(sizeof(uint32_t) * BF16DP_MR) / kp * BF16DP_MR;
   if (block < BF16DP_MR) block = BF16DP_MR;
-  if (block > round_up(a->M, BF16DP_MR)) block = round_up(a->M, BF16DP_MR);
+  /* as even as whole tiles allow: 512 rows in blocks of at most 504 -> 2 x 256, not 504 + 8 */
+  int64_t n_blocks = ceil_div(a->M, block);
+  block = round_up(ceil_div(a->M, n_blocks), BF16DP_MR);
   size_t bytes = sizeof(uint32_t) * (size_t)(block * kp);
   uint32_t *ap = tensor_data_alloc(bytes);
   if (!ap) return err_nomem("bf16 GEMM: A converted to bf16 pairs", bytes);

@@ -147,7 +147,7 @@ static void products(smelt_pool *pools[3]) {
     for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
       for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++, i++)
         run_case(pools[i % 3], Ms[mi], Ns[ni], Ks[ki], i % 7 == 3, i);
-  /* A in several blocks (1 MiB of pairs each: 120 rows at K 4001) */
+  /* A in several blocks (at most 1 MiB of pairs each: 250 rows at K 4001 in 3 blocks of 84) */
   run_case(pools[1], 250, 33, 4001, false, 1);
   run_case(pools[2], 131, 40, 4001, true, 2);
 }
