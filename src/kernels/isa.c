@@ -59,9 +59,31 @@ bool isa_has_f16c(void) {
   }
   return v;
 }
+
+/* AVX512_BF16: CPUID leaf 7 subleaf 1, EAX bit 5 (leaf 7 subleaf 0's EAX
+ * is the highest subleaf); only on top of ISA_AVX512 (zmm state saved).
+ * Cached like isa_detect. */
+bool isa_has_avx512bf16(void) {
+  static atomic_int cached = -1;
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    unsigned a, b, c, d;
+    v = 0;
+    if (isa_detect() >= ISA_AVX512) {
+      __cpuid_count(7, 0, a, b, c, d);
+      if (a >= 1) {
+        __cpuid_count(7, 1, a, b, c, d);
+        v = (a >> 5) & 1u;
+      }
+    }
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v;
+}
 #else
 isa_level isa_detect(void) { return ISA_SCALAR; }
 bool isa_has_f16c(void) { return false; }
+bool isa_has_avx512bf16(void) { return false; }
 #endif
 
 const char *isa_name(isa_level l) {

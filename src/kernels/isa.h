@@ -35,6 +35,11 @@ bool isa_parse(const char *s, isa_level *out);
 isa_level isa_detect(void);
 /* The CPU has F16C (half <-> float conversion), and AVX2 with it. */
 bool isa_has_f16c(void);
+/* The CPU has AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16: CPUID.(7,1):EAX bit
+ * 5) beside the AVX-512 level above (which checks the OS saves the zmm and
+ * opmask state).  Only what the hardware offers: callers also check that
+ * the active level (SMELT_ISA, isa_cap_enter) is ISA_AVX512. */
+bool isa_has_avx512bf16(void);
 /* Reads SMELT_ISA on every call. */
 isa_choice isa_choose(void);
 isa_level isa_active(void);

@@ -22,7 +22,8 @@
  * B and no transA, the product runs as a dynamically quantized int8 GEMM
  * (ops/gemm_int8.h), then the activation over Y.  precision = "bf16": the
  * same with the weight stored in bf16 (ops/gemm_bf16.h; activations fp32);
- * "fp16" likewise in fp16.
+ * "fp16" likewise in fp16.  bf16 with more than 16 rows on a CPU with
+ * AVX512_BF16: A rounded to bf16 as well, products in bf16 (gemm_bf16dp_*).
  * precision = "int4": the weight in int4 groups of 32 (ops/gemm_int4.h). */
 #include <stdatomic.h>
 #include <string.h>
@@ -127,6 +128,7 @@ static void fgemm_blocks(void *ctx, int64_t b0, int64_t b1) {
 typedef struct fgemm_lowp {
   const qgemm_weights *q8;
   const wbf16_weights *h;
+  const bf16dp_weights *dp; /* bf16 with A rounded too: many rows, AVX512_BF16 (gemm_bf16.h) */
   const q4gemm_weights *q4;
 } fgemm_lowp;
 
@@ -134,6 +136,7 @@ static bool fgemm_reduced(op_ctx *c, const fgemm_plan *p, fgemm_lowp *w) {
   memset(w, 0, sizeof *w);
   if (p->ta) return false;
   if (gemm_int8_marked(c->node)) w->q8 = gemm_int8_weights(c, 1, p->tb, p->K, p->N);
+  else if (gemm_bf16dp_for(c->node, p->M) && (w->dp = gemm_bf16dp_weights(c, 1, p->tb, p->K, p->N))) return true;
   else if (gemm_bf16_marked(c->node) || gemm_f16_marked(c->node)) w->h = gemm_bf16_weights(c, 1, p->tb, p->K, p->N);
   else if (gemm_int4_marked(c->node)) w->q4 = gemm_int4_weights(c, 1, p->tb, p->K, p->N);
   return w->q8 || w->h || w->q4;
@@ -157,6 +160,7 @@ static smelt_status fgemm_run(op_ctx *c) {
     float alpha = op_attr_float(c, "alpha", 1.f);
     const float *bv = bias ? bias->data : NULL;
     TRY(lw.q8   ? gemm_int8_run(c, lw.q8, p.M, a->data, p.K, alpha, bv, res != NULL, y->data)
+        : lw.dp ? gemm_bf16dp_run(c, lw.dp, p.M, a->data, p.K, alpha, bv, res != NULL, y->data)
         : lw.h  ? gemm_bf16_run(c, lw.h, p.M, a->data, p.K, alpha, bv, res != NULL, y->data)
                 : gemm_int4_run(c, lw.q4, p.M, a->data, p.K, alpha, bv, res != NULL, y->data));
     fused_act_apply_pool(c->pool, &act, y->data, p.M * p.N);

@@ -29,3 +29,23 @@ smelt_status gemm_bf16_run(op_ctx *c, const wbf16_weights *w, int64_t M, const f
                   .C = C, .ldc = w->N};
   return wbf16_run(c->pool, isa_active(), &a);
 }
+
+bool gemm_bf16dp_for(const ir_node *nd, int64_t M) {
+  return M > WBF16_SMALL_M && gemm_bf16_marked(nd) && bf16dp_wanted(isa_active());
+}
+
+static void dp_view(int64_t K, int64_t N, const void *blob, void *out) { bf16dp_weights_view(K, N, blob, out); }
+
+static const gemm_prep_kind dp_kind = {"gemm-bf16dp", 'd', sizeof(bf16dp_weights), bf16dp_weights_bytes,
+                                       bf16dp_pack_b, dp_view};
+
+const bf16dp_weights *gemm_bf16dp_weights(op_ctx *c, int i, bool trans_b, int64_t K, int64_t N) {
+  return gemm_prep_weights(c, i, &dp_kind, trans_b, K, N);
+}
+
+smelt_status gemm_bf16dp_run(op_ctx *c, const bf16dp_weights *w, int64_t M, const float *A, int64_t lda,
+                             float alpha, const float *bias, bool accumulate, float *C) {
+  bf16dp_args a = {.M = M, .A = A, .lda = lda, .w = w, .alpha = alpha, .bias = bias, .accumulate = accumulate,
+                   .C = C, .ldc = w->N};
+  return bf16dp_run(c->pool, isa_active(), &a);
+}

@@ -7,6 +7,7 @@
 #ifndef SMELT_OPS_GEMM_BF16_H
 #define SMELT_OPS_GEMM_BF16_H
 
+#include "kernels/bf16dp.h"
 #include "kernels/wbf16.h"
 #include "ops/op.h"
 
@@ -25,5 +26,18 @@ const wbf16_weights *gemm_bf16_weights(op_ctx *c, int i, bool trans_b, int64_t K
  * M x K with row stride lda. */
 smelt_status gemm_bf16_run(op_ctx *c, const wbf16_weights *w, int64_t M, const float *A, int64_t lda, float alpha,
                            const float *bias, bool accumulate, float *C);
+
+/* bf16 compute (kernels/bf16dp.h): a node marked "bf16" whose product has
+ * more than WBF16_SMALL_M rows runs with A rounded to bf16 too (vdpbf16ps)
+ * where bf16dp_wanted(isa_active()) says so; fewer rows (decode) keep the
+ * weight-only kernel above.  The weight, packed in pairs, is a block of its
+ * own in the op cache and the prep store ("gemm-bf16dp"): a session that
+ * runs both kinds of products (prefill and decode) keeps both forms. */
+bool gemm_bf16dp_for(const ir_node *nd, int64_t M);
+/* As gemm_bf16_weights, in bf16dp's pair layout. */
+const bf16dp_weights *gemm_bf16dp_weights(op_ctx *c, int i, bool trans_b, int64_t K, int64_t N);
+/* As gemm_bf16_run. */
+smelt_status gemm_bf16dp_run(op_ctx *c, const bf16dp_weights *w, int64_t M, const float *A, int64_t lda,
+                             float alpha, const float *bias, bool accumulate, float *C);
 
 #endif

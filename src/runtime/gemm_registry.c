@@ -106,6 +106,33 @@ static smelt_status reduced_run(const gemm_step *gs, const gemm_io *io, smelt_po
   return s;
 }
 
+/* ---- bf16 compute (precision bf16, many rows, AVX512_BF16): kernels/bf16dp.h ---- */
+
+static bool dp_usable(isa_level isa) { return bf16dp_wanted(isa); }
+
+static void dp_prepare(gemm_step *gs, const gemm_io *io, smelt_pool *pool) {
+  wctx w;
+  wctx_init(&w, gs, io, pool);
+  const gemm_params *p = &gs->tmpl;
+  if (!gemm_bf16dp_weights(&w.c, 1, p->trans_b, p->K, p->N)) err_clear();
+}
+
+static smelt_status dp_run(const gemm_step *gs, const gemm_io *io, smelt_pool *pool, int variant) {
+  if (variant >= 4) pool = NULL;
+  wctx w;
+  wctx_init(&w, gs, io, pool);
+  const gemm_params *p = &gs->tmpl;
+  const bf16dp_weights *q = gemm_bf16dp_weights(&w.c, 1, p->trans_b, p->K, p->N);
+  if (!q) { /* no cache or memory for the pairs: the weight-only path, as the op */
+    err_clear();
+    return reduced_run(gs, io, pool, variant);
+  }
+  smelt_status s = gemm_bf16dp_run(&w.c, q, p->M, io->A, p->K, p->alpha, gs->has_bias ? io->bias : NULL,
+                                   gs->has_res, io->Y);
+  if (!s) fused_act_apply_pool(pool, &gs->act, io->Y, p->M * p->N);
+  return s;
+}
+
 /* ---- f16 / bf16: panels widened to f32 for the f32 kernel ---- */
 
 /* The seam for half-precision activations; nothing faster yet: A, B, the
@@ -153,26 +180,29 @@ static smelt_status half_run(const gemm_step *gs, const gemm_io *io, smelt_pool 
 
 static const gemm_kernel table[] = {
     {"f32 gemm (kernels/gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F32, ISA_SCALAR, GEMM_SHAPES_ALL,
-     f32_prepare, f32_run},
+     f32_prepare, f32_run, NULL},
     {"int8 u8s8 gemm (kernels/qgemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT8, ISA_SCALAR,
-     GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
+     GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
+    {"bf16 dot-product gemm, A rounded to bf16 (kernels/bf16dp.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16,
+     ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, dp_prepare, dp_run, dp_usable},
     {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
-     GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
+     GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,
-     GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
+     GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"fp16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F16, ISA_SCALAR,
-     GEMM_SHAPES_ALL, reduced_prepare, reduced_run},
+     GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"f16 through f32 panels (kernels/gemm.h)", SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_SCALAR,
-     GEMM_SHAPES_ALL, half_prepare, half_run},
+     GEMM_SHAPES_ALL, half_prepare, half_run, NULL},
     {"bf16 through f32 panels (kernels/gemm.h)", SMELT_BF16, SMELT_BF16, SMELT_BF16, GEMM_W_F32, ISA_SCALAR,
-     GEMM_SHAPES_ALL, half_prepare, half_run},
+     GEMM_SHAPES_ALL, half_prepare, half_run, NULL},
 };
 
 const gemm_kernel *gemm_kernel_select(smelt_dtype a, smelt_dtype b, smelt_dtype y, gemm_wform w, isa_level isa,
                                       gemm_shape_class shape) {
   for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
     const gemm_kernel *k = &table[i];
-    if (k->a == a && k->b == b && k->y == y && k->w == w && isa >= k->min_isa && (k->shapes >> shape & 1u))
+    if (k->a == a && k->b == b && k->y == y && k->w == w && isa >= k->min_isa && (k->shapes >> shape & 1u) &&
+        (!k->usable || k->usable(isa)))
       return k;
   }
   return NULL;

@@ -10,7 +10,9 @@
  * shape class picks nothing, gemm_f32_run's AUTO path does); the
  * reduced-precision weight forms on f32 activations (int8: kernels/qgemm.h,
  * bf16 and fp16 weights: kernels/wbf16.h, int4: kernels/q4gemm.h, each through
- * their op's weight preparation, ops/gemm_int8.h etc.); and f16 or bf16
+ * their op's weight preparation, ops/gemm_int8.h etc.; bf16 weights with
+ * more than 16 rows on a CPU with AVX512_BF16: kernels/bf16dp.h, A rounded
+ * to bf16 too); and f16 or bf16
  * throughout (A, B, Y: a model that is f16 inside) through f32 panels
  * widened per run and the f32 kernel -- the seam, nothing faster yet.
  * Mixed types have no entry: such nodes stay library steps. */
@@ -56,6 +58,9 @@ typedef struct gemm_kernel {
   void (*prepare)(struct gemm_step *gs, const gemm_io *io, smelt_pool *pool);
   /* Y = the node's result; variant as gemm_step.h's. */
   smelt_status (*run)(const struct gemm_step *gs, const gemm_io *io, smelt_pool *pool, int variant);
+  /* NULL, or whether the entry may run at this ISA level on this CPU
+   * (a feature the level does not imply: AVX512_BF16). */
+  bool (*usable)(isa_level isa);
 } gemm_kernel;
 
 gemm_shape_class gemm_shape_of(int64_t M, int64_t N, int64_t K);
