@@ -175,6 +175,7 @@ static void run_items(void *ctx, int64_t i0, int64_t i1) {
 smelt_status bf16dp_run(smelt_pool *pool, isa_level isa, const bf16dp_args *a) {
   const bf16dp_weights *w = a->w;
   if (a->M <= 0 || w->N <= 0) return SMELT_OK;
+  if (!a->tile && bf16dp_amx_suits(isa, w)) return bf16dp_amx_run(pool, a);
   int64_t kp = w->Kp, panels = w->Np / BF16DP_NR;
   /* rows per block: whole tiles, at most BF16DP_A_BLOCK_BYTES of pairs (at least one tile) */
   int64_t block = BF16DP_A_BLOCK_BYTES / (int64_t)(sizeof(uint32_t) * BF16DP_MR) / kp * BF16DP_MR;

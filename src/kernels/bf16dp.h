@@ -100,6 +100,16 @@ typedef struct bf16dp_args {
   bf16dp_tile_fn tile; /* NULL: bf16dp_tile_for(isa) */
 } bf16dp_args;
 
+/* Intel AMX (x86/bf16dp_amx.c): the CPU has AMX-BF16, AMX-TILE and
+ * AVX512_BF16, the OS enabled the tile state and granted it to this process
+ * (asked once), isa allows AVX-512 and SMELT_AMX is not "0". */
+bool bf16dp_amx_hw(isa_level isa);
+/* ... and w's Kp is a multiple of 16 (the AMX driver's K step): bf16dp_run
+ * then takes the AMX driver unless a tile kernel is named in its args. */
+bool bf16dp_amx_suits(isa_level isa, const bf16dp_weights *w);
+/* The product through AMX tiles (call only where bf16dp_amx_suits). */
+smelt_status bf16dp_amx_run(smelt_pool *pool, const bf16dp_args *a) __attribute__((warn_unused_result));
+
 /* Runs the product on pool: A converted a block of rows at a time into
  * scratch (tensor_data_alloc), tiles spread over the threads.  SMELT_OK, or
  * SMELT_ERR_NOMEM when the scratch is refused (nothing written to C). */

@@ -103,7 +103,7 @@ static void driver(smelt_pool *pool, int64_t M, int64_t N, int64_t K, bool tb, i
   bf16dp_args a = {.M = M, .A = A, .lda = K, .w = &w, .alpha = alpha, .bias = i % 2 ? NULL : bias,
                    .accumulate = acc, .C = Cs, .ldc = N, .tile = bf16dp_tile_scalar};
   CHECK_OK(bf16dp_run(pool, ISA_AVX512, &a));
-  a.C = Cv, a.tile = NULL; /* the kernel the ISA gets: the AVX-512 one */
+  a.C = Cv, a.tile = bf16dp_tile_for(ISA_AVX512); /* the AVX-512 tile (with no tile named, AMX may take it) */
   CHECK_OK(bf16dp_run(pool, ISA_AVX512, &a));
   for (int64_t m = 0; m < M; m++)
     for (int64_t n = 0; n < N; n++) {
