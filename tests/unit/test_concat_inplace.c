@@ -3,7 +3,8 @@
  * slices, and the results stay those of the eager executor -- also when a
  * slice is read after the Concat by an elementwise step that could
  * otherwise have written over it in place, when one value is concatenated
- * twice, in reduce-overhead mode (inputs in the arena), and at batch 2
+ * twice, with a graph input among the inputs (never a slice), in
+ * reduce-overhead mode (inputs in the arena), and at batch 2
  * (slices not contiguous: copied as before). */
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,8 @@ static void run(int64_t N, smelt_mode mode) {
   int hm = gb_node(&b, "ReduceMean", 1, IDS(h), &ra, 1);
   gb_output(&b, gb_node(&b, "Mul", 2, IDS(c, hm), NULL, 0));  /* reads c after e: a's slice intact */
   int t = gb_node(&b, "Exp", 1, IDS(x), NULL, 0);
-  int f = gb_node(&b, "Concat", 2, IDS(t, t), &ax, 1);   /* t once in place, once copied */
+  int f = gb_node(&b, "Concat", 3, IDS(t, t, x), &ax, 1); /* t once in place, once copied; x
+                                                          * (a graph input) copied */
   gb_output(&b, gb_node(&b, "Neg", 1, IDS(f), NULL, 0));
   CHECK_OK(gb_finish(&b));
   tensor in[3] = {0}, *pin[3];
