@@ -420,11 +420,13 @@ static void find_gemm_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
  * written straight into its output by their producers.  An input becomes a
  * slice of the output's buffer when it is a buffer of its own in the arena
  * (no view, graph input or output), written by a kernel or library step, not
- * already another concat's slice or whole, at a 64-byte aligned place; the
- * output's lifetime then starts at its earliest slice's producer and lasts
- * past its slices' last readers.  Neither a slice nor its whole is written
- * in place by a later step (find_inplace, find_gemm_inplace skip them), so
- * the slices stay intact while the whole lives.  The Concat step then
+ * already another concat's slice or whole, at a 64-byte aligned place, and
+ * last read by the Concat (an input read later, as DenseNet's features are
+ * by every later Concat of the block, would keep the whole output alive as
+ * long: the arena would grow with the square of the block's depth).  The
+ * output's lifetime then starts at its earliest slice's producer.  Neither a
+ * slice nor its whole is written in place by a later step (find_inplace,
+ * find_gemm_inplace skip them).  The Concat step then
  * copies only the inputs left out (concat_run skips a slice already in
  * place). */
 static void find_concat_slices(sched *s, compiled_plan *p, bufs *B, int k) {
@@ -452,6 +454,7 @@ static void find_concat_slices(sched *s, compiled_plan *p, bufs *B, int k) {
     bool ok = bi >= 0 && bi != bo && s->root[vi] == vi && p->loc[vi].kind == VL_ARENA &&
               B->parent[bi] == -1 && !(x->flags & (IR_VALUE_INPUT | IR_VALUE_OUTPUT)) &&
               x->dtype == yo->dtype && nb > 0 && off % MEMPLAN_ALIGN == 0 && B->b[bi].first < k &&
+              B->b[bi].last == k &&
               p->steps[B->b[bi].first].kind != PS_BREAK;
     if (ok) {
       B->parent[bi] = bo;
