@@ -6,7 +6,8 @@
  * buffer gets a lifetime [producing step, last reading step]; an elementwise
  * kernel may write its output over an input that dies there (same bytes,
  * read and written at the same index), and a GEMM step its output over its
- * residual input; then memplan places the buffers.
+ * residual input; a channel Concat at batch 1 gets its inputs written into
+ * its output's slices (find_concat_slices); then memplan places the buffers.
  *
  * Complexity: O(n + v + e) for units and locations, O((units + edges) log
  * units) for the order (a heap of ready units), then memplan (see there). */
@@ -344,6 +345,9 @@ typedef struct bufs {
   mp_buffer *b;
   int n;
   int *uf;      /* in-place merges: buffer -> representative */
+  int *parent;  /* concat in place: -1 none, -2 a concat's output holding slices,
+                 * >= 0 a slice of that buffer, at delta[b] bytes into it */
+  size_t *delta;
 } bufs;
 
 static int uf_find(int *uf, int x) {
@@ -361,11 +365,12 @@ static void find_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
   const ir_graph *g = s->cg->g;
   for (int o = 0; o < kg->n_out; o++) {
     int vo = kg->out[o].value;
-    if (p->loc[vo].kind != VL_ARENA || B->buf_of[vo] < 0) continue;
+    if (p->loc[vo].kind != VL_ARENA || B->buf_of[vo] < 0 || B->parent[B->buf_of[vo]] != -1) continue;
     for (int i = 0; i < kg->n_in; i++) {
       int vi = kg->in[i].value, ri = s->root[vi];
       if (used[i] || p->loc[ri].kind != VL_ARENA || B->buf_of[ri] < 0) continue;
       int bi = uf_find(B->uf, B->buf_of[ri]);
+      if (B->parent[bi] != -1) continue; /* concat slices and their whole stay as they are */
       if (B->b[bi].last != k || kg->in[i].dt != kg->out[o].dt) continue;
       if (value_bytes(&g->values[vi]) != value_bytes(&g->values[vo])) continue;
       if (memcmp(kg->in[i].stride, kg->out[o].stride, sizeof(int64_t) * (size_t)kg->rank)) continue;
@@ -398,6 +403,7 @@ static void find_gemm_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
   if (p->loc[vo].kind != VL_ARENA || B->buf_of[vo] < 0 || p->loc[rr].kind != VL_ARENA || B->buf_of[rr] < 0)
     return;
   int br = uf_find(B->uf, B->buf_of[rr]), bo = B->buf_of[vo];
+  if (B->parent[br] != -1 || B->parent[bo] != -1) return;
   if (B->b[br].last != k || uf_find(B->uf, bo) != bo || br == bo) return;
   if (value_bytes(&g->values[vr]) != value_bytes(&g->values[vo])) return;
   for (int i = 0; i < 3 && i < nd->n_inputs; i++) {
@@ -409,6 +415,58 @@ static void find_gemm_inplace(sched *s, compiled_plan *p, bufs *B, int k) {
   if (B->b[bo].size > B->b[br].size) B->b[br].size = B->b[bo].size;
 }
 
+/* Concat in place: a Concat library step whose slices are contiguous (every
+ * dim before the axis is 1, e.g. channels at batch 1) gets its inputs
+ * written straight into its output by their producers.  An input becomes a
+ * slice of the output's buffer when it is a buffer of its own in the arena
+ * (no view, graph input or output), written by a kernel or library step, not
+ * already another concat's slice or whole, at a 64-byte aligned place, and
+ * last read by the Concat (an input read later, as DenseNet's features are
+ * by every later Concat of the block, would keep the whole output alive as
+ * long: the arena would grow with the square of the block's depth).  The
+ * output's lifetime then starts at its earliest slice's producer.  Neither a
+ * slice nor its whole is written in place by a later step (find_inplace,
+ * find_gemm_inplace skip them).  The Concat step then
+ * copies only the inputs left out (concat_run skips a slice already in
+ * place). */
+static void find_concat_slices(sched *s, compiled_plan *p, bufs *B, int k) {
+  const pstep *st = &p->steps[k];
+  if (st->kind != PS_LIBRARY || st->gemm) return;
+  const ir_graph *g = s->cg->g;
+  const ir_node *nd = &g->nodes[st->node];
+  if ((*nd->domain && strcmp(nd->domain, "ai.onnx")) || strcmp(nd->op_type, "Concat")) return;
+  if (nd->n_outputs != 1 || nd->outputs[0] < 0) return;
+  int vo = nd->outputs[0], bo = B->buf_of[vo];
+  const ir_value *yo = &g->values[vo];
+  if (bo < 0 || s->root[vo] != vo || p->loc[vo].kind != VL_ARENA || B->parent[bo] != -1 ||
+      (yo->flags & IR_VALUE_OUTPUT) || yo->rank < 1)
+    return;
+  int64_t axis = ir_attr_int(nd, "axis", 1);
+  if (axis < 0) axis += yo->rank;
+  if (axis < 0 || axis >= yo->rank || shape_numel((int)axis, yo->dims) != 1) return;
+  size_t off = 0;
+  for (int i = 0; i < nd->n_inputs; i++) {
+    int vi = nd->inputs[i];
+    if (vi < 0) return;
+    size_t nb = value_bytes(&g->values[vi]);
+    int bi = B->buf_of[vi];
+    const ir_value *x = &g->values[vi];
+    bool ok = bi >= 0 && bi != bo && s->root[vi] == vi && p->loc[vi].kind == VL_ARENA &&
+              B->parent[bi] == -1 && !(x->flags & (IR_VALUE_INPUT | IR_VALUE_OUTPUT)) &&
+              x->dtype == yo->dtype && nb > 0 && off % MEMPLAN_ALIGN == 0 && B->b[bi].first < k &&
+              B->b[bi].last == k &&
+              p->steps[B->b[bi].first].kind != PS_BREAK;
+    if (ok) {
+      B->parent[bi] = bo;
+      B->delta[bi] = off;
+      B->parent[bo] = -2;
+      if (B->b[bi].first < B->b[bo].first) B->b[bo].first = B->b[bi].first;
+      if (B->b[bi].last > B->b[bo].last) B->b[bo].last = B->b[bi].last;
+    }
+    off += nb;
+  }
+}
+
 static smelt_status plan_memory(sched *s, compiled_plan *p) {
   const ir_graph *g = s->cg->g;
   bufs B = {0};
@@ -416,16 +474,21 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
   B.buf_of = malloc(sizeof(int) * nv);
   B.b = calloc(nv, sizeof(mp_buffer));
   B.uf = malloc(sizeof(int) * nv);
-  if (!B.buf_of || !B.b || !B.uf) {
+  B.parent = malloc(sizeof(int) * nv);
+  B.delta = calloc(nv, sizeof(size_t));
+  if (!B.buf_of || !B.b || !B.uf || !B.parent || !B.delta) {
     free(B.buf_of);
     free(B.b);
     free(B.uf);
+    free(B.parent);
+    free(B.delta);
     return err_nomem("memory plan", sizeof(mp_buffer) * nv);
   }
   for (int v = 0; v < g->n_values; v++) {
     B.buf_of[v] = -1;
     if (s->root[v] == v && p->loc[v].kind == VL_ARENA) {
       B.uf[B.n] = B.n;
+      B.parent[B.n] = -1;
       B.b[B.n] = (mp_buffer){.size = value_bytes(&g->values[v]), .first = p->n_steps, .last = -1};
       B.buf_of[v] = B.n++;
     }
@@ -453,6 +516,7 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
   }
   for (int b = 0; b < B.n; b++)
     if (B.b[b].first > B.b[b].last) B.b[b].last = B.b[b].first; /* never read */
+  for (int k = 0; k < p->n_steps; k++) find_concat_slices(s, p, &B, k);
   for (int k = 0; k < p->n_steps; k++)
     if (p->steps[k].kind == PS_KERNEL) find_inplace(s, p, &B, k);
     else if (p->steps[k].kind == PS_LIBRARY) find_gemm_inplace(s, p, &B, k);
@@ -463,7 +527,7 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
   int n_solve = 0;
   for (int b = 0; !st && b < B.n; b++) {
     rep[b] = -1;
-    if (uf_find(B.uf, b) == b) {
+    if (uf_find(B.uf, b) == b && B.parent[b] < 0) {
       rep[b] = n_solve;
       solve[n_solve++] = B.b[b];
     }
@@ -471,7 +535,9 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
   if (!st) st = memplan_solve(solve, n_solve, &p->arena_bytes);
   for (int v = 0; !st && v < g->n_values; v++) {
     int b = B.buf_of[s->root[v]];
-    if (b >= 0 && p->loc[v].kind == VL_ARENA) p->loc[v].off = solve[rep[uf_find(B.uf, b)]].offset;
+    if (b < 0 || p->loc[v].kind != VL_ARENA) continue;
+    b = uf_find(B.uf, b);
+    p->loc[v].off = B.parent[b] >= 0 ? solve[rep[B.parent[b]]].offset + B.delta[b] : solve[rep[b]].offset;
   }
   /* views share their root's place */
   for (int v = 0; !st && v < g->n_values; v++) {
@@ -483,6 +549,8 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
   free(B.buf_of);
   free(B.b);
   free(B.uf);
+  free(B.parent);
+  free(B.delta);
   return st;
 }
 

@@ -106,7 +106,8 @@ typedef struct conv2d_epilogue {
 } conv2d_epilogue;
 
 /* conv2d_run with an epilogue (NULL: none).  Depthwise and direct apply it
- * while each output is still in registers; Winograd in a pass over Y. */
+ * while each output is still in registers; Winograd to each output row as
+ * it is stored (still in cache). */
 smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y);
 

@@ -32,12 +32,9 @@ smelt_status conv_wino_prepare(smelt_pool *pool, conv2d_weights *w, const float 
 /* Sets the padded sizes (cp, mp) the transformed layout uses. */
 void conv_wino_layout(conv2d_weights *w);
 smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
-                           const float *B, float *Y);
+                           const float *B, const conv2d_epilogue *ep, float *Y);
 smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                          const float *B, const conv2d_epilogue *ep, float *Y);
-/* Y = ep(Y) over n floats, in chunks on the pool (ep may be NULL: nothing). */
-void conv_epilogue_pass(smelt_pool *pool, const conv_kernels *k, const conv2d_epilogue *ep, float *Y,
-                        int64_t n);
 
 /* The zero-padded input split into stride phases, as the direct,
  * depthwise and pooling kernels read it: for each channel and phase

@@ -267,25 +267,6 @@ smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_wei
   return conv2d_run_ep(pool, d, w, X, B, NULL, Y);
 }
 
-typedef struct epi_pass_job {
-  const conv_kernels *k;
-  const conv2d_epilogue *ep;
-  float *y;
-} epi_pass_job;
-
-static void epi_pass_chunk(void *ctx, int64_t b, int64_t e) {
-  const epi_pass_job *j = ctx;
-  j->k->epi_rows(j->y + b, e - b, j->ep->residual ? j->ep->residual + b : NULL, j->ep->lo, j->ep->hi,
-                 j->y + b, e - b, 1, e - b);
-}
-
-void conv_epilogue_pass(smelt_pool *pool, const conv_kernels *k, const conv2d_epilogue *ep, float *Y,
-                        int64_t n) {
-  if (!ep || (!ep->residual && ep->lo == -INFINITY && ep->hi == INFINITY)) return;
-  epi_pass_job j = {k, ep, Y};
-  pool_parallel_for(pool, n, 16384, epi_pass_chunk, &j);
-}
-
 smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
   TRY(check_desc(d));
@@ -301,9 +282,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:
       if (!wino_shape(d)) break;
-      TRY(conv_wino_run(pool, &run, X, B, Y));
-      conv_epilogue_pass(pool, w->k, ep, Y, d->N * d->M * d->OH * d->OW);
-      return SMELT_OK;
+      return conv_wino_run(pool, &run, X, B, ep, Y);
     default: break;
   }
   return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));

@@ -6,7 +6,7 @@
  *   V = B^T d B per input tile (alpha x alpha patch, stride m) and channel;
  *   O[xi] = V[xi] U[xi] for each of the alpha^2 points xi (a GEMM over the
  *       input channels);
- *   Y = A^T O A per output tile, plus the bias.
+ *   Y = A^T O A per output tile, plus the bias, then the epilogue.
  * Transforms run on vl channels at once on a blocked copy of the input
  * ([channel block][row][col][vl]).  Work items are (batch, chunk of tile
  * rows, chunk of output panels); each transforms its tiles' inputs into
@@ -20,6 +20,7 @@
  * the output cancels (relative to |y| it can lose 2-3 digits).  The tests
  * allow 2e-5 and 1e-4.
  * SMELT_CONV=direct (or im2col) turns Winograd off. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,9 @@ typedef struct wino_job {
   const conv2d_weights *w;
   const float *X, *B;
   float *Y;
+  const float *res; /* epilogue: residual (NULL: none) and clamp */
+  float lo, hi;
+  bool ep;          /* any epilogue at all */
   int m, a;
   int64_t TH, TW, trc, n_tc, ppc, n_mc, np;
   int64_t rows_l, Wl; /* blocked input rows/cols of one chunk */
@@ -135,7 +139,8 @@ static void wino_fill(const wino_job *j, const float *x, int64_t tr0, float *xt)
 }
 
 /* Output rows [0, rows) of the item's blocked result (channel blocks of
- * the panel chunk from m_first) into Y, bias added. */
+ * the panel chunk from m_first) into Y, bias added, then the epilogue
+ * (residual, clamp) over each row while it is in cache. */
 static void wino_store(const wino_job *j, const float *yb, int64_t rows, int64_t Wo, int64_t mcw,
                        float *y, int64_t m_first, int64_t oh0) {
   const conv2d_desc *d = &j->w->d;
@@ -148,6 +153,10 @@ static void wino_store(const wino_job *j, const float *yb, int64_t rows, int64_t
       for (int l = 0; l < vl; l++)
         dst[l] = m0 + l < d->M ? y + (m0 + l) * d->OH * d->OW + (oh0 + r) * d->OW : NULL;
       j->w->k->blk_to_rows(yb + ((mb * rows + r) * Wo) * vl, d->OW, dst, j->B ? j->B + m0 : NULL);
+      for (int l = 0; j->ep && l < vl; l++)
+        if (dst[l])
+          j->w->k->epi_rows(dst[l], d->OW, j->res ? j->res + (dst[l] - j->Y) : NULL, j->lo, j->hi, dst[l],
+                            d->OW, 1, d->OW);
     }
   }
 }
@@ -204,10 +213,12 @@ static void wino_items(void *vctx, int64_t i0, int64_t i1) {
 }
 
 smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
-                           const float *B, float *Y) {
+                           const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
   const conv_kernels *k = w->k;
-  wino_job j = {.w = w, .X = X, .B = B, .Y = Y, .m = conv_wino_m(w->algo)};
+  wino_job j = {.w = w, .X = X, .B = B, .Y = Y, .m = conv_wino_m(w->algo), .res = ep ? ep->residual : NULL,
+                .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
+  j.ep = j.res || j.lo != -INFINITY || j.hi != INFINITY;
   j.a = j.m + 2;
   j.TH = conv_cdiv(d->OH, j.m);
   j.TW = conv_cdiv(d->OW, j.m);
