@@ -80,10 +80,29 @@ bool isa_has_avx512bf16(void) {
   }
   return v;
 }
+
+/* AMX-BF16 and AMX-TILE: CPUID leaf 7 EDX bits 22 and 24, with the tile
+ * state enabled by the OS (XCR0 bits 17-18), on top of AVX512_BF16 (the AMX
+ * kernels convert and finish with it).  Cached like isa_detect. */
+bool isa_has_amx_bf16(void) {
+  static atomic_int cached = -1;
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    unsigned a, b, c, d;
+    v = 0;
+    if (isa_has_avx512bf16()) {
+      __cpuid_count(7, 0, a, b, c, d);
+      v = (d & (1u << 22)) && (d & (1u << 24)) && (read_xcr0() & (3u << 17)) == (3u << 17);
+    }
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v;
+}
 #else
 isa_level isa_detect(void) { return ISA_SCALAR; }
 bool isa_has_f16c(void) { return false; }
 bool isa_has_avx512bf16(void) { return false; }
+bool isa_has_amx_bf16(void) { return false; }
 #endif
 
 const char *isa_name(isa_level l) {

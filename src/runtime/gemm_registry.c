@@ -108,8 +108,6 @@ static smelt_status reduced_run(const gemm_step *gs, const gemm_io *io, smelt_po
 
 /* ---- bf16 compute (precision bf16, many rows, AVX512_BF16): kernels/bf16dp.h ---- */
 
-static bool dp_usable(isa_level isa) { return bf16dp_wanted(isa); }
-
 static void dp_prepare(gemm_step *gs, const gemm_io *io, smelt_pool *pool) {
   wctx w;
   wctx_init(&w, gs, io, pool);
@@ -184,7 +182,7 @@ static const gemm_kernel table[] = {
     {"int8 u8s8 gemm (kernels/qgemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT8, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"bf16 dot-product gemm, A rounded to bf16 (kernels/bf16dp.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16,
-     ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, dp_prepare, dp_run, dp_usable},
+     ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, dp_prepare, dp_run, bf16dp_wanted},
     {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,

@@ -36,6 +36,17 @@ AVX512_INLINE void avx512_store(__m512 acc, float *c, __mmask16 m, const gemm_st
   _mm512_mask_storeu_ps(c, m, x);
 }
 
+/* alpha * acc + bias (+ c when accumulating): mul, add, add, no fma, the
+ * order of the bf16 compute GEMM's scalar kernel (kernels/bf16dp.c), so its
+ * AVX-512 tile and AMX driver store what it computes.  Masked-off lanes of c
+ * are neither read nor written. */
+AVX512_INLINE void avx512_store_scaled(__m512 acc, __m512 alpha, __m512 bias, bool accumulate, float *c,
+                                       __mmask16 m) {
+  __m512 v = _mm512_add_ps(_mm512_mul_ps(alpha, acc), bias);
+  if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, c), v);
+  _mm512_mask_storeu_ps(c, m, v);
+}
+
 /* Rows [0, mr) of the 8 x 32 tile of the AVX-512 GEMM kernels,
  * acc[row][vector], stored with the epilogue; m[v] masks vector v's
  * columns.  Column bias from st->bias[0], row bias st->bias[row]. */

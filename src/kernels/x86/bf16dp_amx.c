@@ -31,9 +31,11 @@
 #include "ir/tensor.h"
 #include "kernels/gemm_kernels.h" /* SMELT_X86 */
 #include "util/err.h"
+#ifdef SMELT_X86
+#include "kernels/x86/avx512_tile.h"
+#endif
 
 #if defined(SMELT_X86) && defined(__linux__) && defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -54,18 +56,10 @@
 static bool amx_usable;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
+/* The CPU and OS side is isa_has_amx_bf16; Linux also grants the tile data
+ * per process, on request. */
 static void amx_probe(void) {
-  unsigned a, b, c, d;
-  if (__get_cpuid_max(0, NULL) < 0xd) return;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return; /* OSXSAVE */
-  __cpuid_count(7, 0, a, b, c, d);
-  if (!(d & (1u << 22)) || !(d & (1u << 24))) return; /* AMX-BF16, AMX-TILE */
-  if (!(b & (1u << 16)) || !(b & (1u << 30))) return;  /* AVX512F, AVX512BW: the conversion and epilogue */
-  __cpuid_count(7, 1, a, b, c, d);
-  if (!(a & (1u << 5))) return; /* AVX512_BF16 (vcvtne2ps2bf16) */
-  unsigned lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if ((lo & (3u << 17)) != (3u << 17)) return; /* XTILECFG, XTILEDATA enabled by the OS */
+  if (!isa_has_amx_bf16()) return;
   unsigned long perm = 0;
   if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)) return;
   if (syscall(SYS_arch_prctl, ARCH_GET_XCOMP_PERM, &perm) || !(perm & (1ul << XFEATURE_XTILEDATA))) return;
@@ -108,9 +102,7 @@ typedef struct amx_job {
   int64_t K, N, Kp, Mp, n_rb;
 } amx_job;
 
-#define AVX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
-static __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u); }
+#define AVX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 /* Rows [r0, r1) of A into pairs (zeros past M and past K): a row's pairs are
  * its bf16 values in order (pair q: a[2q] low, a[2q+1] high), 32 at a time
@@ -127,8 +119,8 @@ AVX_TARGET static void convert_rows(void *ctx, int64_t r0, int64_t r1) {
     }
     const float *x = a->A + r * a->lda;
     for (int64_t k = 0; k < 2 * j->Kp; k += 32) {
-      __m512 lo = _mm512_maskz_loadu_ps(lanes(j->K - k), x + k);
-      __m512 hi = _mm512_maskz_loadu_ps(lanes(j->K - k - 16), x + k + 16);
+      __m512 lo = _mm512_maskz_loadu_ps(avx512_mask(j->K - k), x + k);
+      __m512 hi = _mm512_maskz_loadu_ps(avx512_mask(j->K - k - 16), x + k + 16);
       _mm512_storeu_si512((void *)(d + k / 2), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
   }
@@ -137,17 +129,15 @@ AVX_TARGET static void convert_rows(void *ctx, int64_t r0, int64_t r1) {
 /* alpha * acc + bias (+ C), the block's rows and columns inside C. */
 AVX_TARGET static void epilogue(const bf16dp_args *a, const float *acc, int64_t i0, int64_t j0, int64_t N) {
   int64_t rows = a->M - i0 < AMX_ROWS ? a->M - i0 : AMX_ROWS;
-  __mmask16 m[2] = {lanes(N - j0), lanes(N - j0 - 16)};
+  __mmask16 m[2] = {avx512_mask(N - j0), avx512_mask(N - j0 - 16)};
   __m512 alpha = _mm512_set1_ps(a->alpha), bias[2];
   for (int h = 0; h < 2; h++)
     bias[h] = a->bias ? _mm512_maskz_loadu_ps(m[h], a->bias + j0 + 16 * h) : _mm512_setzero_ps();
   for (int64_t r = 0; r < rows; r++) {
     float *c = a->C + (i0 + r) * a->ldc + j0;
-    for (int h = 0; h < 2; h++) {
-      __m512 v = _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_load_ps(acc + r * AMX_ROWS + 16 * h)), bias[h]);
-      if (a->accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m[h], c + 16 * h), v);
-      _mm512_mask_storeu_ps(c + 16 * h, m[h], v);
-    }
+    for (int h = 0; h < 2; h++)
+      avx512_store_scaled(_mm512_load_ps(acc + r * AMX_ROWS + 16 * h), alpha, bias[h], a->accumulate, c + 16 * h,
+                          m[h]);
   }
 }
 

@@ -18,6 +18,8 @@
 #ifdef SMELT_X86
 #include <immintrin.h>
 
+#include "kernels/x86/avx512_tile.h"
+
 #define DP_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #define DP_INLINE static inline __attribute__((always_inline)) DP_TARGET
 
@@ -50,22 +52,14 @@ UNROLL_ROWS
     }
   }
   /* columns [0, cols) of the 32: masks of the two halves */
-  __mmask16 m0 = cols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1u);
-  __mmask16 m1 = cols >= 32 ? (__mmask16)0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1u) : (__mmask16)0;
+  __mmask16 m0 = avx512_mask(cols), m1 = avx512_mask(cols - 16);
   __m512 alpha = _mm512_set1_ps(e->alpha);
   __m512 bias0 = e->bias ? _mm512_maskz_loadu_ps(m0, e->bias) : _mm512_setzero_ps();
   __m512 bias1 = e->bias ? _mm512_maskz_loadu_ps(m1, e->bias + 16) : _mm512_setzero_ps();
 UNROLL_ROWS
   for (int r = 0; r < R; r++) {
-    float *c = C + r * ldc;
-    __m512 v0 = _mm512_add_ps(_mm512_mul_ps(alpha, acc[r][0]), bias0);
-    __m512 v1 = _mm512_add_ps(_mm512_mul_ps(alpha, acc[r][1]), bias1);
-    if (e->accumulate) {
-      v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, c), v0);
-      v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, c + 16), v1);
-    }
-    _mm512_mask_storeu_ps(c, m0, v0);
-    _mm512_mask_storeu_ps(c + 16, m1, v1);
+    avx512_store_scaled(acc[r][0], alpha, bias0, e->accumulate, C + r * ldc, m0);
+    avx512_store_scaled(acc[r][1], alpha, bias1, e->accumulate, C + r * ldc + 16, m1);
   }
 }
 
