@@ -20,23 +20,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
 #include "ir/tensor.h"
 #include "kernels/bf16dp.h"
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/wbf16.h"
 #include "parallel/pool.h"
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 typedef struct shape { int64_t M, N, K; } shape;
 
@@ -136,7 +126,7 @@ int main(int argc, char **argv) {
         }
       double gf[K_COUNT], cmax = 0, err[K_COUNT] = {0};
       for (int k = 0; k < K_COUNT; k++) {
-        qsort(t[k], (size_t)reps, sizeof(double), cmp_d);
+        qsort(t[k], (size_t)reps, sizeof(double), cmp_double);
         gf[k] = k == K_DP && !dp_on ? NAN : 2.0 * (double)s.M * (double)s.N * (double)s.K / t[k][reps / 2] * 1e-9;
       }
       for (int64_t i = 0; i < s.M * s.N; i++) {

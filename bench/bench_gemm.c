@@ -31,17 +31,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/ceiling.h"
 #include "kernels/isa.h"
 #include "parallel/pool.h"
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* ---- FMA peak: the library's ceiling loops (kernels/ceiling.h) ---- */
 
@@ -108,16 +103,6 @@ typedef struct opts {
   int64_t blocks[6][2]; /* --blocks: kc, mc */
   int n_blocks;
 } opts;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void run_once(kernel *k, smelt_pool *pool, const openblas *ob, gemm_params *p) {
   p->packed_b = k->prepacked ? k->pre_b : NULL;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_time.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernels.h"
 #include "kernels/q4gemm.h"
@@ -29,12 +30,6 @@
 #include "kernels/wbf16.h"
 #include "ir/tensor.h"
 #include "parallel/pool.h"
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 typedef struct weight {
   int64_t K, N;
@@ -49,11 +44,6 @@ typedef struct weight {
   void *q4; /* int4 weights (q4gemm) */
   q4gemm_weights w4;
 } weight;
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static double token(smelt_pool *pool, weight *w, int nw, int M, const float *A, float *C, gemm_path path) {
   double t0 = now_s();
@@ -188,12 +178,12 @@ int main(int argc, char **argv) {
         tf[r] = token_bf16(pool, w, nw, rows[ri], A, C, true);
         t4[r] = token_q4(pool, w, nw, rows[ri], A, C);
       }
-      qsort(t4, (size_t)reps, sizeof(double), cmp_d);
-      qsort(th, (size_t)reps, sizeof(double), cmp_d);
-      qsort(tf, (size_t)reps, sizeof(double), cmp_d);
-      qsort(tq, (size_t)reps, sizeof(double), cmp_d);
-      qsort(tin, (size_t)reps, sizeof(double), cmp_d);
-      qsort(tpk, (size_t)reps, sizeof(double), cmp_d);
+      qsort(t4, (size_t)reps, sizeof(double), cmp_double);
+      qsort(th, (size_t)reps, sizeof(double), cmp_double);
+      qsort(tf, (size_t)reps, sizeof(double), cmp_double);
+      qsort(tq, (size_t)reps, sizeof(double), cmp_double);
+      qsort(tin, (size_t)reps, sizeof(double), cmp_double);
+      qsort(tpk, (size_t)reps, sizeof(double), cmp_double);
       double mi = tin[reps / 2], mp = tpk[reps / 2];
       printf("%7d %4d | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f | %.2fx | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f"
              " | %8.2f %8.2f %6.1f | %8.2f %8.2f %6.1f\n",
