@@ -57,6 +57,7 @@ smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const floa
 typedef struct direct_job {
   const conv2d_desc *d;
   const conv2d_weights *w;
+  const conv_kernels *k;
   const float *X, *B;
   float *Y;
   int64_t Cg, Mg, K, P, Wq, Hl, Q, NR, nv, tiles;
@@ -72,49 +73,15 @@ typedef struct direct_job {
  * zeros in the slack after them. */
 static void direct_fill(const direct_job *j, const float *x, int64_t r0, float *buf) {
   const conv2d_desc *d = j->d;
-  conv_phases ph = {d->H, d->W, d->sh, d->sw, d->pt, d->pl, j->Hl, j->Wq, j->w->k};
+  conv_phases ph = {d->H, d->W, d->sh, d->sw, d->pt, d->pl, j->Hl, j->Wq, j->k};
   conv_fill_phases(&ph, x, j->Cg, r0, 0.f, buf);
   int64_t used = j->Cg * j->P * j->Hl * j->Wq;
   memset(buf + used, 0, sizeof(float) * (size_t)(j->buf_len - used));
 }
 
-/* Tile rows [0, mr) x positions [q, q + NR) of the wide output into Y,
- * with the bias and the epilogue.  y is Y at the tile's first channel. */
-static void direct_scatter(const direct_job *j, const float *tile, float *y, const float *bias,
-                           int mr, int64_t q) {
-  const conv2d_desc *d = j->d;
-  int64_t OHW = d->OH * d->OW, qend = q + j->NR < j->Q ? q + j->NR : j->Q;
-  const float lo = j->lo, hi = j->hi;
-  for (int i = 0; i < mr; i++) {
-    const float *t = tile + i * j->NR;
-    float *ym = y + i * OHW, b = bias ? bias[i] : 0.f;
-    const float *rm = j->res ? j->res + (ym - j->Y) : NULL;
-    int64_t oh = q / j->Wq, ow = q - oh * j->Wq;
-    for (int64_t p = q; p < qend; oh++, ow = 0) {
-      int64_t seg = j->Wq - ow < qend - p ? j->Wq - ow : qend - p;
-      int64_t valid = ow < d->OW ? (d->OW - ow < seg ? d->OW - ow : seg) : 0;
-      const float *src = t + (p - q);
-      float *dst = ym + oh * d->OW + ow;
-      if (!rm)
-        for (int64_t e = 0; e < valid; e++) {
-          float v = src[e] + b;
-          v = lo > v ? lo : v;
-          dst[e] = hi < v ? hi : v;
-        }
-      else
-        for (int64_t e = 0; e < valid; e++) {
-          float v = src[e] + b + rm[oh * d->OW + ow + e];
-          v = lo > v ? lo : v;
-          dst[e] = hi < v ? hi : v;
-        }
-      p += seg;
-    }
-  }
-}
-
 static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *filled) {
   const conv2d_desc *d = j->d;
-  const conv_kernels *k = j->w->k;
+  const conv_kernels *k = j->k;
   int64_t mc = it % j->n_mc, rest = it / j->n_mc, qc = rest % j->n_qc, ng = rest / j->n_qc;
   int64_t n = ng / d->G, g = ng % d->G;
   int64_t t0 = qc * j->ntc, t1 = t0 + j->ntc < j->tiles ? t0 + j->ntc : j->tiles;
@@ -134,7 +101,8 @@ static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *fi
     for (int64_t t = t0; t < t1; t++) {
       int64_t q = t * j->NR;
       k->direct[j->nv](j->K, a, buf + (q - r0 * j->Wq), j->boff, tile);
-      direct_scatter(j, tile, y, bias, mr, q);
+      k->direct_out(tile, j->NR, mr, q, j->Q - q < j->NR ? j->Q - q : j->NR, j->Wq, d->OW, bias,
+                    j->res ? j->res + (y - j->Y) : NULL, j->lo, j->hi, y, d->OH * d->OW);
     }
   }
 }
@@ -165,11 +133,6 @@ static int64_t direct_pick_nv(const conv_kernels *k, int64_t Q) {
   return best;
 }
 
-/* Chunks of position tiles (each chunk's copy of the input within ~L2) and
- * of weight panels: conv_split weighs re-reading the weights per position
- * chunk against refilling the input per panel chunk. */
-static int64_t k_dmr(const direct_job *j) { return j->w->k->dmr; }
-
 void conv_direct_chunking(const conv2d_desc *d, int64_t NR, int64_t *fit_tiles, int64_t *row_bytes,
                           int64_t *extra_rows) {
   int64_t amax = (d->KH - 1) * d->dh / d->sh, Wq = d->OW + (d->KW - 1) * d->dw / d->sw;
@@ -181,14 +144,32 @@ void conv_direct_chunking(const conv2d_desc *d, int64_t NR, int64_t *fit_tiles, 
   *extra_rows = amax + 2;
 }
 
+/* The job's compute seconds on one thread, for conv_split: the tiles'
+ * multiply-adds at a per-ISA rate (the direct kernel's, measured: ~150
+ * GFLOP/s a core at AVX-512, ~75 at AVX2), plus, per output value of every
+ * tile, the tile's store and its way out to Y through the epilogue
+ * (direct_out), worth DIRECT_OUT_FLOPS multiply-add flops.  Without that
+ * term a conv of few taps (the 3-channel stems: K = 27) was costed at a
+ * third of its time (AVX2: 146 us for 440 us) and split 3:2 or 4:3 over 2
+ * threads. */
+#define DIRECT_OUT_FLOPS 16.0
+static double direct_work_s(const direct_job *j) {
+  const conv2d_desc *d = j->d;
+  double rate = j->k->vl >= 16 ? 150e9 : j->k->vl >= 8 ? 75e9 : 8e9;
+  double outs = (double)d->N * d->G * j->np * j->k->dmr * j->tiles * j->NR;
+  return outs * (2.0 * j->K + DIRECT_OUT_FLOPS) / rate;
+}
+
+/* Chunks of position tiles (each chunk's copy of the input within ~L2) and
+ * of weight panels: conv_split weighs re-reading the weights per position
+ * chunk against refilling the input per panel chunk. */
 static void direct_plan(direct_job *j, int threads) {
   const conv2d_desc *d = j->d;
   int64_t amax = (d->KH - 1) * d->dh / d->sh, row_bytes, fit_tiles, extra;
   conv_direct_chunking(d, j->NR, &fit_tiles, &row_bytes, &extra);
   double w_bytes = 4.0 * j->Mg * j->K, in_bytes = (double)row_bytes * (d->OH + amax);
-  double work_s = 2.0 * d->N * d->G * j->np * k_dmr(j) * j->tiles * j->NR * (double)j->K / 150e9;
   int64_t rc, pc;
-  conv_split(threads, d->N * d->G, j->tiles, conv_cdiv(j->tiles, fit_tiles), j->np, work_s,
+  conv_split(threads, d->N * d->G, j->tiles, conv_cdiv(j->tiles, fit_tiles), j->np, direct_work_s(j),
              w_bytes, in_bytes, &rc, &pc);
   j->ntc = rc;
   j->n_qc = conv_cdiv(j->tiles, j->ntc);
@@ -199,23 +180,36 @@ static void direct_plan(direct_job *j, int threads) {
   j->Hl = conv_cdiv(j->ntc * j->NR, j->Wq) + 2 + amax;
 }
 
+/* The job's sizes, tiling and work split for d on k over `threads`. */
+static void direct_setup(direct_job *j, const conv2d_desc *d, const conv_kernels *k, int threads) {
+  j->d = d;
+  j->k = k;
+  j->Cg = d->C / d->G;
+  j->Mg = d->M / d->G;
+  j->K = j->Cg * d->KH * d->KW;
+  j->P = d->sh * d->sw;
+  j->Wq = d->OW + (d->KW - 1) * d->dw / d->sw;
+  j->Q = d->OH * j->Wq;
+  j->nv = direct_pick_nv(k, j->Q);
+  j->NR = j->nv * k->vl;
+  j->tiles = conv_cdiv(j->Q, j->NR);
+  j->np = conv_cdiv(j->Mg, k->dmr);
+  direct_plan(j, threads);
+}
+
+int64_t conv_direct_items(const conv2d_desc *d, isa_level isa, int threads) {
+  direct_job j = {0};
+  direct_setup(&j, d, conv_kernels_get(isa), threads);
+  return d->N * d->G * j.n_qc * j.n_mc;
+}
+
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                              const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
   const conv_kernels *k = w->k;
   direct_job j = {.d = d, .w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
                   .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
-  j.Cg = d->C / d->G;
-  j.Mg = d->M / d->G;
-  j.K = j.Cg * d->KH * d->KW;
-  j.P = d->sh * d->sw;
-  j.Wq = d->OW + (d->KW - 1) * d->dw / d->sw;
-  j.Q = d->OH * j.Wq;
-  j.nv = direct_pick_nv(k, j.Q);
-  j.NR = j.nv * k->vl;
-  j.tiles = conv_cdiv(j.Q, j.NR);
-  j.np = conv_cdiv(j.Mg, k->dmr);
-  direct_plan(&j, pool_threads(pool));
+  direct_setup(&j, d, k, pool_threads(pool));
   int64_t bmax = (d->KW - 1) * d->dw / d->sw;
   /* slack: the dropped columns of the last row read up to bmax + Wq past it */
   j.buf_len = j.Cg * j.P * j.Hl * j.Wq + bmax + j.Wq + j.NR + k->vl;

@@ -484,6 +484,43 @@ static SIMD_TARGET void SIMD_NAME(epi_rows)(const float *x, int64_t xs, const fl
     SIMD_NAME(epi_run)(x + r * xs, res ? res + r * n : NULL, vlo, vhi, y + r * n, n, cap - r * n);
 }
 
+/* conv_kernels.h: direct_out.  The valid outputs of a tile are one run of
+ * Y per row i (the dropped columns are not in Y), written segment by
+ * segment in order, so a segment's partial last vector may be stored
+ * whole while it stays inside that run (a later segment rewrites the
+ * junk); the run's end is stored masked. */
+static SIMD_TARGET void SIMD_NAME(direct_out)(const float *tile, int64_t nr, int mr, int64_t q, int64_t n,
+                                              int64_t Wq, int64_t OW, const float *bias, const float *res,
+                                              float lo, float hi, float *y, int64_t ys) {
+  if (n < 1) return;
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+  int64_t oh0 = q / Wq, ow0 = q - oh0 * Wq, ql = q + n - 1, ohl = ql / Wq, owl = ql - ohl * Wq;
+  int64_t end = ohl * OW + (owl < OW ? owl + 1 : OW); /* one past the tile's last output */
+  for (int i = 0; i < mr; i++) {
+    const float *t = tile + i * nr, *ri = res ? res + i * ys : NULL;
+    float *yi = y + i * ys;
+    const vf b = v_set1(bias ? bias[i] : 0.f);
+    int64_t oh = oh0, ow = ow0;
+    for (int64_t p = 0; p < n; oh++, ow = 0) {
+      int64_t seg = Wq - ow < n - p ? Wq - ow : n - p;
+      int64_t valid = ow < OW ? (OW - ow < seg ? OW - ow : seg) : 0, o = oh * OW + ow, j = 0;
+      const float *src = t + p;
+      for (; j + VL <= valid; j += VL) {
+        vf a = v_add(v_load(src + j), b);
+        if (ri) a = v_add(a, v_load(ri + o + j));
+        v_store(yi + o + j, SIMD_NAME(clampv)(a, vlo, vhi));
+      }
+      if (j < valid) {
+        int r = (int)(valid - j);
+        vf a = v_add(v_loadn(src + j, r), b);
+        if (ri) a = v_add(a, v_loadn(ri + o + j, r));
+        SIMD_NAME(store_tail)(yi + o + j, SIMD_NAME(clampv)(a, vlo, vhi), r, end - (o + j));
+      }
+      p += seg;
+    }
+  }
+}
+
 /* ---- pointwise (1x1) tile, X read in place (conv_kernels.h: pw_tile) ---- */
 
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pw_body)(int64_t K, const float *w, int64_t ldw,
@@ -799,6 +836,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
                SIMD_NAME(direct_nv4)
 #endif
     },
+    .direct_out = SIMD_NAME(direct_out),
     .pmr = DMR,
     .pmax_nv = DNV,
     .pw_tile = SIMD_NAME(pw_tile),

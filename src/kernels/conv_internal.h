@@ -82,6 +82,11 @@ void conv_split(int threads, int64_t per, int64_t R, int64_t min_r, int64_t np, 
 void conv_direct_chunking(const conv2d_desc *d, int64_t NR, int64_t *fit_tiles, int64_t *row_bytes,
                           int64_t *extra_rows);
 
+/* The number of work items (batch x group x position chunks x panel
+ * chunks) the direct driver cuts d into on isa for `threads` threads (for
+ * tests of the split). */
+int64_t conv_direct_items(const conv2d_desc *d, isa_level isa, int threads);
+
 /* The winograd output tile size m (2 or 4) of an algorithm. */
 static inline int conv_wino_m(conv_algo a) { return a == CONV_ALGO_WINO4 ? 4 : 2; }
 

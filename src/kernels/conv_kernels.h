@@ -32,6 +32,14 @@ typedef struct conv_kernels {
   int dmr, dmax_nv;
   void (*direct[CONV_DIRECT_MAX_NV + 1])(int64_t K, const float *a, const float *b,
                                          const int64_t *boff, float *c);
+  /* A direct tile out to Y, the epilogue applied: for i < mr and the n
+   * wide positions p = q .. q + n - 1 (oh = p / Wq, ow = p % Wq; ow >= OW
+   * dropped), y[i*ys + oh*OW + ow] = min(hi, max(lo, tile[i*nr + p - q] +
+   * bias[i] + res[i*ys + oh*OW + ow])) (bias, res may be NULL).  Writes
+   * nothing but those outputs (a whole-vector tail only over outputs of
+   * the same row that a later segment of the tile rewrites). */
+  void (*direct_out)(const float *tile, int64_t nr, int mr, int64_t q, int64_t n, int64_t Wq, int64_t OW,
+                     const float *bias, const float *res, float lo, float hi, float *y, int64_t ys);
 
   /* Pointwise (1x1, stride 1) tile reading X in place: for i < mr, j < n
    * (1 <= n <= pmax_nv*vl, 1 <= mr <= pmr): y[i*ldy + j] = min(hi, max(lo,
