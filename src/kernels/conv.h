@@ -1,7 +1,7 @@
 /* Fast f32 2-D convolution (1-D runs as H = 1), NCHW in and out.
  *
  * Algorithms, chosen per shape by conv2d_select (SMELT_CONV=auto|im2col|
- * direct|winograd|winograd2|winograd4 forces one where it applies):
+ * direct|chanvec|winograd|winograd2|winograd4 forces one where it applies):
  *  - direct:   im2col-free implicit GEMM.  The input is copied once into a
  *              zero-padded, stride-phase-split buffer, in which every tap of
  *              every output position is one flat offset, so a GEMM micro-
@@ -10,6 +10,14 @@
  *  - winograd: F(2x2,3x3) and F(4x4,3x3) for 3x3, stride 1, dilation 1.
  *              Fewer multiplies, less accuracy: see conv_winograd.c for the
  *              measured error and the test tolerance.
+ *  - chanvec:  the direct kernel turned round: output channels along the
+ *              vector, positions broadcast, a tile a run of one output row
+ *              (kernels/conv_cvec.c).  No position outside Y is computed,
+ *              where the direct kernel's vectors of positions cover the
+ *              taps' reach columns and round a row up to whole tiles (a
+ *              7x7 plane: 72 positions for 49).  Chosen for grouped
+ *              convolutions of whole vectors of output channels per group
+ *              over small planes (conv2d_select says which).
  *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
  *              (kernels/conv_depthwise.c).
  *  - pointwise: 1x1, stride 1, unpadded, one group, few input channels
@@ -41,6 +49,7 @@ typedef enum conv_algo {
   CONV_ALGO_WINO4, /* F(4x4, 3x3) */
   CONV_ALGO_WINOGRAD, /* request only: F(4,3) or F(2,3), whichever the cost model prefers */
   CONV_ALGO_POINTWISE, /* request only: every 1x1 stride-1 unpadded conv on conv_pointwise_run */
+  CONV_ALGO_CHANVEC, /* direct, output channels along the vector (kernels/conv_cvec.c) */
   CONV_ALGO_COUNT
 } conv_algo;
 

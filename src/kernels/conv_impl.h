@@ -4,16 +4,19 @@
 #include "kernels/conv_internal.h"
 
 #if SIMD_LEVEL == 2
+#define CVP 24 /* chanvec: 24 positions x one vector of channels */
 #define DMR 8 /* direct: 8 channels x up to 3 vectors = 24 zmm accumulators */
 #define DNV 3
 #define WMR 6 /* winograd: 6 tiles x 4 vectors (64 channels) = 24 accumulators */
 #define WNV 4
 #elif SIMD_LEVEL == 1
+#define CVP 12 /* 12 accumulators + the weight vector + a broadcast */
 #define DMR 4 /* 4 x 3 ymm = 12 accumulators + 3 loads + 1 broadcast */
 #define DNV 3
 #define WMR 6 /* 6 x 2 ymm = 12 accumulators */
 #define WNV 2
 #else
+#define CVP 8
 #define DMR 4
 #define DNV 4
 #define WMR 4
@@ -63,6 +66,48 @@ DIRECT_NV(3)
 #if DNV >= 4
 DIRECT_NV(4)
 #endif
+
+/* ---- direct conv, output channels along the vector (conv_kernels.h:
+ * cvec) ---- */
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(cvec_body)(int64_t K, const float *restrict w,
+                                                           const float *restrict x,
+                                                           const int64_t *restrict xoff,
+                                                           const float *restrict bias, float *restrict c,
+                                                           const int np) {
+  vf acc[CVP];
+  const vf b = v_load(bias);
+#pragma GCC unroll 24
+  for (int p = 0; p < np; p++) acc[p] = b;
+  for (int64_t k = 0; k < K; k++) {
+    const float *xk = x + xoff[k];
+    const vf wk = v_load(w + k * VL);
+#pragma GCC unroll 24
+    for (int p = 0; p < np; p++) acc[p] = v_fma(v_set1(xk[p]), wk, acc[p]);
+  }
+#pragma GCC unroll 24
+  for (int p = 0; p < np; p++) v_store(c + p * VL, acc[p]);
+}
+
+static SIMD_TARGET void SIMD_NAME(cvec)(int64_t K, const float *w, const float *x, const int64_t *xoff,
+                                        const float *bias, float *c, int np) {
+  switch (np) {
+#define CVCASE(P)                                            \
+  case P:                                                    \
+    SIMD_NAME(cvec_body)(K, w, x, xoff, bias, c, P);         \
+    break;
+    CVCASE(1) CVCASE(2) CVCASE(3) CVCASE(4) CVCASE(5) CVCASE(6) CVCASE(7) CVCASE(8)
+#if CVP > 8
+    CVCASE(9) CVCASE(10) CVCASE(11) CVCASE(12)
+#endif
+#if CVP > 12
+    CVCASE(13) CVCASE(14) CVCASE(15) CVCASE(16) CVCASE(17) CVCASE(18) CVCASE(19) CVCASE(20)
+    CVCASE(21) CVCASE(22) CVCASE(23) CVCASE(24)
+#endif
+#undef CVCASE
+    default: break;
+  }
+}
 
 /* ---- Winograd tuple GEMM ---- */
 
@@ -841,6 +886,8 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
 #endif
     },
     .direct_out = SIMD_NAME(direct_out),
+    .cvp = CVP,
+    .cvec = SIMD_NAME(cvec),
     .pmr = DMR,
     .pmax_nv = DNV,
     .pw_tile = SIMD_NAME(pw_tile),

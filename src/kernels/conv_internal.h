@@ -28,6 +28,9 @@ smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level is
 smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                              const float *B, const conv2d_epilogue *ep, float *Y);
+smelt_status conv_cvec_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
+smelt_status conv_cvec_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
+                           const float *B, const conv2d_epilogue *ep, float *Y);
 smelt_status conv_wino_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 /* Sets the padded sizes (cp, mp) the transformed layout uses. */
 void conv_wino_layout(conv2d_weights *w);

@@ -45,6 +45,15 @@ typedef struct conv_kernels {
    * (1 <= n <= pmax_nv*vl, 1 <= mr <= pmr): y[i*ldy + j] = min(hi, max(lo,
    * bias[i] + res[i*ldy + j] + sum_k w[i*ldw + k] * x[k*ldx + j])) (bias,
    * res may be NULL).  Reads and writes nothing past column n. */
+  /* Direct conv with the output channels along the vector (kernels/
+   * conv_cvec.c): c[p*vl + v] = bias[v] + sum_k w[k*vl + v] * x[xoff[k] + p]
+   * for p < np (1 <= np <= cvp), v < vl: np positions of one output row,
+   * contiguous in the phase-split buffer at x; w: a packed panel of vl
+   * output channels (K vectors); bias: vl floats. */
+  int cvp;
+  void (*cvec)(int64_t K, const float *w, const float *x, const int64_t *xoff, const float *bias, float *c,
+               int np);
+
   int pmr, pmax_nv;
   void (*pw_tile)(int64_t K, const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n,
                   const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy,

@@ -134,7 +134,7 @@ static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
   fill(X, nx), fill(W, nw), fill(B, d->M);
   bool bias = d->M % 2 == 1;
   ref_conv(d, X, W, bias ? B : NULL, want, scale);
-  static const conv_algo algos[] = {CONV_ALGO_DIRECT, CONV_ALGO_DEPTHWISE, CONV_ALGO_WINO2,
+  static const conv_algo algos[] = {CONV_ALGO_DIRECT, CONV_ALGO_CHANVEC, CONV_ALGO_DEPTHWISE, CONV_ALGO_WINO2,
                                     CONV_ALGO_WINO4};
   for (int isa = 0; isa <= (int)isa_detect(); isa++)
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++) {
@@ -239,6 +239,14 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 3, 61, 67, 10, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
       mk(1, 4, 9, 30, 6, 1, 1, 3, 1, 1, 1, 6, 0, 0, 0, 0),
       mk(2, 8, 5, 3, 9, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      /* chanvec: whole and partial channel vectors per group, rows cut
+       * into tiles (13 -> 7 + 6, 29 -> 3 tiles at AVX2), stride 2,
+       * dilation, a 1-D signal */
+      mk(1, 48, 7, 7, 48, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(2, 30, 13, 13, 60, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 32, 15, 29, 32, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 12, 11, 11, 36, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2),
+      mk(1, 16, 1, 40, 16, 2, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2),
   };
   for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) check_conv(&cs[i], pool);
   /* random small shapes */
@@ -418,6 +426,24 @@ static void select_cases(void) {
     CHECK(conv2d_select(&proj, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_IM2COL);
     CHECK(conv2d_select(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
   }
+  /* chanvec (AVX2; conv_select.c: chanvec_suits): grouped convs of whole
+   * vectors of output channels per group over rows under two vectors
+   * (regnet's 440ch G55 at 7x7, resnext50's 1024ch G32 3x3/2 to 14x14);
+   * wider rows and 4 channels a group stay direct */
+  conv2d_desc rg7 = mk(1, 440, 7, 7, 440, 55, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  conv2d_desc rx14 = mk(1, 1024, 28, 28, 1024, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
+  conv2d_desc rx28 = mk(1, 256, 28, 28, 256, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  conv2d_desc g4_7 = mk(1, 128, 7, 7, 128, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  if (isa_detect() >= ISA_AVX2)
+    for (int t = 1; t <= 2; t++) {
+      CHECK(conv2d_select(&rg7, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_CHANVEC);
+      CHECK(conv2d_select(&rx14, ISA_AVX2, t, CONV_ALGO_AUTO, false) == CONV_ALGO_CHANVEC);
+      CHECK(conv2d_select(&rx28, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+      CHECK(conv2d_select(&g4_7, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+      CHECK(conv2d_select(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+    }
+  CHECK(conv2d_select(&rg7, ISA_SCALAR, 1, CONV_ALGO_AUTO, true) != CONV_ALGO_CHANVEC);
+  CHECK(conv2d_select(&rg7, ISA_SCALAR, 1, CONV_ALGO_CHANVEC, true) == CONV_ALGO_CHANVEC);
   /* AVX-512 (the cost model reads the AVX-512 table only where the CPU has
    * it): resnet50's 3x3 layers at 7x7 and its stride-2 14x14 one go direct at
    * 1 and 16 threads, not im2col -- measured on a 16-core Xeon, direct 1.1x
@@ -471,6 +497,7 @@ int main(void) {
   select_cases();
   split_cases();
   pool_free(pool);
+  printf("worst error / sum|xw|: chanvec %.2g\n", worst[CONV_ALGO_CHANVEC]);
   printf("worst error / sum|xw|: direct %.2g depthwise %.2g winograd2 %.2g winograd4 %.2g\n",
          worst[CONV_ALGO_DIRECT], worst[CONV_ALGO_DEPTHWISE], worst[CONV_ALGO_WINO2],
          worst[CONV_ALGO_WINO4]);

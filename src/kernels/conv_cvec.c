@@ -1,0 +1,138 @@
+/* Direct convolution with the output channels along the vector ("chanvec",
+ * kernels/conv.h): for grouped convolutions over small planes.
+ *
+ * The direct driver (conv_direct.c) puts positions along the vector: a
+ * row of the wide output (Wq = OW + the taps' reach columns) is cut into
+ * tiles of whole vectors, so a 7x7 plane (Wq = 9 for a 3x3) computes 72
+ * positions for 49, and each (batch, group) item fills its rows of the
+ * input for a few tiles' work.  Here a vector holds vl output channels of
+ * one group (a packed panel: [K][vl], zero past Mg) and each position is a
+ * broadcast of one input value: a tile is np <= cvp positions of one
+ * output row, read from the same stride-phase-split padded buffer as the
+ * direct kernel (every tap one flat offset), so no position is computed
+ * that is not in Y.  The bias starts the sums; the tile (positions x
+ * channels) goes to Y's channel rows through cols_to_rows, which adds the
+ * residual and clamps.  Work items are (batch, group): each fills its
+ * group's channels once (after a thread's first item only the values,
+ * conv_refill_phases) and runs every panel over every row. */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/tensor.h"
+#include "kernels/conv_internal.h"
+#include "util/err.h"
+
+/* Packed weights: [G][panel][K][vl], K = Cg*KH*KW in W's own order,
+ * channels past Mg zero.  Split over (group, panel) pairs. */
+typedef struct cvec_prep_job {
+  conv2d_weights *w;
+  const float *W;
+} cvec_prep_job;
+
+static void cvec_prep_panels(void *ctx, int64_t q0, int64_t q1) {
+  const cvec_prep_job *j = ctx;
+  const conv2d_desc *d = &j->w->d;
+  int vl = j->w->k->vl;
+  int64_t Mg = d->M / d->G, K = d->C / d->G * d->KH * d->KW, np = conv_cdiv(Mg, vl);
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t g = q / np, p = q % np;
+    float *dst = j->w->data + q * K * vl;
+    for (int64_t k = 0; k < K; k++)
+      for (int v = 0; v < vl; v++) {
+        int64_t m = p * vl + v;
+        *dst++ = m < Mg ? j->W[(g * Mg + m) * K + k] : 0.f;
+      }
+  }
+}
+
+smelt_status conv_cvec_prepare(smelt_pool *pool, conv2d_weights *w, const float *W) {
+  const conv2d_desc *d = &w->d;
+  cvec_prep_job j = {w, W};
+  pool_parallel_for(pool, d->G * conv_cdiv(d->M / d->G, w->k->vl), 1, cvec_prep_panels, &j);
+  return SMELT_OK;
+}
+
+typedef struct cvec_job {
+  const conv2d_desc *d;
+  const conv2d_weights *w;
+  const float *X, *B, *res;
+  float *Y;
+  float lo, hi;
+  conv_phases ph;
+  int64_t Cg, Mg, K, np, seg; /* seg: positions per tile (a row is cut evenly) */
+  int64_t buf_len;
+  const int64_t *xoff;
+  atomic_bool failed;
+} cvec_job;
+
+static void cvec_item(const cvec_job *j, int64_t it, float *buf, bool first) {
+  const conv2d_desc *d = j->d;
+  const conv_kernels *k = j->w->k;
+  const int vl = k->vl;
+  int64_t n = it / d->G, g = it % d->G, OHW = d->OH * d->OW, Wq = j->ph.Wq;
+  const float *x = j->X + (n * d->C + g * j->Cg) * d->H * d->W;
+  if (first) conv_fill_phases(&j->ph, x, j->Cg, 0, 0.f, buf);
+  else conv_refill_phases(&j->ph, x, j->Cg, 0, buf);
+  float c[64 * 16], bias[16];
+  for (int64_t p = 0; p < j->np; p++) {
+    int64_t m0 = p * vl;
+    int nl = (int)(j->Mg - m0 < vl ? j->Mg - m0 : vl);
+    for (int v = 0; v < vl; v++) bias[v] = j->B && v < nl ? j->B[g * j->Mg + m0 + v] : 0.f;
+    const float *a = j->w->data + (g * j->np + p) * j->K * vl;
+    int64_t yoff = (n * d->M + g * j->Mg + m0) * OHW;
+    for (int64_t oh = 0; oh < d->OH; oh++)
+      for (int64_t ow = 0; ow < d->OW; ow += j->seg) {
+        int npos = (int)(d->OW - ow < j->seg ? d->OW - ow : j->seg);
+        k->cvec(j->K, a, buf + oh * Wq + ow, j->xoff, bias, c, npos);
+        int64_t o = yoff + oh * d->OW + ow;
+        k->cols_to_rows(c, vl, npos, nl, j->res ? j->res + o : NULL, j->lo, j->hi, j->Y + o, OHW);
+      }
+  }
+}
+
+static void cvec_items(void *vctx, int64_t i0, int64_t i1) {
+  cvec_job *j = vctx;
+  float *buf = tensor_data_alloc(sizeof(float) * (size_t)j->buf_len);
+  if (!buf) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (int64_t it = i0; it < i1; it++) cvec_item(j, it, buf, it == i0);
+  tensor_data_free(buf);
+}
+
+smelt_status conv_cvec_run(smelt_pool *pool, const conv2d_weights *w, const float *X, const float *B,
+                           const conv2d_epilogue *ep, float *Y) {
+  const conv2d_desc *d = &w->d;
+  const conv_kernels *k = w->k;
+  if (k->vl > 16 || k->cvp > 64)
+    return err_set(SMELT_ERR_INTERNAL, "conv chanvec: vector of %d floats, tiles of %d", k->vl, k->cvp);
+  cvec_job j = {.d = d, .w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
+                .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
+  j.Cg = d->C / d->G;
+  j.Mg = d->M / d->G;
+  j.K = j.Cg * d->KH * d->KW;
+  j.np = conv_cdiv(j.Mg, k->vl);
+  /* a row of OW outputs in the fewest tiles, evened out (14 -> 7 + 7) */
+  j.seg = conv_cdiv(d->OW, conv_cdiv(d->OW, k->cvp));
+  int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw;
+  /* every row a tap reaches, every column: the plane the depthwise row form fills */
+  j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax, k};
+  int64_t P = d->sh * d->sw;
+  j.buf_len = j.Cg * P * j.ph.Hl * j.ph.Wq + k->vl;
+  int64_t *xoff = malloc(sizeof(int64_t) * (size_t)(j.K > 0 ? j.K : 1));
+  if (!xoff) return err_nomem("conv offsets", sizeof(int64_t) * (size_t)j.K);
+  for (int64_t c = 0, kk = 0; c < j.Cg; c++)
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
+        int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
+        xoff[kk] = ((c * P + ph * d->sw + pw) * j.ph.Hl + kh * d->dh / d->sh) * j.ph.Wq + kw * d->dw / d->sw;
+      }
+  j.xoff = xoff;
+  pool_parallel_for(pool, d->N * d->G, 1, cvec_items, &j);
+  free(xoff);
+  if (atomic_load(&j.failed)) return err_nomem("conv scratch", sizeof(float) * (size_t)j.buf_len);
+  return SMELT_OK;
+}
