@@ -148,8 +148,15 @@ static conv_algo pick_cheapest(const conv2d_desc *d, const cm_ctx *c, const conv
  * the direct kernel (not measured there). */
 static bool chanvec_suits(const conv2d_desc *d, const conv_kernels *k) {
   int64_t Mg = d->M / d->G;
-  return k->isa == ISA_AVX2 && d->G > 1 && !(d->G == d->C && d->G == d->M) && Mg % k->vl == 0 &&
-         d->OW < 2 * k->vl && conv2d_supports(d, CONV_ALGO_CHANVEC);
+  if (k->isa != ISA_AVX2 || d->G < 2 || (d->G == d->C && d->G == d->M) || Mg % k->vl || d->OW >= 2 * k->vl ||
+      !conv2d_supports(d, CONV_ALGO_CHANVEC))
+    return false;
+  /* an item's copy of its group's input (every phase row it reads) within
+   * 1 Mi floats: chanvec does not cut a tall plane into chunks as the
+   * direct driver does */
+  double rows = (double)d->OH + (double)(d->KH - 1) * d->dh / d->sh;
+  double cols = (double)d->OW + (double)(d->KW - 1) * d->dw / d->sw;
+  return (double)(d->C / d->G) * d->sh * d->sw * rows * cols <= (double)(1 << 20);
 }
 
 conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested,

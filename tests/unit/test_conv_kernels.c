@@ -442,6 +442,9 @@ static void select_cases(void) {
       CHECK(conv2d_select(&g4_7, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
       CHECK(conv2d_select(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
     }
+  /* a tall plane (a group's copy past 1 Mi floats) stays direct, which cuts it into chunks */
+  conv2d_desc tall = mk(1, 64, 40000, 7, 64, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  if (isa_detect() >= ISA_AVX2) CHECK(conv2d_select(&tall, ISA_AVX2, 2, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
   CHECK(conv2d_select(&rg7, ISA_SCALAR, 1, CONV_ALGO_AUTO, true) != CONV_ALGO_CHANVEC);
   CHECK(conv2d_select(&rg7, ISA_SCALAR, 1, CONV_ALGO_CHANVEC, true) == CONV_ALGO_CHANVEC);
   /* AVX-512 (the cost model reads the AVX-512 table only where the CPU has
