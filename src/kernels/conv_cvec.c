@@ -12,7 +12,9 @@
  * direct kernel (every tap one flat offset), so no position is computed
  * that is not in Y.  The bias starts the sums; the tile (positions x
  * channels) goes to Y's channel rows through cols_to_rows, which adds the
- * residual and clamps.  Work items are (batch, group): each fills its
+ * residual and clamps (a row's partial last vector stored whole: the
+ * outputs after it in that channel's plane are this item's to write,
+ * later).  Work items are (batch, group): each fills its
  * group's channels once (after a thread's first item only the values,
  * conv_refill_phases) and runs every panel over every row. */
 #include <math.h>
@@ -86,8 +88,9 @@ static void cvec_item(const cvec_job *j, int64_t it, float *buf, bool first) {
       for (int64_t ow = 0; ow < d->OW; ow += j->seg) {
         int npos = (int)(d->OW - ow < j->seg ? d->OW - ow : j->seg);
         k->cvec(j->K, a, buf + oh * Wq + ow, j->xoff, bias, c, npos);
-        int64_t o = yoff + oh * d->OW + ow;
-        k->cols_to_rows(c, vl, npos, nl, j->res ? j->res + o : NULL, j->lo, j->hi, j->Y + o, OHW);
+        /* the rest of each channel's plane is written later by this item */
+        int64_t o = yoff + oh * d->OW + ow, left = OHW - (oh * d->OW + ow);
+        k->cols_to_rows(c, vl, npos, nl, j->res ? j->res + o : NULL, j->lo, j->hi, j->Y + o, OHW, left);
       }
   }
 }

@@ -640,7 +640,7 @@ static SIMD_TARGET void SIMD_NAME(pw_tile)(int64_t K, const float *w, int64_t ld
  * (conv_kernels.h: cols_to_rows) ---- */
 static SIMD_TARGET void SIMD_NAME(cols_to_rows)(const float *src, int64_t lds, int64_t n, int nl,
                                                 const float *res, float lo, float hi, float *dst,
-                                                int64_t ldd) {
+                                                int64_t ldd, int64_t cap) {
   const vf vlo = v_set1(lo), vhi = v_set1(hi);
   for (int64_t p0 = 0; p0 < n; p0 += VL) {
     int r = n - p0 < VL ? (int)(n - p0) : VL;
@@ -657,6 +657,9 @@ static SIMD_TARGET void SIMD_NAME(cols_to_rows)(const float *src, int64_t lds, i
       vf v = t[l];
       if (r == VL) {
         if (rs) v = v_add(v, v_load(rs));
+        v_store(d, SIMD_NAME(clampv)(v, vlo, vhi));
+      } else if (cap - p0 >= VL) { /* whole: the junk lands where the caller writes later */
+        if (rs) v = v_add(v, v_loadn(rs, r));
         v_store(d, SIMD_NAME(clampv)(v, vlo, vhi));
       } else { /* a masked store is slow on AMD: the few values one by one */
         if (rs) v = v_add(v, v_loadn(rs, r));

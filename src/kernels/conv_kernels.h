@@ -81,9 +81,11 @@ typedef struct conv_kernels {
   /* Columns of a pixel-major matrix back to channel rows, with the conv
    * epilogue: dst[l*ldd + p] = min(hi, max(lo, src[p*lds + l] + res[l*ldd
    * + p])) for l < nl (1..vl), p < n (res may be NULL).  Reads no column
-   * of src past nl and writes nothing past column n of a row. */
+   * of src past nl.  cap (>= n): floats writable from the start of each
+   * row; a row's last partial vector is stored whole (junk past n) where
+   * it fits, else value by value. */
   void (*cols_to_rows)(const float *src, int64_t lds, int64_t n, int nl, const float *res, float lo,
-                       float hi, float *dst, int64_t ldd);
+                       float hi, float *dst, int64_t ldd, int64_t cap);
 
   /* Depthwise: one output row of one channel from the phase-split padded
    * plane: y[j] = bias + sum_t w[t] * p[off[t] + j], j < n. */

@@ -141,7 +141,7 @@ static void pwt_rows(void *vctx, int64_t b0, int64_t b1) {
     int64_t m0 = b * vl;
     int nl = (int)(j->M - m0 < vl ? j->M - m0 : vl);
     j->k->cols_to_rows(j->T + m0, j->M, j->S, nl, j->res ? j->res + m0 * j->S : NULL, j->lo, j->hi,
-                       j->Y + m0 * j->S, j->S);
+                       j->Y + m0 * j->S, j->S, j->S);
   }
 }
 
