@@ -145,18 +145,22 @@ void conv_direct_chunking(const conv2d_desc *d, int64_t NR, int64_t *fit_tiles, 
 }
 
 /* The job's compute seconds on one thread, for conv_split: the tiles'
- * multiply-adds at a per-ISA rate (the direct kernel's, measured: ~150
- * GFLOP/s a core at AVX-512, ~75 at AVX2), plus, per output value of every
- * tile, the tile's store and its way out to Y through the epilogue
- * (direct_out), worth DIRECT_OUT_FLOPS multiply-add flops.  Without that
- * term a conv of few taps (the 3-channel stems: K = 27) was costed at a
- * third of its time (AVX2: 146 us for 440 us) and split 3:2 or 4:3 over 2
- * threads. */
-#define DIRECT_OUT_FLOPS 16.0
+ * multiply-adds at 150 GFLOP/s on a vector ISA (the rate the split was
+ * tuned with; 15 on the scalar path), plus,
+ * per output value of every tile, the tile's store and its way out to Y
+ * through the epilogue (direct_out) and the tile's share of the fill,
+ * worth DIRECT_OUT_FLOPS at that rate.  Measured on AVX2 (one thread): a
+ * 3-channel stem (K = 27) spends ~0.4 ns an output on those against ~0.7
+ * on its multiply-adds; without the term it was costed at a third of its
+ * time and cut into 5 or 7 items over 2 threads (3:2, 4:3), now 8 and 10.
+ * Layers of a large K keep their split (64 -> 128 3x3/2 at 28x28: with
+ * the work counted at 75 GFLOP/s it took 10 items, not 8, and ran 5-9%
+ * slower). */
+#define DIRECT_OUT_FLOPS 80.0
 static double direct_work_s(const direct_job *j) {
   const conv2d_desc *d = j->d;
-  double rate = j->k->vl >= 16 ? 150e9 : j->k->vl >= 8 ? 75e9 : 8e9;
   double outs = (double)d->N * d->G * j->np * j->k->dmr * j->tiles * j->NR;
+  double rate = j->k->vl > 1 ? 150e9 : 15e9; /* the scalar kernel: ~15 GFLOP/s at best */
   return outs * (2.0 * j->K + DIRECT_OUT_FLOPS) / rate;
 }
 

@@ -465,10 +465,10 @@ static void select_cases(void) {
 }
 
 /* The direct driver's split over 2 threads: the busiest thread's share of
- * the items stays within 4% of half, also for the 3-channel stems (K = 27,
- * where the output's store costs more than the multiply-adds), which the
- * split once costed at a third of their time and cut into 5 or 7 items
- * (3:2, 4:3). */
+ * the items stays within 8% of half, also for the 3-channel stems (K = 27,
+ * where the output's store costs about as much as the multiply-adds),
+ * which the split once costed at a third of their time and cut into 5 or
+ * 7 items (3:2, 4:3). */
 static void split_cases(void) {
   conv2d_desc cs[] = {
       mk(1, 3, 224, 224, 32, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1), /* mobilenet, mnasnet */
@@ -480,8 +480,8 @@ static void split_cases(void) {
     for (int isa = 0; isa <= (int)isa_detect(); isa++) {
       int64_t n = conv_direct_items(&cs[i], (isa_level)isa, 2);
       double busiest = (double)((n + 1) / 2) / (double)n;
-      if (!(busiest <= 0.52)) fprintf(stderr, "case %zu/%s: %lld items\n", i, isa_name((isa_level)isa), (long long)n);
-      CHECK(busiest <= 0.52);
+      if (!(busiest <= 0.54)) fprintf(stderr, "case %zu/%s: %lld items\n", i, isa_name((isa_level)isa), (long long)n);
+      CHECK(busiest <= 0.54);
     }
 }
 
