@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "ir/tensor.h"
+#include "kernels/conv_bf16.h"
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
@@ -13,7 +14,8 @@ static const char *const algo_names[CONV_ALGO_COUNT] = {
     [CONV_ALGO_AUTO] = "auto",           [CONV_ALGO_IM2COL] = "im2col",
     [CONV_ALGO_DIRECT] = "direct",       [CONV_ALGO_DEPTHWISE] = "depthwise",
     [CONV_ALGO_WINO2] = "winograd2",     [CONV_ALGO_WINO4] = "winograd4",
-    [CONV_ALGO_WINOGRAD] = "winograd",   [CONV_ALGO_POINTWISE] = "pointwise"};
+    [CONV_ALGO_WINOGRAD] = "winograd",   [CONV_ALGO_POINTWISE] = "pointwise",
+    [CONV_ALGO_BF16] = "bf16"};
 
 const char *conv_algo_name(conv_algo a) {
   return a >= 0 && a < CONV_ALGO_COUNT ? algo_names[a] : "?";
@@ -30,7 +32,7 @@ bool conv_algo_parse(const char *s, conv_algo *out) {
 
 conv_algo conv_algo_from_env(void) {
   conv_algo a = CONV_ALGO_AUTO;
-  if (!conv_algo_parse(getenv("SMELT_CONV"), &a)) a = CONV_ALGO_AUTO;
+  if (!conv_algo_parse(getenv("SMELT_CONV"), &a) || a == CONV_ALGO_BF16) a = CONV_ALGO_AUTO;
   return a;
 }
 
@@ -48,6 +50,7 @@ bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:
     case CONV_ALGO_WINOGRAD: return wino_shape(d);
+    case CONV_ALGO_BF16: return conv_bf16_shape(d);
     default: return false;
   }
 }
@@ -188,6 +191,7 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       est = (double)a * a * conv_cdiv(d->C, k->vl) * k->vl * conv_cdiv(d->M, k->wnr) * k->wnr;
       break;
     }
+    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d); break; /* 32-bit words */
     default: return err_set(SMELT_ERR_INTERNAL, "conv: no prepared form for %s", conv_algo_name(algo));
   }
   if (est > 4e9) return err_set(SMELT_ERR_NOMEM, "conv: %.3g prepared weights is implausible", est);
@@ -222,7 +226,8 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   else if (algo == CONV_ALGO_DEPTHWISE) {
     memcpy(w->data, W, sizeof(float) * (size_t)n);
     st = conv_dw_blk_weights(w);
-  } else st = conv_wino_prepare(pool, w, W);
+  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, W, (uint32_t *)w->data);
+  else st = conv_wino_prepare(pool, w, W);
   if (st) {
     conv2d_weights_free(w);
     return st;
@@ -283,6 +288,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
     case CONV_ALGO_WINO4:
       if (!wino_shape(d)) break;
       return conv_wino_run(pool, &run, X, B, ep, Y);
+    case CONV_ALGO_BF16: return conv_bf16_run(pool, w->k->isa, d, (const uint32_t *)w->data, X, B, ep, Y);
     default: break;
   }
   return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));

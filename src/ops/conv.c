@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "kernels/conv.h"
+#include "kernels/conv_bf16.h"
 #include "kernels/gemm.h"
 #include "ops/gemm_weights.h"
 #include "ops/conv_core.h"
@@ -367,6 +368,14 @@ static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_al
 /* The algorithm for the shape and, unless it is im2col, its prepared
  * weights: from the session's op cache, from the store on disk, or made now
  * (*own: the caller frees them; otherwise the cache holds them). */
+/* The node runs its convolution in bf16 (kernels/conv_bf16.h): marked so by
+ * autocast, bf16 convolution wanted at this level (AMX, or forced), and a
+ * 1-D or 2-D shape the kernel takes (one group, enough channels). */
+static bool conv_bf16_for(op_ctx *c, const conv_geom *g) {
+  return c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") && g->w.nsp <= 2 &&
+         g->G == 1 && g->C >= CONV_BF16_MIN_C && g->Kdim > 0 && conv_bf16_wanted(isa_active());
+}
+
 static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
                                      conv_algo *algo, conv2d_weights **pw, bool *own) {
   *pw = NULL;
@@ -376,7 +385,8 @@ static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float 
   conv_desc_of(g, d);
   isa_level isa = isa_active();
   bool cacheable = c->cache && op_input_is_constant(c, 1);
-  *algo = conv2d_select(d, isa, pool_threads(c->pool), conv_algo_from_env(), cacheable);
+  conv_algo req = conv_bf16_for(c, g) ? CONV_ALGO_BF16 : conv_algo_from_env();
+  *algo = conv2d_select(d, isa, pool_threads(c->pool), req, cacheable);
   if (*algo == CONV_ALGO_IM2COL) return SMELT_OK;
   conv_cache_key key;
   memset(&key, 0, sizeof key);
@@ -487,8 +497,9 @@ smelt_status conv_op_prepare(op_ctx *c) {
   conv_geom g;
   TRY(conv_plan(c, &g));
   if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
-  if (conv_pw_route(&g)) return SMELT_OK; /* nothing to prepare */
-  if (conv_pw_t_weights(c, &g)) return SMELT_OK; /* W^T packed */
+  bool bf16 = conv_bf16_for(c, &g);
+  if (!bf16 && conv_pw_route(&g)) return SMELT_OK; /* nothing to prepare */
+  if (!bf16 && conv_pw_t_weights(c, &g)) return SMELT_OK; /* W^T packed */
   conv2d_desc d;
   conv_algo algo;
   conv2d_weights *pw;
@@ -501,8 +512,9 @@ smelt_status conv_op_prepare(op_ctx *c) {
 
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
-  if (conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
-  const gemm_packed *wt = W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
+  bool bf16 = conv_bf16_for(c, g); /* conv_fast takes it */
+  if (!bf16 && conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
+  const gemm_packed *wt = !bf16 && W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
   if (wt) {
     conv_epilogue rest = {0};
     conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);

@@ -45,6 +45,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/bf16dp.h"
+#include "kernels/conv_bf16.h"
+#include "kernels/isa.h"
 #include "kernels/qgemm.h"
 #include "passes/rewrite.h"
 #include "util/err.h"
@@ -135,6 +138,41 @@ static smelt_status to_lowp(rewriter *w, int id, const ac_plan *p, const char *p
   return rw_set_input(w, nid, 3, res);
 }
 
+/* NULL when Conv / smelt.Conv node id can run in bf16 (kernels/conv_bf16.h:
+ * both operands in bf16 on AMX tiles), else why it cannot. */
+static const char *conv_check(rewriter *w, int id) {
+  const ir_node *nd = rw_node(w, id);
+  if (nd->n_outputs != 1 || nd->n_inputs < 2 || !is_f32(w, nd->outputs[0]) || !is_f32(w, nd->inputs[0]) ||
+      !is_f32(w, nd->inputs[1]))
+    return "not float32";
+  if (!constant_weight(w, nd->inputs[1])) return "its weight is not a constant";
+  const ir_value *b = rw_val(w, nd->inputs[1]);
+  if (b->rank != 3 && b->rank != 4) return "not a 1-D or 2-D convolution";
+  if (ir_attr_int(nd, "group", 1) != 1) return "grouped (depthwise and grouped convolutions are memory-bound)";
+  if (!dim_known(b->dims[1]) || b->dims[1] < CONV_BF16_MIN_C) return "fewer than 16 input channels";
+  if (!conv_bf16_wanted(isa_active()))
+    return "this CPU has no AMX (the bf16 convolution runs on AMX tiles; SMELT_CONV_BF16=1 forces a slow "
+           "scalar kernel)";
+  return NULL;
+}
+
+/* The same node again with precision = pname added. */
+static smelt_status mark_precision(rewriter *w, int id, const char *pname) {
+  const ir_node *nd = rw_node(w, id);
+  char op[64], dom[64];
+  int ins[16], n_in = nd->n_inputs, n_attrs = nd->n_attrs + 1, nid;
+  if (n_in > 16 || snprintf(op, sizeof op, "%s", nd->op_type) >= (int)sizeof op ||
+      snprintf(dom, sizeof dom, "%s", nd->domain) >= (int)sizeof dom)
+    return err_set(SMELT_ERR_INTERNAL, "autocast: node %d is not a convolution", id);
+  for (int k = 0; k < n_in; k++) ins[k] = nd->inputs[k];
+  TRY(rw_replace_node(w, id, op, dom, n_in, n_attrs, &nid));
+  nd = rw_node(w, id); /* the node array may have moved */
+  for (int k = 0; k < nd->n_attrs; k++) TRY(rw_attr_copy(w, nid, k, &nd->attrs[k]));
+  TRY(rw_attr_string(w, nid, n_attrs - 1, "precision", pname));
+  for (int k = 0; k < n_in; k++) TRY(rw_set_input(w, nid, k, ins[k]));
+  return SMELT_OK;
+}
+
 /* Counts of the other ops kept in fp32, for one summary line. */
 typedef struct kept_ops {
   const char *op[32];
@@ -174,13 +212,26 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
   TRY(rw_begin(&w, g, o, r));
   smelt_status s = SMELT_OK;
   kept_ops kept = {0};
-  int n = g->n_nodes, n_int8 = 0;
+  int n = g->n_nodes, n_int8 = 0, n_conv = 0;
   for (int id = 0; !s && id < n; id++) {
     if (!rw_live(&w, id)) continue;
     const ir_node *nd = rw_node(&w, id);
     bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
     bool cand = fused || rw_is_op(&w, id, "MatMul") || rw_is_op(&w, id, "Gemm");
+    bool conv = !strcmp(nd->op_type, "Conv") && (!strcmp(nd->domain, "smelt") || !nd->domain[0]);
     char nb[160];
+    if (conv && o->precision == SMELT_PRECISION_BF16) {
+      if (!strcmp(ir_attr_string(nd, "precision", "fp32"), pname)) continue; /* done before */
+      const char *why = conv_check(&w, id);
+      pass_log(r, "autocast: %s (%sConv) %s%s", rw_name(&w, id, nb, sizeof nb), nd->domain[0] ? "smelt." : "",
+               why ? "stays fp32: " : "-> bf16: constant weight, ",
+               why ? why : bf16dp_amx_hw(isa_active()) ? "AMX tiles" : "scalar kernel (SMELT_CONV_BF16=1)");
+      if (why) continue;
+      s = mark_precision(&w, id, pname);
+      w.changes++;
+      n_conv++;
+      continue;
+    }
     if (!cand) {
       keep(&kept, nd->op_type);
       continue;
@@ -202,6 +253,8 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
   if (!s) {
     log_kept(&w, &kept);
     pass_log(r, "autocast: %d GEMM node%s in %s", n_int8, n_int8 == 1 ? "" : "s", pname);
+    if (o->precision == SMELT_PRECISION_BF16)
+      pass_log(r, "autocast: %d convolution%s in bf16", n_conv, n_conv == 1 ? "" : "s");
   }
   return rw_end(&w, s, changes);
 }

@@ -1,0 +1,42 @@
+/* What kernels/conv_bf16.c shares with its AMX driver (x86/conv_bf16_amx.c):
+ * one image's job and its geometry (kernels/conv_bf16.h has the layout). */
+#ifndef SMELT_KERNELS_CONV_BF16_IMPL_H
+#define SMELT_KERNELS_CONV_BF16_IMPL_H
+
+#include "kernels/conv_bf16.h"
+
+#define CB_BLOCK 32 /* output channels and flat positions per item */
+
+typedef struct cb_job {
+  const conv2d_desc *d;
+  int64_t Cq, Mp;      /* channel pairs (C padded to 32, halved), output channels padded to 32 */
+  int64_t P, L;        /* phase planes per channel pair, words per plane */
+  int64_t Hq, Wq;      /* rows and columns of a phase plane */
+  int64_t F, nfb, nmb; /* flat positions OH*Wq, their blocks, output-channel blocks */
+  int64_t taps, S;     /* KH*KW, OH*OW */
+  const int64_t *toff; /* per tap: its word offset in a channel pair's P*L words */
+  const uint32_t *w;   /* [taps][Mp][Cq] */
+  const uint8_t *used; /* per phase: some tap reads it (the others are left unfilled) */
+  uint32_t *xp;        /* [Cq][P][L]: this image, converted */
+  const float *X;      /* this image, [C][H][W] */
+  const float *B, *res; /* bias (M) or NULL; residual of Y's shape (this image) or NULL */
+  float lo, hi;
+  float *Y;            /* this image, [M][OH*OW] */
+} cb_job;
+
+/* Stores acc (CB_BLOCK x CB_BLOCK, row = output channel, column = flat
+ * position) of item (mb, fb): bias, residual and clamp, valid rows and
+ * positions only. */
+void cb_store_scalar(const cb_job *j, const float *acc, int64_t mb, int64_t fb);
+/* Fills channel pairs [q0, q1) of j->xp from j->X (scalar; pool_parallel_for body). */
+void cb_fill_scalar(void *ctx, int64_t q0, int64_t q1);
+
+/* Items [it0, it1) on the scalar block kernel (pool_parallel_for body). */
+void cb_items_scalar(void *ctx, int64_t it0, int64_t it1);
+
+/* The AMX driver (x86/conv_bf16_amx.c): the fill and items [it0, it1) as
+ * pool_parallel_for bodies; call only where bf16dp_amx_hw. */
+void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1);
+void cb_items_amx(void *ctx, int64_t it0, int64_t it1);
+
+#endif
