@@ -72,6 +72,7 @@ void cb_fill_scalar(void *ctx, int64_t q0, int64_t q1) {
   for (int64_t q = q0; q < q1; q++)
     for (int64_t ph = 0; ph < d->sh; ph++)
       for (int64_t pw = 0; pw < d->sw; pw++) {
+        if (!j->used[ph * d->sw + pw]) continue; /* no tap reads it */
         uint32_t *o = j->xp + (q * j->P + ph * d->sw + pw) * j->L;
         const float *x0 = 2 * q < d->C ? j->X + 2 * q * d->H * d->W : NULL;
         const float *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * d->H * d->W : NULL;

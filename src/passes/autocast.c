@@ -1,5 +1,8 @@
 /* Autocast: which nodes run in the session's reduced precision, as AMP
- * decides.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
+ * decides.  Under BF16, one-group Conv / smelt.Conv nodes with a constant
+ * float32 weight and at least CONV_BF16_MIN_C input channels get
+ * precision = "bf16" too, where the bf16 convolution runs (AMX:
+ * kernels/conv_bf16.h); the log names why any other stays fp32.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
  * pass does nothing).  BF16 is weight-only: the same allow-list and
  * keep-list, the node gets precision = "bf16" (weight rounded to bf16 once,
  * activations, sums and outputs fp32: kernels/wbf16.h; no K limit).  FP16
@@ -27,7 +30,8 @@
  *   - products of two activations (attention's Q K^T and P V, any MatMul
  *     whose B is computed): both sides would need run-time quantization and
  *     attention scores are sensitive to it;
- *   - convolutions (no int8 convolution kernel yet);
+ *   - convolutions under int8, fp16 and int4 (no such convolution kernel
+ *     yet; bf16 above);
  *   - Softmax, LayerNormalization / RMS norms and their statistics,
  *     reductions (ReduceMean, ReduceSum, ...), residual and bias Adds,
  *     activations and every other elementwise or data-movement node: they

@@ -48,26 +48,51 @@ CB_TARGET static void fill_row_s1(const float *x0, const float *x1, int64_t W, i
   }
 }
 
+/* The same for a column stride sw > 1: lane k gathers column (c + k) sw + off. */
+CB_TARGET static void fill_row_gather(const float *x0, const float *x1, int64_t W, int64_t sw, int64_t off,
+                                      int64_t Wq, uint32_t *o) {
+  const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                         6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i step = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32((int)sw));
+  const __m512i zero = _mm512_setzero_si512(), wv = _mm512_set1_epi32((int)W);
+  for (int64_t c = 0; c < Wq; c += 16) {
+    __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)(c * sw + off)), step);
+    __mmask16 m = _mm512_cmpge_epi32_mask(idx, zero) & _mm512_cmplt_epi32_mask(idx, wv);
+    __m512 v0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x0, 4);
+    __m512 v1 = x1 ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x1, 4) : _mm512_setzero_ps();
+    __m512i p = _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+    _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
+  }
+}
+
 CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d;
   for (int64_t q = q0; q < q1; q++) {
-    if (2 * q >= d->C || d->sw != 1) { /* padding channels, or strided columns: the scalar fill */
+    if (2 * q >= d->C) { /* channels past C: zeros */
       cb_fill_scalar(ctx, q, q + 1);
       continue;
     }
     const float *x0 = j->X + 2 * q * d->H * d->W;
     const float *x1 = 2 * q + 1 < d->C ? x0 + d->H * d->W : NULL;
-    for (int64_t ph = 0; ph < d->sh; ph++) {
-      if (!j->used[ph]) continue; /* sw == 1: phase ph alone */
-      uint32_t *o = j->xp + (q * j->P + ph) * j->L;
-      for (int64_t i = 0; i < j->Hq; i++) {
-        int64_t r = i * d->sh + ph - d->pt;
-        if (r < 0 || r >= d->H) memset(o + i * j->Wq, 0, sizeof *o * (size_t)j->Wq);
-        else fill_row_s1(x0 + r * d->W, x1 ? x1 + r * d->W : NULL, d->W, -d->pl, j->Wq, o + i * j->Wq);
+    for (int64_t ph = 0; ph < d->sh; ph++)
+      for (int64_t pw = 0; pw < d->sw; pw++) {
+        if (!j->used[ph * d->sw + pw]) continue;
+        uint32_t *o = j->xp + (q * j->P + ph * d->sw + pw) * j->L;
+        for (int64_t i = 0; i < j->Hq; i++) {
+          int64_t r = i * d->sh + ph - d->pt;
+          uint32_t *row = o + i * j->Wq;
+          if (r < 0 || r >= d->H) {
+            memset(row, 0, sizeof *row * (size_t)j->Wq);
+            continue;
+          }
+          const float *r0 = x0 + r * d->W, *r1 = x1 ? x1 + r * d->W : NULL;
+          if (d->sw == 1) fill_row_s1(r0, r1, d->W, -d->pl, j->Wq, row);
+          else fill_row_gather(r0, r1, d->W, d->sw, pw - d->pl, j->Wq, row);
+        }
+        memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
       }
-      memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
-    }
   }
 }
 
