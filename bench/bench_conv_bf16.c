@@ -2,8 +2,8 @@
  * fp32 convolution the cost model picks (weights prepared ahead, as a
  * session does) beside the bf16 AMX one, median ms and the bf16 rate in
  * GMAC/s; the kernels take turns run by run, so load from elsewhere hits
- * them alike.  Default shapes: ResNet-50's convolutions after the stem (C,
- * M, input plane, kernel, stride), batch 1.
+ * them alike.  Default shapes: ResNet-50's convolutions (C, M, input plane,
+ * kernel, stride; the stem's 3 channels in the gathered form), batch 1.
  *
  * usage: bench_conv_bf16 [--threads N] [--reps R]
  * Needs AMX (bf16dp_amx_hw) for the bf16 column; elsewhere it says n/a
@@ -23,7 +23,7 @@
 typedef struct layer { int64_t C, M, H, K, s; } layer;
 
 static const layer resnet50[] = {
-    {64, 64, 56, 1, 1},     {64, 64, 56, 3, 1},     {64, 256, 56, 1, 1},   {256, 64, 56, 1, 1},
+    {3, 64, 224, 7, 2},     {64, 64, 56, 1, 1},     {64, 64, 56, 3, 1},     {64, 256, 56, 1, 1},   {256, 64, 56, 1, 1},
     {256, 128, 56, 1, 1},   {128, 128, 56, 3, 2},   {256, 512, 56, 1, 2},  {128, 512, 28, 1, 1},
     {512, 128, 28, 1, 1},   {128, 128, 28, 3, 1},   {512, 256, 28, 1, 1},  {256, 256, 28, 3, 2},
     {512, 1024, 28, 1, 2},  {256, 1024, 14, 1, 1},  {1024, 256, 14, 1, 1}, {256, 256, 14, 3, 1},

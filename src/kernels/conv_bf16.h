@@ -7,8 +7,14 @@
  * Both operands are rounded to bf16 (round to nearest even); products and
  * sums are fp32, so |Y - ref| <= (2^-8 + 2^-8 + 2^-16) sum |w x| plus the
  * fp32 sums, ~2^-7 of the sum of the products' magnitudes, as the bf16
- * compute GEMM (kernels/bf16dp.h).  Grouped convolutions and ones with
- * fewer than CONV_BF16_MIN_C input channels stay fp32.
+ * compute GEMM (kernels/bf16dp.h).  Grouped convolutions stay fp32, and so
+ * do 1x1 ones with fewer than CONV_BF16_MIN_C input channels.
+ *
+ * A convolution with fewer than CONV_BF16_MIN_C channels but more taps (a
+ * network's first: 3 channels, 7x7 or 3x3) runs in a gathered form: its
+ * (channel, tap) pairs are the channels of a 1x1 convolution over the
+ * output plane, filled from the shifted input rows (C*KH*KW padded to 32,
+ * not C padded to 32 per tap).
  *
  * Layout.  The input is converted once per image into a zero-padded,
  * stride-phase-split copy (as the direct fp32 kernel's, kernels/
@@ -41,8 +47,11 @@
 
 #define CONV_BF16_MIN_C 16
 
-/* One group, at least CONV_BF16_MIN_C input channels, and phase planes of a
- * sane size (conv_phases_sane). */
+/* Enough channels for the kernel: C >= CONV_BF16_MIN_C, or more than one
+ * tap and C * taps >= CONV_BF16_MIN_C (the gathered form). */
+bool conv_bf16_channels(int64_t C, int64_t taps);
+/* One group, conv_bf16_channels, and phase planes of a sane size
+ * (conv_phases_sane). */
 bool conv_bf16_shape(const conv2d_desc *d);
 /* Whether bf16 convolutions run at this level: on AMX (bf16dp_amx_hw), or
  * everywhere with SMELT_CONV_BF16=1 (scalar where there is no AMX); never

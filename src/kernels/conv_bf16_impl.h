@@ -13,7 +13,8 @@ typedef struct cb_job {
   int64_t P, L;        /* phase planes per channel pair, words per plane */
   int64_t Hq, Wq;      /* rows and columns of a phase plane */
   int64_t F, nfb, nmb; /* flat positions OH*Wq, their blocks, output-channel blocks */
-  int64_t taps, S;     /* KH*KW, OH*OW */
+  int64_t taps, S;     /* KH*KW (1 in the gathered form), OH*OW */
+  int64_t taps_v;      /* the gathered form (kernels/conv_bf16.c): KH*KW; else 0 */
   const int64_t *toff; /* per tap: its word offset in a channel pair's P*L words */
   const uint32_t *w;   /* [taps][Mp][Cq] */
   const uint8_t *used; /* per phase: some tap reads it (the others are left unfilled) */

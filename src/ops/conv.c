@@ -373,7 +373,7 @@ static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_al
  * 1-D or 2-D shape the kernel takes (one group, enough channels). */
 static bool conv_bf16_for(op_ctx *c, const conv_geom *g) {
   return c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") && g->w.nsp <= 2 &&
-         g->G == 1 && g->C >= CONV_BF16_MIN_C && g->Kdim > 0 && conv_bf16_wanted(isa_active());
+         g->G == 1 && g->Kdim > 0 && conv_bf16_channels(g->C, g->Kk) && conv_bf16_wanted(isa_active());
 }
 
 static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,

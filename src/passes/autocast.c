@@ -153,7 +153,10 @@ static const char *conv_check(rewriter *w, int id) {
   const ir_value *b = rw_val(w, nd->inputs[1]);
   if (b->rank != 3 && b->rank != 4) return "not a 1-D or 2-D convolution";
   if (ir_attr_int(nd, "group", 1) != 1) return "grouped (depthwise and grouped convolutions are memory-bound)";
-  if (!dim_known(b->dims[1]) || b->dims[1] < CONV_BF16_MIN_C) return "fewer than 16 input channels";
+  int64_t taps = b->dims[2] * (b->rank == 4 ? b->dims[3] : 1);
+  if (!dim_known(b->dims[1]) || !dim_known(b->dims[2]) || (b->rank == 4 && !dim_known(b->dims[3])) ||
+      !conv_bf16_channels(b->dims[1], taps))
+    return "fewer than 16 input channels x taps (a 1x1 over few channels is memory-bound)";
   if (!conv_bf16_wanted(isa_active()))
     return "this CPU has no AMX (the bf16 convolution runs on AMX tiles; SMELT_CONV_BF16=1 forces a slow "
            "scalar kernel)";

@@ -13,7 +13,9 @@
  *     NaN);
  *   - the scalar block kernel everywhere (SMELT_AMX=0), and the AMX driver
  *     where the CPU and OS offer AMX (said in the output when they do not);
- *   - conv_bf16_shape refuses groups and fewer than 16 channels;
+ *   - the gathered form for fewer than 16 channels (7x7 / 3x3 stride-2 stems,
+ *     a dilated 2x3, a 1-D conv); conv_bf16_shape refuses groups, 1x1 convs
+ *     over fewer than 16 channels and fewer than 16 channel-taps;
  *     SMELT_CONV_BF16 turns the path on and off; SMELT_CONV=bf16 is not a
  *     request (bf16 changes the numerics: only a node's precision asks);
  *   - end to end, squeezenet (../shared/models) at precision bf16 with the
@@ -107,6 +109,12 @@ static void shapes(smelt_pool *pool3) {
       geom(1, 17, 9, 1, 50, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2),
       geom(1, 70, 1, 6, 6, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0),
       geom(1, 32, 32, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      /* the gathered form (fewer than 16 channels): a 7x7 stride-2 stem, a
+       * 3x3 stride-2 one, a 2x3 dilated one with uneven pads, a 1-D one */
+      geom(1, 3, 20, 23, 21, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3),
+      geom(2, 3, 33, 17, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+      geom(1, 5, 7, 9, 12, 2, 3, 1, 2, 2, 1, 1, 0, 2, 1),
+      geom(1, 4, 16, 1, 40, 1, 5, 1, 1, 1, 2, 0, 3, 0, 1),
   };
   for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
     one(i % 2 ? pool3 : NULL, ds[i], i % 3 != 1, i % 2 == 0, i % 4 == 3);
@@ -157,7 +165,11 @@ int main(void) {
   setenv("SMELT_CACHE", "off", 1);
   conv2d_desc g2 = geom(1, 32, 8, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1), c15 = g2;
   g2.G = 2, c15.C = 15;
-  CHECK(!conv_bf16_shape(&g2) && !conv_bf16_shape(&c15));
+  CHECK(!conv_bf16_shape(&g2) && conv_bf16_shape(&c15)); /* 15 x 9 taps: the gathered form */
+  c15.KH = c15.KW = 1, c15.OH = c15.OW = 5, c15.pt = c15.pl = 0;
+  CHECK(!conv_bf16_shape(&c15)); /* a 1x1 over 15 channels stays fp32 */
+  c15.C = 2, c15.KH = 3, c15.KW = 1, c15.OH = 3;
+  CHECK(!conv_bf16_shape(&c15)); /* 2 x 3 taps: too few */
   setenv("SMELT_CONV", "bf16", 1);
   CHECK(conv_algo_from_env() == CONV_ALGO_AUTO);
   unsetenv("SMELT_CONV");

@@ -26,56 +26,74 @@
 
 #define CB_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
-/* One plane row of channel pair q from rows x0 and x1 (x1 NULL: zeros),
- * stride 1: columns c where 0 <= c + pw - pl < W hold the input. */
-CB_TARGET static void fill_row_s1(const float *x0, const float *x1, int64_t W, int64_t off, int64_t Wq,
-                                  uint32_t *o) {
-  /* words 2k, 2k+1 of the result: word k (x0) and 16 + k (x1) of vcvtne2ps2bf16's */
-  const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                                         6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  for (int64_t c = 0; c < Wq; c += 16) {
-    int64_t s0 = c + off; /* input column of lane 0 */
+/* words 2k, 2k+1 of the result: word k (x0) and 16 + k (x1) of vcvtne2ps2bf16's */
+#define PAIR_INTERLEAVE                                                                                      \
+  _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, \
+                   19, 3, 18, 2, 17, 1, 16, 0)
+
+/* 16 values of one input row for columns c .. c+15 of a plane row: lane k
+ * is column (c + k) sw + off of x (0 outside [0, W), or everywhere when x
+ * is NULL); contiguous masked loads for sw 1, gathers otherwise.  The
+ * masked-off lanes are not read. */
+CB_TARGET static inline __m512 row_lanes(const float *x, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  if (!x) return _mm512_setzero_ps();
+  int64_t s0 = c * sw + off; /* input column of lane 0 */
+  if (sw == 1) {
     int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 16 ? W - s0 : 16;
     __mmask16 m = hi > lo ? (__mmask16)(avx512_mask(hi) & ~avx512_mask(lo)) : 0;
-    __m512 v0 = _mm512_setzero_ps(), v1 = _mm512_setzero_ps();
-    if (m) {
-      /* the masked-off lanes are not read: lane lo is the first one touched */
-      v0 = _mm512_maskz_loadu_ps(m, x0 + s0);
-      if (x1) v1 = _mm512_maskz_loadu_ps(m, x1 + s0);
-    }
+    return m ? _mm512_maskz_loadu_ps(m, x + s0) : _mm512_setzero_ps();
+  }
+  __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
+                                 _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                    _mm512_set1_epi32((int)sw)));
+  __mmask16 m = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512()) &
+                _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32((int)W));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x, 4);
+}
+
+/* Wq words of a plane row: the pairs of rows x0 (low halves) and x1 (high),
+ * each with its own column offset (NULL: zeros). */
+CB_TARGET static void fill_row(const float *x0, int64_t off0, const float *x1, int64_t off1, int64_t W, int64_t sw,
+                               int64_t Wq, uint32_t *o) {
+  const __m512i inter = PAIR_INTERLEAVE;
+  for (int64_t c = 0; c < Wq; c += 16) {
+    __m512 v0 = row_lanes(x0, W, sw, off0, c), v1 = row_lanes(x1, W, sw, off1, c);
     __m512i p = _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
     _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
   }
 }
 
-/* The same for a column stride sw > 1: lane k gathers column (c + k) sw + off. */
-CB_TARGET static void fill_row_gather(const float *x0, const float *x1, int64_t W, int64_t sw, int64_t off,
-                                      int64_t Wq, uint32_t *o) {
-  const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                                         6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  const __m512i step = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32((int)sw));
-  const __m512i zero = _mm512_setzero_si512(), wv = _mm512_set1_epi32((int)W);
-  for (int64_t c = 0; c < Wq; c += 16) {
-    __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)(c * sw + off)), step);
-    __mmask16 m = _mm512_cmpge_epi32_mask(idx, zero) & _mm512_cmplt_epi32_mask(idx, wv);
-    __m512 v0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x0, 4);
-    __m512 v1 = x1 ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x1, 4) : _mm512_setzero_ps();
-    __m512i p = _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
-    _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
+/* The small-channel form (kernels/conv_bf16.c: cb_gathered): virtual channel
+ * cv = (c, kh, kw) is input channel c shifted by the tap, over the output plane. */
+CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
+  const conv2d_desc *d = j->d;
+  uint32_t *o = j->xp + q * j->L;
+  for (int64_t oh = 0; oh < d->OH; oh++) {
+    const float *x[2] = {NULL, NULL};
+    int64_t off[2] = {0, 0};
+    for (int h = 0; h < 2; h++) {
+      int64_t cv = 2 * q + h;
+      if (cv >= d->C * j->taps_v) continue;
+      int64_t c = cv / j->taps_v, t = cv % j->taps_v, kh = t / d->KW, kw = t % d->KW;
+      int64_t r = oh * d->sh - d->pt + kh * d->dh;
+      if (r < 0 || r >= d->H) continue;
+      x[h] = j->X + (c * d->H + r) * d->W, off[h] = kw * d->dw - d->pl;
+    }
+    fill_row(x[0], off[0], x[1], off[1], d->W, d->sw, d->OW, o + oh * d->OW);
   }
+  memset(o + d->OH * d->OW, 0, sizeof *o * (size_t)(j->L - d->OH * d->OW));
 }
 
 CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d;
   for (int64_t q = q0; q < q1; q++) {
-    if (2 * q >= d->C) { /* channels past C: zeros */
-      cb_fill_scalar(ctx, q, q + 1);
+    if (j->taps_v) {
+      fill_gathered(j, q);
       continue;
     }
-    const float *x0 = j->X + 2 * q * d->H * d->W;
-    const float *x1 = 2 * q + 1 < d->C ? x0 + d->H * d->W : NULL;
+    const float *x0 = 2 * q < d->C ? j->X + 2 * q * d->H * d->W : NULL;
+    const float *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * d->H * d->W : NULL;
     for (int64_t ph = 0; ph < d->sh; ph++)
       for (int64_t pw = 0; pw < d->sw; pw++) {
         if (!j->used[ph * d->sw + pw]) continue;
@@ -83,13 +101,11 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
         for (int64_t i = 0; i < j->Hq; i++) {
           int64_t r = i * d->sh + ph - d->pt;
           uint32_t *row = o + i * j->Wq;
-          if (r < 0 || r >= d->H) {
+          if (r < 0 || r >= d->H || !x0) {
             memset(row, 0, sizeof *row * (size_t)j->Wq);
             continue;
           }
-          const float *r0 = x0 + r * d->W, *r1 = x1 ? x1 + r * d->W : NULL;
-          if (d->sw == 1) fill_row_s1(r0, r1, d->W, -d->pl, j->Wq, row);
-          else fill_row_gather(r0, r1, d->W, d->sw, pw - d->pl, j->Wq, row);
+          fill_row(x0 + r * d->W, pw - d->pl, x1 ? x1 + r * d->W : NULL, pw - d->pl, d->W, d->sw, j->Wq, row);
         }
         memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
       }
