@@ -59,6 +59,10 @@ typedef struct conv2d_desc {
 } conv2d_desc;
 
 const char *conv_algo_name(conv_algo a);
+/* One line for --explain: element type, algorithm and file ("f32 Winograd
+ * F(4x4,3x3) (kernels/conv_winograd.c)"); bf16 says AMX or the forced
+ * scalar kernel, as it would run at isa. */
+const char *conv_algo_desc(conv_algo a, isa_level isa);
 /* Parses SMELT_CONV values; false if unknown. */
 bool conv_algo_parse(const char *s, conv_algo *out);
 

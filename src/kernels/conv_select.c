@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "ir/tensor.h"
+#include "kernels/bf16dp.h"
 #include "kernels/conv_bf16.h"
 #include "kernels/conv_internal.h"
 #include "util/err.h"
@@ -19,6 +20,20 @@ static const char *const algo_names[CONV_ALGO_COUNT] = {
 
 const char *conv_algo_name(conv_algo a) {
   return a >= 0 && a < CONV_ALGO_COUNT ? algo_names[a] : "?";
+}
+
+const char *conv_algo_desc(conv_algo a, isa_level isa) {
+  switch (a) {
+    case CONV_ALGO_IM2COL: return "f32 im2col + GEMM";
+    case CONV_ALGO_DIRECT: return "f32 direct implicit GEMM (kernels/conv_direct.c)";
+    case CONV_ALGO_DEPTHWISE: return "f32 depthwise (kernels/conv_depthwise.c)";
+    case CONV_ALGO_WINO2: return "f32 Winograd F(2x2,3x3) (kernels/conv_winograd.c)";
+    case CONV_ALGO_WINO4: return "f32 Winograd F(4x4,3x3) (kernels/conv_winograd.c)";
+    case CONV_ALGO_BF16:
+      return bf16dp_amx_hw(isa) ? "bf16 x bf16 -> f32 on AMX tiles (kernels/conv_bf16.c)"
+                                : "bf16 x bf16 -> f32, scalar block kernel, forced by SMELT_CONV_BF16=1 (kernels/conv_bf16.c)";
+    default: return conv_algo_name(a);
+  }
 }
 
 bool conv_algo_parse(const char *s, conv_algo *out) {
