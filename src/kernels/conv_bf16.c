@@ -35,7 +35,7 @@ bool conv_bf16_wanted(isa_level isa) {
   const char *e = getenv("SMELT_CONV_BF16");
   if (e && !strcmp(e, "0")) return false;
   if (e && !strcmp(e, "1")) return true;
-  return bf16dp_amx_hw(isa);
+  return bf16dp_amx_hw(isa) || bf16dp_hw(isa);
 }
 
 int64_t conv_bf16_words(const conv2d_desc *d) {
@@ -215,13 +215,15 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
       used[phase] = 1;
     }
   j.toff = toff, j.used = used;
-  bool amx = bf16dp_amx_hw(isa);
+  /* AMX; else vdpbf16ps on CB_VR output channels per item; else scalar */
+  bool amx = bf16dp_amx_hw(isa), vdp = !amx && bf16dp_hw(isa);
+  int64_t items = vdp ? (d->M + CB_VR - 1) / CB_VR * j.nfb : j.nmb * j.nfb;
   for (int64_t n = 0; n < d->N; n++) {
     j.X = X + n * d->C * d->H * d->W;
     j.Y = Y + n * d->M * j.S;
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
-    pool_parallel_for(pool, j.Cq, 1, amx ? cb_fill_avx512 : cb_fill_scalar, &j);
-    pool_parallel_for(pool, j.nmb * j.nfb, 1, amx ? cb_items_amx : cb_items_scalar, &j);
+    pool_parallel_for(pool, j.Cq, 1, amx || vdp ? cb_fill_avx512 : cb_fill_scalar, &j);
+    pool_parallel_for(pool, items, 1, amx ? cb_items_amx : vdp ? cb_items_vdp : cb_items_scalar, &j);
   }
   free(toff), free(used);
   tensor_data_free(j.xp);

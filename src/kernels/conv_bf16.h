@@ -1,5 +1,6 @@
-/* bf16 convolution (session precision bf16) on Intel AMX tiles: a direct
- * implicit GEMM with no im2col, NCHW in and out, fp32 sums.
+/* bf16 convolution (session precision bf16) on Intel AMX tiles, or with
+ * AVX512_BF16's vdpbf16ps where there is no AMX: a direct implicit GEMM with
+ * no im2col, NCHW in and out, fp32 sums.
  *
  *   Y[m][p] = sum_{tap, c} bf16(W[m][c][tap]) bf16(X[c][p + tap]) + B[m]
  *             (then + residual, then clamped: conv2d_epilogue)
@@ -34,9 +35,12 @@
  * weights; the epilogue (bias, residual, clamp) stores each row's valid
  * positions from the tiles.
  *
- * Where the CPU has no AMX (bf16dp_amx_hw false) the same layout runs on a
- * scalar block kernel, only when forced (SMELT_CONV_BF16=1, for tests): the
- * op keeps fp32 convolution there. */
+ * Where the CPU has AVX512_BF16 but no AMX (bf16dp_hw without
+ * bf16dp_amx_hw: AMD Zen 4/5, Cooper Lake) a vdpbf16ps kernel runs the same
+ * layout: items of CB_VR = 12 output channels x 32 positions in 24 zmm, per
+ * channel pair and tap two loads of the converted input, a broadcast weight
+ * pair per channel.  Elsewhere a scalar block kernel, only when forced
+ * (SMELT_CONV_BF16=1, for tests): the op keeps fp32 convolution there. */
 #ifndef SMELT_KERNELS_CONV_BF16_H
 #define SMELT_KERNELS_CONV_BF16_H
 
@@ -53,16 +57,17 @@ bool conv_bf16_channels(int64_t C, int64_t taps);
 /* One group, conv_bf16_channels, and phase planes of a sane size
  * (conv_phases_sane). */
 bool conv_bf16_shape(const conv2d_desc *d);
-/* Whether bf16 convolutions run at this level: on AMX (bf16dp_amx_hw), or
- * everywhere with SMELT_CONV_BF16=1 (scalar where there is no AMX); never
- * with SMELT_CONV_BF16=0. */
+/* Whether bf16 convolutions run at this level: on AMX (bf16dp_amx_hw) or
+ * AVX512_BF16 (bf16dp_hw), or everywhere with SMELT_CONV_BF16=1 (scalar
+ * where neither is); never with SMELT_CONV_BF16=0. */
 bool conv_bf16_wanted(isa_level isa);
 /* 32-bit words of the prepared weights for d's C, M, KH, KW. */
 int64_t conv_bf16_words(const conv2d_desc *d);
 /* W [M, C, KH, KW] into the prepared form (conv_bf16_words(d) words), on pool. */
 void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, const float *W, uint32_t *out);
 /* Y = conv(X, W) + B, then ep (NULL: none), with wts from conv_bf16_pack;
- * AMX where bf16dp_amx_hw(isa), else the scalar block kernel.  Scratch: the
+ * AMX where bf16dp_amx_hw(isa), else vdpbf16ps where bf16dp_hw(isa), else
+ * the scalar block kernel.  Scratch: the
  * converted copy of one image, per call.  SMELT_ERR_NOMEM when it is refused. */
 smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y)

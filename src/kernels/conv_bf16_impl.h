@@ -35,9 +35,15 @@ void cb_fill_scalar(void *ctx, int64_t q0, int64_t q1);
 /* Items [it0, it1) on the scalar block kernel (pool_parallel_for body). */
 void cb_items_scalar(void *ctx, int64_t it0, int64_t it1);
 
-/* The AMX driver (x86/conv_bf16_amx.c): the fill and items [it0, it1) as
- * pool_parallel_for bodies; call only where bf16dp_amx_hw. */
+/* AVX-512 (x86/conv_bf16_avx512.c; call only where bf16dp_hw): the fill,
+ * the store of `rows` output channels from m0 (acc row r at r * ld), and
+ * the vdpbf16ps kernel's items (CB_VR output channels each). */
+#define CB_VR 12
 void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1);
+void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, int64_t m0, int64_t rows, int64_t fb);
+void cb_items_vdp(void *ctx, int64_t it0, int64_t it1);
+/* The AMX driver (x86/conv_bf16_amx.c; call only where bf16dp_amx_hw):
+ * items of CB_BLOCK output channels. */
 void cb_items_amx(void *ctx, int64_t it0, int64_t it1);
 
 #endif

@@ -31,6 +31,7 @@ const char *conv_algo_desc(conv_algo a, isa_level isa) {
     case CONV_ALGO_WINO4: return "f32 Winograd F(4x4,3x3) (kernels/conv_winograd.c)";
     case CONV_ALGO_BF16:
       return bf16dp_amx_hw(isa) ? "bf16 x bf16 -> f32 on AMX tiles (kernels/conv_bf16.c)"
+             : bf16dp_hw(isa)   ? "bf16 x bf16 -> f32 with vdpbf16ps (kernels/conv_bf16.c)"
                                 : "bf16 x bf16 -> f32, scalar block kernel, forced by SMELT_CONV_BF16=1 (kernels/conv_bf16.c)";
     default: return conv_algo_name(a);
   }

@@ -1,8 +1,8 @@
 /* Autocast: which nodes run in the session's reduced precision, as AMP
  * decides.  Under BF16, one-group Conv / smelt.Conv nodes with a constant
  * float32 weight and at least CONV_BF16_MIN_C input channels get
- * precision = "bf16" too, where the bf16 convolution runs (AMX:
- * kernels/conv_bf16.h); the log names why any other stays fp32.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
+ * precision = "bf16" too, where the bf16 convolution runs (AMX or
+ * AVX512_BF16: kernels/conv_bf16.h); the log names why any other stays fp32.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
  * pass does nothing).  BF16 is weight-only: the same allow-list and
  * keep-list, the node gets precision = "bf16" (weight rounded to bf16 once,
  * activations, sums and outputs fp32: kernels/wbf16.h; no K limit).  FP16
@@ -158,8 +158,7 @@ static const char *conv_check(rewriter *w, int id) {
       !conv_bf16_channels(b->dims[1], taps))
     return "fewer than 16 input channels x taps (a 1x1 over few channels is memory-bound)";
   if (!conv_bf16_wanted(isa_active()))
-    return "this CPU has no AMX (the bf16 convolution runs on AMX tiles; SMELT_CONV_BF16=1 forces a slow "
-           "scalar kernel)";
+    return "this CPU has neither AMX nor AVX512_BF16 (SMELT_CONV_BF16=1 forces a slow scalar kernel)";
   return NULL;
 }
 
@@ -232,7 +231,10 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
       const char *why = conv_check(&w, id);
       pass_log(r, "autocast: %s (%sConv) %s%s", rw_name(&w, id, nb, sizeof nb), nd->domain[0] ? "smelt." : "",
                why ? "stays fp32: " : "-> bf16: constant weight, ",
-               why ? why : bf16dp_amx_hw(isa_active()) ? "AMX tiles" : "scalar kernel (SMELT_CONV_BF16=1)");
+               why                          ? why
+               : bf16dp_amx_hw(isa_active()) ? "AMX tiles"
+               : bf16dp_hw(isa_active())     ? "vdpbf16ps"
+                                             : "scalar kernel (SMELT_CONV_BF16=1)");
       if (why) continue;
       s = mark_precision(&w, id, pname);
       w.changes++;

@@ -11,8 +11,10 @@
  *     + |b| + |residual|) with w, x the rounded operands (a wrong tap, pair or
  *     position is off by far more), and every output is written (Y starts as
  *     NaN);
- *   - the scalar block kernel everywhere (SMELT_AMX=0), and the AMX driver
- *     where the CPU and OS offer AMX (said in the output when they do not);
+ *   - the scalar block kernel everywhere (weights prepared for avx2), the
+ *     vdpbf16ps kernel where the CPU has AVX512_BF16 (SMELT_AMX=0), and the
+ *     AMX driver where the CPU and OS offer AMX (the output says which did
+ *     not run);
  *   - the gathered form for fewer than 16 channels (7x7 / 3x3 stride-2 stems,
  *     a dilated 2x3, a 1-D conv); conv_bf16_shape refuses groups, 1x1 convs
  *     over fewer than 16 channels and fewer than 16 channel-taps;
@@ -41,6 +43,8 @@ static double max_err;
 
 static float bf(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 
+static isa_level path_isa; /* the level the weights are prepared for: it picks the path */
+
 static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool clamp) {
   int64_t taps = d.KH * d.KW, S = d.OH * d.OW;
   size_t nx = (size_t)(d.N * d.C * d.H * d.W), nw = (size_t)(d.M * d.C * taps), ny = (size_t)(d.N * d.M * S);
@@ -54,7 +58,7 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool
   for (size_t i = 0; i < ny; i++) R[i] = frand(), Y[i] = NAN;
   conv2d_weights *w = NULL;
   CHECK(conv2d_supports(&d, CONV_ALGO_BF16));
-  CHECK_OK(conv2d_prepare(pool, &d, CONV_ALGO_BF16, ISA_AVX512, W, &w));
+  CHECK_OK(conv2d_prepare(pool, &d, CONV_ALGO_BF16, path_isa, W, &w));
   if (!w) goto done;
   conv2d_epilogue ep = {res_on ? R : NULL, clamp ? -0.25f : -INFINITY, clamp ? 0.5f : INFINITY};
   CHECK_OK(conv2d_run_ep(pool, &d, w, X, bias_on ? Bv : NULL, &ep, Y));
@@ -180,9 +184,20 @@ int main(void) {
   unsetenv("SMELT_CONV_BF16");
   smelt_pool *pool3 = NULL;
   CHECK_OK(pool_create(3, &pool3));
-  setenv("SMELT_AMX", "0", 1);
+  path_isa = ISA_AVX2; /* below avx512: the scalar block kernel on any CPU */
   shapes(pool3);
   printf("scalar block kernel: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad, max_err);
+  path_isa = ISA_AVX512;
+  setenv("SMELT_AMX", "0", 1);
+  if (bf16dp_hw(ISA_AVX512)) {
+    long before = n_bad;
+    n_values = 0, max_err = 0;
+    shapes(pool3);
+    printf("vdpbf16ps: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad - before,
+           max_err);
+  } else {
+    printf("this CPU has no AVX512_BF16: the vdpbf16ps kernel was not run\n");
+  }
   unsetenv("SMELT_AMX");
   if (bf16dp_amx_hw(ISA_AVX512)) {
     long before = n_bad;
@@ -190,7 +205,7 @@ int main(void) {
     shapes(pool3);
     printf("AMX: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad - before, max_err);
   } else {
-    printf("this CPU/OS offers no AMX: the AMX driver was not run (the scalar block kernel was)\n");
+    printf("this CPU/OS offers no AMX: the AMX driver was not run\n");
   }
   CHECK(n_bad == 0);
   pool_free(pool3);
