@@ -6,8 +6,9 @@
  * kernel, stride; the stem's 3 channels in the gathered form), batch 1.
  *
  * usage: bench_conv_bf16 [--threads N] [--reps R]
- * Needs AMX (bf16dp_amx_hw) for the bf16 column; elsewhere it says n/a
- * unless SMELT_CONV_BF16=1 (the scalar block kernel: a check, not a speed). */
+ * The bf16 column runs on AMX, else vdpbf16ps (AVX512_BF16; SMELT_AMX=0
+ * picks it on an AMX CPU); elsewhere it says n/a unless SMELT_CONV_BF16=1
+ * (the scalar block kernel: a check, not a speed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("threads %d, isa %s, bf16 on %s; median of %d runs\n", threads, isa_name(isa),
-         !bf16 ? "n/a" : bf16dp_amx_hw(isa) ? "AMX" : "the scalar kernel (forced)", reps);
+         !bf16 ? "n/a" : bf16dp_amx_hw(isa) ? "AMX" : bf16dp_hw(isa) ? "vdpbf16ps" : "the scalar kernel (forced)", reps);
   printf("| C | M | plane | k | s | fp32 algo | fp32 ms | bf16 ms | bf16/fp32 speed-up | bf16 GMAC/s |\n");
   printf("|---|---|---|---|---|---|---|---|---|---|\n");
   double sum32 = 0, sum16 = 0;
