@@ -129,8 +129,9 @@ void cb_fill_scalar(void *ctx, int64_t q0, int64_t q1) {
       }
 }
 
-void cb_store_scalar(const cb_job *j, const float *acc, int64_t mb, int64_t fb) {
+int cb_segments(const cb_job *j, int64_t fb, cb_seg *segs) {
   const conv2d_desc *d = j->d;
+  int n = 0;
   for (int64_t c = 0; c < CB_BLOCK;) {
     int64_t f = fb * CB_BLOCK + c, oh = f / j->Wq, ow = f % j->Wq;
     if (oh >= d->OH) break;
@@ -138,21 +139,29 @@ void cb_store_scalar(const cb_job *j, const float *acc, int64_t mb, int64_t fb) 
       c += j->Wq - ow;
       continue;
     }
-    int64_t len = d->OW - ow < CB_BLOCK - c ? d->OW - ow : CB_BLOCK - c, y0 = oh * d->OW + ow;
-    for (int64_t r = 0; r < CB_BLOCK && mb * CB_BLOCK + r < d->M; r++) {
+    int64_t len = d->OW - ow < CB_BLOCK - c ? d->OW - ow : CB_BLOCK - c;
+    segs[n++] = (cb_seg){c, len, oh * d->OW + ow};
+    c += len;
+  }
+  return n;
+}
+
+void cb_store_scalar(const cb_job *j, const float *acc, int64_t mb, int64_t fb) {
+  cb_seg segs[CB_BLOCK];
+  int ns = cb_segments(j, fb, segs);
+  for (int i = 0; i < ns; i++)
+    for (int64_t r = 0; r < CB_BLOCK && mb * CB_BLOCK + r < j->d->M; r++) {
       int64_t m = mb * CB_BLOCK + r;
       float b = j->B ? j->B[m] : 0.f;
-      float *y = j->Y + m * j->S + y0;
-      const float *res = j->res ? j->res + m * j->S + y0 : NULL;
-      for (int64_t k = 0; k < len; k++) {
-        float v = acc[r * CB_BLOCK + c + k] + b;
+      float *y = j->Y + m * j->S + segs[i].y0;
+      const float *res = j->res ? j->res + m * j->S + segs[i].y0 : NULL;
+      for (int64_t k = 0; k < segs[i].len; k++) {
+        float v = acc[r * CB_BLOCK + segs[i].c + k] + b;
         if (res) v += res[k];
         v = v < j->lo ? j->lo : v; /* NaN passes through */
         y[k] = v > j->hi ? j->hi : v;
       }
     }
-    c += len;
-  }
 }
 
 void cb_items_scalar(void *ctx, int64_t it0, int64_t it1) {

@@ -25,6 +25,15 @@ typedef struct cb_job {
   float *Y;            /* this image, [M][OH*OW] */
 } cb_job;
 
+/* A run of an item's flat positions that are outputs: acc columns c ..
+ * c + len - 1 are Y positions y0 .. y0 + len - 1 (columns past OW and rows
+ * past OH are dropped). */
+typedef struct cb_seg {
+  int64_t c, len, y0;
+} cb_seg;
+/* Item column block fb's runs into segs (at most CB_BLOCK); their count. */
+int cb_segments(const cb_job *j, int64_t fb, cb_seg *segs);
+
 /* Stores acc (CB_BLOCK x CB_BLOCK, row = output channel, column = flat
  * position) of item (mb, fb): bias, residual and clamp, valid rows and
  * positions only. */

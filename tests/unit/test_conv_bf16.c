@@ -124,6 +124,19 @@ static void shapes(smelt_pool *pool3) {
     one(i % 2 ? pool3 : NULL, ds[i], i % 3 != 1, i % 2 == 0, i % 4 == 3);
 }
 
+/* shapes() again on a path the CPU has (the output says which did not run). */
+static void run_path(const char *name, bool has, const char *why_not, smelt_pool *pool) {
+  if (!has) {
+    printf("%s: the %s kernel was not run\n", why_not, name);
+    return;
+  }
+  long before = n_bad;
+  n_values = 0, max_err = 0;
+  shapes(pool);
+  printf("%s: %ld values, %ld past the tolerance; largest difference %.3g\n", name, n_values, n_bad - before,
+         max_err);
+}
+
 static float squeeze_in[3 * 224 * 224];
 
 static smelt_status squeeze_run(smelt_model *m, smelt_precision p, float *y) {
@@ -189,24 +202,9 @@ int main(void) {
   printf("scalar block kernel: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad, max_err);
   path_isa = ISA_AVX512;
   setenv("SMELT_AMX", "0", 1);
-  if (bf16dp_hw(ISA_AVX512)) {
-    long before = n_bad;
-    n_values = 0, max_err = 0;
-    shapes(pool3);
-    printf("vdpbf16ps: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad - before,
-           max_err);
-  } else {
-    printf("this CPU has no AVX512_BF16: the vdpbf16ps kernel was not run\n");
-  }
+  run_path("vdpbf16ps", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
   unsetenv("SMELT_AMX");
-  if (bf16dp_amx_hw(ISA_AVX512)) {
-    long before = n_bad;
-    n_values = 0, max_err = 0;
-    shapes(pool3);
-    printf("AMX: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad - before, max_err);
-  } else {
-    printf("this CPU/OS offers no AMX: the AMX driver was not run\n");
-  }
+  run_path("AMX", bf16dp_amx_hw(ISA_AVX512), "this CPU/OS offers no AMX", pool3);
   CHECK(n_bad == 0);
   pool_free(pool3);
   squeezenet();

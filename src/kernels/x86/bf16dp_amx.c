@@ -125,30 +125,15 @@ static void amx_items(void *ctx, int64_t it0, int64_t it1) {
   const bf16dp_args *a = j->a;
   amx_load_config();
   float acc[AMX_ROWS * AMX_ROWS] __attribute__((aligned(64)));
-  const long a_stride = 4 * (long)j->Kp, b_stride = 4 * BF16DP_NR, c_stride = 4 * AMX_ROWS;
+  const long a_stride = 4 * (long)j->Kp, b_stride = 4 * BF16DP_NR;
   for (int64_t it = it0; it < it1; it++) {
     /* panel-major: consecutive items share their B panel */
     int64_t p = it / j->n_rb, rb = it % j->n_rb;
     const uint32_t *A0 = j->ap + rb * AMX_ROWS * j->Kp, *A1 = A0 + 16 * j->Kp;
     const uint32_t *B = a->w->w + p * j->Kp * BF16DP_NR;
-    TILE_ZERO(0);
-    TILE_ZERO(1);
-    TILE_ZERO(2);
-    TILE_ZERO(3);
-    for (int64_t q = 0; q < j->Kp; q += 16) {
-      TILE_LOAD(4, A0 + q, a_stride);
-      TILE_LOAD(5, A1 + q, a_stride);
-      TILE_LOAD(6, B + q * BF16DP_NR, b_stride);
-      TILE_LOAD(7, B + q * BF16DP_NR + 16, b_stride);
-      TILE_DP(0, 4, 6);
-      TILE_DP(1, 4, 7);
-      TILE_DP(2, 5, 6);
-      TILE_DP(3, 5, 7);
-    }
-    TILE_STORE(0, acc, c_stride);
-    TILE_STORE(1, acc + 16, c_stride);
-    TILE_STORE(2, acc + 16 * AMX_ROWS, c_stride);
-    TILE_STORE(3, acc + 16 * AMX_ROWS + 16, c_stride);
+    amx_block_zero();
+    for (int64_t q = 0; q < j->Kp; q += 16) amx_block_step(A0 + q, A1 + q, a_stride, B + q * BF16DP_NR, b_stride);
+    amx_block_store(acc, AMX_ROWS);
     epilogue(a, acc, rb * AMX_ROWS, p * BF16DP_NR, j->N);
   }
   AMX_RELEASE();

@@ -28,31 +28,16 @@ CB_TARGET void cb_items_amx(void *ctx, int64_t it0, int64_t it1) {
   amx_load_config();
   float acc[CB_BLOCK * CB_BLOCK] __attribute__((aligned(64)));
   const int64_t PL = j->P * j->L;
-  const long a_stride = 4 * (long)j->Cq, b_stride = 4 * (long)PL, c_stride = 4 * CB_BLOCK;
+  const long a_stride = 4 * (long)j->Cq, b_stride = 4 * (long)PL;
   for (int64_t it = it0; it < it1; it++) {
     int64_t mb = it / j->nfb, fb = it % j->nfb;
-    TILE_ZERO(0);
-    TILE_ZERO(1);
-    TILE_ZERO(2);
-    TILE_ZERO(3);
+    amx_block_zero();
     for (int64_t t = 0; t < j->taps; t++) {
       const uint32_t *A0 = j->w + (t * j->Mp + mb * CB_BLOCK) * j->Cq, *A1 = A0 + 16 * j->Cq;
       const uint32_t *B0 = j->xp + j->toff[t] + fb * CB_BLOCK;
-      for (int64_t g = 0; g < j->Cq; g += 16) {
-        TILE_LOAD(4, A0 + g, a_stride);
-        TILE_LOAD(5, A1 + g, a_stride);
-        TILE_LOAD(6, B0 + g * PL, b_stride);
-        TILE_LOAD(7, B0 + g * PL + 16, b_stride);
-        TILE_DP(0, 4, 6);
-        TILE_DP(1, 4, 7);
-        TILE_DP(2, 5, 6);
-        TILE_DP(3, 5, 7);
-      }
+      for (int64_t g = 0; g < j->Cq; g += 16) amx_block_step(A0 + g, A1 + g, a_stride, B0 + g * PL, b_stride);
     }
-    TILE_STORE(0, acc, c_stride);
-    TILE_STORE(1, acc + 16, c_stride);
-    TILE_STORE(2, acc + 16 * CB_BLOCK, c_stride);
-    TILE_STORE(3, acc + 16 * CB_BLOCK + 16, c_stride);
+    amx_block_store(acc, CB_BLOCK);
     cb_store_avx512(j, acc, CB_BLOCK, mb * CB_BLOCK, CB_BLOCK, fb);
   }
   AMX_RELEASE();

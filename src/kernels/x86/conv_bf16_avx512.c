@@ -115,32 +115,25 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
  * m0 (acc row r, ld floats apart): bias, residual, clamp (max(lo, v) then
  * min(hi, v): NaN passes through, as there). */
 CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, int64_t m0, int64_t rows, int64_t fb) {
-  const conv2d_desc *d = j->d;
   __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
-  if (rows > d->M - m0) rows = d->M - m0;
-  for (int64_t c = 0; c < CB_BLOCK;) {
-    int64_t f = fb * CB_BLOCK + c, oh = f / j->Wq, ow = f % j->Wq;
-    if (oh >= d->OH) break;
-    if (ow >= d->OW) {
-      c += j->Wq - ow;
-      continue;
-    }
-    int64_t len = d->OW - ow < CB_BLOCK - c ? d->OW - ow : CB_BLOCK - c, y0 = oh * d->OW + ow;
+  if (rows > j->d->M - m0) rows = j->d->M - m0;
+  cb_seg segs[CB_BLOCK];
+  int ns = cb_segments(j, fb, segs);
+  for (int i = 0; i < ns; i++)
     for (int64_t r = 0; r < rows; r++) {
       int64_t m = m0 + r;
       __m512 b = _mm512_set1_ps(j->B ? j->B[m] : 0.f);
-      float *y = j->Y + m * j->S + y0;
-      const float *res = j->res ? j->res + m * j->S + y0 : NULL;
-      for (int64_t k = 0; k < len; k += 16) {
-        __mmask16 mk = avx512_mask(len - k);
-        __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, acc + r * ld + c + k), b);
+      float *y = j->Y + m * j->S + segs[i].y0;
+      const float *res = j->res ? j->res + m * j->S + segs[i].y0 : NULL;
+      const float *a = acc + r * ld + segs[i].c;
+      for (int64_t k = 0; k < segs[i].len; k += 16) {
+        __mmask16 mk = avx512_mask(segs[i].len - k);
+        __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, a + k), b);
         if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, res + k));
         v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
         _mm512_mask_storeu_ps(y + k, mk, v);
       }
     }
-    c += len;
-  }
 }
 
 /* ---- the vdpbf16ps block kernel (CPUs with AVX512_BF16 and no AMX) ----
