@@ -119,6 +119,8 @@ typedef struct gemm_blocking {
   int64_t bbuf_floats; /* packed B per N chunk (all K blocks): ~L3 */
   int64_t k_super;     /* K blocks per pass (bounds packed B for huge K) */
   int64_t thread_flops; /* work that earns one more thread (packed/direct) */
+  int64_t c_item_bytes; /* an item's C above this: its panels finished one at a time over all K blocks
+                           (when A's row block for them fits L2) -- 1 forces that order wherever A fits */
 } gemm_blocking;
 
 /* Everything explicit.  blk may be NULL. */
