@@ -113,14 +113,15 @@ typedef struct gemm_arch {
   gemm_blocking blk;
 } gemm_arch;
 
-/* An item's C (mc rows x its panels) above this does not stay in L2 from
- * one K block to the next: its panels are then finished one at a time
- * (packed_item_panels), where A allows.  Measured on the 2-core Zen 4 VM
- * (1 MiB L2), 1 thread, B packed ahead: GPT-2's vocabulary projection
- * 128 x 768 x 50257 (C 1.4 MiB per N chunk) 67 -> 76 GFLOP/s; products
- * whose C stays in L2 (bert's 128 x 768 x 768 and x 3072) no faster that
- * way, so they keep the K-block-outer order. */
-#define GEMM_C_ITEM_BYTES ((int64_t)1 << 20)
+/* An item's C (mc rows x its panels) above this, in rows that do not
+ * start on 64-byte boundaries, has its panels finished one at a time over
+ * all the K blocks (packed_item_panels), where A allows.  Measured on the
+ * 2-core Zen 4 VM (1 MiB L2), 1 thread, B packed ahead: GPT-2's vocabulary
+ * projection 128 x 768 x 50257 (ldc 50257, C 1.4 MiB per N chunk) 67 -> 76
+ * GFLOP/s; 128 x 768 x 2304 written with ldc 2305 55 -> 62, x 3072 with
+ * ldc 3073 57 -> 61, the same as with aligned rows in either order; with
+ * aligned rows, or a C of 405 KiB (x 768), the order made no difference. */
+#define GEMM_C_ITEM_BYTES ((double)(512 << 10))
 
 /* Block sizes (tuned on Zen 5: 48 KiB L1d, 1 MiB L2, 32 MiB L3):
  *   kc 256: a 32-wide B micro-panel is 32 KiB, in L1 across the row tiles;
@@ -135,10 +136,10 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
     *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
                      f32_gemm_smallm_avx512, f32_gemm_smallm_packed_avx512, f32_gemm_smallm_store_avx512,
                      f32_gemm_direct_8x32_avx512, 8, 32,
-                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000, GEMM_C_ITEM_BYTES}};
+                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000, 0}};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
-                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000, GEMM_C_ITEM_BYTES}};
+                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000, 0}};
   }
 #endif
   if (!a->ukr) return false;
@@ -147,7 +148,7 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
   if (over && over->bbuf_floats > 0) a->blk.bbuf_floats = over->bbuf_floats;
   if (over && over->k_super > 0) a->blk.k_super = over->k_super;
   if (over && over->thread_flops > 0) a->blk.thread_flops = over->thread_flops;
-  if (over && over->c_item_bytes > 0) a->blk.c_item_bytes = over->c_item_bytes;
+  if (over && over->panels_outer) a->blk.panels_outer = over->panels_outer;
   return true;
 }
 
@@ -540,8 +541,10 @@ static void plan_items(packed_ctx *x, int threads) {
   else if (threads > 1 && x->n_ic % threads != 0) jt = ceil_div(2 * threads, x->n_ic);
   x->jt_len = ceil_div(x->n_jr, jt);
   x->n_jt = ceil_div(x->n_jr, x->jt_len);
-  x->a_whole = x->a_whole_ok && x->n_pc > 1 &&
-               (double)x->mc * (double)(x->jt_len * x->ar->nr) * sizeof(float) > (double)x->ar->blk.c_item_bytes;
+  int order = x->ar->blk.panels_outer;
+  bool rows_off = (x->p->ldc * (int64_t)sizeof(float)) % 64 || (uintptr_t)x->p->C % 64;
+  bool wide = (double)x->mc * (double)(x->jt_len * x->ar->nr) * sizeof(float) > GEMM_C_ITEM_BYTES;
+  x->a_whole = x->a_whole_ok && x->n_pc > 1 && (order > 0 || (order == 0 && wide && rows_off));
 }
 
 /* Returns false (nothing written) if scratch memory cannot be allocated. */
@@ -583,8 +586,10 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   bool share_a = !x.pre_a && threads > 1 && ((n_pc_max > 1 && items_share_rows) || chunk < p->N) &&
                  (double)x.m_pad * (double)qk_max * sizeof(float) <= GEMM_SHARED_A_BYTES;
   /* Several K blocks and the A of a row block for all of them small enough
-   * for L2: panels outer, K blocks inner (packed_item_panels). */
-  x.a_whole_ok = n_pc_max > 1 && (double)x.mc * (double)qk_max * sizeof(float) <= GEMM_A_WHOLE_BYTES;
+   * for L2: panels outer, K blocks inner (packed_item_panels) where
+   * plan_items finds C wide and its rows off 64-byte boundaries. */
+  x.a_whole_ok = n_pc_max > 1 && ar->blk.panels_outer >= 0 &&
+                 (double)x.mc * (double)qk_max * sizeof(float) <= GEMM_A_WHOLE_BYTES;
   x.a_pc_len = round_up(x.mc * x.kc, 16);
   x.abuf_len = x.pre_a || share_a ? 0 : x.a_whole_ok ? n_pc_max * x.a_pc_len : x.a_pc_len;
   size_t abuf_bytes = share_a ? (size_t)round_up(x.m_pad * qk_max, 16) * sizeof(float)
