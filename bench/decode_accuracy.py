@@ -11,7 +11,10 @@
   - logits cosine similarity and max abs difference per position, over the
     prompt followed by the fp32 tokens (one run with an empty cache; each row
     of a GEMM is quantized on its own, so a row's int8 product is the one a
-    decode step computes for it).
+    decode step computes for it);
+  - the per-token cross-entropy (nats) of that sequence's next token under
+    each precision, and its difference P - fp32: mean, mean and max of |.|
+    (--prompt-len 128 --new 384: a fixed 512-token sequence).
 
 On random-weight models the logits are nearly flat, so near-ties make argmax
 agreement a harsh measure; the cosine is the steadier figure.
@@ -51,7 +54,12 @@ def main():
     ap.add_argument("--mode", default="eager")
     a = ap.parse_args()
     path = os.path.join(a.model_dir, "model.onnx")
-    prompt = [(i * 7919) % 1000 + 1 for i in range(a.prompt_len)]
+    vocab = 1001  # token ids 1..1000, inside the model's vocabulary when config.json says it is smaller
+    cfg = os.path.join(a.model_dir, "config.json")
+    if os.path.exists(cfg):
+        with open(cfg) as f:
+            vocab = min(vocab, int(json.load(f).get("vocab_size", vocab)))
+    prompt = [(i * 7919) % (vocab - 1) + 1 for i in range(a.prompt_len)]
     sess = {p: smelt.Session(path, mode=a.mode, threads=a.threads, precision=p) for p in ("fp32", a.precision)}
     total = a.prompt_len + a.new
     gens = {p: smelt.Generator(s, max_length=total + 1) for p, s in sess.items()}
@@ -75,6 +83,15 @@ def main():
         logits[p] = out[0][0].astype(np.float64)
     x, y = logits["fp32"], logits[a.precision]
     cos = (x * y).sum(1) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
+    # per-token cross-entropy of the sequence's next token (positions 0 .. n-2), in nats
+    nxt = ids[0][1:]
+
+    def xent(z):
+        z = z[:-1]
+        m = z.max(1)
+        return m + np.log(np.exp(z - m[:, None]).sum(1)) - z[np.arange(len(nxt)), nxt]
+
+    ce32, cep = xent(x), xent(y)
     first = next((i for i, (u, v) in enumerate(zip(ref, free[a.precision])) if u != v), len(ref))
     print(json.dumps({"model": a.model_dir, "precision": a.precision, "prompt_tokens": a.prompt_len, "new_tokens": a.new,
                       "free_running_agreement": sum(u == v for u, v in zip(ref, free[a.precision])) / len(ref),
@@ -83,7 +100,13 @@ def main():
                       "logits_argmax_agreement": float((x.argmax(1) == y.argmax(1)).mean()),
                       "logits_cosine_mean": float(cos.mean()), "logits_cosine_min": float(cos.min()),
                       "logits_max_abs_diff": float(np.abs(x - y).max()),
-                      "logits_max_abs_fp32": float(np.abs(x).max())}))
+                      "logits_max_abs_fp32": float(np.abs(x).max()),
+                      "cross_entropy_tokens": int(len(nxt)),
+                      "cross_entropy_fp32_mean": float(ce32.mean()),
+                      "cross_entropy_mean": float(cep.mean()),
+                      "cross_entropy_diff_mean": float((cep - ce32).mean()),
+                      "cross_entropy_abs_diff_mean": float(np.abs(cep - ce32).mean()),
+                      "cross_entropy_abs_diff_max": float(np.abs(cep - ce32).max())}))
 
 
 if __name__ == "__main__":

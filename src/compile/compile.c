@@ -200,7 +200,9 @@ static void explain_plan(const compiled_plan *p, const cgraph *cg, const fusion 
     if (st->kind != PS_LIBRARY) continue;
     const ir_node *nd = &cg->g->nodes[st->node];
     sb_printf(e, "  library: %s", nname(cg->g, st->node, lb, sizeof lb));
+    char how[512];
     if (st->gemm) explain_gemm(e, st->gemm);
+    else if (plan_step_describe(p, i, how, sizeof how)) sb_printf(e, " %s", how);
     else if (nd->n_outputs > 0 && nd->outputs[0] >= 0)
       sb_printf(e, " -> %s, the op's kernel", dtype_name(cg->g->values[nd->outputs[0]].dtype));
     sb_printf(e, "\n");

@@ -26,6 +26,8 @@
  *              no prepared weights.  7x7 planes (conv_pointwise_t_suits):
  *              Y^T = X^T W^T on the GEMM over W^T packed by the caller,
  *              then transposed back (conv_pointwise_t_run).
+ *  - bf16:     session precision bf16 only (kernels/conv_bf16.h): both
+ *              operands in bf16 on AMX tiles, fp32 sums; one group.
  *  - im2col:   not here: the op's im2col + gemm_f32 path (ops/conv.c) is
  *              the fallback for everything else, and for the other 1x1
  *              convolutions, which are plain GEMMs.
@@ -49,6 +51,8 @@ typedef enum conv_algo {
   CONV_ALGO_WINO4, /* F(4x4, 3x3) */
   CONV_ALGO_WINOGRAD, /* request only: F(4,3) or F(2,3), whichever the cost model prefers */
   CONV_ALGO_POINTWISE, /* request only: every 1x1 stride-1 unpadded conv on conv_pointwise_run */
+  CONV_ALGO_BF16, /* request only, by a node marked bf16 (ops/conv.c): bf16 on AMX
+                   * (kernels/conv_bf16.h); never from SMELT_CONV (it changes the numerics) */
   CONV_ALGO_CHANVEC, /* direct, output channels along the vector (kernels/conv_cvec.c) */
   CONV_ALGO_COUNT
 } conv_algo;
@@ -64,6 +68,10 @@ typedef struct conv2d_desc {
 } conv2d_desc;
 
 const char *conv_algo_name(conv_algo a);
+/* One line for --explain: element type, algorithm and file ("f32 Winograd
+ * F(4x4,3x3) (kernels/conv_winograd.c)"); bf16 says AMX or the forced
+ * scalar kernel, as it would run at isa. */
+const char *conv_algo_desc(conv_algo a, isa_level isa);
 /* Parses SMELT_CONV values; false if unknown. */
 bool conv_algo_parse(const char *s, conv_algo *out);
 

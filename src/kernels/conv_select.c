@@ -6,6 +6,8 @@
 #include <strings.h>
 
 #include "ir/tensor.h"
+#include "kernels/bf16dp.h"
+#include "kernels/conv_bf16.h"
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
@@ -14,10 +16,26 @@ static const char *const algo_names[CONV_ALGO_COUNT] = {
     [CONV_ALGO_DIRECT] = "direct",       [CONV_ALGO_DEPTHWISE] = "depthwise",
     [CONV_ALGO_WINO2] = "winograd2",     [CONV_ALGO_WINO4] = "winograd4",
     [CONV_ALGO_WINOGRAD] = "winograd",   [CONV_ALGO_POINTWISE] = "pointwise",
-    [CONV_ALGO_CHANVEC] = "chanvec"};
+    [CONV_ALGO_BF16] = "bf16",           [CONV_ALGO_CHANVEC] = "chanvec"};
 
 const char *conv_algo_name(conv_algo a) {
   return a >= 0 && a < CONV_ALGO_COUNT ? algo_names[a] : "?";
+}
+
+const char *conv_algo_desc(conv_algo a, isa_level isa) {
+  switch (a) {
+    case CONV_ALGO_IM2COL: return "f32 im2col + GEMM";
+    case CONV_ALGO_DIRECT: return "f32 direct implicit GEMM (kernels/conv_direct.c)";
+    case CONV_ALGO_DEPTHWISE: return "f32 depthwise (kernels/conv_depthwise.c)";
+    case CONV_ALGO_WINO2: return "f32 Winograd F(2x2,3x3) (kernels/conv_winograd.c)";
+    case CONV_ALGO_WINO4: return "f32 Winograd F(4x4,3x3) (kernels/conv_winograd.c)";
+    case CONV_ALGO_CHANVEC: return "f32 direct, output channels along the vector (kernels/conv_cvec.c)";
+    case CONV_ALGO_BF16:
+      return bf16dp_amx_hw(isa) ? "bf16 x bf16 -> f32 on AMX tiles (kernels/conv_bf16.c)"
+             : bf16dp_hw(isa)   ? "bf16 x bf16 -> f32 with vdpbf16ps (kernels/conv_bf16.c)"
+                                : "bf16 x bf16 -> f32, scalar block kernel, forced by SMELT_CONV_BF16=1 (kernels/conv_bf16.c)";
+    default: return conv_algo_name(a);
+  }
 }
 
 bool conv_algo_parse(const char *s, conv_algo *out) {
@@ -31,7 +49,7 @@ bool conv_algo_parse(const char *s, conv_algo *out) {
 
 conv_algo conv_algo_from_env(void) {
   conv_algo a = CONV_ALGO_AUTO;
-  if (!conv_algo_parse(getenv("SMELT_CONV"), &a)) a = CONV_ALGO_AUTO;
+  if (!conv_algo_parse(getenv("SMELT_CONV"), &a) || a == CONV_ALGO_BF16) a = CONV_ALGO_AUTO;
   return a;
 }
 
@@ -50,6 +68,7 @@ bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:
     case CONV_ALGO_WINOGRAD: return wino_shape(d);
+    case CONV_ALGO_BF16: return conv_bf16_shape(d);
     default: return false;
   }
 }
@@ -216,6 +235,7 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       est = (double)a * a * conv_cdiv(d->C, k->vl) * k->vl * conv_cdiv(d->M, k->wnr) * k->wnr;
       break;
     }
+    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d); break; /* 32-bit words */
     default: return err_set(SMELT_ERR_INTERNAL, "conv: no prepared form for %s", conv_algo_name(algo));
   }
   if (est > 4e9) return err_set(SMELT_ERR_NOMEM, "conv: %.3g prepared weights is implausible", est);
@@ -251,7 +271,8 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   else if (algo == CONV_ALGO_DEPTHWISE) {
     memcpy(w->data, W, sizeof(float) * (size_t)n);
     st = conv_dw_blk_weights(w);
-  } else st = conv_wino_prepare(pool, w, W);
+  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, W, (uint32_t *)w->data);
+  else st = conv_wino_prepare(pool, w, W);
   if (st) {
     conv2d_weights_free(w);
     return st;
@@ -313,6 +334,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
     case CONV_ALGO_WINO4:
       if (!wino_shape(d)) break;
       return conv_wino_run(pool, &run, X, B, ep, Y);
+    case CONV_ALGO_BF16: return conv_bf16_run(pool, w->k->isa, d, (const uint32_t *)w->data, X, B, ep, Y);
     default: break;
   }
   return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));

@@ -113,6 +113,16 @@ typedef struct gemm_arch {
   gemm_blocking blk;
 } gemm_arch;
 
+/* An item's C (mc rows x its panels) above this, in rows that do not
+ * start on 64-byte boundaries, has its panels finished one at a time over
+ * all the K blocks (packed_item_panels), where A allows.  Measured on the
+ * 2-core Zen 4 VM (1 MiB L2), 1 thread, B packed ahead: GPT-2's vocabulary
+ * projection 128 x 768 x 50257 (ldc 50257, C 1.4 MiB per N chunk) 67 -> 76
+ * GFLOP/s; 128 x 768 x 2304 written with ldc 2305 55 -> 62, x 3072 with
+ * ldc 3073 57 -> 61, the same as with aligned rows in either order; with
+ * aligned rows, or a C of 405 KiB (x 768), the order made no difference. */
+#define GEMM_C_ITEM_BYTES ((double)(512 << 10))
+
 /* Block sizes (tuned on Zen 5: 48 KiB L1d, 1 MiB L2, 32 MiB L3):
  *   kc 256: a 32-wide B micro-panel is 32 KiB, in L1 across the row tiles;
  *   mc: the A block mc x kc (~200 KiB) in L2;
@@ -126,10 +136,10 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
     *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
                      f32_gemm_smallm_avx512, f32_gemm_smallm_packed_avx512, f32_gemm_smallm_store_avx512,
                      f32_gemm_direct_8x32_avx512, 8, 32,
-                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000}};
+                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000, 0}};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
-                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000}};
+                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000, 0}};
   }
 #endif
   if (!a->ukr) return false;
@@ -138,6 +148,7 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
   if (over && over->bbuf_floats > 0) a->blk.bbuf_floats = over->bbuf_floats;
   if (over && over->k_super > 0) a->blk.k_super = over->k_super;
   if (over && over->thread_flops > 0) a->blk.thread_flops = over->thread_flops;
+  if (over && over->panels_outer) a->blk.panels_outer = over->panels_outer;
   return true;
 }
 
@@ -321,8 +332,11 @@ typedef struct packed_ctx {
   atomic_uchar *astate;       /* ...per row block, K block and slice: PANEL_* */
   int64_t n_aslices;          /* slices of GEMM_A_SLICE micro-panels per row block */
   atomic_uchar *bstate;       /* per K block and panel group: PANEL_* */
-  float *abuf;                /* per slot: mc_max*kc floats */
+  float *abuf;                /* per slot: mc_max*kc floats (a_whole: per K block of the pass) */
   int64_t abuf_len;
+  bool a_whole_ok;            /* A of every K block of the pass fits the slot's buffer and L2... */
+  bool a_whole;               /* ...and is kept (this chunk): panels outer, K blocks inner */
+  int64_t a_pc_len;           /* ...per-slot floats per K block */
   atomic_int_fast64_t next;   /* next unclaimed item */
 } packed_ctx;
 
@@ -335,6 +349,10 @@ static void spin_pause(void) {
 /* Micro-panels per slice of a shared A block: each slice is packed by one
  * thread, the slices of a block by all the threads that need it. */
 #define GEMM_A_SLICE 2
+
+/* The largest A of one row block kept for all the K blocks of a pass
+ * (packed_item_panels): within L2 beside a B panel and C's strip. */
+#define GEMM_A_WHOLE_BYTES ((double)(512 << 10))
 
 /* The largest A shared by the threads of one product (gemm_packed_run). */
 #define GEMM_SHARED_A_BYTES ((double)(4 << 20))
@@ -432,12 +450,56 @@ static void run_panel(packed_ctx *x, gemm_store *st, const float *abuf, int64_t 
   }
 }
 
-static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packed_ic) {
+/* The store of K block pc: beta on the first K block of the product, the
+ * epilogue on the last. */
+static gemm_store store_for(const packed_ctx *x, int64_t pc) {
   const gemm_params *p = x->p;
   const gemm_epilogue *ep = &p->epilogue;
+  gemm_store st = {p->alpha, (x->first_q && pc == 0) ? p->beta : 1.f, GEMM_BIAS_NONE, NULL,
+                   GEMM_ACT_NONE, ep->clip_lo, ep->clip_hi};
+  if (x->last_q && pc == x->n_pc - 1) {
+    st.bias_kind = ep->bias_kind;
+    st.act = ep->act;
+  }
+  return st;
+}
+
+/* An item whose A is kept for every K block of the pass (x->a_whole): each
+ * column panel of C is finished over all the K blocks before the next one,
+ * so the item's C is read and written while in L1, instead of once per K
+ * block from wherever mc rows x the item's panels fall -- L3 or memory for
+ * a wide product such as a vocabulary projection (128 x 50257: 1.4 MiB per
+ * N chunk).  A comes from L2 as before (mc x qk within GEMM_A_WHOLE_BYTES). */
+static void packed_item_panels(packed_ctx *x, float *abuf, int64_t ic, int64_t i0, int64_t mc, int64_t jp0,
+                               int64_t jp1, int64_t *packed_ic) {
+  for (int64_t pc = 0; pc < x->n_pc; pc++) { /* A ready for every K block */
+    int64_t p0 = x->q0 + pc * x->kc;
+    int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
+    if (x->sh_a) (void)a_block(x, ic, pc, i0, mc, p0, kc);
+    else if (!x->pre_a && *packed_ic != ic) x->ar->pack_a(x->p, i0, mc, p0, kc, abuf + pc * x->a_pc_len);
+  }
+  *packed_ic = ic;
+  for (int64_t jp = jp0; jp < jp1; jp++)
+    for (int64_t pc = 0; pc < x->n_pc; pc++) {
+      int64_t p0 = x->q0 + pc * x->kc;
+      int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
+      const float *a = x->pre_a  ? x->pre_a + x->m_pad * p0 + i0 * kc
+                       : x->sh_a ? x->sh_a + x->m_pad * (p0 - x->q0) + i0 * kc
+                                 : abuf + pc * x->a_pc_len;
+      gemm_store st = store_for(x, pc);
+      run_panel(x, &st, a, pc, jp, i0, mc, kc);
+    }
+}
+
+static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packed_ic) {
+  const gemm_params *p = x->p;
   int64_t ic = item / x->n_jt, jt = item % x->n_jt;
   int64_t i0 = row_block_start(x, ic), mc = row_block_start(x, ic + 1) - i0;
   int64_t jp0 = jt * x->jt_len, jp1 = jp0 + x->jt_len < x->n_jr ? jp0 + x->jt_len : x->n_jr;
+  if (x->a_whole) {
+    packed_item_panels(x, abuf, ic, i0, mc, jp0, jp1, packed_ic);
+    return;
+  }
   for (int64_t pc = 0; pc < x->n_pc; pc++) {
     int64_t p0 = x->q0 + pc * x->kc;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
@@ -447,13 +509,7 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
     else if (x->sh_a) abuf = (float *)a_block(x, ic, pc, i0, mc, p0, kc);
     else if (x->n_pc > 1 || *packed_ic != ic) x->ar->pack_a(p, i0, mc, p0, kc, abuf);
     *packed_ic = x->n_pc > 1 ? -1 : ic;
-    bool last = x->last_q && pc == x->n_pc - 1;
-    gemm_store st = {p->alpha, (x->first_q && pc == 0) ? p->beta : 1.f, GEMM_BIAS_NONE, NULL,
-                     GEMM_ACT_NONE, ep->clip_lo, ep->clip_hi};
-    if (last) {
-      st.bias_kind = ep->bias_kind;
-      st.act = ep->act;
-    }
+    gemm_store st = store_for(x, pc);
     for (int64_t jp = jp0; jp < jp1; jp++) run_panel(x, &st, abuf, pc, jp, i0, mc, kc);
   }
 }
@@ -485,6 +541,10 @@ static void plan_items(packed_ctx *x, int threads) {
   else if (threads > 1 && x->n_ic % threads != 0) jt = ceil_div(2 * threads, x->n_ic);
   x->jt_len = ceil_div(x->n_jr, jt);
   x->n_jt = ceil_div(x->n_jr, x->jt_len);
+  int order = x->ar->blk.panels_outer;
+  bool rows_off = (x->p->ldc * (int64_t)sizeof(float)) % 64 || (uintptr_t)x->p->C % 64;
+  bool wide = (double)x->mc * (double)(x->jt_len * x->ar->nr) * sizeof(float) > GEMM_C_ITEM_BYTES;
+  x->a_whole = x->a_whole_ok && x->n_pc > 1 && (order > 0 || (order == 0 && wide && rows_off));
 }
 
 /* Returns false (nothing written) if scratch memory cannot be allocated. */
@@ -525,7 +585,13 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   bool items_share_rows = threads > 1 && x.n_ic % threads != 0; /* plan_items' column split */
   bool share_a = !x.pre_a && threads > 1 && ((n_pc_max > 1 && items_share_rows) || chunk < p->N) &&
                  (double)x.m_pad * (double)qk_max * sizeof(float) <= GEMM_SHARED_A_BYTES;
-  x.abuf_len = x.pre_a || share_a ? 0 : round_up(x.mc * x.kc, 16);
+  /* Several K blocks and the A of a row block for all of them small enough
+   * for L2: panels outer, K blocks inner (packed_item_panels) where
+   * plan_items finds C wide and its rows off 64-byte boundaries. */
+  x.a_whole_ok = n_pc_max > 1 && ar->blk.panels_outer >= 0 &&
+                 (double)x.mc * (double)qk_max * sizeof(float) <= GEMM_A_WHOLE_BYTES;
+  x.a_pc_len = round_up(x.mc * x.kc, 16);
+  x.abuf_len = x.pre_a || share_a ? 0 : x.a_whole_ok ? n_pc_max * x.a_pc_len : x.a_pc_len;
   size_t abuf_bytes = share_a ? (size_t)round_up(x.m_pad * qk_max, 16) * sizeof(float)
                               : (size_t)threads * (size_t)x.abuf_len * sizeof(float);
   x.n_aslices = ceil_div(x.mc, GEMM_A_SLICE * MR);

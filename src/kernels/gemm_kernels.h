@@ -119,6 +119,9 @@ typedef struct gemm_blocking {
   int64_t bbuf_floats; /* packed B per N chunk (all K blocks): ~L3 */
   int64_t k_super;     /* K blocks per pass (bounds packed B for huge K) */
   int64_t thread_flops; /* work that earns one more thread (packed/direct) */
+  int panels_outer;      /* 0: the packed path's own choice of order (gemm.c, GEMM_C_ITEM_BYTES); 1: every
+                            item's panels finished one at a time over all K blocks wherever A's row block
+                            for them fits L2; -1: never (K blocks outer) */
 } gemm_blocking;
 
 /* Everything explicit.  blk may be NULL. */

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "kernels/conv.h"
+#include "kernels/conv_bf16.h"
 #include "kernels/gemm.h"
 #include "ops/gemm_weights.h"
 #include "ops/conv_core.h"
@@ -367,17 +368,32 @@ static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_al
 /* The algorithm for the shape and, unless it is im2col, its prepared
  * weights: from the session's op cache, from the store on disk, or made now
  * (*own: the caller frees them; otherwise the cache holds them). */
+/* The node runs its convolution in bf16 (kernels/conv_bf16.h): marked so by
+ * autocast, bf16 convolution wanted at this level (AMX, or forced), and a
+ * 1-D or 2-D shape the kernel takes (one group, enough channels). */
+static bool conv_bf16_for(op_ctx *c, const conv_geom *g) {
+  return c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") && g->w.nsp <= 2 &&
+         g->G == 1 && g->Kdim > 0 && conv_bf16_channels(g->C, g->Kk) && conv_bf16_wanted(isa_active());
+}
+
+/* The fast kernel's algorithm for the shape (d filled), or IM2COL: none. */
+static conv_algo conv_fast_algo(op_ctx *c, const conv_geom *g, conv2d_desc *d) {
+  if (g->w.nsp > 2 || g->Kdim <= 0) return CONV_ALGO_IM2COL;
+  conv_desc_of(g, d);
+  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  conv_algo req = conv_bf16_for(c, g) ? CONV_ALGO_BF16 : conv_algo_from_env();
+  return conv2d_select(d, isa_active(), pool_threads(c->pool), req, cacheable);
+}
+
 static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
                                      conv_algo *algo, conv2d_weights **pw, bool *own) {
   *pw = NULL;
   *own = false;
   *algo = CONV_ALGO_IM2COL;
-  if (g->w.nsp > 2 || g->Kdim <= 0) return SMELT_OK;
-  conv_desc_of(g, d);
+  *algo = conv_fast_algo(c, g, d);
+  if (*algo == CONV_ALGO_IM2COL) return SMELT_OK;
   isa_level isa = isa_active();
   bool cacheable = c->cache && op_input_is_constant(c, 1);
-  *algo = conv2d_select(d, isa, pool_threads(c->pool), conv_algo_from_env(), cacheable);
-  if (*algo == CONV_ALGO_IM2COL) return SMELT_OK;
   conv_cache_key key;
   memset(&key, 0, sizeof key);
   key = (conv_cache_key){.w = c->in[1]->data, .algo = *algo, .isa = isa,
@@ -455,12 +471,14 @@ static bool conv_pw_route(const conv_geom *g) {
  * plane the GEMM's column panels fit badly (7x7): W^T packed once per
  * session as the GEMM's B (ops/gemm_weights.h), a constant float32 W only;
  * NULL: not this route. */
+static bool conv_pw_t_route(op_ctx *c, const conv_geom *g) {
+  return conv_pw_shape(g) && !conv_pw_route(g) && c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) &&
+         conv_pointwise_t_suits(isa_active(), g->C, g->M, g->S_out);
+}
+
 static const gemm_packed *conv_pw_t_weights(op_ctx *c, const conv_geom *g) {
-  const tensor *w = c->in[1];
-  if (!conv_pw_shape(g) || conv_pw_route(g) || w->dtype != SMELT_F32 ||
-      !op_input_is_constant(c, 1) || !conv_pointwise_t_suits(isa_active(), g->C, g->M, g->S_out))
-    return NULL;
-  return gemm_weights_b(c->cache, c->pool, true, g->C, g->M, w->data);
+  if (!conv_pw_t_route(c, g)) return NULL;
+  return gemm_weights_b(c->cache, c->pool, true, g->C, g->M, c->in[1]->data);
 }
 
 static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, const float *W,
@@ -487,8 +505,9 @@ smelt_status conv_op_prepare(op_ctx *c) {
   conv_geom g;
   TRY(conv_plan(c, &g));
   if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
-  if (conv_pw_route(&g)) return SMELT_OK; /* nothing to prepare */
-  if (conv_pw_t_weights(c, &g)) return SMELT_OK; /* W^T packed */
+  bool bf16 = conv_bf16_for(c, &g);
+  if (!bf16 && conv_pw_route(&g)) return SMELT_OK; /* nothing to prepare */
+  if (!bf16 && conv_pw_t_weights(c, &g)) return SMELT_OK; /* W^T packed */
   conv2d_desc d;
   conv_algo algo;
   conv2d_weights *pw;
@@ -501,8 +520,9 @@ smelt_status conv_op_prepare(op_ctx *c) {
 
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
-  if (conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
-  const gemm_packed *wt = W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
+  bool bf16 = conv_bf16_for(c, g); /* conv_fast takes it */
+  if (!bf16 && conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
+  const gemm_packed *wt = !bf16 && W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
   if (wt) {
     conv_epilogue rest = {0};
     conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
@@ -540,6 +560,41 @@ static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, cons
   for (int64_t t = 0; t < ntasks; t++) conv_task(&j, t, col, c->pool);
   free(col);
   if (atomic_load(&j.failed)) return err_set(SMELT_ERR_INTERNAL, "conv: the GEMM rejected its arguments");
+  return SMELT_OK;
+}
+
+smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
+  conv_geom g;
+  TRY(conv_plan(c, &g));
+  const tensor *x = c->in[0];
+  if (x->rank < 0 || g.Kdim < 0 || !dim_known(g.N) || !dim_known(g.C) || !dim_known(g.M)) {
+    snprintf(buf, n, "conv: the kernel is chosen when the shapes are known");
+    return SMELT_OK;
+  }
+  char geo[160];
+  int o = snprintf(geo, sizeof geo, "conv %lld->%lld ch, kernel", (long long)g.C, (long long)g.M);
+  for (int i = 0; i < g.w.nsp && o < (int)sizeof geo; i++)
+    o += snprintf(geo + o, sizeof geo - (size_t)o, "%s%lld", i ? "x" : " ", (long long)g.w.kernel[i]);
+  for (int i = 0; i < g.w.nsp && o < (int)sizeof geo; i++)
+    o += snprintf(geo + o, sizeof geo - (size_t)o, "%s%lld", i ? "," : " stride ", (long long)g.w.stride[i]);
+  if (g.G > 1 && o < (int)sizeof geo) o += snprintf(geo + o, sizeof geo - (size_t)o, " group %lld", (long long)g.G);
+  if (o < (int)sizeof geo) snprintf(geo + o, sizeof geo - (size_t)o, ", %lld positions", (long long)g.S_out);
+  const char *how;
+  char alg[128];
+  bool bf16 = conv_bf16_for(c, &g);
+  conv2d_desc d;
+  if (x->dtype == SMELT_F64) how = "float64 reference loop (ops/conv.c)";
+  else if (!bf16 && conv_pw_route(&g)) how = "f32 1x1 pointwise on X in place (kernels/conv_pointwise.c)";
+  else if (!bf16 && conv_pw_t_route(c, &g)) how = "f32 1x1 as the transposed GEMM over W^T packed once (kernels/conv_pointwise.c)";
+  else {
+    conv_algo a = conv_fast_algo(c, &g, &d);
+    if (a != CONV_ALGO_IM2COL) {
+      snprintf(alg, sizeof alg, "%s", conv_algo_desc(a, isa_active()));
+      how = alg;
+    } else if (g.w.nsp == 2 && g.G == g.C && g.G == g.M) how = "f32 depthwise loop (ops/conv.c)";
+    else how = "f32 im2col + GEMM (ops/conv.c)";
+  }
+  snprintf(buf, n, "%s%s: %s", geo, x->dtype == SMELT_F32 || x->dtype == SMELT_F64 ? "" : " (via f32 copies)", how);
   return SMELT_OK;
 }
 

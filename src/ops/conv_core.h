@@ -19,5 +19,9 @@ smelt_status conv_op_infer(op_ctx *c);
 smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e);
 /* op_def.prepare of Conv and smelt.Conv: the fast kernel's weights into the cache. */
 smelt_status conv_op_prepare(op_ctx *c);
+/* op_describe_fn of Conv and smelt.Conv: the geometry, the element type and
+ * the kernel conv_op_run takes ("1x1 pointwise on X in place", "winograd
+ * F(4x4,3x3)", "bf16 on AMX tiles", ...). */
+smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n);
 
 #endif

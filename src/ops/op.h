@@ -68,6 +68,11 @@ const op_def *ops_find(const char *domain, const char *op_type);
  * it for every step when it is made, so the first run is as fast as the rest. */
 typedef smelt_status (*op_prepare_fn)(op_ctx *c);
 op_prepare_fn ops_prepare_fn(const op_def *op);
+/* The op's describe function, or NULL: one line (into buf, n bytes) naming
+ * the kernel its run would take for these inputs (a context built as for
+ * prepare: shapes, constant data), for `smelt compile --explain`. */
+typedef smelt_status (*op_describe_fn)(op_ctx *c, char *buf, size_t n);
+op_describe_fn ops_describe_fn(const op_def *op);
 /* Calls fn for every registered op (for listings). */
 void ops_foreach(void (*fn)(const op_def *op, void *user), void *user);
 

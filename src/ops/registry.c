@@ -36,6 +36,12 @@ static const struct {
                {"", "MatMul", matmul_op_prepare}, {"", "Gemm", gemm_op_prepare},
                {"smelt", "Gemm", fused_gemm_op_prepare}};
 
+op_describe_fn ops_describe_fn(const op_def *op) {
+  if (op && !strcmp(op->name, "Conv") && (domain_eq(op->domain, "") || domain_eq(op->domain, "smelt")))
+    return conv_op_describe;
+  return NULL;
+}
+
 op_prepare_fn ops_prepare_fn(const op_def *op) {
   for (size_t i = 0; op && i < sizeof prepares / sizeof *prepares; i++)
     if (!strcmp(op->name, prepares[i].name) && domain_eq(op->domain, prepares[i].domain)) return prepares[i].fn;

@@ -1,5 +1,8 @@
 /* Autocast: which nodes run in the session's reduced precision, as AMP
- * decides.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
+ * decides.  Under BF16, one-group Conv / smelt.Conv nodes with a constant
+ * float32 weight and at least CONV_BF16_MIN_C input channels get
+ * precision = "bf16" too, where the bf16 convolution runs (AMX or
+ * AVX512_BF16: kernels/conv_bf16.h); the log names why any other stays fp32.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
  * pass does nothing).  BF16 is weight-only: the same allow-list and
  * keep-list, the node gets precision = "bf16" (weight rounded to bf16 once,
  * activations, sums and outputs fp32: kernels/wbf16.h; no K limit).  FP16
@@ -27,7 +30,8 @@
  *   - products of two activations (attention's Q K^T and P V, any MatMul
  *     whose B is computed): both sides would need run-time quantization and
  *     attention scores are sensitive to it;
- *   - convolutions (no int8 convolution kernel yet);
+ *   - convolutions under int8, fp16 and int4 (no such convolution kernel
+ *     yet; bf16 above);
  *   - Softmax, LayerNormalization / RMS norms and their statistics,
  *     reductions (ReduceMean, ReduceSum, ...), residual and bias Adds,
  *     activations and every other elementwise or data-movement node: they
@@ -45,6 +49,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kernels/bf16dp.h"
+#include "kernels/conv_bf16.h"
+#include "kernels/isa.h"
 #include "kernels/qgemm.h"
 #include "passes/rewrite.h"
 #include "util/err.h"
@@ -135,6 +142,43 @@ static smelt_status to_lowp(rewriter *w, int id, const ac_plan *p, const char *p
   return rw_set_input(w, nid, 3, res);
 }
 
+/* NULL when Conv / smelt.Conv node id can run in bf16 (kernels/conv_bf16.h:
+ * both operands in bf16 on AMX tiles), else why it cannot. */
+static const char *conv_check(rewriter *w, int id) {
+  const ir_node *nd = rw_node(w, id);
+  if (nd->n_outputs != 1 || nd->n_inputs < 2 || !is_f32(w, nd->outputs[0]) || !is_f32(w, nd->inputs[0]) ||
+      !is_f32(w, nd->inputs[1]))
+    return "not float32";
+  if (!constant_weight(w, nd->inputs[1])) return "its weight is not a constant";
+  const ir_value *b = rw_val(w, nd->inputs[1]);
+  if (b->rank != 3 && b->rank != 4) return "not a 1-D or 2-D convolution";
+  if (ir_attr_int(nd, "group", 1) != 1) return "grouped (depthwise and grouped convolutions are memory-bound)";
+  int64_t taps = b->dims[2] * (b->rank == 4 ? b->dims[3] : 1);
+  if (!dim_known(b->dims[1]) || !dim_known(b->dims[2]) || (b->rank == 4 && !dim_known(b->dims[3])) ||
+      !conv_bf16_channels(b->dims[1], taps))
+    return "fewer than 16 input channels x taps (a 1x1 over few channels is memory-bound)";
+  if (!conv_bf16_wanted(isa_active()))
+    return "this CPU has neither AMX nor AVX512_BF16 (SMELT_CONV_BF16=1 forces a slow scalar kernel)";
+  return NULL;
+}
+
+/* The same node again with precision = pname added. */
+static smelt_status mark_precision(rewriter *w, int id, const char *pname) {
+  const ir_node *nd = rw_node(w, id);
+  char op[64], dom[64];
+  int ins[16], n_in = nd->n_inputs, n_attrs = nd->n_attrs + 1, nid;
+  if (n_in > 16 || snprintf(op, sizeof op, "%s", nd->op_type) >= (int)sizeof op ||
+      snprintf(dom, sizeof dom, "%s", nd->domain) >= (int)sizeof dom)
+    return err_set(SMELT_ERR_INTERNAL, "autocast: node %d is not a convolution", id);
+  for (int k = 0; k < n_in; k++) ins[k] = nd->inputs[k];
+  TRY(rw_replace_node(w, id, op, dom, n_in, n_attrs, &nid));
+  nd = rw_node(w, id); /* the node array may have moved */
+  for (int k = 0; k < nd->n_attrs; k++) TRY(rw_attr_copy(w, nid, k, &nd->attrs[k]));
+  TRY(rw_attr_string(w, nid, n_attrs - 1, "precision", pname));
+  for (int k = 0; k < n_in; k++) TRY(rw_set_input(w, nid, k, ins[k]));
+  return SMELT_OK;
+}
+
 /* Counts of the other ops kept in fp32, for one summary line. */
 typedef struct kept_ops {
   const char *op[32];
@@ -174,13 +218,29 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
   TRY(rw_begin(&w, g, o, r));
   smelt_status s = SMELT_OK;
   kept_ops kept = {0};
-  int n = g->n_nodes, n_int8 = 0;
+  int n = g->n_nodes, n_int8 = 0, n_conv = 0;
   for (int id = 0; !s && id < n; id++) {
     if (!rw_live(&w, id)) continue;
     const ir_node *nd = rw_node(&w, id);
     bool fused = !strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Gemm");
     bool cand = fused || rw_is_op(&w, id, "MatMul") || rw_is_op(&w, id, "Gemm");
+    bool conv = !strcmp(nd->op_type, "Conv") && (!strcmp(nd->domain, "smelt") || !nd->domain[0]);
     char nb[160];
+    if (conv && o->precision == SMELT_PRECISION_BF16) {
+      if (!strcmp(ir_attr_string(nd, "precision", "fp32"), pname)) continue; /* done before */
+      const char *why = conv_check(&w, id);
+      pass_log(r, "autocast: %s (%sConv) %s%s", rw_name(&w, id, nb, sizeof nb), nd->domain[0] ? "smelt." : "",
+               why ? "stays fp32: " : "-> bf16: constant weight, ",
+               why                          ? why
+               : bf16dp_amx_hw(isa_active()) ? "AMX tiles"
+               : bf16dp_hw(isa_active())     ? "vdpbf16ps"
+                                             : "scalar kernel (SMELT_CONV_BF16=1)");
+      if (why) continue;
+      s = mark_precision(&w, id, pname);
+      w.changes++;
+      n_conv++;
+      continue;
+    }
     if (!cand) {
       keep(&kept, nd->op_type);
       continue;
@@ -202,6 +262,8 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
   if (!s) {
     log_kept(&w, &kept);
     pass_log(r, "autocast: %d GEMM node%s in %s", n_int8, n_int8 == 1 ? "" : "s", pname);
+    if (o->precision == SMELT_PRECISION_BF16)
+      pass_log(r, "autocast: %d convolution%s in bf16", n_conv, n_conv == 1 ? "" : "s");
   }
   return rw_end(&w, s, changes);
 }

@@ -153,6 +153,45 @@ static bool prep_view(const compiled_plan *p, int v, tensor *t) {
   return true;
 }
 
+typedef struct prep_args {
+  tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];
+} prep_args;
+
+/* A shape-only context for library step st (prep_view's tensors in a);
+ * false when a shape is known only when it runs. */
+static bool prep_ctx(const compiled_plan *p, const pstep *st, prep_args *a, op_ctx *c) {
+  const ir_node *nd = &p->g->nodes[st->node];
+  if (nd->n_inputs > MAX_ARGS || nd->n_outputs > MAX_ARGS) return false;
+  bool ok = true;
+  for (int k = 0; ok && k < nd->n_inputs; k++) {
+    a->in[k] = nd->inputs[k] >= 0 ? &a->inb[k] : NULL;
+    if (a->in[k]) ok = prep_view(p, nd->inputs[k], &a->inb[k]);
+  }
+  for (int o = 0; ok && o < nd->n_outputs; o++) {
+    a->out[o] = &a->outb[o];
+    memset(&a->outb[o], 0, sizeof a->outb[o]);
+    a->outb[o].rank = -1;
+    if (nd->outputs[o] >= 0) ok = prep_view(p, nd->outputs[o], &a->outb[o]);
+  }
+  *c = (op_ctx){.graph = p->g, .node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .n_out = nd->n_outputs,
+                .in = a->in, .out = a->out, .pool = st->variant == LV_SERIAL ? NULL : p->pool,
+                .cache = node_cache(p, st->node)};
+  return ok;
+}
+
+bool plan_step_describe(const compiled_plan *p, int step, char *buf, size_t n) {
+  const pstep *st = &p->steps[step];
+  op_describe_fn describe = ops_describe_fn(p->g->nodes[st->node].op);
+  prep_args a;
+  op_ctx c;
+  if (!describe || !prep_ctx(p, st, &a, &c)) return false;
+  if (describe(&c, buf, n)) {
+    snprintf(buf, n, "(no description: %.200s)", smelt_last_error());
+    err_clear();
+  }
+  return true;
+}
+
 smelt_status plan_prepare(compiled_plan *p) {
   const ir_graph *g = p->g;
   for (int i = 0; i < p->n_steps; i++) {
@@ -167,23 +206,9 @@ smelt_status plan_prepare(compiled_plan *p) {
       continue;
     }
     op_prepare_fn prepare = ops_prepare_fn(nd->op);
-    if (!prepare || nd->n_inputs > MAX_ARGS || nd->n_outputs > MAX_ARGS) continue;
-    tensor inb[MAX_ARGS], outb[MAX_ARGS], *in[MAX_ARGS], *out[MAX_ARGS];
-    bool ok = true;
-    for (int k = 0; ok && k < nd->n_inputs; k++) {
-      in[k] = nd->inputs[k] >= 0 ? &inb[k] : NULL;
-      if (in[k]) ok = prep_view(p, nd->inputs[k], &inb[k]);
-    }
-    for (int o = 0; ok && o < nd->n_outputs; o++) {
-      out[o] = &outb[o];
-      memset(&outb[o], 0, sizeof outb[o]);
-      outb[o].rank = -1;
-      if (nd->outputs[o] >= 0) ok = prep_view(p, nd->outputs[o], &outb[o]);
-    }
-    if (!ok) continue; /* shapes known only when it runs */
-    op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .n_out = nd->n_outputs,
-                .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : p->pool,
-                .cache = node_cache(p, st->node)};
+    prep_args a;
+    op_ctx c;
+    if (!prepare || !prep_ctx(p, st, &a, &c)) continue; /* shapes known only when it runs */
     smelt_status s = prepare(&c);
     if (s) {
       char lb[256];

@@ -27,6 +27,10 @@ smelt_status plan_run_timed(compiled_plan *p, tensor *const *inputs, tensor *out
 /* Prepares every library step's constant weights (ops_prepare_fn) into the
  * plan's op caches, so that the first run does no one-time work. */
 smelt_status plan_prepare(compiled_plan *p);
+/* One line naming the kernel library step `step` takes (the op's describe
+ * function over the shapes the plan knows), for --explain; false when the op
+ * has none or a shape is known only when it runs. */
+bool plan_step_describe(const compiled_plan *p, int step, char *buf, size_t n);
 
 /* Frees the plan's arenas (at plan destruction). */
 void compiled_plan_instances_free(compiled_plan *p);

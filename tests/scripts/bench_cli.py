@@ -106,8 +106,19 @@ def check_bench(smelt, model, tmp):
             check(is_num(o.get("cosine")) and 0.999 <= o["cosine"] < 1, f"{r['mode']}: int8 cosine in [0.999, 1) ({o})")
             check(is_num(o.get("max_abs")) and o["max_abs"] > 0 and is_num(o.get("max_rel")),
                   f"{r['mode']}: int8 differs from fp32 ({o})")
-    rc, stdout, stderr = run([smelt, "bench", model, "--precision", "fp16", "--runs", "1", "--warmup", "0"])
+    # the classifier's top-1 agreement / top-5 overlap with eager fp32 over 64 seeded inputs, in the last mode asked
+    ag = d.get("agreement", {})
+    rows = ag.get("rows")
+    check(ag.get("reference") == "eager fp32" and ag.get("mode") == "default" and ag.get("inputs") == 64
+          and isinstance(rows, int) and rows >= 64 and rows % 64 == 0, f"int8: agreement over 64 inputs ({ag})")
+    check(is_num(ag.get("top1")) and 0.8 <= ag["top1"] <= 1 and abs(ag["top1"] * rows - round(ag["top1"] * rows)) < 1e-9,
+          f"int8: top-1 agreement a share of the rows, >= 0.8 ({ag})")
+    check(is_num(ag.get("top5_overlap")) and 0.8 <= ag["top5_overlap"] <= 1, f"int8: top-5 overlap in [0.8, 1] ({ag})")
+    check("agreement int8 (default) vs eager fp32 over 64 seeded inputs" in stdout, "int8: agreement printed")
+    rc, stdout, stderr = run([smelt, "bench", model, "--precision", "fp16", "--runs", "1", "--warmup", "0",
+                              "--agreement", "0"])
     check(rc == 0 and "accuracy fp16 vs eager fp32" in stdout, f"bench --precision fp16 runs, accuracy printed (got {rc})")
+    check("agreement" not in stdout, "--agreement 0: no agreement measured")
     rc, stdout, stderr = run([smelt, "bench", model, "--precision", "fp8", "--runs", "1", "--warmup", "0"])
     check(rc == 2 and "fp8" in stdout + stderr, f"bench --precision fp8: a usage error naming it (got {rc})")
 

@@ -406,19 +406,67 @@ static void shared_a_slices(smelt_pool *const pools[3], isa_level isa) {
   for (int i = 0; i < M * K; i++) a[i] = frand();
   for (int i = 0; i < K * N; i++) b[i] = frand();
   for (int i = 0; i < N; i++) bias[i] = frand();
-  static const gemm_blocking blk = {32, 0, 0, 0, 1};
-  for (int t = 0; t < 3; t++) {
+  /* panels: each item's panels finished over all K blocks in turn (the
+   * order of a wide C in rows off 64-byte boundaries) adds the same K blocks in the same order:
+   * the same bits too, on every thread count. */
+  static const gemm_blocking blk = {32, 0, 0, 0, 1, 0}, panels = {32, 0, 0, 0, 1, 1};
+  for (int run = 0; run < 6; run++) {
+    int t = run % 3;
     gemm_params p = gemm_params_default();
     p.M = M, p.N = N, p.K = K, p.A = a, p.B = b, p.lda = K, p.ldb = N, p.ldc = N;
     p.epilogue.bias_kind = GEMM_BIAS_COL, p.epilogue.bias = bias;
-    p.C = t == 0 ? one : many;
+    p.C = run == 0 ? one : many;
     for (int i = 0; i < M * N; i++) p.C[i] = NAN; /* beta 0: every element written */
-    CHECK_OK(gemm_f32_run(pools[t], &p, isa, GEMM_PATH_PACKED, &blk));
-    if (t == 0) continue;
+    CHECK_OK(gemm_f32_run(pools[t], &p, isa, GEMM_PATH_PACKED, run < 3 ? &blk : &panels));
+    if (run == 0) continue;
     bool same = memcmp(many, one, sizeof many) == 0;
     CHECK(same);
-    if (!same) fprintf(stderr, "%s: shared A on %d threads differs from one thread\n", isa_name(isa), t + 1);
+    if (!same)
+      fprintf(stderr, "%s: shared A on %d threads%s differs from one thread\n", isa_name(isa), t + 1,
+              run < 3 ? "" : " (panels outer)");
   }
+}
+
+/* A wide C in rows off 64-byte boundaries (a vocabulary projection's: ldc
+ * odd), at the default blocking: the packed path finishes its panels one at
+ * a time over the K blocks (GEMM_C_ITEM_BYTES in gemm.c) -- the same bits
+ * as K blocks outer (panels_outer -1), with a bias and on 1 and 2 threads. */
+static void wide_c_orders(smelt_pool *const pools[3], isa_level isa) {
+  enum { M = 128, N = 3001, K = 600 };
+  float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N), *bias = malloc(sizeof(float) * N);
+  float *auto_c = malloc(sizeof(float) * M * N), *kouter = malloc(sizeof(float) * M * N);
+  if (!a || !b || !bias || !auto_c || !kouter) {
+    CHECK(!"out of memory in test");
+    free(a), free(b), free(bias), free(auto_c), free(kouter);
+    return;
+  }
+  for (int i = 0; i < M * K; i++) a[i] = frand();
+  for (int i = 0; i < K * N; i++) b[i] = frand();
+  for (int i = 0; i < N; i++) bias[i] = frand();
+  static const gemm_blocking never = {0, 0, 0, 0, 0, -1};
+  for (int t = 0; t < 2; t++) {
+    gemm_params p = gemm_params_default();
+    p.M = M, p.N = N, p.K = K, p.A = a, p.B = b, p.lda = K, p.ldb = N, p.ldc = N;
+    p.epilogue.bias_kind = GEMM_BIAS_COL, p.epilogue.bias = bias;
+    p.C = auto_c;
+    CHECK_OK(gemm_f32_run(pools[t], &p, isa, GEMM_PATH_PACKED, NULL));
+    p.C = kouter;
+    CHECK_OK(gemm_f32_run(pools[t], &p, isa, GEMM_PATH_PACKED, &never));
+    bool same = memcmp(auto_c, kouter, sizeof(float) * M * N) == 0;
+    CHECK(same);
+    if (!same) fprintf(stderr, "%s: wide C on %d threads differs between the orders\n", isa_name(isa), t + 1);
+  }
+  double err = 0;
+  for (int n = 0; n < N; n += 97) { /* a sample of columns against a double sum */
+    for (int m = 0; m < M; m += 13) {
+      double want = bias[n];
+      for (int k = 0; k < K; k++) want += (double)a[m * K + k] * (double)b[k * N + n];
+      double e = fabs(want - auto_c[m * N + n]);
+      if (e > err) err = e;
+    }
+  }
+  CHECK(err < 1e-3);
+  free(a), free(b), free(bias), free(auto_c), free(kouter);
 }
 
 int main(void) {
@@ -431,14 +479,18 @@ int main(void) {
   /* Tiny blocks: several K blocks, K passes, N chunks and M blocks on small
    * matrices, so every branch of the packed driver runs; and every thread
    * woken however small the problem (thread_flops 1). */
-  static const gemm_blocking tiny = {24, 16, 4096, 2, 1}, eager = {0, 0, 0, 0, 1};
+  /* packed-panels: the same, each item's panels finished over all K blocks
+   * in turn (panels_outer 1: the order of a wide C in rows off 64-byte boundaries). */
+  static const gemm_blocking tiny = {24, 16, 4096, 2, 1, 0}, eager = {0, 0, 0, 0, 1, 0},
+                             panels = {24, 16, 4096, 2, 1, 1};
   const route routes[] = {{"auto", GEMM_PATH_AUTO, NULL},
                           {"packed", GEMM_PATH_PACKED, &eager},
                           {"packed-tiny", GEMM_PATH_PACKED, &tiny},
+                          {"packed-panels", GEMM_PATH_PACKED, &panels},
                           {"direct", GEMM_PATH_DIRECT, &eager},
                           {"small-m", GEMM_PATH_SMALL_M, &eager}};
   for (int isa = ISA_SCALAR; isa <= (int)top; isa++) {
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < 6; r++) {
       if (isa == ISA_SCALAR && r > 0) break; /* one algorithm there */
       cur = routes[r];
       int before = check_failures;
@@ -454,7 +506,7 @@ int main(void) {
         sweep(pool, (isa_level)isa, cases, isa == ISA_SCALAR ? 1 << 19 : 1 << 21);
         degenerate(pool, (isa_level)isa);
         nan_passes(pool, (isa_level)isa);
-        if (isa != ISA_SCALAR && t > 0 && r < 3) big(pool, (isa_level)isa);
+        if (isa != ISA_SCALAR && t > 0 && r < 4) big(pool, (isa_level)isa);
         if (isa != ISA_SCALAR && r == 0) small_m(pool, (isa_level)isa);
         if (isa != ISA_SCALAR && r == 1) tail_rows_exact(pool, (isa_level)isa);
       }
@@ -463,6 +515,7 @@ int main(void) {
     }
   }
   for (int isa = ISA_SCALAR + 1; isa <= (int)top; isa++) shared_a_slices(pools, (isa_level)isa);
+  for (int isa = ISA_SCALAR + 1; isa <= (int)top; isa++) wide_c_orders(pools, (isa_level)isa);
   cur = routes[0];
   public_entry(pools[1]);
   for (int t = 0; t < 3; t++) pool_free(pools[t]);

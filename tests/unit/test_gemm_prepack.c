@@ -286,7 +286,7 @@ int main(void) {
   smelt_pool *pools[3] = {NULL, NULL, NULL};
   for (int t = 0; t < 3; t++) CHECK_OK(pool_create(t + 1, &pools[t]));
   /* kc 24, mc 16, 4096 floats of B per chunk, 2 K blocks per pass */
-  static const gemm_blocking tiny = {24, 16, 4096, 2, 1};
+  static const gemm_blocking tiny = {24, 16, 4096, 2, 1, 0}, panels = {24, 16, 4096, 2, 1, 1};
   int isas = 0;
   for (int isa = ISA_AVX2; isa <= (int)isa_detect(); isa++, isas++) {
     int before = check_failures;
@@ -294,6 +294,7 @@ int main(void) {
     for (int t = 0; t < 3; t++) {
       sweep(pools[t], (isa_level)isa, NULL, 40);
       sweep(pools[t], (isa_level)isa, &tiny, 40);
+      sweep(pools[t], (isa_level)isa, &panels, 40); /* each item's panels over all K blocks in turn */
       small_m_packed(pools[t], (isa_level)isa, NULL);
       small_m_packed(pools[t], (isa_level)isa, &tiny);
     }

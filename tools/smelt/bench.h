@@ -12,6 +12,7 @@
 #include "util/stats.h"
 
 #define BENCH_MAX_MODES 8
+#define BENCH_AGREE_DEFAULT 64 /* seeded inputs of the top-1/top-5 agreement (--agreement) */
 #define BENCH_MAX_ACC 32 /* outputs whose accuracy is reported one by one */
 #define BENCH_CI_LEVEL 0.95
 #define BENCH_CI_WARN 0.05      /* warn when the CI is wider than 5% of the median */
@@ -49,6 +50,7 @@ typedef struct bench_config {
   size_t max_memory; /* session memory budget (0: the default) */
   smelt_precision precision; /* every measured mode runs at it; the reference is eager fp32 */
   const char *device; /* session option device (NULL: cpu) */
+  int agreement;      /* seeded inputs for the top-1/top-5 agreement (0: none) */
 } bench_config;
 
 /* What smelt_session_get_stats said about one session. */
@@ -104,6 +106,27 @@ void bench_parity(const ir_graph *g, const bench_result *ref, bench_result *r);
  * indexes an embedding through Gather): its element count; 0 otherwise. */
 int64_t bench_tokens(const ir_graph *g, const tensor *inputs);
 
+/* Top-1 / top-5 agreement of the precision with eager fp32 (bench_agree.c):
+ * on a model with one float output [rows, classes >= 5], c->agreement
+ * seeded generated inputs (seed + 1, + 2, ...) through an eager fp32
+ * session and a `mode` session at c->precision, in this process.  top1: rows
+ * whose largest class is the same; top5: the mean share of fp32's five
+ * largest classes among P's five largest. */
+typedef struct bench_inputs_spec {
+  const cli_kv *files, *dims;
+  int n_files, n_dims;
+  uint64_t seed;
+} bench_inputs_spec;
+typedef struct bench_agree {
+  bool done;     /* measured */
+  char why[256]; /* when not done: why (empty: the model is no classifier, or fp32) */
+  int mode, inputs, rows, top1;
+  double top5;
+} bench_agree;
+void bench_agreement(const smelt_model *m, const bench_config *c, int mode, const bench_inputs_spec *in,
+                     bench_agree *a);
+void bench_agreement_print(const bench_agree *a, smelt_precision p);
+
 /* Reports. */
 typedef struct bench_report {
   const char *model;
@@ -118,6 +141,7 @@ typedef struct bench_report {
   bench_result *results;
   int n_results;
   int64_t tokens;
+  const bench_agree *agree; /* NULL: not measured */
 } bench_report;
 
 void bench_print_result(const bench_report *rep, const bench_result *r);

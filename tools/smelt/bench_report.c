@@ -276,6 +276,22 @@ int bench_write_json(const bench_report *rep, const char *path) {
   json_array_begin(&w);
   for (int i = 0; i < rep->n_results; i++) json_result(&w, rep, &rep->results[i]);
   json_array_end(&w);
+  const bench_agree *a = rep->agree;
+  if (a && (a->done || a->why[0])) { /* top-1 / top-5 against eager fp32 (bench.h: bench_agreement) */
+    json_key(&w, "agreement");
+    json_object_begin(&w);
+    json_kv_string(&w, "reference", "eager fp32");
+    json_kv_string(&w, "mode", smelt_mode_name((smelt_mode)a->mode));
+    if (a->done) {
+      json_kv_int(&w, "inputs", a->inputs);
+      json_kv_int(&w, "rows", a->rows);
+      json_kv_number(&w, "top1", (double)a->top1 / a->rows);
+      json_kv_number(&w, "top5_overlap", a->top5);
+    } else {
+      json_kv_string(&w, "error", a->why);
+    }
+    json_object_end(&w);
+  }
   json_object_end(&w);
   const char *text;
   size_t len;

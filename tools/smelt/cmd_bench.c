@@ -35,7 +35,10 @@ static int usage(int code) {
       CLI_MAX_MEMORY_HELP
       "  --precision P   run every mode at fp32 (default), bf16, fp16, int8 or int4; the outputs are\n"
       "                  then compared with an eager fp32 run on the same inputs: max abs and\n"
-      "                  rel error and cosine similarity per output (JSON: \"accuracy\")\n"
+      "                  rel error and cosine similarity per output (JSON: \"accuracy\"); on a\n"
+      "                  classifier (one float output [rows, classes]) also the top-1 agreement\n"
+      "                  and top-5 overlap with eager fp32 over seeded inputs (JSON: \"agreement\")\n"
+      "  --agreement N   seeded inputs for that agreement (default %d; 0: none)\n"
       CLI_DEVICE_HELP "\n"
       "Every mode sees the same inputs.  Per mode, in a child process of its own:\n"
       "  - session creation with an empty cache (a fresh temporary cache_dir: cold)\n"
@@ -57,7 +60,7 @@ static int usage(int code) {
       "j is the largest that keeps this >= 95%% (n = 20: x(6)..x(15)).  No\n"
       "normality is assumed.  Below 6 runs no 95%% interval exists: [min, max] is\n"
       "shown with its lower coverage.  A CI wider than 5%% of the median is flagged.\n",
-      BENCH_DEFAULT_WARMUP, BENCH_DEFAULT_MIN_SECONDS, BENCH_DEFAULT_MIN_RUNS);
+      BENCH_DEFAULT_WARMUP, BENCH_DEFAULT_MIN_SECONDS, BENCH_DEFAULT_MIN_RUNS, BENCH_AGREE_DEFAULT);
   return code;
 }
 
@@ -85,6 +88,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
   bool bad_timeout = false;
   int64_t n;
   a->cfg.warmup = BENCH_DEFAULT_WARMUP;
+  a->cfg.agreement = BENCH_AGREE_DEFAULT;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(0) - 1; /* -1: exit 0 */
     if (cli_flag_arg(argc, argv, &i, "-i", &v)) {
@@ -118,6 +122,9 @@ static int parse_args(int argc, char **argv, bench_args *a) {
     } else if (cli_flag_arg(argc, argv, &i, "--device", &v)) {
       if (!v || !cli_device("--device", v)) return 2;
       a->cfg.device = v;
+    } else if (cli_flag_arg(argc, argv, &i, "--agreement", &v)) {
+      if (!v || !cli_int("--agreement", v, 0, 100000, &n)) return 2;
+      a->cfg.agreement = (int)n;
     } else if (cli_flag_arg(argc, argv, &i, "--seed", &v)) {
       if (!v || !cli_int("--seed", v, 0, INT64_MAX, &a->seed)) return 2;
     } else if (cli_flag_arg(argc, argv, &i, "--json", &v)) {
@@ -205,8 +212,16 @@ static int bench_model(bench_args *a, const smelt_model *m, tensor *inputs, tens
   bench_env_collect(&env);
   const bench_result *ref;
   run_all(a, m, ptrs, res, ref_storage, &ref);
+  bench_agree agree = {0};
+  if (a->cfg.precision != SMELT_PRECISION_FP32 && a->cfg.agreement > 0) {
+    int mode = a->modes[a->n_modes - 1]; /* the last mode asked: a compiled one when there is one */
+    printf("agreement: %d seeded inputs through eager fp32 and %s %s...\n", a->cfg.agreement,
+           smelt_mode_name((smelt_mode)mode), smelt_precision_name(a->cfg.precision));
+    bench_inputs_spec spec = {a->files, a->dims, a->n_files, a->n_dims, (uint64_t)a->seed};
+    bench_agreement(m, &a->cfg, mode, &spec, &agree);
+  }
   bench_report rep = {a->model, g, inputs, files, a->dims, a->n_dims, (uint64_t)a->seed, &a->cfg, &env,
-                      res, a->n_modes, bench_tokens(g, inputs)};
+                      res, a->n_modes, bench_tokens(g, inputs), &agree};
   int threads = a->cfg.threads ? a->cfg.threads : env.cores;
   printf("\nsmelt bench %s\n", a->model);
   bench_env_print(&env, threads);
@@ -217,6 +232,7 @@ static int bench_model(bench_args *a, const smelt_model *m, tensor *inputs, tens
   }
   if (ref == ref_storage && !ref->ok) printf("eager reference run failed: %s\n", ref->error);
   for (int i = 0; i < a->n_modes; i++) bench_print_result(&rep, &res[i]);
+  bench_agreement_print(&agree, a->cfg.precision);
   if (a->compare || a->n_modes > 1) bench_print_compare(&rep);
   bench_print_warnings(&rep);
   int rc = a->json ? bench_write_json(&rep, a->json) : 0;

@@ -41,6 +41,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #define AMX_BUILT 1
+#include "kernels/x86/amx.h"
 #else
 #define AMX_BUILT 0
 #endif
@@ -73,28 +74,6 @@ bool bf16dp_amx_hw(isa_level isa) {
   pthread_once(&amx_once, amx_probe);
   return amx_usable;
 }
-
-/* The tile configuration (palette 1): tiles 0-7 of 16 rows x 64 bytes. */
-typedef struct __attribute__((aligned(64))) amx_cfg {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} amx_cfg;
-
-static void amx_config(amx_cfg *c) {
-  memset(c, 0, sizeof *c);
-  c->palette = 1;
-  for (int t = 0; t < 8; t++) c->colsb[t] = 64, c->rows[t] = 16;
-}
-
-/* The instructions, with their memory made visible to the compiler. */
-#define TILE_LOAD(t, base, stride) \
-  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(base), "r"((long)(stride)) : "memory")
-#define TILE_STORE(t, base, stride) \
-  __asm__ volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(base), "r"((long)(stride)) : "memory")
-#define TILE_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
-/* tmm(dst) += tmm(a) x tmm(b) */
-#define TILE_DP(dst, a, b) __asm__ volatile("tdpbf16ps %%tmm" #b ", %%tmm" #a ", %%tmm" #dst ::)
 
 typedef struct amx_job {
   const bf16dp_args *a;
@@ -144,37 +123,20 @@ AVX_TARGET static void epilogue(const bf16dp_args *a, const float *acc, int64_t 
 static void amx_items(void *ctx, int64_t it0, int64_t it1) {
   const amx_job *j = ctx;
   const bf16dp_args *a = j->a;
-  amx_cfg cfg;
-  amx_config(&cfg);
-  __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+  amx_load_config();
   float acc[AMX_ROWS * AMX_ROWS] __attribute__((aligned(64)));
-  const long a_stride = 4 * (long)j->Kp, b_stride = 4 * BF16DP_NR, c_stride = 4 * AMX_ROWS;
+  const long a_stride = 4 * (long)j->Kp, b_stride = 4 * BF16DP_NR;
   for (int64_t it = it0; it < it1; it++) {
     /* panel-major: consecutive items share their B panel */
     int64_t p = it / j->n_rb, rb = it % j->n_rb;
     const uint32_t *A0 = j->ap + rb * AMX_ROWS * j->Kp, *A1 = A0 + 16 * j->Kp;
     const uint32_t *B = a->w->w + p * j->Kp * BF16DP_NR;
-    TILE_ZERO(0);
-    TILE_ZERO(1);
-    TILE_ZERO(2);
-    TILE_ZERO(3);
-    for (int64_t q = 0; q < j->Kp; q += 16) {
-      TILE_LOAD(4, A0 + q, a_stride);
-      TILE_LOAD(5, A1 + q, a_stride);
-      TILE_LOAD(6, B + q * BF16DP_NR, b_stride);
-      TILE_LOAD(7, B + q * BF16DP_NR + 16, b_stride);
-      TILE_DP(0, 4, 6);
-      TILE_DP(1, 4, 7);
-      TILE_DP(2, 5, 6);
-      TILE_DP(3, 5, 7);
-    }
-    TILE_STORE(0, acc, c_stride);
-    TILE_STORE(1, acc + 16, c_stride);
-    TILE_STORE(2, acc + 16 * AMX_ROWS, c_stride);
-    TILE_STORE(3, acc + 16 * AMX_ROWS + 16, c_stride);
+    amx_block_zero();
+    for (int64_t q = 0; q < j->Kp; q += 16) amx_block_step(A0 + q, A1 + q, a_stride, B + q * BF16DP_NR, b_stride);
+    amx_block_store(acc, AMX_ROWS);
     epilogue(a, acc, rb * AMX_ROWS, p * BF16DP_NR, j->N);
   }
-  __asm__ volatile("tilerelease" ::);
+  AMX_RELEASE();
 }
 
 bool bf16dp_amx_suits(isa_level isa, const bf16dp_weights *w) {

@@ -1,0 +1,240 @@
+/* bf16 convolution (kernels/conv_bf16.h): the layout, the weight packing,
+ * the scalar fill / block kernel / store, and the driver. */
+#include "kernels/conv_bf16_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/tensor.h"
+#include "kernels/bf16dp.h"
+#include "kernels/conv_internal.h"
+#include "util/err.h"
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+bool conv_bf16_channels(int64_t C, int64_t taps) {
+  return C >= CONV_BF16_MIN_C || (taps > 1 && C >= 1 && C * taps >= CONV_BF16_MIN_C);
+}
+
+/* The gathered form, for fewer than CONV_BF16_MIN_C channels (a network's
+ * first convolution: 3 channels): the (channel, tap) pairs become the
+ * channels of a 1x1 convolution over the output plane, C*KH*KW of them
+ * padded to 32 instead of C padded to 32 per tap (3 -> 32 would multiply
+ * the work by 10; 3 x 7 x 7 = 147 -> 160 adds 9%).  The fill gathers each
+ * virtual channel's shifted input row; the weights are W as it lies
+ * ([M][C*KH*KW], one tap). */
+static bool cb_gathered(const conv2d_desc *d) { return d->C < CONV_BF16_MIN_C; }
+
+bool conv_bf16_shape(const conv2d_desc *d) {
+  return d->G == 1 && d->M >= 1 && conv_bf16_channels(d->C, d->KH * d->KW) &&
+         conv_phases_sane(d->OH, d->OW, d->KH, d->KW, d->sh, d->sw, d->dh, d->dw);
+}
+
+bool conv_bf16_wanted(isa_level isa) {
+  const char *e = getenv("SMELT_CONV_BF16");
+  if (e && !strcmp(e, "0")) return false;
+  if (e && !strcmp(e, "1")) return true;
+  return bf16dp_amx_hw(isa) || bf16dp_hw(isa);
+}
+
+int64_t conv_bf16_words(const conv2d_desc *d) {
+  int64_t taps = d->KH * d->KW;
+  if (cb_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
+  return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
+}
+
+static float from_bf16(uint32_t h) {
+  uint32_t u = h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+typedef struct pack_job {
+  const conv2d_desc *d;
+  const float *W;
+  uint32_t *out;
+  int64_t Mp, Cq;
+} pack_job;
+
+static void pack_rows(void *ctx, int64_t m0, int64_t m1) {
+  const pack_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  int64_t taps = d->KH * d->KW;
+  for (int64_t m = m0; m < m1; m++)
+    for (int64_t t = 0; t < taps; t++) {
+      uint32_t *o = j->out + (t * j->Mp + m) * j->Cq;
+      for (int64_t q = 0; q < j->Cq; q++) {
+        uint32_t lo = 0, hi = 0;
+        if (m < d->M && 2 * q < d->C) lo = f32_to_bf16(j->W[(m * d->C + 2 * q) * taps + t]);
+        if (m < d->M && 2 * q + 1 < d->C) hi = f32_to_bf16(j->W[(m * d->C + 2 * q + 1) * taps + t]);
+        o[q] = lo | hi << 16;
+      }
+    }
+}
+
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, const float *W, uint32_t *out) {
+  conv2d_desc v = *d; /* the gathered form: [M][C*KH*KW] as one tap */
+  if (cb_gathered(d)) v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1;
+  pack_job j = {&v, W, out, round_up(v.M, CB_BLOCK), round_up(v.C, 32) / 2};
+  pool_parallel_for(pool, j.Mp, 4, pack_rows, &j);
+}
+
+/* ---- scalar fill, block kernel and store ---- */
+
+/* Virtual channel cv of the gathered form at output (oh, ow), as bf16 (0 past
+ * the channels or in the padding). */
+static uint32_t gathered_at(const cb_job *j, int64_t cv, int64_t oh, int64_t ow) {
+  const conv2d_desc *d = j->d;
+  if (cv >= d->C * j->taps_v) return 0;
+  int64_t c = cv / j->taps_v, t = cv % j->taps_v;
+  int64_t r = oh * d->sh - d->pt + t / d->KW * d->dh, s = ow * d->sw - d->pl + t % d->KW * d->dw;
+  return r >= 0 && r < d->H && s >= 0 && s < d->W ? f32_to_bf16(j->X[(c * d->H + r) * d->W + s]) : 0;
+}
+
+void cb_fill_scalar(void *ctx, int64_t q0, int64_t q1) {
+  const cb_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  if (j->taps_v) {
+    for (int64_t q = q0; q < q1; q++) {
+      uint32_t *o = j->xp + q * j->L;
+      for (int64_t oh = 0; oh < d->OH; oh++)
+        for (int64_t ow = 0; ow < d->OW; ow++)
+          o[oh * d->OW + ow] = gathered_at(j, 2 * q, oh, ow) | gathered_at(j, 2 * q + 1, oh, ow) << 16;
+      memset(o + d->OH * d->OW, 0, sizeof *o * (size_t)(j->L - d->OH * d->OW));
+    }
+    return;
+  }
+  for (int64_t q = q0; q < q1; q++)
+    for (int64_t ph = 0; ph < d->sh; ph++)
+      for (int64_t pw = 0; pw < d->sw; pw++) {
+        if (!j->used[ph * d->sw + pw]) continue; /* no tap reads it */
+        uint32_t *o = j->xp + (q * j->P + ph * d->sw + pw) * j->L;
+        const float *x0 = 2 * q < d->C ? j->X + 2 * q * d->H * d->W : NULL;
+        const float *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * d->H * d->W : NULL;
+        for (int64_t i = 0; i < j->Hq; i++) {
+          int64_t r = i * d->sh + ph - d->pt;
+          for (int64_t c = 0; c < j->Wq; c++) {
+            int64_t s = c * d->sw + pw - d->pl;
+            uint32_t v = 0;
+            if (r >= 0 && r < d->H && s >= 0 && s < d->W) {
+              if (x0) v |= f32_to_bf16(x0[r * d->W + s]);
+              if (x1) v |= (uint32_t)f32_to_bf16(x1[r * d->W + s]) << 16;
+            }
+            o[i * j->Wq + c] = v;
+          }
+        }
+        memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
+      }
+}
+
+int cb_segments(const cb_job *j, int64_t fb, cb_seg *segs) {
+  const conv2d_desc *d = j->d;
+  int n = 0;
+  for (int64_t c = 0; c < CB_BLOCK;) {
+    int64_t f = fb * CB_BLOCK + c, oh = f / j->Wq, ow = f % j->Wq;
+    if (oh >= d->OH) break;
+    if (ow >= d->OW) {
+      c += j->Wq - ow;
+      continue;
+    }
+    int64_t len = d->OW - ow < CB_BLOCK - c ? d->OW - ow : CB_BLOCK - c;
+    segs[n++] = (cb_seg){c, len, oh * d->OW + ow};
+    c += len;
+  }
+  return n;
+}
+
+void cb_store_scalar(const cb_job *j, const float *acc, int64_t mb, int64_t fb) {
+  cb_seg segs[CB_BLOCK];
+  int ns = cb_segments(j, fb, segs);
+  for (int i = 0; i < ns; i++)
+    for (int64_t r = 0; r < CB_BLOCK && mb * CB_BLOCK + r < j->d->M; r++) {
+      int64_t m = mb * CB_BLOCK + r;
+      float b = j->B ? j->B[m] : 0.f;
+      float *y = j->Y + m * j->S + segs[i].y0;
+      const float *res = j->res ? j->res + m * j->S + segs[i].y0 : NULL;
+      for (int64_t k = 0; k < segs[i].len; k++) {
+        float v = acc[r * CB_BLOCK + segs[i].c + k] + b;
+        if (res) v += res[k];
+        v = v < j->lo ? j->lo : v; /* NaN passes through */
+        y[k] = v > j->hi ? j->hi : v;
+      }
+    }
+}
+
+void cb_items_scalar(void *ctx, int64_t it0, int64_t it1) {
+  const cb_job *j = ctx;
+  float acc[CB_BLOCK * CB_BLOCK];
+  for (int64_t it = it0; it < it1; it++) {
+    int64_t mb = it / j->nfb, fb = it % j->nfb;
+    memset(acc, 0, sizeof acc);
+    for (int64_t t = 0; t < j->taps; t++)
+      for (int64_t q = 0; q < j->Cq; q++) {
+        const uint32_t *b = j->xp + q * j->P * j->L + j->toff[t] + fb * CB_BLOCK;
+        for (int64_t r = 0; r < CB_BLOCK; r++) {
+          uint32_t a = j->w[(t * j->Mp + mb * CB_BLOCK + r) * j->Cq + q];
+          if (!a) continue;
+          float alo = from_bf16(a & 0xffff), ahi = from_bf16(a >> 16);
+          for (int64_t c = 0; c < CB_BLOCK; c++) {
+            float s = acc[r * CB_BLOCK + c] + ahi * from_bf16(b[c] >> 16);
+            acc[r * CB_BLOCK + c] = s + alo * from_bf16(b[c] & 0xffff);
+          }
+        }
+      }
+    cb_store_scalar(j, acc, mb, fb);
+  }
+}
+
+/* ---- the driver ---- */
+
+smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *wts,
+                           const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
+  if (!conv_bf16_shape(d) || d->N < 0 || d->H < 1 || d->W < 1 || d->pt < 0 || d->pl < 0)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "bf16 conv: unsupported geometry (C=%lld, group %lld)",
+                   (long long)d->C, (long long)d->G);
+  if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
+  cb_job j = {.d = d, .w = wts, .B = B};
+  bool gathered = cb_gathered(d);
+  j.taps = d->KH * d->KW, j.S = d->OH * d->OW, j.Mp = round_up(d->M, CB_BLOCK);
+  j.Cq = round_up(d->C * (gathered ? j.taps : 1), 32) / 2;
+  j.P = gathered ? 1 : d->sh * d->sw;
+  j.Hq = d->OH + (gathered ? 0 : (d->KH - 1) * d->dh / d->sh);
+  j.Wq = d->OW + (gathered ? 0 : (d->KW - 1) * d->dw / d->sw);
+  j.F = d->OH * j.Wq, j.nfb = (j.F + CB_BLOCK - 1) / CB_BLOCK, j.nmb = j.Mp / CB_BLOCK;
+  int64_t reach = gathered ? 0 : (d->KH - 1) * d->dh / d->sh * j.Wq + (d->KW - 1) * d->dw / d->sw;
+  if (gathered) j.taps_v = j.taps, j.taps = 1;
+  j.L = j.Hq * j.Wq;
+  if (j.L < j.nfb * CB_BLOCK + reach) j.L = j.nfb * CB_BLOCK + reach;
+  j.L = round_up(j.L, 16); /* planes start on a cache line */
+  j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
+  size_t xp_bytes = sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
+  int64_t *toff = malloc(sizeof *toff * (size_t)j.taps);
+  uint8_t *used = calloc((size_t)j.P, 1);
+  j.xp = tensor_data_alloc(xp_bytes);
+  if (!toff || !used || !j.xp) {
+    free(toff), free(used), tensor_data_free(j.xp);
+    return err_nomem("bf16 conv: the converted input", xp_bytes);
+  }
+  for (int64_t kh = 0; kh < (gathered ? 1 : d->KH); kh++)
+    for (int64_t kw = 0; kw < (gathered ? 1 : d->KW); kw++) {
+      int64_t a = kh * d->dh, b = kw * d->dw, phase = a % d->sh * d->sw + b % d->sw;
+      toff[kh * d->KW + kw] = phase * j.L + a / d->sh * j.Wq + b / d->sw;
+      used[phase] = 1;
+    }
+  j.toff = toff, j.used = used;
+  /* AMX; else vdpbf16ps on CB_VR output channels per item; else scalar */
+  bool amx = bf16dp_amx_hw(isa), vdp = !amx && bf16dp_hw(isa);
+  int64_t items = vdp ? (d->M + CB_VR - 1) / CB_VR * j.nfb : j.nmb * j.nfb;
+  for (int64_t n = 0; n < d->N; n++) {
+    j.X = X + n * d->C * d->H * d->W;
+    j.Y = Y + n * d->M * j.S;
+    j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
+    pool_parallel_for(pool, j.Cq, 1, amx || vdp ? cb_fill_avx512 : cb_fill_scalar, &j);
+    pool_parallel_for(pool, items, 1, amx ? cb_items_amx : vdp ? cb_items_vdp : cb_items_scalar, &j);
+  }
+  free(toff), free(used);
+  tensor_data_free(j.xp);
+  return SMELT_OK;
+}

@@ -1,0 +1,76 @@
+/* bf16 convolution (session precision bf16) on Intel AMX tiles, or with
+ * AVX512_BF16's vdpbf16ps where there is no AMX: a direct implicit GEMM with
+ * no im2col, NCHW in and out, fp32 sums.
+ *
+ *   Y[m][p] = sum_{tap, c} bf16(W[m][c][tap]) bf16(X[c][p + tap]) + B[m]
+ *             (then + residual, then clamped: conv2d_epilogue)
+ *
+ * Both operands are rounded to bf16 (round to nearest even); products and
+ * sums are fp32, so |Y - ref| <= (2^-8 + 2^-8 + 2^-16) sum |w x| plus the
+ * fp32 sums, ~2^-7 of the sum of the products' magnitudes, as the bf16
+ * compute GEMM (kernels/bf16dp.h).  Grouped convolutions stay fp32, and so
+ * do 1x1 ones with fewer than CONV_BF16_MIN_C input channels.
+ *
+ * A convolution with fewer than CONV_BF16_MIN_C channels but more taps (a
+ * network's first: 3 channels, 7x7 or 3x3) runs in a gathered form: its
+ * (channel, tap) pairs are the channels of a 1x1 convolution over the
+ * output plane, filled from the shifted input rows (C*KH*KW padded to 32,
+ * not C padded to 32 per tap).
+ *
+ * Layout.  The input is converted once per image into a zero-padded,
+ * stride-phase-split copy (as the direct fp32 kernel's, kernels/
+ * conv_internal.h), in bf16 with the channels in pairs: for channel pair q
+ * and phase (ph, pw), a plane of L uint32 words, word i*Wq + j holding
+ * x[2q] | x[2q+1] << 16 of padded input row i*sh + ph, column j*sw + pw.
+ * An output position (oh, ow) is the flat index f = oh*Wq + ow (columns ow
+ * >= OW are computed and dropped), and tap (kh, kw) reads it at f +
+ * (kh*dh/sh)*Wq + kw*dw/sw in the phase ((kh*dh) % sh, (kw*dw) % sw).  So a
+ * run of 16 flat positions of 16 channel pairs is one AMX tile load (rows a
+ * channel pair apart), for every tap: the tile B of TDPBF16PS straight from
+ * the copy.  Weights, made once per session, are [tap][Mp][Cp/2] pairs
+ * (M padded to 32 rows, C to 32 channels, zeros): a tile A is 16 output
+ * channels x 16 channel pairs of one tap.  An item is 32 output channels x
+ * 32 flat positions (four accumulator tiles) over all taps and channels;
+ * items run output-channel-block-major so consecutive items share their
+ * weights; the epilogue (bias, residual, clamp) stores each row's valid
+ * positions from the tiles.
+ *
+ * Where the CPU has AVX512_BF16 but no AMX (bf16dp_hw without
+ * bf16dp_amx_hw: AMD Zen 4/5, Cooper Lake) a vdpbf16ps kernel runs the same
+ * layout: items of CB_VR = 12 output channels x 32 positions in 24 zmm, per
+ * channel pair and tap two loads of the converted input, a broadcast weight
+ * pair per channel.  Elsewhere a scalar block kernel, only when forced
+ * (SMELT_CONV_BF16=1, for tests): the op keeps fp32 convolution there. */
+#ifndef SMELT_KERNELS_CONV_BF16_H
+#define SMELT_KERNELS_CONV_BF16_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/conv.h"
+
+#define CONV_BF16_MIN_C 16
+
+/* Enough channels for the kernel: C >= CONV_BF16_MIN_C, or more than one
+ * tap and C * taps >= CONV_BF16_MIN_C (the gathered form). */
+bool conv_bf16_channels(int64_t C, int64_t taps);
+/* One group, conv_bf16_channels, and phase planes of a sane size
+ * (conv_phases_sane). */
+bool conv_bf16_shape(const conv2d_desc *d);
+/* Whether bf16 convolutions run at this level: on AMX (bf16dp_amx_hw) or
+ * AVX512_BF16 (bf16dp_hw), or everywhere with SMELT_CONV_BF16=1 (scalar
+ * where neither is); never with SMELT_CONV_BF16=0. */
+bool conv_bf16_wanted(isa_level isa);
+/* 32-bit words of the prepared weights for d's C, M, KH, KW. */
+int64_t conv_bf16_words(const conv2d_desc *d);
+/* W [M, C, KH, KW] into the prepared form (conv_bf16_words(d) words), on pool. */
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, const float *W, uint32_t *out);
+/* Y = conv(X, W) + B, then ep (NULL: none), with wts from conv_bf16_pack;
+ * AMX where bf16dp_amx_hw(isa), else vdpbf16ps where bf16dp_hw(isa), else
+ * the scalar block kernel.  Scratch: the
+ * converted copy of one image, per call.  SMELT_ERR_NOMEM when it is refused. */
+smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *wts,
+                           const float *X, const float *B, const conv2d_epilogue *ep, float *Y)
+    __attribute__((warn_unused_result));
+
+#endif

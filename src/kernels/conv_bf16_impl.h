@@ -1,0 +1,58 @@
+/* What kernels/conv_bf16.c shares with its AMX driver (x86/conv_bf16_amx.c):
+ * one image's job and its geometry (kernels/conv_bf16.h has the layout). */
+#ifndef SMELT_KERNELS_CONV_BF16_IMPL_H
+#define SMELT_KERNELS_CONV_BF16_IMPL_H
+
+#include "kernels/conv_bf16.h"
+
+#define CB_BLOCK 32 /* output channels and flat positions per item */
+
+typedef struct cb_job {
+  const conv2d_desc *d;
+  int64_t Cq, Mp;      /* channel pairs (C padded to 32, halved), output channels padded to 32 */
+  int64_t P, L;        /* phase planes per channel pair, words per plane */
+  int64_t Hq, Wq;      /* rows and columns of a phase plane */
+  int64_t F, nfb, nmb; /* flat positions OH*Wq, their blocks, output-channel blocks */
+  int64_t taps, S;     /* KH*KW (1 in the gathered form), OH*OW */
+  int64_t taps_v;      /* the gathered form (kernels/conv_bf16.c): KH*KW; else 0 */
+  const int64_t *toff; /* per tap: its word offset in a channel pair's P*L words */
+  const uint32_t *w;   /* [taps][Mp][Cq] */
+  const uint8_t *used; /* per phase: some tap reads it (the others are left unfilled) */
+  uint32_t *xp;        /* [Cq][P][L]: this image, converted */
+  const float *X;      /* this image, [C][H][W] */
+  const float *B, *res; /* bias (M) or NULL; residual of Y's shape (this image) or NULL */
+  float lo, hi;
+  float *Y;            /* this image, [M][OH*OW] */
+} cb_job;
+
+/* A run of an item's flat positions that are outputs: acc columns c ..
+ * c + len - 1 are Y positions y0 .. y0 + len - 1 (columns past OW and rows
+ * past OH are dropped). */
+typedef struct cb_seg {
+  int64_t c, len, y0;
+} cb_seg;
+/* Item column block fb's runs into segs (at most CB_BLOCK); their count. */
+int cb_segments(const cb_job *j, int64_t fb, cb_seg *segs);
+
+/* Stores acc (CB_BLOCK x CB_BLOCK, row = output channel, column = flat
+ * position) of item (mb, fb): bias, residual and clamp, valid rows and
+ * positions only. */
+void cb_store_scalar(const cb_job *j, const float *acc, int64_t mb, int64_t fb);
+/* Fills channel pairs [q0, q1) of j->xp from j->X (scalar; pool_parallel_for body). */
+void cb_fill_scalar(void *ctx, int64_t q0, int64_t q1);
+
+/* Items [it0, it1) on the scalar block kernel (pool_parallel_for body). */
+void cb_items_scalar(void *ctx, int64_t it0, int64_t it1);
+
+/* AVX-512 (x86/conv_bf16_avx512.c; call only where bf16dp_hw): the fill,
+ * the store of `rows` output channels from m0 (acc row r at r * ld), and
+ * the vdpbf16ps kernel's items (CB_VR output channels each). */
+#define CB_VR 12
+void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1);
+void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, int64_t m0, int64_t rows, int64_t fb);
+void cb_items_vdp(void *ctx, int64_t it0, int64_t it1);
+/* The AMX driver (x86/conv_bf16_amx.c; call only where bf16dp_amx_hw):
+ * items of CB_BLOCK output channels. */
+void cb_items_amx(void *ctx, int64_t it0, int64_t it1);
+
+#endif

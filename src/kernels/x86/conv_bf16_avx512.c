@@ -1,0 +1,188 @@
+/* AVX-512 parts of the bf16 convolution (kernels/conv_bf16.h): the input's
+ * conversion (vcvtne2ps2bf16, two channels interleaved into pairs), the
+ * store of a block of results (bias, residual, clamp), and the vdpbf16ps
+ * block kernel for CPUs with AVX512_BF16 but no AMX (x86/conv_bf16_amx.c
+ * has the AMX one).  Compiles everywhere (per-function target attributes);
+ * runs only where bf16dp_hw (kernels/bf16dp.h). */
+#include "kernels/conv_bf16_impl.h"
+
+#include "kernels/gemm_kernels.h" /* SMELT_X86 */
+
+#if defined(SMELT_X86) && defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/x86/avx512_tile.h"
+
+#define CB_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+
+/* words 2k, 2k+1 of the result: word k (x0) and 16 + k (x1) of vcvtne2ps2bf16's */
+#define PAIR_INTERLEAVE                                                                                      \
+  _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, \
+                   19, 3, 18, 2, 17, 1, 16, 0)
+
+/* 16 values of one input row for columns c .. c+15 of a plane row: lane k
+ * is column (c + k) sw + off of x (0 outside [0, W), or everywhere when x
+ * is NULL); contiguous masked loads for sw 1, two loads and the even lanes
+ * for sw 2, gathers otherwise.  The masked-off lanes are not read. */
+CB_TARGET static inline __m512 row_lanes(const float *x, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  if (!x) return _mm512_setzero_ps();
+  int64_t s0 = c * sw + off; /* input column of lane 0 */
+  if (sw == 1) {
+    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 16 ? W - s0 : 16;
+    __mmask16 m = hi > lo ? (__mmask16)(avx512_mask(hi) & ~avx512_mask(lo)) : 0;
+    return m ? _mm512_maskz_loadu_ps(m, x + s0) : _mm512_setzero_ps();
+  }
+  if (sw == 2) { /* columns s0, s0 + 2, ..., s0 + 30: two masked loads and the even lanes of both */
+    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 32 ? W - s0 : 32;
+    if (hi <= lo) return _mm512_setzero_ps();
+    __mmask16 m0 = (__mmask16)(avx512_mask(hi) & ~avx512_mask(lo));
+    __mmask16 m1 = (__mmask16)(avx512_mask(hi - 16) & ~avx512_mask(lo - 16));
+    __m512 a = m0 ? _mm512_maskz_loadu_ps(m0, x + s0) : _mm512_setzero_ps();
+    __m512 b = m1 ? _mm512_maskz_loadu_ps(m1, x + s0 + 16) : _mm512_setzero_ps();
+    return _mm512_permutex2var_ps(a, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b);
+  }
+  __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
+                                 _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                    _mm512_set1_epi32((int)sw)));
+  __mmask16 m = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512()) &
+                _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32((int)W));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x, 4);
+}
+
+/* Wq words of a plane row: the pairs of rows x0 (low halves) and x1 (high),
+ * each with its own column offset (NULL: zeros). */
+CB_TARGET static void fill_row(const float *x0, int64_t off0, const float *x1, int64_t off1, int64_t W, int64_t sw,
+                               int64_t Wq, uint32_t *o) {
+  const __m512i inter = PAIR_INTERLEAVE;
+  for (int64_t c = 0; c < Wq; c += 16) {
+    __m512 v0 = row_lanes(x0, W, sw, off0, c), v1 = row_lanes(x1, W, sw, off1, c);
+    __m512i p = _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+    _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
+  }
+}
+
+/* The small-channel form (kernels/conv_bf16.c: cb_gathered): virtual channel
+ * cv = (c, kh, kw) is input channel c shifted by the tap, over the output plane. */
+CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
+  const conv2d_desc *d = j->d;
+  uint32_t *o = j->xp + q * j->L;
+  for (int64_t oh = 0; oh < d->OH; oh++) {
+    const float *x[2] = {NULL, NULL};
+    int64_t off[2] = {0, 0};
+    for (int h = 0; h < 2; h++) {
+      int64_t cv = 2 * q + h;
+      if (cv >= d->C * j->taps_v) continue;
+      int64_t c = cv / j->taps_v, t = cv % j->taps_v, kh = t / d->KW, kw = t % d->KW;
+      int64_t r = oh * d->sh - d->pt + kh * d->dh;
+      if (r < 0 || r >= d->H) continue;
+      x[h] = j->X + (c * d->H + r) * d->W, off[h] = kw * d->dw - d->pl;
+    }
+    fill_row(x[0], off[0], x[1], off[1], d->W, d->sw, d->OW, o + oh * d->OW);
+  }
+  memset(o + d->OH * d->OW, 0, sizeof *o * (size_t)(j->L - d->OH * d->OW));
+}
+
+CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
+  const cb_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  for (int64_t q = q0; q < q1; q++) {
+    if (j->taps_v) {
+      fill_gathered(j, q);
+      continue;
+    }
+    const float *x0 = 2 * q < d->C ? j->X + 2 * q * d->H * d->W : NULL;
+    const float *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * d->H * d->W : NULL;
+    for (int64_t ph = 0; ph < d->sh; ph++)
+      for (int64_t pw = 0; pw < d->sw; pw++) {
+        if (!j->used[ph * d->sw + pw]) continue;
+        uint32_t *o = j->xp + (q * j->P + ph * d->sw + pw) * j->L;
+        for (int64_t i = 0; i < j->Hq; i++) {
+          int64_t r = i * d->sh + ph - d->pt;
+          uint32_t *row = o + i * j->Wq;
+          if (r < 0 || r >= d->H || !x0) {
+            memset(row, 0, sizeof *row * (size_t)j->Wq);
+            continue;
+          }
+          fill_row(x0 + r * d->W, pw - d->pl, x1 ? x1 + r * d->W : NULL, pw - d->pl, d->W, d->sw, j->Wq, row);
+        }
+        memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
+      }
+  }
+}
+
+/* cb_store_scalar with 16 lanes at a time, for `rows` output channels from
+ * m0 (acc row r, ld floats apart): bias, residual, clamp (max(lo, v) then
+ * min(hi, v): NaN passes through, as there). */
+CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, int64_t m0, int64_t rows, int64_t fb) {
+  __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+  if (rows > j->d->M - m0) rows = j->d->M - m0;
+  cb_seg segs[CB_BLOCK];
+  int ns = cb_segments(j, fb, segs);
+  for (int i = 0; i < ns; i++)
+    for (int64_t r = 0; r < rows; r++) {
+      int64_t m = m0 + r;
+      __m512 b = _mm512_set1_ps(j->B ? j->B[m] : 0.f);
+      float *y = j->Y + m * j->S + segs[i].y0;
+      const float *res = j->res ? j->res + m * j->S + segs[i].y0 : NULL;
+      const float *a = acc + r * ld + segs[i].c;
+      for (int64_t k = 0; k < segs[i].len; k += 16) {
+        __mmask16 mk = avx512_mask(segs[i].len - k);
+        __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, a + k), b);
+        if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, res + k));
+        v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+        _mm512_mask_storeu_ps(y + k, mk, v);
+      }
+    }
+}
+
+/* ---- the vdpbf16ps block kernel (CPUs with AVX512_BF16 and no AMX) ----
+ * VR output channels x 32 positions in 2 VR zmm accumulators, per channel
+ * pair and tap: the 32 positions' pairs as two loads from the converted
+ * input, each channel's weight pair broadcast, two vdpbf16ps per channel
+ * (high halves' product, then the low halves', each rounded to fp32). */
+#define VR CB_VR
+#define AS_BH(v) ((__m512bh)(v))
+
+CB_TARGET void cb_items_vdp(void *ctx, int64_t it0, int64_t it1) {
+  const cb_job *j = ctx;
+  float acc[VR * CB_BLOCK] __attribute__((aligned(64)));
+  const int64_t PL = j->P * j->L, MC = j->Mp * j->Cq;
+  for (int64_t it = it0; it < it1; it++) {
+    int64_t vb = it / j->nfb, fb = it % j->nfb, m0 = vb * VR;
+    int64_t rows = j->d->M - m0 < VR ? j->d->M - m0 : VR;
+    const uint32_t *w0 = j->w + m0 * j->Cq; /* row r: w0 + r Cq (rows past M: the last one again) */
+    int64_t roff[VR];
+    for (int r = 0; r < VR; r++) roff[r] = (r < rows ? r : rows - 1) * j->Cq;
+    __m512 c[VR][2];
+#pragma GCC unroll 12
+    for (int r = 0; r < VR; r++) c[r][0] = c[r][1] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < j->taps; t++) {
+      const uint32_t *b = j->xp + j->toff[t] + fb * CB_BLOCK, *w = w0 + t * MC;
+      for (int64_t q = 0; q < j->Cq; q++, b += PL, w++) {
+        __m512i b0 = _mm512_loadu_si512((const void *)b), b1 = _mm512_loadu_si512((const void *)(b + 16));
+#pragma GCC unroll 12
+        for (int r = 0; r < VR; r++) {
+          __m512i a = _mm512_set1_epi32((int)w[roff[r]]);
+          c[r][0] = _mm512_dpbf16_ps(c[r][0], AS_BH(a), AS_BH(b0));
+          c[r][1] = _mm512_dpbf16_ps(c[r][1], AS_BH(a), AS_BH(b1));
+        }
+      }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < VR; r++) {
+      _mm512_store_ps(acc + r * CB_BLOCK, c[r][0]);
+      _mm512_store_ps(acc + r * CB_BLOCK + 16, c[r][1]);
+    }
+    cb_store_avx512(j, acc, CB_BLOCK, m0, rows, fb);
+  }
+}
+
+#else
+
+/* Not built for this platform: bf16dp_hw is false, so these are only the
+ * scalar paths under the AVX-512 names. */
+void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) { cb_fill_scalar(ctx, q0, q1); }
+void cb_items_vdp(void *ctx, int64_t it0, int64_t it1) { cb_items_scalar(ctx, it0, it1); }
+
+#endif

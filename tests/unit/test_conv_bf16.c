@@ -1,0 +1,212 @@
+/* The bf16 convolution (kernels/conv_bf16.h) against a double reference
+ * over the same bf16-rounded operands, through conv2d_prepare(CONV_ALGO_BF16)
+ * and conv2d_run_ep:
+ *   - awkward shapes: C 16..70 (pairs padded to 32), M 1..70 (blocks of 32),
+ *     planes whose flat positions do not fill the 32-position items, 3x3 pad
+ *     1, strides (2,2) and (2,1) (phase planes, unused phases), 1x1 stride 2,
+ *     2x3 kernels with dilation 2 and uneven pads, a 1-D conv, batch 2; with
+ *     and without bias, a residual and a clamp; 1 and 3 threads;
+ *   - both operands are rounded to bf16 and the products summed in fp32, so
+ *     the check allows the fp32 sums' rounding, 2 (K/2 + 2) 2^-24 (sum |w x|
+ *     + |b| + |residual|) with w, x the rounded operands (a wrong tap, pair or
+ *     position is off by far more), and every output is written (Y starts as
+ *     NaN);
+ *   - the scalar block kernel everywhere (weights prepared for avx2), the
+ *     vdpbf16ps kernel where the CPU has AVX512_BF16 (SMELT_AMX=0), and the
+ *     AMX driver where the CPU and OS offer AMX (the output says which did
+ *     not run);
+ *   - the gathered form for fewer than 16 channels (7x7 / 3x3 stride-2 stems,
+ *     a dilated 2x3, a 1-D conv); conv_bf16_shape refuses groups, 1x1 convs
+ *     over fewer than 16 channels and fewer than 16 channel-taps;
+ *     SMELT_CONV_BF16 turns the path on and off; SMELT_CONV=bf16 is not a
+ *     request (bf16 changes the numerics: only a node's precision asks);
+ *   - end to end, squeezenet (../shared/models) at precision bf16 with the
+ *     path forced: the autocast pass marks its 1-group convolutions with 16+
+ *     channels, the output's cosine to fp32 is >= 0.9999 and it is not
+ *     fp32's (the bf16 kernel ran); fp32 stays bitwise fp32. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ir/tensor.h"
+#include "kernels/bf16dp.h"
+#include "kernels/conv_bf16.h"
+#include "parallel/pool.h"
+#include "smelt.h"
+
+#define TEST_RNG_SEED 0x3c0a1fb27d9e6a51ull
+#include "test_rng.h"
+
+static long n_values, n_bad;
+static double max_err;
+
+static float bf(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+static isa_level path_isa; /* the level the weights are prepared for: it picks the path */
+
+static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool clamp) {
+  int64_t taps = d.KH * d.KW, S = d.OH * d.OW;
+  size_t nx = (size_t)(d.N * d.C * d.H * d.W), nw = (size_t)(d.M * d.C * taps), ny = (size_t)(d.N * d.M * S);
+  float *X = malloc(sizeof(float) * nx), *W = malloc(sizeof(float) * nw), *Bv = malloc(sizeof(float) * (size_t)d.M);
+  float *R = malloc(sizeof(float) * ny), *Y = malloc(sizeof(float) * ny);
+  CHECK(X && W && Bv && R && Y);
+  if (!X || !W || !Bv || !R || !Y) goto done;
+  for (size_t i = 0; i < nx; i++) X[i] = frand();
+  for (size_t i = 0; i < nw; i++) W[i] = frand();
+  for (int64_t i = 0; i < d.M; i++) Bv[i] = frand();
+  for (size_t i = 0; i < ny; i++) R[i] = frand(), Y[i] = NAN;
+  conv2d_weights *w = NULL;
+  CHECK(conv2d_supports(&d, CONV_ALGO_BF16));
+  CHECK_OK(conv2d_prepare(pool, &d, CONV_ALGO_BF16, path_isa, W, &w));
+  if (!w) goto done;
+  conv2d_epilogue ep = {res_on ? R : NULL, clamp ? -0.25f : -INFINITY, clamp ? 0.5f : INFINITY};
+  CHECK_OK(conv2d_run_ep(pool, &d, w, X, bias_on ? Bv : NULL, &ep, Y));
+  conv2d_weights_free(w);
+  for (int64_t n = 0; n < d.N; n++)
+    for (int64_t m = 0; m < d.M; m++)
+      for (int64_t oh = 0; oh < d.OH; oh++)
+        for (int64_t ow = 0; ow < d.OW; ow++) {
+          double acc = 0, mag = 0;
+          for (int64_t c = 0; c < d.C; c++)
+            for (int64_t kh = 0; kh < d.KH; kh++)
+              for (int64_t kw = 0; kw < d.KW; kw++) {
+                int64_t ih = oh * d.sh - d.pt + kh * d.dh, iw = ow * d.sw - d.pl + kw * d.dw;
+                if (ih < 0 || ih >= d.H || iw < 0 || iw >= d.W) continue;
+                double p = (double)bf(W[((m * d.C + c) * d.KH + kh) * d.KW + kw]) *
+                           bf(X[((n * d.C + c) * d.H + ih) * d.W + iw]);
+                acc += p, mag += fabs(p);
+              }
+          size_t yi = (size_t)(((n * d.M + m) * d.OH + oh) * d.OW + ow);
+          if (bias_on) acc += Bv[m], mag += fabs(Bv[m]);
+          if (res_on) acc += R[yi], mag += fabs(R[yi]);
+          if (clamp) acc = acc < -0.25 ? -0.25 : acc > 0.5 ? 0.5 : acc;
+          double e = fabs(Y[yi] - acc), tol = 2.0 * (double)(d.C * taps / 2 + 2) * 0x1p-24 * mag + 1e-30;
+          n_values++;
+          if (e > max_err) max_err = e;
+          if (!(e <= tol) && n_bad++ < 8)
+            fprintf(stderr, "C%lld M%lld %lldx%lld k%lldx%lld s%lld,%lld: y[%lld][%lld][%lld][%lld] %.9g, ref %.9g\n",
+                    (long long)d.C, (long long)d.M, (long long)d.H, (long long)d.W, (long long)d.KH,
+                    (long long)d.KW, (long long)d.sh, (long long)d.sw, (long long)n, (long long)m,
+                    (long long)oh, (long long)ow, Y[yi], acc);
+        }
+done:
+  free(X), free(W), free(Bv), free(R), free(Y);
+}
+
+static conv2d_desc geom(int64_t N, int64_t C, int64_t M, int64_t H, int64_t W, int64_t KH, int64_t KW, int64_t sh,
+                        int64_t sw, int64_t dh, int64_t dw, int64_t pt, int64_t pl, int64_t pb, int64_t pr) {
+  conv2d_desc d = {.N = N, .C = C, .H = H, .W = W, .M = M, .G = 1, .KH = KH, .KW = KW, .sh = sh, .sw = sw,
+                   .dh = dh, .dw = dw, .pt = pt, .pl = pl};
+  d.OH = (H + pt + pb - (KH - 1) * dh - 1) / sh + 1;
+  d.OW = (W + pl + pr - (KW - 1) * dw - 1) / sw + 1;
+  return d;
+}
+
+static void shapes(smelt_pool *pool3) {
+  const conv2d_desc ds[] = {
+      geom(1, 16, 5, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      geom(1, 33, 40, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+      geom(1, 64, 70, 14, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),
+      geom(2, 20, 33, 10, 13, 2, 3, 2, 1, 2, 2, 1, 2, 0, 1),
+      geom(1, 48, 64, 5, 40, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0),
+      geom(1, 17, 9, 1, 50, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2),
+      geom(1, 70, 1, 6, 6, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0),
+      geom(1, 32, 32, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      /* the gathered form (fewer than 16 channels): a 7x7 stride-2 stem, a
+       * 3x3 stride-2 one, a 2x3 dilated one with uneven pads, a 1-D one */
+      geom(1, 3, 20, 23, 21, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3),
+      geom(2, 3, 33, 17, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+      geom(1, 5, 7, 9, 12, 2, 3, 1, 2, 2, 1, 1, 0, 2, 1),
+      geom(1, 4, 16, 1, 40, 1, 5, 1, 1, 1, 2, 0, 3, 0, 1),
+  };
+  for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
+    one(i % 2 ? pool3 : NULL, ds[i], i % 3 != 1, i % 2 == 0, i % 4 == 3);
+}
+
+/* shapes() again on a path the CPU has (the output says which did not run). */
+static void run_path(const char *name, bool has, const char *why_not, smelt_pool *pool) {
+  if (!has) {
+    printf("%s: the %s kernel was not run\n", why_not, name);
+    return;
+  }
+  long before = n_bad;
+  n_values = 0, max_err = 0;
+  shapes(pool);
+  printf("%s: %ld values, %ld past the tolerance; largest difference %.3g\n", name, n_values, n_bad - before,
+         max_err);
+}
+
+static float squeeze_in[3 * 224 * 224];
+
+static smelt_status squeeze_run(smelt_model *m, smelt_precision p, float *y) {
+  smelt_session_options o = smelt_session_options_default();
+  o.mode = SMELT_MODE_DEFAULT, o.precision = p, o.threads = 2;
+  smelt_session *s = NULL;
+  smelt_status st = smelt_session_create(m, &o, &s);
+  if (st) return st;
+  smelt_tensor in = {.dtype = SMELT_F32, .rank = 4, .dims = {1, 3, 224, 224}, .data = squeeze_in,
+                     .nbytes = sizeof squeeze_in};
+  smelt_tensor out = {.dtype = SMELT_F32, .rank = 2, .dims = {1, 1000}, .data = y, .nbytes = sizeof(float) * 1000};
+  st = smelt_session_run(s, &in, 1, &out, 1);
+  smelt_session_free(s);
+  return st;
+}
+
+static void squeezenet(void) {
+  smelt_model *m = NULL;
+  if (smelt_model_load(SMELT_SOURCE_DIR "/../shared/models/squeezenet/model.onnx", &m)) {
+    test_skip("test_conv_bf16", "../shared/models/squeezenet not found (end-to-end part)");
+    return;
+  }
+  for (size_t i = 0; i < sizeof squeeze_in / sizeof *squeeze_in; i++) squeeze_in[i] = sinf(0.013f * (float)i);
+  static float ref[1000], y32[1000], y[1000];
+  setenv("SMELT_CONV_BF16", "0", 1);
+  CHECK_OK(squeeze_run(m, SMELT_PRECISION_FP32, ref));
+  CHECK_OK(squeeze_run(m, SMELT_PRECISION_BF16, y32)); /* no bf16 conv: squeezenet has no GEMM to mark */
+  CHECK(!memcmp(ref, y32, sizeof ref));
+  setenv("SMELT_CONV_BF16", "1", 1);
+  CHECK_OK(squeeze_run(m, SMELT_PRECISION_BF16, y));
+  unsetenv("SMELT_CONV_BF16");
+  double ab = 0, aa = 0, bb = 0;
+  int same = 0;
+  for (int i = 0; i < 1000; i++) ab += (double)y[i] * ref[i], aa += (double)y[i] * y[i], bb += (double)ref[i] * ref[i], same += y[i] == ref[i];
+  double cos = ab / sqrt(aa * bb);
+  printf("squeezenet bf16 convolutions (forced) vs fp32: cosine %.7f, %d of 1000 outputs equal\n", cos, same);
+  CHECK(cos >= 0.9999);
+  CHECK(same < 500);
+  smelt_model_free(m);
+}
+
+int main(void) {
+  setenv("SMELT_CACHE", "off", 1);
+  conv2d_desc g2 = geom(1, 32, 8, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1), c15 = g2;
+  g2.G = 2, c15.C = 15;
+  CHECK(!conv_bf16_shape(&g2) && conv_bf16_shape(&c15)); /* 15 x 9 taps: the gathered form */
+  c15.KH = c15.KW = 1, c15.OH = c15.OW = 5, c15.pt = c15.pl = 0;
+  CHECK(!conv_bf16_shape(&c15)); /* a 1x1 over 15 channels stays fp32 */
+  c15.C = 2, c15.KH = 3, c15.KW = 1, c15.OH = 3;
+  CHECK(!conv_bf16_shape(&c15)); /* 2 x 3 taps: too few */
+  setenv("SMELT_CONV", "bf16", 1);
+  CHECK(conv_algo_from_env() == CONV_ALGO_AUTO);
+  unsetenv("SMELT_CONV");
+  setenv("SMELT_CONV_BF16", "0", 1);
+  CHECK(!conv_bf16_wanted(ISA_AVX512));
+  setenv("SMELT_CONV_BF16", "1", 1);
+  CHECK(conv_bf16_wanted(ISA_SCALAR));
+  unsetenv("SMELT_CONV_BF16");
+  smelt_pool *pool3 = NULL;
+  CHECK_OK(pool_create(3, &pool3));
+  path_isa = ISA_AVX2; /* below avx512: the scalar block kernel on any CPU */
+  shapes(pool3);
+  printf("scalar block kernel: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad, max_err);
+  path_isa = ISA_AVX512;
+  setenv("SMELT_AMX", "0", 1);
+  run_path("vdpbf16ps", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  unsetenv("SMELT_AMX");
+  run_path("AMX", bf16dp_amx_hw(ISA_AVX512), "this CPU/OS offers no AMX", pool3);
+  CHECK(n_bad == 0);
+  pool_free(pool3);
+  squeezenet();
+  return test_report("test_conv_bf16");
+}
