@@ -26,33 +26,9 @@
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
-/* Packed weights: [G][panel][K][vl], K = Cg*KH*KW in W's own order,
- * channels past Mg zero.  Split over (group, panel) pairs. */
-typedef struct cvec_prep_job {
-  conv2d_weights *w;
-  const float *W;
-} cvec_prep_job;
-
-static void cvec_prep_panels(void *ctx, int64_t q0, int64_t q1) {
-  const cvec_prep_job *j = ctx;
-  const conv2d_desc *d = &j->w->d;
-  int vl = j->w->k->vl;
-  int64_t Mg = d->M / d->G, K = d->C / d->G * d->KH * d->KW, np = conv_cdiv(Mg, vl);
-  for (int64_t q = q0; q < q1; q++) {
-    int64_t g = q / np, p = q % np;
-    float *dst = j->w->data + q * K * vl;
-    for (int64_t k = 0; k < K; k++)
-      for (int v = 0; v < vl; v++) {
-        int64_t m = p * vl + v;
-        *dst++ = m < Mg ? j->W[(g * Mg + m) * K + k] : 0.f;
-      }
-  }
-}
-
+/* Packed weights: [G][panel][K][vl] (conv_pack_panels at the vector width). */
 smelt_status conv_cvec_prepare(smelt_pool *pool, conv2d_weights *w, const float *W) {
-  const conv2d_desc *d = &w->d;
-  cvec_prep_job j = {w, W};
-  pool_parallel_for(pool, d->G * conv_cdiv(d->M / d->G, w->k->vl), 1, cvec_prep_panels, &j);
+  conv_pack_panels(pool, w, W, w->k->vl);
   return SMELT_OK;
 }
 

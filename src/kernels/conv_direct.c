@@ -24,33 +24,38 @@
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
-/* Packed weights: [G][panel][K][dmr], K = Cg*KH*KW in W's own order, rows
- * past Mg zero.  Split over (group, panel) pairs. */
-typedef struct direct_prep_job {
+/* Packed weights: [G][panel][K][width], K = Cg*KH*KW in W's own order,
+ * rows past Mg zero.  Split over (group, panel) pairs. */
+typedef struct panel_prep_job {
   conv2d_weights *w;
   const float *W;
-} direct_prep_job;
+  int width;
+} panel_prep_job;
 
-static void direct_prep_panels(void *ctx, int64_t q0, int64_t q1) {
-  const direct_prep_job *j = ctx;
+static void prep_panels(void *ctx, int64_t q0, int64_t q1) {
+  const panel_prep_job *j = ctx;
   const conv2d_desc *d = &j->w->d;
-  int dmr = j->w->k->dmr;
-  int64_t Mg = d->M / d->G, K = d->C / d->G * d->KH * d->KW, np = conv_cdiv(Mg, dmr);
+  int width = j->width;
+  int64_t Mg = d->M / d->G, K = d->C / d->G * d->KH * d->KW, np = conv_cdiv(Mg, width);
   for (int64_t q = q0; q < q1; q++) {
     int64_t g = q / np, p = q % np;
-    float *dst = j->w->data + q * K * dmr;
+    float *dst = j->w->data + q * K * width;
     for (int64_t k = 0; k < K; k++)
-      for (int i = 0; i < dmr; i++) {
-        int64_t m = p * dmr + i;
+      for (int i = 0; i < width; i++) {
+        int64_t m = p * width + i;
         *dst++ = m < Mg ? j->W[(g * Mg + m) * K + k] : 0.f;
       }
   }
 }
 
-smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W) {
+void conv_pack_panels(smelt_pool *pool, conv2d_weights *w, const float *W, int width) {
   const conv2d_desc *d = &w->d;
-  direct_prep_job j = {w, W};
-  pool_parallel_for(pool, d->G * conv_cdiv(d->M / d->G, w->k->dmr), 1, direct_prep_panels, &j);
+  panel_prep_job j = {w, W, width};
+  pool_parallel_for(pool, d->G * conv_cdiv(d->M / d->G, width), 1, prep_panels, &j);
+}
+
+smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W) {
+  conv_pack_panels(pool, w, W, w->k->dmr);
   return SMELT_OK;
 }
 

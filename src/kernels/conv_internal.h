@@ -25,6 +25,10 @@ smelt_status conv_dw_blk_weights(conv2d_weights *w);
 smelt_status conv_weights_new(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t n,
                               conv2d_weights **out);
 
+/* W [M, C/G, KH, KW] into w->data as [G][panel][K][width] (K = C/G*KH*KW in
+ * W's order, output channels past a group's M/G zero), split over (group,
+ * panel) pairs: the direct kernel's panels (width dmr) and chanvec's (vl). */
+void conv_pack_panels(smelt_pool *pool, conv2d_weights *w, const float *W, int width);
 smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                              const float *B, const conv2d_epilogue *ep, float *Y);
