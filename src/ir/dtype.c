@@ -119,11 +119,4 @@ uint16_t f32_to_f16(float f) {
   return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
 }
 
-float bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
 
-uint16_t f32_to_bf16(float f) {
-  uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1);
-  return (uint16_t)(u >> 16);
-}

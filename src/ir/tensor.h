@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "smelt.h"
 
@@ -67,8 +68,21 @@ smelt_dtype dtype_from_name(const char *s);
 /* f16/bf16 conversions (round to nearest even). */
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
-float bf16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);
+/* bf16 inline: the bf16 kernels' packing and scalar paths convert per element. */
+static inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+/* NaN stays NaN (made quiet). */
+static inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
 
 /* ---- shapes ---- */
 /* Product of dims; -1 if any dim is not concrete; -2 on overflow. */

@@ -24,20 +24,8 @@
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
-/* f32_to_bf16 (ir/dtype.c) inline: round to nearest even, NaN stays NaN. */
-static inline uint32_t to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-}
-
-static inline float from_bf16(uint32_t h) {
-  uint32_t u = h << 16;
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
+/* A pair: bf16(lo) in the low half, bf16(hi) in the high one. */
+static inline uint32_t bf16_pair(float lo, float hi) { return f32_to_bf16(lo) | (uint32_t)f32_to_bf16(hi) << 16; }
 
 size_t bf16dp_weights_bytes(int64_t K, int64_t N) {
   if (K <= 0 || N <= 0 || K > BF16DP_MAX_DIM / N) return 0;
@@ -69,7 +57,7 @@ static void pack_panels(void *ctx, int64_t p0, int64_t p1) {
     for (int64_t q = 0; q < kp; q++, d += BF16DP_NR)
       for (int c = 0; c < BF16DP_NR; c++) {
         int64_t n = p * BF16DP_NR + c;
-        d[c] = to_bf16(b_at(j, 2 * q, n)) | to_bf16(b_at(j, 2 * q + 1, n)) << 16;
+        d[c] = bf16_pair(b_at(j, 2 * q, n), b_at(j, 2 * q + 1, n));
       }
   }
 }
@@ -88,8 +76,8 @@ void bf16dp_pack_a_tile(int rows, int64_t K, const float *A, int64_t lda, uint32
       continue;
     }
     const float *a = A + r * lda;
-    for (int64_t q = 0; q < k2; q++) d[q * BF16DP_MR] = to_bf16(a[2 * q]) | to_bf16(a[2 * q + 1]) << 16;
-    if (kp > k2) d[k2 * BF16DP_MR] = to_bf16(a[K - 1]);
+    for (int64_t q = 0; q < k2; q++) d[q * BF16DP_MR] = bf16_pair(a[2 * q], a[2 * q + 1]);
+    if (kp > k2) d[k2 * BF16DP_MR] = f32_to_bf16(a[K - 1]);
   }
 }
 
@@ -100,8 +88,8 @@ void bf16dp_tile_scalar(int rows, int cols, int64_t kp, const uint32_t *a, const
       float acc = 0.f;
       for (int64_t q = 0; q < kp; q++) {
         uint32_t x = a[q * BF16DP_MR + r], y = b[q * BF16DP_NR + c];
-        acc += from_bf16(x >> 16) * from_bf16(y >> 16); /* exact products: no fma question */
-        acc += from_bf16(x & 0xffffu) * from_bf16(y & 0xffffu);
+        acc += bf16_to_f32((uint16_t)(x >> 16)) * bf16_to_f32((uint16_t)(y >> 16)); /* exact products: no fma question */
+        acc += bf16_to_f32((uint16_t)x) * bf16_to_f32((uint16_t)y);
       }
       float v = e->alpha * acc + (e->bias ? e->bias[c] : 0.f);
       float *o = C + r * ldc + c;

@@ -11,7 +11,8 @@
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+/* x rounded up to a multiple of m */
+static int64_t round_up(int64_t x, int64_t m) { return conv_cdiv(x, m) * m; }
 
 bool conv_bf16_channels(int64_t C, int64_t taps) {
   return C >= CONV_BF16_MIN_C || (taps > 1 && C >= 1 && C * taps >= CONV_BF16_MIN_C);
@@ -42,13 +43,6 @@ int64_t conv_bf16_words(const conv2d_desc *d) {
   int64_t taps = d->KH * d->KW;
   if (cb_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
   return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
-}
-
-static float from_bf16(uint32_t h) {
-  uint32_t u = h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
 }
 
 typedef struct pack_job {
@@ -176,10 +170,10 @@ void cb_items_scalar(void *ctx, int64_t it0, int64_t it1) {
         for (int64_t r = 0; r < CB_BLOCK; r++) {
           uint32_t a = j->w[(t * j->Mp + mb * CB_BLOCK + r) * j->Cq + q];
           if (!a) continue;
-          float alo = from_bf16(a & 0xffff), ahi = from_bf16(a >> 16);
+          float alo = bf16_to_f32((uint16_t)a), ahi = bf16_to_f32((uint16_t)(a >> 16));
           for (int64_t c = 0; c < CB_BLOCK; c++) {
-            float s = acc[r * CB_BLOCK + c] + ahi * from_bf16(b[c] >> 16);
-            acc[r * CB_BLOCK + c] = s + alo * from_bf16(b[c] & 0xffff);
+            float s = acc[r * CB_BLOCK + c] + ahi * bf16_to_f32((uint16_t)(b[c] >> 16));
+            acc[r * CB_BLOCK + c] = s + alo * bf16_to_f32((uint16_t)b[c]);
           }
         }
       }
