@@ -3,7 +3,7 @@
 beside ONNX Runtime, model by model.
 
 usage: bench/weight_memory.py MODEL_DIR... [--modes eager,default] [--threads N]
-                              [--runs N] [--lib build/libsmelt.so] [--env K=V]...
+                              [--runs N] [--repeat N] [--lib build/libsmelt.so] [--env K=V]...
                               [--no-ort] [--json FILE]
 
 Every runner lives in a process of its own (forked from a parent that has
@@ -20,12 +20,22 @@ loaded nothing), so its peak RSS (VmHWM) is its own:
     threads) and --runs runs on the same inputs.
 Per runner: create_cold_s / create_warm_s / create_cache_s (ORT: create_s), the RSS after
 creation and after the runs (anonymous and file-backed parts, from
-/proc/self/status) and peak_rss_mb.  For a 1-layer version of a transformer
+/proc/self/status) and peak_rss_mb.
+
+--repeat N runs every runner N times (a fresh cache each time), ONNX Runtime
+first in the odd-numbered rounds and last in the others, and prints the
+median of each time (and its range).  The order matters on a VM: the
+first process after a pause that touches hundreds of MB of new memory waits
+for the host to back it (measured on the 2-core VM, gpt2_small: ORT 2.01 s
+then smelt 2.63 s, again: ORT 2.06 s, smelt 1.27 s; the same smelt
+build took 3.44 s and 0.66 s in two runs a minute apart), so a runner that
+always goes second is favoured.  For a 1-layer version of a transformer
 beside the full one, see bench/one_layer.py.
 """
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -163,6 +173,7 @@ def main():
     ap.add_argument("--modes", default="eager,default")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
     ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--no-ort", action="store_true")
@@ -179,26 +190,38 @@ def main():
     for d in args.models:
         name = os.path.basename(os.path.normpath(d))
         runners = []
-        for m in args.modes.split(","):
-            if m:
-                runners.append((run_smelt, d, m, args, os.path.join(tmp.name, f"{name}-{m}")))
         if not args.no_ort:
             runners.append((run_ort, d, args))
-        for fn, *a in runners:
-            res = in_child(fn, *a)
-            if fn is run_smelt and "error" not in res:
-                res.update(in_child(run_smelt_from_cache, *a))
-            res["model"] = name
-            rows.append(res)
-            if "error" in res:
-                print(f"{name:<12} {res.get('runner', '?'):<14} error: {res['error']}")
+        for m in args.modes.split(","):
+            if m:
+                runners.append((run_smelt, d, m, args, None))
+        got = {}
+        for rep in range(args.repeat):
+            order = runners if rep % 2 == 0 else runners[::-1]
+            for fn, *a in order:
+                if fn is run_smelt:  # a fresh cache every round: cold is cold
+                    a[-1] = os.path.join(tmp.name, f"{name}-{a[1]}-{rep}")
+                res = in_child(fn, *a)
+                if fn is run_smelt and "error" not in res:
+                    res.update(in_child(run_smelt_from_cache, *a))
+                res["model"], res["round"] = name, rep
+                rows.append(res)
+                got.setdefault(res.get("runner", fn.__name__), []).append(res)
+        for runner, rs in got.items():
+            errs = [r for r in rs if "error" in r]
+            if errs:
+                print(f"{name:<12} {runner:<14} error: {errs[0]['error']}")
                 continue
-            ar = res["after_runs"]
-            cold = res.get("create_cold_s", res.get("create_s"))
-            warm, fresh = res.get("create_warm_s"), res.get("create_cache_s")
-            print(f"{name:<12} {res['runner']:<14} {res['peak_rss_mb']:>8.0f} {ar['RssAnon']:>8.0f} "
-                  f"{ar['RssFile']:>8.0f} {cold:>7.2f} " + (f"{warm:>7.2f}" if warm is not None else f"{'':>7}")
-                  + (f" {fresh:>7.2f}" if fresh is not None else ""))
+            last = rs[-1]["after_runs"]
+            med = lambda key: statistics.median([r[key] for r in rs]) if key in rs[0] else None
+            cold = med("create_cold_s") if "create_cold_s" in rs[0] else med("create_s")
+            warm, fresh = med("create_warm_s"), med("create_cache_s")
+            peak = statistics.median([r["peak_rss_mb"] for r in rs])
+            colds = [r.get("create_cold_s", r.get("create_s")) for r in rs]
+            spread = f"  (cold {min(colds):.2f}-{max(colds):.2f} over {len(rs)})" if len(rs) > 1 else ""
+            print(f"{name:<12} {runner:<14} {peak:>8.0f} {last['RssAnon']:>8.0f} "
+                  f"{last['RssFile']:>8.0f} {cold:>7.2f} " + (f"{warm:>7.2f}" if warm is not None else f"{'':>7}")
+                  + (f" {fresh:>7.2f}" if fresh is not None else f" {'':>7}") + spread)
     tmp.cleanup()
     if args.json:
         with open(args.json, "w") as f:

@@ -23,7 +23,9 @@
  *  - pointwise: 1x1, stride 1, unpadded, one group, few input channels
  *              or a small plane and weight (conv_pointwise_suits): W x X
  *              on X in place, the epilogue fused (kernels/conv_pointwise.c);
- *              no prepared weights.  7x7 planes (conv_pointwise_t_suits):
+ *              W packed once into panels (CONV_ALGO_POINTWISE prepared
+ *              weights), or read raw when it is not a constant.  7x7
+ *              planes (conv_pointwise_t_suits):
  *              Y^T = X^T W^T on the GEMM over W^T packed by the caller,
  *              then transposed back (conv_pointwise_t_run).
  *  - bf16:     session precision bf16 only (kernels/conv_bf16.h): both
@@ -50,7 +52,8 @@ typedef enum conv_algo {
   CONV_ALGO_WINO2, /* F(2x2, 3x3) */
   CONV_ALGO_WINO4, /* F(4x4, 3x3) */
   CONV_ALGO_WINOGRAD, /* request only: F(4,3) or F(2,3), whichever the cost model prefers */
-  CONV_ALGO_POINTWISE, /* request only: every 1x1 stride-1 unpadded conv on conv_pointwise_run */
+  CONV_ALGO_POINTWISE, /* 1x1 stride-1 unpadded, one group: conv_pointwise_run_packed over W packed
+                        * once; requested (SMELT_CONV=pointwise) it takes every such conv */
   CONV_ALGO_BF16, /* request only, by a node marked bf16 (ops/conv.c): bf16 on AMX
                    * (kernels/conv_bf16.h); never from SMELT_CONV (it changes the numerics) */
   CONV_ALGO_CHANVEC, /* direct, output channels along the vector (kernels/conv_cvec.c) */
@@ -131,7 +134,8 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
 /* Pointwise route (kernels/conv_pointwise.c): a 1x1, stride-1, unpadded,
  * one-group conv as Y[n] = W[M, C] x X[n][C, S] (+ B, then ep), reading X
  * and the raw (unpacked) W in place.  S: pixels per plane.  It needs no
- * prepared weights.  conv_pointwise_suits: whether it beats the im2col
+ * prepared weights (conv_pointwise_run_packed below is the same over W
+ * packed once).  conv_pointwise_suits: whether it beats the im2col
  * GEMM for the shape: C <= CONV_POINTWISE_MAX_C, or a projection (M <=
  * C/4) with C <= CONV_POINTWISE_MAX_CP, or a small plane (64 < S <=
  * CONV_POINTWISE_SMALL_S) with a weight of at most CONV_POINTWISE_SMALL_W
@@ -148,6 +152,16 @@ bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S);
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
                                 int64_t S, const float *X, const float *W, const float *B,
                                 const conv2d_epilogue *ep, float *Y);
+/* The pointwise route over W packed once (CONV_ALGO_POINTWISE prepared
+ * weights: conv2d_prepare, or conv_pointwise_pack into
+ * conv_pointwise_packed_floats(isa, C, M) floats): panels of the kernel's
+ * pmr output channels, K x pmr each, one sequential stream, where the
+ * unpacked route reads pmr rows of W a row length apart. */
+int64_t conv_pointwise_packed_floats(isa_level isa, int64_t C, int64_t M);
+void conv_pointwise_pack(isa_level isa, int64_t C, int64_t M, const float *W, float *out);
+smelt_status conv_pointwise_run_packed(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+                                       int64_t S, const float *X, const float *Wp, const float *B,
+                                       const conv2d_epilogue *ep, float *Y);
 
 /* Pointwise route over the transposed GEMM (kernels/conv_pointwise.c):
  * per image Y^T[S, M] = X^T W^T with W^T packed ahead as the GEMM's B

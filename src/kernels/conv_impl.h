@@ -575,23 +575,26 @@ static SIMD_TARGET void SIMD_NAME(direct_out)(const float *tile, int64_t nr, int
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pw_body)(int64_t K, const float *w, int64_t ldw,
                                                          const float *x, int64_t ldx, const float *bias,
                                                          const float *res, float lo, float hi, float *y,
-                                                         int64_t ldy, int mr, const int nv, int r) {
+                                                         int64_t ldy, int mr, const float *pf,
+                                                         const bool packed, const int nv, int r) {
   const float *wr[DMR];
   vf acc[DMR][DNV];
 #pragma GCC unroll 8
   for (int i = 0; i < DMR; i++) { /* rows past mr repeat the last one and are not stored */
-    wr[i] = w + (i < mr ? i : mr - 1) * ldw;
+    wr[i] = packed ? w : w + (i < mr ? i : mr - 1) * ldw;
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
   }
   for (int64_t k = 0; k < K; k++) {
+    /* the next panel's DMR*K floats, a 64-byte line every 16/DMR k */
+    if (pf && k % (16 / DMR) == 0) __builtin_prefetch(pf + DMR * k, 0, 2);
     const float *xk = x + k * ldx;
     vf bv[DNV];
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) bv[v] = v == nv - 1 && r < VL ? v_loadn(xk + v * VL, r) : v_load(xk + v * VL);
 #pragma GCC unroll 8
     for (int i = 0; i < DMR; i++) {
-      vf ai = v_set1(wr[i][k]);
+      vf ai = v_set1(packed ? w[k * DMR + i] : wr[i][k]);
 #pragma GCC unroll 4
       for (int v = 0; v < nv; v++) acc[i][v] = v_fma(ai, bv[v], acc[i][v]);
     }
@@ -615,25 +618,39 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pw_body)(int64_t K, const float 
   }
 }
 
-static SIMD_TARGET void SIMD_NAME(pw_tile)(int64_t K, const float *w, int64_t ldw, const float *x,
-                                           int64_t ldx, int64_t n, const float *bias, const float *res,
-                                           float lo, float hi, float *y, int64_t ldy, int mr) {
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pw_any)(int64_t K, const float *w, int64_t ldw,
+                                                        const float *x, int64_t ldx, int64_t n,
+                                                        const float *bias, const float *res, float lo, float hi,
+                                                        float *y, int64_t ldy, int mr, const float *pf,
+                                                        const bool packed) {
   if (n == DNV * VL) {
-    SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, DNV, VL);
+    SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, pf, packed, DNV, VL);
     return;
   }
   int nv = (int)((n + VL - 1) / VL), r = (int)(n - (int64_t)(nv - 1) * VL);
   switch (nv) {
-    case 1: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 1, r); break;
-    case 2: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 2, r); break;
+    case 1: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, pf, packed, 1, r); break;
+    case 2: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, pf, packed, 2, r); break;
 #if DNV >= 3
-    case 3: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 3, r); break;
+    case 3: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, pf, packed, 3, r); break;
 #endif
 #if DNV >= 4
-    case 4: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, 4, r); break;
+    case 4: SIMD_NAME(pw_body)(K, w, ldw, x, ldx, bias, res, lo, hi, y, ldy, mr, pf, packed, 4, r); break;
 #endif
     default: break;
   }
+}
+
+static SIMD_TARGET void SIMD_NAME(pw_tile)(int64_t K, const float *w, int64_t ldw, const float *x,
+                                           int64_t ldx, int64_t n, const float *bias, const float *res,
+                                           float lo, float hi, float *y, int64_t ldy, int mr, const float *pf) {
+  SIMD_NAME(pw_any)(K, w, ldw, x, ldx, n, bias, res, lo, hi, y, ldy, mr, pf, false);
+}
+
+static SIMD_TARGET void SIMD_NAME(pwp_tile)(int64_t K, const float *w, int64_t ldw, const float *x,
+                                            int64_t ldx, int64_t n, const float *bias, const float *res,
+                                            float lo, float hi, float *y, int64_t ldy, int mr, const float *pf) {
+  SIMD_NAME(pw_any)(K, w, ldw, x, ldx, n, bias, res, lo, hi, y, ldy, mr, pf, true);
 }
 
 /* ---- the transposed pointwise GEMM's output back to channel rows
@@ -894,6 +911,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .pmr = DMR,
     .pmax_nv = DNV,
     .pw_tile = SIMD_NAME(pw_tile),
+    .pwp_tile = SIMD_NAME(pwp_tile),
     .wmr = WMR,
     .wnr = WNV * VL,
     .wgemm = SIMD_NAME(wgemm),

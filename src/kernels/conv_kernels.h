@@ -44,7 +44,11 @@ typedef struct conv_kernels {
   /* Pointwise (1x1, stride 1) tile reading X in place: for i < mr, j < n
    * (1 <= n <= pmax_nv*vl, 1 <= mr <= pmr): y[i*ldy + j] = min(hi, max(lo,
    * bias[i] + res[i*ldy + j] + sum_k w[i*ldw + k] * x[k*ldx + j])) (bias,
-   * res may be NULL).  Reads and writes nothing past column n. */
+   * res may be NULL).  Reads and writes nothing past column n.  pf, when
+   * not NULL: pmr*K contiguous floats (the next panel's weight rows)
+   * prefetched into L2 while the tile runs.  pwp_tile: the same over a
+   * packed panel, w[k*pmr + i] (ldw unused; rows past mr read but not
+   * stored). */
   /* Direct conv with the output channels along the vector (kernels/
    * conv_cvec.c): c[p*vl + v] = bias[v] + sum_k w[k*vl + v] * x[xoff[k] + p]
    * for p < np (1 <= np <= cvp), v < vl: np positions of one output row,
@@ -57,7 +61,10 @@ typedef struct conv_kernels {
   int pmr, pmax_nv;
   void (*pw_tile)(int64_t K, const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n,
                   const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy,
-                  int mr);
+                  int mr, const float *pf);
+  void (*pwp_tile)(int64_t K, const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n,
+                   const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy,
+                   int mr, const float *pf);
 
   /* Winograd tuple GEMM: c[i*ldc + j] = sum_k a[i*lda + k] * b[k*wnr + j]
    * for i < mr (mr <= wmr), j < wnr (= wnv*vl). */

@@ -1,8 +1,10 @@
 /* Pointwise (1x1, stride 1, unpadded, one group) convolution on X in
  * place: per image Y[M, S] = W[M, C] x X[C, S] with the bias, residual and
- * clamp applied while each tile is still in registers.  No packing: the
- * micro-kernel (conv_kernels.h: pw_tile) reads pmr rows of the raw W and
- * rows of pmax_nv*vl contiguous pixels of X straight from the tensor, so a
+ * clamp applied while each tile is still in registers.  X is not packed:
+ * the micro-kernel (conv_kernels.h: pw_tile, pwp_tile) reads pmr rows of W
+ * -- raw, or a panel packed once per session (conv_pointwise_pack: one
+ * sequential stream) -- and rows of pmax_nv*vl contiguous pixels of X
+ * straight from the tensor, so a
  * conv with few input channels over a large plane spends its time on the
  * multiply-adds rather than on copying the B panel and a second pass over
  * Y for the epilogue.  Work items are (image, block of pixels, chunk of
@@ -19,6 +21,7 @@
 
 typedef struct pw_job {
   const conv_kernels *k;
+  bool packed; /* W as conv_pointwise_pack lays it out */
   int64_t C, M, S, PB, nb, np, ppc, nmc;
   const float *X, *W, *B, *res;
   float lo, hi;
@@ -38,10 +41,17 @@ static void pw_items(void *vctx, int64_t i0, int64_t i1) {
       int64_t m0 = p * k->pmr;
       int mr = (int)(j->M - m0 < k->pmr ? j->M - m0 : k->pmr);
       int64_t yoff = (n * j->M + m0) * j->S;
+      /* a panel's pmr rows are pmr*C contiguous floats either way */
       const float *w = j->W + m0 * j->C, *bias = j->B ? j->B + m0 : NULL;
-      for (int64_t q = q0; q < q1; q += NR)
-        k->pw_tile(j->C, w, j->C, x + q, j->S, q1 - q < NR ? q1 - q : NR, bias,
-                   j->res ? j->res + yoff + q : NULL, j->lo, j->hi, j->Y + yoff + q, j->S, mr);
+      /* the next panel streams in while this one's first tile runs: a
+       * weight is cold (untouched since the previous run), and rows of
+       * the model file in 4 KiB pages stop the hardware prefetchers at
+       * every page */
+      const float *pf = p + 1 < j->np ? w + k->pmr * j->C : NULL;
+      for (int64_t q = q0; q < q1; q += NR, pf = NULL)
+        (j->packed ? k->pwp_tile : k->pw_tile)(j->C, w, j->C, x + q, j->S, q1 - q < NR ? q1 - q : NR, bias,
+                                               j->res ? j->res + yoff + q : NULL, j->lo, j->hi, j->Y + yoff + q,
+                                               j->S, mr, pf);
     }
   }
 }
@@ -84,16 +94,30 @@ bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S) {
   return isa == ISA_AVX512 && C >= 1 && M >= 1 && S >= CONV_POINTWISE_AVX512_S;
 }
 
-smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
-                                int64_t S, const float *X, const float *W, const float *B,
-                                const conv2d_epilogue *ep, float *Y) {
+/* W (M x C) packed for isa: panels of pmr output channels, each K x pmr
+ * (w[k*pmr + i] = W[m0 + i][k]), the last one's rows past M zero. */
+int64_t conv_pointwise_packed_floats(isa_level isa, int64_t C, int64_t M) {
+  const conv_kernels *k = conv_kernels_get(isa);
+  return conv_cdiv(M, k->pmr) * k->pmr * C;
+}
+
+void conv_pointwise_pack(isa_level isa, int64_t C, int64_t M, const float *W, float *out) {
+  int64_t pmr = conv_kernels_get(isa)->pmr;
+  for (int64_t m0 = 0; m0 < M; m0 += pmr)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t i = 0; i < pmr; i++) *out++ = m0 + i < M ? W[(m0 + i) * C + c] : 0.f;
+}
+
+static smelt_status pw_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M, int64_t S,
+                           const float *X, const float *W, bool packed, const float *B,
+                           const conv2d_epilogue *ep, float *Y) {
   if (N < 0 || C < 1 || M < 0 || S < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "pointwise conv: bad geometry N=%lld C=%lld M=%lld S=%lld",
                    (long long)N, (long long)C, (long long)M, (long long)S);
   if (N * M * S == 0) return SMELT_OK;
   const conv_kernels *k = conv_kernels_get(isa);
   int64_t NR = (int64_t)k->pmax_nv * k->vl;
-  pw_job j = {.k = k, .C = C, .M = M, .S = S, .X = X, .W = W, .B = B, .Y = Y,
+  pw_job j = {.k = k, .packed = packed, .C = C, .M = M, .S = S, .X = X, .W = W, .B = B, .Y = Y,
               .res = ep ? ep->residual : NULL, .lo = ep ? ep->lo : -INFINITY,
               .hi = ep ? ep->hi : INFINITY};
   /* a block's slice of X: ~24 KiB, whole tiles */
@@ -113,6 +137,18 @@ smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int6
   j.nmc = conv_cdiv(j.np, j.ppc);
   pool_parallel_for(pool, N * j.nb * j.nmc, 1, pw_items, &j);
   return SMELT_OK;
+}
+
+smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+                                int64_t S, const float *X, const float *W, const float *B,
+                                const conv2d_epilogue *ep, float *Y) {
+  return pw_run(pool, isa, N, C, M, S, X, W, false, B, ep, Y);
+}
+
+smelt_status conv_pointwise_run_packed(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+                                       int64_t S, const float *X, const float *Wp, const float *B,
+                                       const conv2d_epilogue *ep, float *Y) {
+  return pw_run(pool, isa, N, C, M, S, X, Wp, true, B, ep, Y);
 }
 
 /* ---- the transposed route (kernels/conv.h: conv_pointwise_t_run) ---- */

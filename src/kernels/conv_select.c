@@ -30,6 +30,7 @@ const char *conv_algo_desc(conv_algo a, isa_level isa) {
     case CONV_ALGO_WINO2: return "f32 Winograd F(2x2,3x3) (kernels/conv_winograd.c)";
     case CONV_ALGO_WINO4: return "f32 Winograd F(4x4,3x3) (kernels/conv_winograd.c)";
     case CONV_ALGO_CHANVEC: return "f32 direct, output channels along the vector (kernels/conv_cvec.c)";
+    case CONV_ALGO_POINTWISE: return "f32 1x1 pointwise on X in place, W packed once (kernels/conv_pointwise.c)";
     case CONV_ALGO_BF16:
       return bf16dp_amx_hw(isa) ? "bf16 x bf16 -> f32 on AMX tiles (kernels/conv_bf16.c)"
              : bf16dp_hw(isa)   ? "bf16 x bf16 -> f32 with vdpbf16ps (kernels/conv_bf16.c)"
@@ -69,6 +70,9 @@ bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
     case CONV_ALGO_WINO4:
     case CONV_ALGO_WINOGRAD: return wino_shape(d);
     case CONV_ALGO_BF16: return conv_bf16_shape(d);
+    case CONV_ALGO_POINTWISE:
+      return d->G == 1 && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0 &&
+             d->OH == d->H && d->OW == d->W;
     default: return false;
   }
 }
@@ -236,6 +240,7 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       break;
     }
     case CONV_ALGO_BF16: est = (double)conv_bf16_words(d); break; /* 32-bit words */
+    case CONV_ALGO_POINTWISE: est = (double)conv_cdiv(d->M, k->pmr) * k->pmr * d->C; break;
     default: return err_set(SMELT_ERR_INTERNAL, "conv: no prepared form for %s", conv_algo_name(algo));
   }
   if (est > 4e9) return err_set(SMELT_ERR_NOMEM, "conv: %.3g prepared weights is implausible", est);
@@ -272,6 +277,7 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
     memcpy(w->data, W, sizeof(float) * (size_t)n);
     st = conv_dw_blk_weights(w);
   } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, W, (uint32_t *)w->data);
+  else if (algo == CONV_ALGO_POINTWISE) conv_pointwise_pack(w->k->isa, d->C, d->M, W, w->data);
   else st = conv_wino_prepare(pool, w, W);
   if (st) {
     conv2d_weights_free(w);
@@ -335,6 +341,9 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
       if (!wino_shape(d)) break;
       return conv_wino_run(pool, &run, X, B, ep, Y);
     case CONV_ALGO_BF16: return conv_bf16_run(pool, w->k->isa, d, (const uint32_t *)w->data, X, B, ep, Y);
+    case CONV_ALGO_POINTWISE:
+      if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) break;
+      return conv_pointwise_run_packed(pool, w->k->isa, d->N, d->C, d->M, d->OH * d->OW, X, w->data, B, ep, Y);
     default: break;
   }
   return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));

@@ -385,26 +385,26 @@ static conv_algo conv_fast_algo(op_ctx *c, const conv_geom *g, conv2d_desc *d) {
   return conv2d_select(d, isa_active(), pool_threads(c->pool), req, cacheable);
 }
 
-static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
-                                     conv_algo *algo, conv2d_weights **pw, bool *own) {
+/* algo's prepared weights for W (d filled): from the session's op cache,
+ * from the store on disk, or made now (*own: the caller frees them;
+ * otherwise the cache holds them). */
+static smelt_status conv_weights_algo(op_ctx *c, const float *W, const conv2d_desc *d, conv_algo algo,
+                                      conv2d_weights **pw, bool *own) {
   *pw = NULL;
   *own = false;
-  *algo = CONV_ALGO_IM2COL;
-  *algo = conv_fast_algo(c, g, d);
-  if (*algo == CONV_ALGO_IM2COL) return SMELT_OK;
   isa_level isa = isa_active();
   bool cacheable = c->cache && op_input_is_constant(c, 1);
   conv_cache_key key;
   memset(&key, 0, sizeof key);
-  key = (conv_cache_key){.w = c->in[1]->data, .algo = *algo, .isa = isa,
+  key = (conv_cache_key){.w = c->in[1]->data, .algo = algo, .isa = isa,
                          .dtype = c->in[1]->dtype, .C = d->C, .M = d->M, .G = d->G, .KH = d->KH,
                          .KW = d->KW};
   *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
   if (*pw) return SMELT_OK;
   /* kept for later runs (and maybe on disk): a run stopping now must not cut it short */
   run_ctl *saved = run_ctl_enter(NULL);
-  smelt_status st = cacheable ? conv_prepare_stored(c, d, *algo, isa, W, pw)
-                              : conv2d_prepare(c->pool, d, *algo, isa, W, pw);
+  smelt_status st = cacheable ? conv_prepare_stored(c, d, algo, isa, W, pw)
+                              : conv2d_prepare(c->pool, d, algo, isa, W, pw);
   run_ctl_enter(saved);
   TRY(st);
   void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, *pw, conv2d_weights_free_v) : NULL;
@@ -416,6 +416,17 @@ static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float 
     op_prep_drain(c->cache); /* the caller frees *pw, which the store may still be saving */
   }
   return SMELT_OK;
+}
+
+/* The fast algorithm for the shape and, unless it is im2col, its prepared
+ * weights (conv_weights_algo). */
+static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
+                                     conv_algo *algo, conv2d_weights **pw, bool *own) {
+  *pw = NULL;
+  *own = false;
+  *algo = conv_fast_algo(c, g, d);
+  if (*algo == CONV_ALGO_IM2COL) return SMELT_OK;
+  return conv_weights_algo(c, W, d, *algo, pw, own);
 }
 
 /* The part of ep the fast kernels apply themselves (residual, and Relu /
@@ -481,11 +492,33 @@ static const gemm_packed *conv_pw_t_weights(op_ctx *c, const conv_geom *g) {
   return gemm_weights_b(c->cache, c->pool, true, g->C, g->M, c->in[1]->data);
 }
 
+/* The 1x1 route's weights packed once per session (CONV_ALGO_POINTWISE,
+ * cached and stored like the other algorithms' prepared weights), for a
+ * constant float32 W in a 1-D or 2-D conv; *pw NULL: W is read as it is. */
+static smelt_status conv_pw_weights(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
+                                    conv2d_weights **pw, bool *own) {
+  *pw = NULL;
+  *own = false;
+  if (!c->cache || W != c->in[1]->data || c->in[1]->dtype != SMELT_F32 || !op_input_is_constant(c, 1) ||
+      g->w.nsp > 2)
+    return SMELT_OK;
+  conv_desc_of(g, d);
+  if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) return SMELT_OK;
+  return conv_weights_algo(c, W, d, CONV_ALGO_POINTWISE, pw, own);
+}
+
 static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                                 const float *B, const conv_epilogue *ep, float *Y) {
   conv_epilogue rest = {0};
   conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
-  TRY(conv_pointwise_run(c->pool, isa_active(), g->N, g->C, g->M, g->S_out, X, W, B, &kep, Y));
+  conv2d_desc d;
+  conv2d_weights *pw;
+  bool own;
+  TRY(conv_pw_weights(c, g, W, &d, &pw, &own));
+  smelt_status st = pw ? conv2d_run_ep(c->pool, &d, pw, X, B, &kep, Y)
+                       : conv_pointwise_run(c->pool, isa_active(), g->N, g->C, g->M, g->S_out, X, W, B, &kep, Y);
+  if (own) conv2d_weights_free(pw);
+  TRY(st);
   conv_epilogue_after(c->pool, &rest, Y, g->N * g->M * g->S_out);
   return SMELT_OK;
 }
@@ -506,7 +539,14 @@ smelt_status conv_op_prepare(op_ctx *c) {
   TRY(conv_plan(c, &g));
   if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
   bool bf16 = conv_bf16_for(c, &g);
-  if (!bf16 && conv_pw_route(&g)) return SMELT_OK; /* nothing to prepare */
+  if (!bf16 && conv_pw_route(&g)) { /* W packed for the 1x1 kernel */
+    conv2d_desc d;
+    conv2d_weights *pw;
+    bool own;
+    TRY(conv_pw_weights(c, &g, w->data, &d, &pw, &own));
+    if (own) conv2d_weights_free(pw);
+    return SMELT_OK;
+  }
   if (!bf16 && conv_pw_t_weights(c, &g)) return SMELT_OK; /* W^T packed */
   conv2d_desc d;
   conv_algo algo;
@@ -584,7 +624,10 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
   bool bf16 = conv_bf16_for(c, &g);
   conv2d_desc d;
   if (x->dtype == SMELT_F64) how = "float64 reference loop (ops/conv.c)";
-  else if (!bf16 && conv_pw_route(&g)) how = "f32 1x1 pointwise on X in place (kernels/conv_pointwise.c)";
+  else if (!bf16 && conv_pw_route(&g))
+    how = c->cache && c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) && g.w.nsp <= 2
+              ? conv_algo_desc(CONV_ALGO_POINTWISE, isa_active())
+              : "f32 1x1 pointwise on X in place, W as stored (kernels/conv_pointwise.c)";
   else if (!bf16 && conv_pw_t_route(c, &g)) how = "f32 1x1 as the transposed GEMM over W^T packed once (kernels/conv_pointwise.c)";
   else {
     conv_algo a = conv_fast_algo(c, &g, &d);

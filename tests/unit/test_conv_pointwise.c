@@ -4,6 +4,8 @@
  * thread pool (1 and 2 threads), over shapes that break its tiling: input
  * channels 1, 3, 16, 17, 24, 64; output channels off the panel height;
  * the transposed route (conv_pointwise_t_run) with and without W^T packed;
+ * the route over W packed once (conv_pointwise_run_packed, directly and
+ * through conv2d_prepare / conv2d_run_ep);
  * planes 1x1, 7x7, 13x17 and one longer than a pixel block; batch 2; with
  * and without bias, residual and clamp.  Canaries after Y catch writes
  * past the end.  Error bound as in test_conv_kernels.c:
@@ -33,7 +35,10 @@ static double worst;
 
 /* route 0: conv_pointwise_run; 1: conv_pointwise_t_run over W^T packed
  * for the ISA (none on scalar: the GEMM packs it per call); 2: the same
- * with no packed W^T at all. */
+ * with no packed W^T at all; 3: conv_pointwise_run_packed over W packed by
+ * conv_pointwise_pack (canaries after the packed panels: the pack writes
+ * exactly conv_pointwise_packed_floats); 4: the same through
+ * conv2d_prepare / conv2d_run_ep (CONV_ALGO_POINTWISE), as the op runs it. */
 static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64_t M, int64_t S) {
   int64_t nx = N * C * S, ny = N * M * S;
   float *X = malloc(sizeof(float) * (size_t)nx), *W = malloc(sizeof(float) * (size_t)(M * C));
@@ -60,6 +65,25 @@ static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64
       if (route == 0) {
         CHECK_OK(conv_pointwise_run(pool, (isa_level)isa, N, C, M, S, X, W, bias ? B : NULL,
                                     v & 6 ? &ep : NULL, Y));
+      } else if (route == 3) {
+        int64_t np = conv_pointwise_packed_floats((isa_level)isa, C, M);
+        CHECK(np >= M * C && np < (M + 16) * C);
+        float *wp = malloc(sizeof(float) * (size_t)(np + CANARY));
+        for (int i = 0; i < CANARY; i++) wp[np + i] = 99.f;
+        conv_pointwise_pack((isa_level)isa, C, M, W, wp);
+        for (int i = 0; i < CANARY; i++) CHECK(wp[np + i] == 99.f);
+        CHECK_OK(conv_pointwise_run_packed(pool, (isa_level)isa, N, C, M, S, X, wp, bias ? B : NULL,
+                                           v & 6 ? &ep : NULL, Y));
+        free(wp);
+      } else if (route == 4) {
+        /* a plane of S pixels as S x 1 */
+        conv2d_desc d = {.N = N, .C = C, .H = S, .W = 1, .M = M, .G = 1, .KH = 1, .KW = 1, .OH = S, .OW = 1,
+                         .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+        conv2d_weights *pw = NULL;
+        CHECK(conv2d_supports(&d, CONV_ALGO_POINTWISE));
+        CHECK_OK(conv2d_prepare(pool, &d, CONV_ALGO_POINTWISE, (isa_level)isa, W, &pw));
+        CHECK_OK(conv2d_run_ep(pool, &d, pw, X, bias ? B : NULL, v & 6 ? &ep : NULL, Y));
+        conv2d_weights_free(pw);
       } else {
         gemm_packed *wt = NULL;
         if (route == 1) CHECK_OK(gemm_pack_b_prepare(pool, (isa_level)isa, true, C, M, W, C, &wt));
@@ -88,6 +112,7 @@ static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64
 
 static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64_t S) {
   check_route(pool, 0, N, C, M, S);
+  check_route(pool, 3, N, C, M, S);
 }
 
 /* The transposed route: pixels as the GEMM's rows (MR 6 at AVX2, 8 at
@@ -116,6 +141,8 @@ static void cases(smelt_pool *pool) {
   check_shape(pool, 2, 24, 144, 56 * 56);
   check_shape(pool, 1, 384, 66, 14 * 14); /* the small-plane route: C past 64 */
   check_shape(pool, 2, 257, 33, 13 * 17);
+  check_route(pool, 4, 2, 17, 9, 13 * 17);
+  check_route(pool, 4, 1, 384, 66, 14 * 14);
 }
 
 static void guard_cases(void) {
@@ -144,6 +171,18 @@ static void guard_cases(void) {
     CHECK(conv_pointwise_t_suits(ISA_AVX2, 320, 1280, 7 * 7) && !conv_pointwise_t_suits(ISA_AVX2, 96, 576, 14 * 14));
   CHECK(conv_pointwise_t_run(NULL, ISA_SCALAR, 1, 0, 1, 1, &x, &w, NULL, NULL, NULL, &y) ==
         SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(conv_pointwise_run_packed(NULL, ISA_SCALAR, 1, 0, 1, 1, &x, &w, NULL, NULL, &y) ==
+        SMELT_ERR_INVALID_ARGUMENT);
+  /* the packed form takes 1x1, stride 1, unpadded, one group only */
+  conv2d_desc d = {.N = 1, .C = 4, .H = 5, .W = 5, .M = 8, .G = 1, .KH = 1, .KW = 1, .OH = 5, .OW = 5,
+                   .sh = 1, .sw = 1, .dh = 1, .dw = 1};
+  CHECK(conv2d_supports(&d, CONV_ALGO_POINTWISE));
+  d.G = 2;
+  CHECK(!conv2d_supports(&d, CONV_ALGO_POINTWISE));
+  d.G = 1, d.sh = 2, d.OH = 3;
+  CHECK(!conv2d_supports(&d, CONV_ALGO_POINTWISE));
+  d.sh = 1, d.OH = 5, d.KW = 3, d.pl = 1;
+  CHECK(!conv2d_supports(&d, CONV_ALGO_POINTWISE));
 }
 
 int main(void) {
