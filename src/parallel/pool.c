@@ -4,7 +4,8 @@
  * in a model run -- hand work over without a kernel round trip, while an idle
  * session costs no CPU once the spin has run out.  The caller waits for the
  * workers the same way.  One job at a time (callers serialize on job_lock);
- * work is split into chunks claimed with an atomic counter.  A job made
+ * work is split into chunks, each thread claiming from its own contiguous
+ * home range with an atomic counter, then from the others' (run_chunks).  A job made
  * inside a run that can be stopped (parallel/run_ctl.h) checks the run before
  * each chunk and leaves the rest undone once it has stopped. */
 #include "parallel/pool.h"
@@ -34,6 +35,18 @@
 #define PROBE_MIN_NS 2000000LL /* a contended pool's first probe gap (see pool_note_join) */
 #define SPREAD_GAP_NS 1000000LL /* a worker moves itself off the caller's CPU at most once per ms */
 
+/* A claim word alone on its cache line: the threads claim from their own
+ * word, so no line bounces between them while each works its home range. */
+typedef struct pool_slot {
+  atomic_uint_fast64_t w;
+  char pad[64 - sizeof(atomic_uint_fast64_t)];
+} pool_slot;
+
+struct pool_worker {
+  struct smelt_pool *p;
+  int idx; /* 1..n_threads-1; the caller is 0 */
+};
+
 struct smelt_pool {
   int n_threads;
   int64_t spin_ns;
@@ -52,11 +65,13 @@ struct smelt_pool {
   void (*fn)(void *, int64_t, int64_t);
   void *ctx;
   int64_t n, chunk, n_chunks;
-  /* Claim word: the job's tag in the high 32 bits, the next chunk index in
-   * the low 32.  A claim is a fetch_add; one whose old value carries another
-   * tag is void.  The caller retags the word when it closes a job, so a
-   * worker that wakes late never touches it. */
-  atomic_uint_fast64_t claim;
+  /* Claim words, one per thread (pool_slot): the job's tag in the high 32
+   * bits, the next chunk of that thread's home range in the low 32.  A
+   * claim is a fetch_add; one whose old value carries another tag is void.
+   * The caller retags the words when it closes a job, so a worker that
+   * wakes late never touches them. */
+  pool_slot *claims;
+  struct pool_worker *wargs; /* per worker: the pool and its thread index */
   atomic_int busy; /* workers inside the current job */
   atomic_int job_cpu; /* the CPU the caller posted the current job from (-1: unknown) */
   atomic_int spreads; /* workers moved off the caller's CPU so far (for tests) */
@@ -116,17 +131,31 @@ static bool job_idle(const smelt_pool *p, uint64_t unused) {
 
 static uint32_t job_tag(uint64_t gen) { return (uint32_t)gen; }
 
-/* Runs chunks of the job tagged `tag` until none is left; how many it ran. */
-static int64_t run_chunks(smelt_pool *p, uint32_t tag) {
+/* Thread s's home range of chunks: [home(s), home(s + 1)). */
+static int64_t home(const smelt_pool *p, int s) { return (int64_t)s * p->n_chunks / p->n_threads; }
+
+/* Runs chunks of the job tagged `tag` until none is left; how many it ran.
+ * Thread `self` takes its home range first, in order, then what is left
+ * of the others' (the next thread's first), so a thread that starts late
+ * or loses its core holds up at most the chunk it has claimed.  Home
+ * ranges are contiguous: in back-to-back jobs split the same way (one
+ * layer's output rows, the next layer's input rows) a thread mostly
+ * reads what it wrote itself, from its own cache, instead of lines the
+ * other cores hold (docs/PARALLEL.md). */
+static int64_t run_chunks(smelt_pool *p, uint32_t tag, int self) {
   int64_t ran = 0;
   const smelt_pool *saved = in_pool_job;
   in_pool_job = p;
   bufcache *saved_bufs = bufcache_enter(p->job_bufs);
-  for (;;) {
+  for (int k = 0, s = self; k < p->n_threads;) {
     /* a stopped run leaves its remaining chunks undone */
     if (p->job_ctl && run_ctl_poll(p->job_ctl)) break;
-    uint64_t w = atomic_fetch_add(&p->claim, 1);
-    if ((uint32_t)(w >> 32) != tag || (int64_t)(uint32_t)w >= p->n_chunks) break;
+    uint64_t w = atomic_fetch_add(&p->claims[s].w, 1);
+    if ((uint32_t)(w >> 32) != tag) break; /* the job is closed */
+    if ((int64_t)(uint32_t)w >= home(p, s + 1)) { /* range s is drained: the next one */
+      k++, s = s + 1 < p->n_threads ? s + 1 : 0;
+      continue;
+    }
     ran++;
     int64_t b = (int64_t)(uint32_t)w * p->chunk;
     int64_t e = b + p->chunk < p->n ? b + p->chunk : p->n;
@@ -156,7 +185,8 @@ static void keep_off_caller(smelt_pool *p, int64_t *last_spread) {
 }
 
 static void *worker_main(void *arg) {
-  smelt_pool *p = arg;
+  smelt_pool *p = ((struct pool_worker *)arg)->p;
+  int self = ((struct pool_worker *)arg)->idx;
   uint64_t seen = 0;
   int64_t last_spread = -SPREAD_GAP_NS;
   for (;;) {
@@ -178,9 +208,9 @@ static void *worker_main(void *arg) {
     seen = atomic_load(&p->generation);
     keep_off_caller(p, &last_spread);
     /* Join, then check the job is still open (Dekker with the closer:
-     * it retags the claim word, then reads busy). */
+     * it retags the claim words, then reads busy). */
     atomic_fetch_add(&p->busy, 1);
-    if ((uint32_t)(atomic_load(&p->claim) >> 32) == job_tag(seen)) run_chunks(p, job_tag(seen));
+    if ((uint32_t)(atomic_load(&p->claims[0].w) >> 32) == job_tag(seen)) run_chunks(p, job_tag(seen), self);
     if (atomic_fetch_sub(&p->busy, 1) == 1 && atomic_load(&p->caller_asleep)) {
       pthread_mutex_lock(&p->mu);
       pthread_cond_signal(&p->done);
@@ -216,7 +246,6 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   atomic_init(&p->sleepers, 0);
   atomic_init(&p->nudges, 0);
   atomic_init(&p->caller_asleep, false);
-  atomic_init(&p->claim, 0);
   atomic_init(&p->busy, 0);
   atomic_init(&p->job_cpu, -1);
   atomic_init(&p->spreads, 0);
@@ -225,14 +254,22 @@ smelt_status pool_create(int n_threads, smelt_pool **out) {
   atomic_init(&p->last_probe_ns, 0);
   atomic_init(&p->probe_gap_ns, PROBE_MIN_NS);
   atomic_init(&p->probe_out, false);
+  p->claims = aligned_alloc(64, sizeof(pool_slot) * (size_t)n_threads);
+  if (!p->claims) {
+    pool_free(p);
+    return err_nomem("thread pool", sizeof(pool_slot) * (size_t)n_threads);
+  }
+  for (int i = 0; i < n_threads; i++) atomic_init(&p->claims[i].w, 0);
   if (n_threads > 1) {
     p->workers = calloc((size_t)n_threads - 1, sizeof(pthread_t));
-    if (!p->workers) {
+    p->wargs = calloc((size_t)n_threads - 1, sizeof(struct pool_worker));
+    if (!p->workers || !p->wargs) {
       pool_free(p);
-      return err_nomem("thread pool", sizeof(pthread_t) * (size_t)n_threads);
+      return err_nomem("thread pool", (sizeof(pthread_t) + sizeof(struct pool_worker)) * (size_t)n_threads);
     }
     for (int i = 0; i < n_threads - 1; i++) {
-      if (pthread_create(&p->workers[i], NULL, worker_main, p)) {
+      p->wargs[i] = (struct pool_worker){p, i + 1};
+      if (pthread_create(&p->workers[i], NULL, worker_main, &p->wargs[i])) {
         p->n_threads = i + 1; /* only i workers were started */
         pool_free(p);
         return err_set(SMELT_ERR_NOMEM, "could not start thread %d of %d", i + 1, n_threads);
@@ -251,6 +288,8 @@ void pool_free(smelt_pool *p) {
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; p->workers && i < p->n_threads - 1; i++) pthread_join(p->workers[i], NULL);
   free(p->workers);
+  free(p->wargs);
+  free(p->claims);
   pthread_mutex_destroy(&p->job_lock);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
@@ -300,7 +339,7 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
   p->job_ctl = run_ctl_current();
   if (p->spread) atomic_store_explicit(&p->job_cpu, spread_cpu(), memory_order_relaxed);
   uint64_t gen = atomic_load(&p->generation) + 1;
-  atomic_store(&p->claim, (uint64_t)job_tag(gen) << 32);
+  for (int s = 0; s < p->n_threads; s++) atomic_store(&p->claims[s].w, (uint64_t)job_tag(gen) << 32 | (uint64_t)home(p, s));
   atomic_store(&p->generation, gen); /* publishes the job */
   bool woke = atomic_load(&p->sleepers) > 0;
   if (woke) {
@@ -309,10 +348,10 @@ void pool_parallel_for(smelt_pool *p, int64_t n, int64_t grain,
     pthread_mutex_unlock(&p->mu);
   }
   int64_t t0 = now_ns();
-  int64_t ran = run_chunks(p, job_tag(gen));
+  int64_t ran = run_chunks(p, job_tag(gen), 0);
   int64_t t1 = now_ns();
   /* Close the job: workers that have not joined yet never will. */
-  atomic_store(&p->claim, (uint64_t)(job_tag(gen) ^ 0x80000000u) << 32);
+  for (int s = 0; s < p->n_threads; s++) atomic_store(&p->claims[s].w, (uint64_t)(job_tag(gen) ^ 0x80000000u) << 32);
   if (!spin_until(p, job_idle, 0)) {
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_asleep, true);
