@@ -240,6 +240,36 @@ def test_gpt2():
     check_fx(Hidden(tr.GPT2Model(cfg)), torch.randint(0, 500, (1, 12)))
 
 
+class CatEmpty(torch.nn.Module):
+    """torch.cat skips 1-D empty tensors beside tensors of any rank."""
+
+    def forward(self, x):
+        empty = torch.tensor([], dtype=x.dtype)
+        return torch.cat([empty, x * 2, empty], dim=-2), torch.cat([empty, x.flatten()])
+
+
+def test_cat_skips_empty_1d_operands():
+    check_fx(CatEmpty(), torch.randn(1, 2, 3, 4))
+
+
+class WithCache(torch.nn.Module):
+    """A transformers decoder as called by default: use_cache on, so each
+    layer concatenates its keys onto an empty DynamicCache."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, ids):
+        return self.m(input_ids=ids).last_hidden_state
+
+
+def test_gpt2_with_default_cache():
+    tr = pytest.importorskip("transformers")
+    cfg = tr.GPT2Config(n_embd=64, n_layer=2, n_head=2, vocab_size=500, n_positions=32)
+    check_fx(WithCache(tr.GPT2Model(cfg)), torch.randint(0, 500, (1, 12)))
+
+
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small"])
 def test_torchvision(name):
     tv = pytest.importorskip("torchvision")

@@ -508,6 +508,12 @@ def _split(lw, nd, ev, x, *a, dim=0, **kw):
 @_op("cat", "concat")
 def _cat(lw, nd, ev, xs, dim=0):
     r = len(ev.shape)
+    # torch.cat skips 1-D tensors of no elements whatever the others' rank (a
+    # legacy rule Hugging Face's DynamicCache relies on: a layer's empty cache
+    # is torch.tensor([]), concatenated with the first step's keys); ONNX
+    # Concat takes one rank only, so they are dropped here
+    if r > 1:
+        xs = [x for x in xs if tuple(lw.meta(x)[1]) != (0,)]
     return lw.out(lw.emit1("Concat", [lw.operand(x, ev.dtype) for x in xs], axis=int(dim) % r), ev)
 
 
