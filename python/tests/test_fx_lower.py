@@ -240,6 +240,34 @@ def test_gpt2():
     check_fx(Hidden(tr.GPT2Model(cfg)), torch.randint(0, 500, (1, 12)))
 
 
+class GqaAttention(torch.nn.Module):
+    """F.scaled_dot_product_attention with fewer key/value heads than query
+    heads (enable_gqa), causal or with a float mask."""
+
+    def __init__(self, causal):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v, mask):
+        if self.causal:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_sdpa_enable_gqa(causal):
+    q, k, v = torch.randn(2, 6, 5, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8)
+    mask = torch.randn(2, 1, 5, 5)
+    check_fx(GqaAttention(causal), q, k, v, mask)
+
+
+def test_llama_grouped_query_attention():
+    tr = pytest.importorskip("transformers")
+    cfg = tr.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=500, max_position_embeddings=64)
+    check_fx(WithCache(tr.LlamaModel(cfg)), torch.randint(0, 500, (1, 12)))
+
+
 class CatEmpty(torch.nn.Module):
     """torch.cat skips 1-D empty tensors beside tensors of any rank."""
 

@@ -599,11 +599,22 @@ def _matmul(lw, nd, ev, a, b):
 
 @_op("scaled_dot_product_attention")
 def _sdpa(lw, nd, ev, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """torch.onnx.export's form (smelt's fuse_attention matches it)."""
+    """torch.onnx.export's form (smelt's fuse_attention matches it).  With
+    enable_gqa (Llama, Qwen2, Mistral: fewer key/value heads than query
+    heads), each key/value head is repeated for its group of query heads,
+    as torch does (repeat_interleave along the heads) and as Hugging Face's
+    own repeat_kv writes it: Unsqueeze, Expand, Reshape."""
     import torch
-    if dropout_p != 0.0 or enable_gqa:
-        raise Unmapped("scaled_dot_product_attention with dropout or enable_gqa")
+    if dropout_p != 0.0:
+        raise Unmapped("scaled_dot_product_attention with dropout")
     qv, kv = lw.val(q), lw.val(k)
+    vname = lw.operand(v)
+    if enable_gqa and len(qv.shape) >= 3 and qv.shape[-3] != kv.shape[-3]:
+        hq, hk = int(qv.shape[-3]), int(kv.shape[-3])
+        if hk < 1 or hq % hk:
+            raise Unmapped(f"scaled_dot_product_attention with enable_gqa: {hq} query heads, {hk} key heads")
+        kv = _Val(_repeat_heads(lw, kv, hq // hk), kv.dtype, tuple(kv.shape[:-3]) + (hq,) + tuple(kv.shape[-2:]))
+        vname = _repeat_heads(lw, lw.val(v), hq // hk)
     dt = qv.dtype
     if scale is None:
         scale = 1.0 / math.sqrt(qv.shape[-1])
@@ -631,7 +642,16 @@ def _sdpa(lw, nd, ev, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, s
     p = lw.emit1("Softmax", [scores], axis=-1)
     if mask is not None:  # fully masked rows: zeros, as torch gives
         p = lw.emit1("Where", [lw.emit1("IsNaN", [p]), lw.const(0.0, dt), p])
-    return lw.out(lw.emit1("MatMul", [p, lw.operand(v)]), ev)
+    return lw.out(lw.emit1("MatMul", [p, vname]), ev)
+
+
+def _repeat_heads(lw, xv, g: int) -> str:
+    """[..., H, S, D] -> [..., H*g, S, D], each head g times in a row."""
+    shape = [int(d) for d in xv.shape]
+    r = len(shape)
+    u = lw.emit1("Unsqueeze", [xv.name, lw.ints([r - 2])])  # [..., H, 1, S, D]
+    e = lw.emit1("Expand", [u, lw.ints(shape[:-2] + [g] + shape[-2:])])
+    return lw.emit1("Reshape", [e, lw.ints(shape[:-3] + [shape[-3] * g] + shape[-2:])])
 
 
 # ---------------------------------------------------------------- normalization, embedding
