@@ -261,6 +261,32 @@ def test_sdpa_enable_gqa(causal):
     check_fx(GqaAttention(causal), q, k, v, mask)
 
 
+def test_sdpa_enable_gqa_symbolic_dims():
+    """Symbolic dims go through torch.onnx.export, which cannot write
+    enable_gqa: the call is rewritten over repeated keys and values first
+    (smelt.export.expand_gqa)."""
+    m = GqaAttention(True).eval()
+    q, k, v = torch.randn(2, 6, 7, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8)
+    for t in (q, k, v):  # the sequence symbolic, the heads fixed, as in a model
+        torch._dynamo.mark_dynamic(t, 2)
+    out, how = run_compiled(m, q, k, v, None)
+    assert how == ["torch.onnx.export: symbolic dims"], how
+    with torch.no_grad():
+        torch.testing.assert_close(out, m(q, k, v, None), rtol=1e-3, atol=1e-4)
+
+
+def test_failed_export_prints_nothing(capfd):
+    """torch.onnx.export prints the whole graph it was building when it fails;
+    smelt.export keeps that off stderr (the exception's first line is what
+    the fallback warning says)."""
+    from smelt.export import export_bytes
+    q, k = torch.randn(1, 4, 3, 8), torch.randn(1, 2, 3, 8)
+    with pytest.raises(Exception):
+        export_bytes(GqaAttention(True), [q, k, k, None], ["q", "k", "v"], ["y"])
+    got = capfd.readouterr()
+    assert "ONNX graph" not in got.out and "ONNX graph" not in got.err
+
+
 def test_llama_grouped_query_attention():
     tr = pytest.importorskip("transformers")
     cfg = tr.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,

@@ -205,7 +205,8 @@ def _to_onnx(gm, example_inputs, frozen: _Frozen, real, in_names: List[str], out
         except Exception as e:  # a bug here must not cost the graph smelt: the exporter takes it
             why = f"fx_lower failed: {type(e).__name__}: {str(e)[:200]}"
     const_names = list(frozen.consts)
-    from .export import export_bytes
+    from .export import expand_gqa, export_bytes
+    expand_gqa(gm)  # the exporter cannot write enable_gqa
     try:
         onnx = export_bytes(frozen.module, real + [frozen.consts[k] for k in const_names],
                             in_names + const_names, out_names, frozen.dynamic_axes)
