@@ -357,3 +357,17 @@ def test_inplace_on_a_value_read_elsewhere_falls_back():
     msgs = [str(x.message) for x in w if issubclass(x.category, SmeltFallbackWarning)]
     assert len(msgs) == 1 and "in-place relu" in msgs[0], msgs
     torch.testing.assert_close(out, ref)
+
+
+def test_bfloat16_graph_falls_back_with_its_reason():
+    m = torch.nn.Linear(8, 4).to(torch.bfloat16).eval()
+    x = torch.randn(2, 8, dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            out = torch.compile(m, backend=lambda gm, ex: dynamo.smelt_backend(gm, ex, options=OPTS))(x)
+    msgs = [str(e.message) for e in w if issubclass(e.category, SmeltFallbackWarning)]
+    assert len(msgs) == 1 and "bfloat16" in msgs[0], msgs
+    with torch.no_grad():
+        torch.testing.assert_close(out, m(x))

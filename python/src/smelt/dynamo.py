@@ -136,6 +136,15 @@ class _Frozen:
         self.module = Mod()
 
 
+def _bfloat16(example_inputs) -> Optional[str]:
+    """Why a graph of bfloat16 tensors cannot run on smelt from torch, or None."""
+    import torch
+    if any(isinstance(x, torch.Tensor) and x.dtype == torch.bfloat16 for x in example_inputs):
+        return ("bfloat16 tensors: smelt's Python API does not exchange bfloat16 with torch yet "
+                "(a model in float32 or float16 runs on smelt)")
+    return None
+
+
 def _bindable(example_inputs) -> bool:
     """Whether every static input (weight) can be handed to smelt in place:
     a CPU tensor of a dtype NumPy can view (not bfloat16)."""
@@ -237,7 +246,7 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
         raise UnsupportedError(f"fallback {how!r}: expected 'inductor' or 'eager'", 3)
 
     from .fx_lower import inplace_hazard
-    why = _training_mode(gm) or _outputs_are_tensors(gm) or inplace_hazard(gm)
+    why = _training_mode(gm) or _outputs_are_tensors(gm) or inplace_hazard(gm) or _bfloat16(example_inputs)
     if why:
         return _fallback(gm, example_inputs, how, why)
     try:
