@@ -110,6 +110,7 @@ class _Frozen:
         # nothing serialises the weights.  Else they are frozen as buffers
         # and travel in the ONNX bytes as initializers.
         self.consts = consts if bind else {}
+        self.all_consts = consts  # bound or not
         n_real = len(self.tensor_idx)
         const_pos = {k: n_real + i for i, k in enumerate(consts)}
 
@@ -194,20 +195,23 @@ def _outputs_are_tensors(gm) -> Optional[str]:
     return None
 
 
-def _to_onnx(gm, example_inputs, frozen: _Frozen, real, in_names: List[str], out_names: List[str]):
+def _to_onnx(gm, example_inputs, frozen: _Frozen, real, in_names: List[str], out_names: List[str],
+             embed: bool = False):
     """(ONNX bytes, consts to bind or None, how it was made).  Graphs of
-    static shapes whose weights are bound go through smelt.fx_lower (the FX
-    graph written as ONNX directly, ~100x faster than re-tracing it); the
-    rest, and any graph holding an op fx_lower does not map, through
-    torch.onnx.export."""
+    static shapes whose weights are bound (or, with embed, written into the
+    model) go through smelt.fx_lower (the FX graph written as ONNX
+    directly, ~100x faster than re-tracing it); the rest, and any graph
+    holding an op fx_lower does not map, through torch.onnx.export.
+    in_names: per real input (frozen.tensor_idx order), its ONNX name."""
     why = "symbolic dims" if frozen.dynamic_axes or any(k[0] == "dim" for k in frozen.kinds) else \
-        "weights not bound" if not frozen.consts and any(k[0] == "const" for k in frozen.kinds) else None
+        "weights not bound" if not embed and not frozen.consts and any(k[0] == "const" for k in frozen.kinds) \
+        else None
     if why is None:
         from .fx_lower import Unmapped, lower
-        ph = [("in", f"in{k[1]}", example_inputs[frozen.tensor_idx[k[1]]]) if k[0] == "in"
-              else ("const", k[1], frozen.consts[k[1]]) for k in frozen.kinds]
+        ph = [("in", in_names[k[1]], example_inputs[frozen.tensor_idx[k[1]]]) if k[0] == "in"
+              else ("const", k[1], frozen.all_consts[k[1]]) for k in frozen.kinds]
         try:
-            onnx, used = lower(gm, ph)
+            onnx, used = lower(gm, ph, embed=embed and not frozen.consts)
             return onnx, used or None, "fx"
         except Unmapped as e:
             why = str(e)

@@ -96,13 +96,23 @@ _RANDOM = ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multi
            "rand_like", "randn_like", "randint_like", "empty", "empty_like")
 
 
+def _raw(t) -> tuple:
+    """(shape, little-endian bytes) of a tensor, on the CPU."""
+    a = np.ascontiguousarray(t.detach().cpu().numpy())
+    return a.shape, a.tobytes()
+
+
 class Lowering:
     """One FX graph -> ONNX.  ``inputs``: per placeholder, ("in", name) for a
-    real input or ("const", name, tensor) for a frozen weight bound by name."""
+    real input or ("const", name, tensor) for a frozen weight bound by name
+    (embed: written into the model as an initializer instead, for a model
+    that must stand alone: smelt.compile(..., save=DIR))."""
 
-    def __init__(self, gm, placeholders: List[tuple]):
+    def __init__(self, gm, placeholders: List[tuple], embed: bool = False):
         self.gm = gm
         self.ph = placeholders
+        self.embed = embed
+        self.embedded: set = set()
         self.nodes: List[bytes] = []
         self.inits: List[bytes] = []
         self.inputs: List[bytes] = []
@@ -133,6 +143,12 @@ class Lowering:
         if isinstance(value, torch.Tensor):
             name = self.const_of.get(id(value))
             if name is not None and (dtype is None or value.dtype == dtype):
+                if self.embed:
+                    if name not in self.embedded:
+                        self.embedded.add(name)
+                        shape, raw = _raw(value)
+                        self.inits.append(W.tensor(name, _np_dtype(value.dtype), shape, raw))
+                    return name
                 self.used_consts[name] = value
                 return name
             t = value.detach()
@@ -142,9 +158,9 @@ class Lowering:
             if dtype is None:
                 raise Unmapped(f"a scalar {value!r} without a dtype")
             t = torch.tensor(value, dtype=dtype)
-        a = np.ascontiguousarray(t.cpu().numpy())
+        shape, raw = _raw(t)
         name = self.fresh("const")
-        self.inits.append(W.tensor(name, _np_dtype(t.dtype), a.shape, a.tobytes()))
+        self.inits.append(W.tensor(name, _np_dtype(t.dtype), shape, raw))
         return name
 
     def ints(self, xs) -> str:
@@ -776,8 +792,9 @@ def inplace_hazard(gm) -> Optional[str]:
     return None
 
 
-def lower(gm, placeholders: List[tuple]) -> tuple:
-    """(ONNX bytes, {bound input name: tensor} the model reads).  Raises
+def lower(gm, placeholders: List[tuple], embed: bool = False) -> tuple:
+    """(ONNX bytes, {bound input name: tensor} the model reads; empty with
+    embed, where the weights are initializers in the bytes).  Raises
     Unmapped when the graph holds something not lowered here."""
     import torch
     for nd in gm.graph.nodes:
@@ -785,7 +802,7 @@ def lower(gm, placeholders: List[tuple]) -> tuple:
             ev = nd.meta.get("example_value")
             if nd.op != "placeholder" and isinstance(ev, (torch.Tensor, list, tuple)) and not _static(ev):
                 raise Unmapped(f"node {nd.name} has a symbolic shape")
-    lw = Lowering(gm, placeholders)
+    lw = Lowering(gm, placeholders, embed)
     onnx = lw.run()
     return onnx, lw.used_consts
 
