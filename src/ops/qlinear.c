@@ -1,6 +1,10 @@
 /* Integer matmul and conv: MatMulInteger, ConvInteger (int32 results) and
  * their requantizing forms QLinearMatMul, QLinearConv.
  *
+ * MatMulInteger with a 2-D B (ONNX Runtime's quantize_dynamic writes it
+ * so) runs on the exact int32 kernel (kernels/igemm.h) when the op has a
+ * cache (not on device cpu-ref): the same values, as fast as a GEMM.
+ *
  * Operands are widened to int32 with their zero points subtracted, products
  * accumulate exactly in int64 (an int32 result wraps like the reference's
  * astype), and requantization multiplies by scale_a*scale_b/scale_y (computed
@@ -9,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/tensor.h"
+#include "kernels/igemm.h"
 #include "ops/convert.h"
+#include "ops/op_cache.h"
 #include "ops/nn_util.h"
 #include "ops/quant_util.h"
 #include "util/err.h"
@@ -157,7 +164,76 @@ static smelt_status imm_run_with(op_ctx *c, int ia, int ib, int za, int zb, int6
   return st;
 }
 
+/* A zero point as int32 values: NULL -> one 0; else one value or n (per). */
+static bool zp_of(const tensor *z, int64_t n, int32_t *buf1, int32_t **vals, bool *per) {
+  *per = false;
+  *vals = buf1;
+  buf1[0] = 0;
+  if (!z) return true;
+  int64_t cnt = tensor_numel(z);
+  if (!is_q8(z->dtype) || (cnt != 1 && cnt != n)) return false;
+  if (cnt > 1) {
+    *vals = malloc(sizeof(int32_t) * (size_t)cnt);
+    if (!*vals) return false;
+    *per = true;
+  }
+  for (int64_t i = 0; i < cnt; i++)
+    (*vals)[i] = z->dtype == SMELT_I8 ? ((const int8_t *)z->data)[i] : ((const uint8_t *)z->data)[i];
+  return true;
+}
+
+typedef struct mmi_pack {
+  smelt_pool *pool;
+  const igemm_args *g;
+} mmi_pack;
+
+static void tensor_data_free_v(void *p) { tensor_data_free(p); }
+
+static void *mmi_make_packed(void *ctx) {
+  const mmi_pack *pk = ctx;
+  int16_t *p = tensor_data_alloc(sizeof(int16_t) * (size_t)igemm_packed_b_len(pk->g->K, pk->g->N));
+  if (p) igemm_pack_b(pk->pool, pk->g, p);
+  return p;
+}
+
+/* MatMulInteger over a 2-D B (a weight, as ONNX Runtime's quantize_dynamic
+ * writes it) on the exact int32 kernel (kernels/igemm.h), A's leading dims
+ * flattened into rows; false (nothing done) for other shapes, which the
+ * reference loop takes. */
+static bool mmi_fast(op_ctx *c, smelt_status *st) {
+  const tensor *a = c->in[0], *b = c->in[1];
+  if (b->rank != 2 || a->rank < 1 || !is_q8(a->dtype) || !is_q8(b->dtype)) return false;
+  int64_t K = a->dims[a->rank - 1], N = b->dims[1];
+  if (K <= 0 || b->dims[0] != K || N <= 0) return false;
+  int64_t M = tensor_numel(a) / K, m_last = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+  int32_t za1, zb1, *za, *zb;
+  bool zap, zbp;
+  /* a per-row zero point of A is per row of its last matrix: batch 1 only */
+  if (!zp_of(op_in(c, 2), m_last, &za1, &za, &zap)) return false;
+  if ((zap && M != m_last) || !zp_of(op_in(c, 3), N, &zb1, &zb, &zbp)) {
+    if (zap) free(za);
+    return false;
+  }
+  igemm_args g = {.M = M, .N = N, .K = K, .A = a->data, .lda = K, .a_signed = a->dtype == SMELT_I8,
+                  .za = za, .za_per = zap, .B = b->data, .ldb = N, .b_signed = b->dtype == SMELT_I8,
+                  .zb = zb, .zb_per = zbp, .C = c->out[0]->data, .ldc = N};
+  const int16_t *packed = NULL;
+  if (op_input_is_constant(c, 1) && (!op_in(c, 3) || op_input_is_constant(c, 3))) {
+    /* a weight: packed once, kept in the op cache */
+    struct { const void *b, *zb; int64_t K, N; char tag[8]; } key = {b->data, op_in(c, 3) ? op_in(c, 3)->data : NULL,
+                                                                      K, N, "igemm"};
+    mmi_pack pk = {c->pool, &g};
+    packed = op_cache_get_or_make(c->cache, &key, sizeof key, mmi_make_packed, &pk, tensor_data_free_v);
+  }
+  *st = packed ? igemm_s32_packed(c->pool, isa_active(), &g, packed) : igemm_s32(c->pool, isa_active(), &g);
+  if (zap) free(za);
+  if (zbp) free(zb);
+  return true;
+}
+
 static smelt_status mmi_run(op_ctx *c) {
+  smelt_status fst;
+  if (c->cache && mmi_fast(c, &fst)) return fst; /* the reference loop below: device cpu-ref (no cache) */
   int64_t *acc = NULL;
   imm_shape s;
   TRY(imm_run_with(c, 0, 1, 2, 3, &acc, &s));

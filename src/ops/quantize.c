@@ -10,6 +10,7 @@
  * difference x - zero_point by the scale in f32 (f64 for f64 scales). */
 #include <stdlib.h>
 
+#include "kernels/dynq.h"
 #include "ops/convert.h"
 #include "ops/nn_util.h"
 #include "ops/quant_util.h"
@@ -220,15 +221,22 @@ static smelt_status dyn_run(op_ctx *c) {
   float *xv;
   TRY(nn_f32_acquire(x, &xv));
   float mx = 0, mn = 0;
-  for (int64_t i = 0; i < n; i++) {
-    if (xv[i] > mx) mx = xv[i];
-    if (xv[i] < mn) mn = xv[i];
-  }
+  uint8_t *y = c->out[0]->data;
+  /* the vector loops (kernels/dynq.h) when the op has a cache (not on
+   * device cpu-ref): the same bytes */
+  isa_level isa = c->cache ? isa_active() : ISA_SCALAR;
+  if (c->cache) dynq_range(isa, n, xv, &mn, &mx);
+  else
+    for (int64_t i = 0; i < n; i++) {
+      if (xv[i] > mx) mx = xv[i];
+      if (xv[i] < mn) mn = xv[i];
+    }
   float scale = (mx == mn ? 1.0f : mx - mn) / 255.0f;
   float zp_f = 0.0f - mn / scale;
   double zp = (double)q_round_clamp(zp_f, 0, 255);
-  uint8_t *y = c->out[0]->data;
-  for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)q_round_clamp(nearbyintf(xv[i] / scale) + zp, 0, 255);
+  if (c->cache) dynq_apply(isa, n, xv, scale, (float)zp, y);
+  else
+    for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)q_round_clamp(nearbyintf(xv[i] / scale) + zp, 0, 255);
   nn_f32_release(x, xv);
   double sd = scale;
   cvt_store_f64(SMELT_F32, &sd, 1, c->out[1]->data, false);

@@ -1,0 +1,35 @@
+/* DynamicQuantizeLinear's arithmetic (kernels/dynq.h): scalar loops and the
+ * dispatch.  Complexity: two passes over x. */
+#include "kernels/dynq.h"
+
+#include <math.h>
+
+void dynq_range(isa_level isa, int64_t n, const float *x, float *lo, float *hi) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa >= ISA_AVX2) {
+    dynq_range_avx2(n, x, lo, hi);
+    return;
+  }
+#endif
+  (void)isa;
+  float mn = 0, mx = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (x[i] > mx) mx = x[i];
+    if (x[i] < mn) mn = x[i];
+  }
+  *lo = mn, *hi = mx;
+}
+
+void dynq_apply(isa_level isa, int64_t n, const float *x, float scale, float zp, uint8_t *y) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa >= ISA_AVX2) {
+    dynq_apply_avx2(n, x, scale, zp, y);
+    return;
+  }
+#endif
+  (void)isa;
+  for (int64_t i = 0; i < n; i++) {
+    float v = nearbyintf(x[i] / scale) + zp;
+    y[i] = isnan(v) ? 0 : v <= 0.f ? 0 : v >= 255.f ? 255 : (uint8_t)v;
+  }
+}

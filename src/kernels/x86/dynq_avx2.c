@@ -1,0 +1,58 @@
+/* AVX2 loops of DynamicQuantizeLinear (kernels/dynq.h).  vminps/vmaxps
+ * return their second operand when either is NaN, so with the running
+ * value second a NaN input leaves it as it was (the scalar loop's
+ * comparisons do the same); vroundps rounds to nearest even as nearbyintf
+ * does in the default rounding mode; a NaN quotient is masked to 0. */
+#include "kernels/dynq.h"
+
+#include "kernels/gemm_kernels.h" /* SMELT_X86, SMELT_TARGET_AVX2 */
+
+#ifdef SMELT_X86
+#include <immintrin.h>
+#include <math.h>
+
+SMELT_TARGET_AVX2
+void dynq_range_avx2(int64_t n, const float *x, float *lo, float *hi) {
+  __m256 mn = _mm256_setzero_ps(), mx = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    mn = _mm256_min_ps(v, mn);
+    mx = _mm256_max_ps(v, mx);
+  }
+  float a[8], b[8];
+  _mm256_storeu_ps(a, mn);
+  _mm256_storeu_ps(b, mx);
+  float l = 0, h = 0;
+  for (int k = 0; k < 8; k++) {
+    if (a[k] < l) l = a[k];
+    if (b[k] > h) h = b[k];
+  }
+  for (; i < n; i++) {
+    if (x[i] > h) h = x[i];
+    if (x[i] < l) l = x[i];
+  }
+  *lo = l, *hi = h;
+}
+
+SMELT_TARGET_AVX2
+void dynq_apply_avx2(int64_t n, const float *x, float scale, float zp, uint8_t *y) {
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), zero = _mm256_setzero_ps(),
+               top = _mm256_set1_ps(255.f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 q = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 v = _mm256_add_ps(q, z);
+    __m256 ok = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
+    v = _mm256_and_ps(_mm256_min_ps(_mm256_max_ps(v, zero), top), ok);
+    __m256i w = _mm256_cvtps_epi32(v); /* integral already */
+    __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    p = _mm_packus_epi16(p, p);
+    _mm_storel_epi64((__m128i *)(y + i), p);
+  }
+  for (; i < n; i++) {
+    float v = nearbyintf(x[i] / scale) + zp;
+    y[i] = isnan(v) ? 0 : v <= 0.f ? 0 : v >= 255.f ? 255 : (uint8_t)v;
+  }
+}
+#endif
