@@ -20,16 +20,29 @@ void dynq_range(isa_level isa, int64_t n, const float *x, float *lo, float *hi) 
   *lo = mn, *hi = mx;
 }
 
-void dynq_apply(isa_level isa, int64_t n, const float *x, float scale, float zp, uint8_t *y) {
+void dynq_apply(isa_level isa, int64_t n, const float *x, float scale, float zp, bool sgn, uint8_t *y) {
 #if defined(__x86_64__) || defined(__i386__)
   if (isa >= ISA_AVX2) {
-    dynq_apply_avx2(n, x, scale, zp, y);
+    dynq_apply_avx2(n, x, scale, zp, sgn, y);
     return;
   }
 #endif
   (void)isa;
+  float lo = sgn ? -128.f : 0.f, hi = sgn ? 127.f : 255.f;
   for (int64_t i = 0; i < n; i++) {
     float v = nearbyintf(x[i] / scale) + zp;
-    y[i] = isnan(v) ? 0 : v <= 0.f ? 0 : v >= 255.f ? 255 : (uint8_t)v;
+    v = isnan(v) ? 0.f : v <= lo ? lo : v >= hi ? hi : v;
+    y[i] = (uint8_t)(int32_t)v;
   }
+}
+
+void dynq_dequant(isa_level isa, int64_t n, const uint8_t *x, bool sgn, float zp, float scale, float *y) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa >= ISA_AVX2) {
+    dynq_dequant_avx2(n, x, sgn, zp, scale, y);
+    return;
+  }
+#endif
+  (void)isa;
+  for (int64_t i = 0; i < n; i++) y[i] = ((float)(sgn ? (int8_t)x[i] : x[i]) - zp) * scale;
 }

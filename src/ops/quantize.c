@@ -111,9 +111,27 @@ static smelt_status quant_setup(op_ctx *c, quant_job *j) {
   return SMELT_OK;
 }
 
+/* One f32 scale and an 8-bit zero point (or none) for all of a float32 x
+ * (the per-tensor form quantizers write): *s and *z, else false. */
+static bool per_tensor_q8(op_ctx *c, const tensor *s, const tensor *zp, smelt_dtype q, float *sv, float *zv) {
+  if (!c->cache || s->dtype != SMELT_F32 || tensor_numel(s) != 1 || (q != SMELT_U8 && q != SMELT_I8) ||
+      (zp && (zp->dtype != q || tensor_numel(zp) != 1)))
+    return false;
+  *sv = *(const float *)s->data;
+  *zv = !zp ? 0.f : q == SMELT_I8 ? (float)*(const int8_t *)zp->data : (float)*(const uint8_t *)zp->data;
+  return true;
+}
+
 static smelt_status quant_run(op_ctx *c) {
   quant_job j = {0};
   TRY(quant_setup(c, &j));
+  float sv, zv;
+  /* the vector loop (kernels/dynq.h; not on device cpu-ref, which has no
+   * cache): the same bytes as the rows below */
+  if (c->in[0]->dtype == SMELT_F32 && j.prec == SMELT_F32 && per_tensor_q8(c, c->in[1], op_in(c, 2), j.out, &sv, &zv)) {
+    dynq_apply(isa_active(), tensor_numel(c->in[0]), c->in[0]->data, sv, zv, j.out == SMELT_I8, c->out[0]->data);
+    return SMELT_OK;
+  }
   const tensor *x = c->in[0], *zp = op_in(c, 2);
   double *scale = NULL, *zpv = NULL, *v = NULL;
   int64_t *iv = NULL;
@@ -180,6 +198,11 @@ static smelt_status dequant_run(op_ctx *c) {
     if (lz.mode != l.mode)
       return err_set(SMELT_ERR_INVALID_ARGUMENT, "x_zero_point and x_scale have different shapes");
   }
+  float sv, zv;
+  if (c->out[0]->dtype == SMELT_F32 && per_tensor_q8(c, c->in[1], zp, x->dtype, &sv, &zv)) { /* as quant_run */
+    dynq_dequant(isa_active(), tensor_numel(x), x->data, x->dtype == SMELT_I8, zv, sv, c->out[0]->data);
+    return SMELT_OK;
+  }
   /* f32 arithmetic unless the scale is f64 */
   smelt_dtype work = c->in[1]->dtype == SMELT_F64 ? SMELT_F64 : SMELT_F32;
   double *scale = NULL, *zpv = NULL, *v = NULL;
@@ -234,7 +257,7 @@ static smelt_status dyn_run(op_ctx *c) {
   float scale = (mx == mn ? 1.0f : mx - mn) / 255.0f;
   float zp_f = 0.0f - mn / scale;
   double zp = (double)q_round_clamp(zp_f, 0, 255);
-  if (c->cache) dynq_apply(isa, n, xv, scale, (float)zp, y);
+  if (c->cache) dynq_apply(isa, n, xv, scale, (float)zp, false, y);
   else
     for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)q_round_clamp(nearbyintf(xv[i] / scale) + zp, 0, 255);
   nn_f32_release(x, xv);

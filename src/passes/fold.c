@@ -12,8 +12,9 @@
  * a node nothing reads (dce removes it; a fusion may have left it),
  * random ops, nodes with subgraphs, sequence or string outputs,
  * and outputs over FOLD_MAX_BYTES, or over FOLD_GROW_BYTES when they are more
- * than twice the inputs' size (Expand/Tile/ConstantOfShape materializing a
- * broadcast costs memory and saves no work).  A node that fails to evaluate
+ * than twice the inputs' size and have more elements than every input
+ * (Expand/Tile/ConstantOfShape materializing a broadcast costs memory and
+ * saves no work; a DequantizeLinear or Cast of a weight is a conversion).  A node that fails to evaluate
  * stays: the executor will report the problem at run time.
  *
  * Complexity: O(n + v) per run plus evaluating the folded nodes. */
@@ -44,6 +45,7 @@ typedef struct fold_in {
   tensor *in[FOLD_MAX_IO];
   tensor headers[FOLD_MAX_IO];
   size_t bytes;
+  int64_t max_elems; /* of any input with a value */
 } fold_in;
 
 /* Collects the inputs' known values (or, for Shape/Size, a header with the
@@ -52,6 +54,7 @@ static bool gather_inputs(rewriter *w, int id, fold_in *f) {
   const ir_node *nd = rw_node(w, id);
   bool dims_only = !strcmp(nd->op_type, "Shape") || !strcmp(nd->op_type, "Size");
   f->bytes = 0;
+  f->max_elems = 0;
   for (int i = 0; i < nd->n_inputs; i++) {
     f->in[i] = NULL;
     int v = nd->inputs[i];
@@ -70,14 +73,20 @@ static bool gather_inputs(rewriter *w, int id, fold_in *f) {
     if (!t) return false;
     f->in[i] = (tensor *)t; /* kernels never write their inputs */
     f->bytes += t->nbytes;
+    if (tensor_numel(t) > f->max_elems) f->max_elems = tensor_numel(t);
   }
   return true;
 }
 
-static bool output_ok(const tensor *t, size_t in_bytes) {
+/* in_elems: the most elements of any input.  An output with no more
+ * elements than an input is a conversion, not a broadcast (a quantized
+ * weight dequantized to float32: four times the bytes, the same values,
+ * and the convolution or GEMM behind it then gets a constant weight to
+ * prepare), so it may grow up to FOLD_MAX_BYTES. */
+static bool output_ok(const tensor *t, size_t in_bytes, int64_t in_elems) {
   if (t->kind != TENSOR_KIND_TENSOR || !dtype_size(t->dtype) || t->dtype == SMELT_STRING) return false;
   if (t->nbytes > FOLD_MAX_BYTES) return false;
-  return t->nbytes <= FOLD_GROW_BYTES || t->nbytes <= 2 * in_bytes;
+  return t->nbytes <= FOLD_GROW_BYTES || t->nbytes <= 2 * in_bytes || tensor_numel(t) <= in_elems;
 }
 
 /* Statically known output sizes that are too big: skip without evaluating. */
@@ -142,7 +151,7 @@ static smelt_status fold_node(rewriter *w, int id, bool live, bool *folded) {
   memset(outs, 0, sizeof outs);
   for (int k = 0; k < nd->n_outputs; k++) out[k] = &outs[k];
   bool ok = !node_run(w->g, id, f.in, out, NULL, NULL, NULL);
-  for (int k = 0; ok && k < nd->n_outputs; k++) ok = output_ok(&outs[k], f.bytes);
+  for (int k = 0; ok && k < nd->n_outputs; k++) ok = output_ok(&outs[k], f.bytes, f.max_elems);
   if (!ok) {
     err_clear();
     for (int k = 0; k < nd->n_outputs; k++) tensor_release(&outs[k]);

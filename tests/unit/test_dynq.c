@@ -1,8 +1,10 @@
-/* DynamicQuantizeLinear's vector loops (kernels/dynq.h) against the ONNX
- * reference formula (as ops/quantize.c's reference loop computes it), on
- * every ISA path the machine has: lengths off the vector width, ranges all
- * positive, all negative and mixed, values on the rounding midpoints, NaN
- * and infinities. */
+/* The 8-bit quantization loops (kernels/dynq.h: DynamicQuantizeLinear's
+ * range and quantization, per-tensor QuantizeLinear to uint8 and int8,
+ * DequantizeLinear from both) against the ONNX reference formulas (as
+ * ops/quantize.c's reference loops compute them, in double), on every ISA
+ * path the machine has: lengths off the vector width, ranges all positive,
+ * all negative and mixed, values on the rounding midpoints, NaN and
+ * infinities, zero points at both ends. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +40,7 @@ static void check_case(int64_t n, float shift, float mag, int special) {
     dynq_range((isa_level)isa, n, x, &lo, &hi);
     CHECK(lo == mn && hi == mx);
     for (int64_t i = 0; i < n + 8; i++) y[i] = 0xab;
-    dynq_apply((isa_level)isa, n, x, scale, (float)zpd, y);
+    dynq_apply((isa_level)isa, n, x, scale, (float)zpd, false, y);
     for (int64_t i = 0; i < n; i++)
       if (y[i] != want[i]) {
         fprintf(stderr, "%s n%lld: y[%lld] = %d, want %d (x %g)\n", isa_name((isa_level)isa), (long long)n,
@@ -51,7 +53,57 @@ static void check_case(int64_t n, float shift, float mag, int special) {
   free(x), free(y), free(want);
 }
 
+/* QuantizeLinear to uint8 / int8 with zero point zp, and DequantizeLinear back. */
+static void check_q(int64_t n, float scale, int zp, bool sgn) {
+  float *x = malloc(sizeof(float) * (size_t)(n + 1)), *d = malloc(sizeof(float) * (size_t)(n + 1));
+  uint8_t *y = malloc((size_t)n + 8), *want = malloc((size_t)n + 1);
+  double lo = sgn ? -128 : 0, hi = sgn ? 127 : 255;
+  for (int64_t i = 0; i < n; i++) x[i] = urand() * 300.f * scale;
+  if (n > 4) x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = 2.5f * scale, x[4] = -0.5f * scale;
+  for (int64_t i = 0; i < n; i++) {
+    double q = (double)(float)((double)x[i] / (double)scale); /* x / scale in f32 */
+    double v = nearbyint(q) + zp;
+    int64_t r = isnan(v) ? 0 : v <= lo ? (int64_t)lo : v >= hi ? (int64_t)hi : (int64_t)v;
+    want[i] = (uint8_t)r;
+  }
+  for (int isa = 0; isa <= (int)isa_detect(); isa++) {
+    for (int64_t i = 0; i < n + 8; i++) y[i] = 0xab;
+    dynq_apply((isa_level)isa, n, x, scale, (float)zp, sgn, y);
+    for (int64_t i = 0; i < n; i++)
+      if (y[i] != want[i]) {
+        fprintf(stderr, "%s quantize %s n%lld: y[%lld] = %d, want %d\n", isa_name((isa_level)isa), sgn ? "s8" : "u8",
+                (long long)n, (long long)i, y[i], want[i]);
+        CHECK(0);
+        break;
+      }
+    CHECK(y[n] == 0xab);
+    d[n] = 42.f;
+    dynq_dequant((isa_level)isa, n, want, sgn, (float)zp, scale, d);
+    for (int64_t i = 0; i < n; i++) {
+      double q = sgn ? (int8_t)want[i] : want[i];
+      float dw = (float)((q - zp) * (double)scale);
+      if (d[i] != dw) {
+        fprintf(stderr, "%s dequantize n%lld: d[%lld] = %g, want %g\n", isa_name((isa_level)isa), (long long)n,
+                (long long)i, d[i], dw);
+        CHECK(0);
+        break;
+      }
+    }
+    CHECK(d[n] == 42.f);
+  }
+  free(x), free(d), free(y), free(want);
+}
+
 int main(void) {
+  static const int64_t qn[] = {1, 9, 1000};
+  for (size_t k = 0; k < sizeof qn / sizeof *qn; k++) {
+    check_q(qn[k], 0.0173f, 128, false);
+    check_q(qn[k], 0.5f, 0, false);
+    check_q(qn[k], 0.5f, 255, false);
+    check_q(qn[k], 0.0173f, 0, true);
+    check_q(qn[k], 1.0f, -128, true);
+    check_q(qn[k], 1.0f, 127, true);
+  }
   static const int64_t ns[] = {1, 7, 8, 9, 31, 1000};
   for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
     for (int s = 0; s < 3; s++) {

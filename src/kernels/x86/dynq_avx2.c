@@ -36,23 +36,36 @@ void dynq_range_avx2(int64_t n, const float *x, float *lo, float *hi) {
 }
 
 SMELT_TARGET_AVX2
-void dynq_apply_avx2(int64_t n, const float *x, float scale, float zp, uint8_t *y) {
-  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), zero = _mm256_setzero_ps(),
-               top = _mm256_set1_ps(255.f);
+void dynq_apply_avx2(int64_t n, const float *x, float scale, float zp, bool sgn, uint8_t *y) {
+  const float lo = sgn ? -128.f : 0.f, hi = sgn ? 127.f : 255.f;
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 q = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 v = _mm256_add_ps(q, z);
     __m256 ok = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
-    v = _mm256_and_ps(_mm256_min_ps(_mm256_max_ps(v, zero), top), ok);
+    v = _mm256_and_ps(_mm256_min_ps(_mm256_max_ps(v, vlo), vhi), ok); /* NaN -> 0 */
     __m256i w = _mm256_cvtps_epi32(v); /* integral already */
     __m128i p = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
-    p = _mm_packus_epi16(p, p);
+    p = sgn ? _mm_packs_epi16(p, p) : _mm_packus_epi16(p, p);
     _mm_storel_epi64((__m128i *)(y + i), p);
   }
   for (; i < n; i++) {
     float v = nearbyintf(x[i] / scale) + zp;
-    y[i] = isnan(v) ? 0 : v <= 0.f ? 0 : v >= 255.f ? 255 : (uint8_t)v;
+    v = isnan(v) ? 0.f : v <= lo ? lo : v >= hi ? hi : v;
+    y[i] = (uint8_t)(int32_t)v;
   }
+}
+
+SMELT_TARGET_AVX2
+void dynq_dequant_avx2(int64_t n, const uint8_t *x, bool sgn, float zp, float scale, float *y) {
+  const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(zp);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i b = _mm_loadl_epi64((const __m128i *)(x + i));
+    __m256i w = sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(w), z), s));
+  }
+  for (; i < n; i++) y[i] = ((float)(sgn ? (int8_t)x[i] : x[i]) - zp) * scale;
 }
 #endif
