@@ -13,6 +13,10 @@
 
 void igemm_tile_scalar(int64_t kpairs, const int16_t *a, int64_t lda2, const int16_t *p, int32_t *c, int64_t ldc,
                        int mr, int nr) {
+  if (nr > IGEMM_NR) { /* the second panel */
+    igemm_tile_scalar(kpairs, a, lda2, p + kpairs * IGEMM_NR * 2, c + IGEMM_NR, ldc, mr, nr - IGEMM_NR);
+    nr = IGEMM_NR;
+  }
   for (int r = 0; r < mr; r++) {
     uint32_t acc[IGEMM_NR] = {0}; /* wraps modulo 2^32, as the reference's cast */
     const int16_t *ar = a + r * lda2;
@@ -49,16 +53,16 @@ static void widen_rows(void *vctx, int64_t m0, int64_t m1) {
   }
 }
 
-/* Items: (row block, panel). */
+/* Items: (row block, pair of panels). */
 static void ig_items(void *vctx, int64_t i0, int64_t i1) {
   const ig_job *j = vctx;
   const igemm_args *a = j->a;
   int64_t lda2 = 2 * j->kpairs;
   for (int64_t it = i0; it < i1; it++) {
-    int64_t rb = it / j->n_panels, pn = it % j->n_panels;
+    int64_t n_pairs = (j->n_panels + 1) / 2, rb = it / n_pairs, pn = 2 * (it % n_pairs);
     int64_t m0 = rb * j->rows_per_block, m1 = m0 + j->rows_per_block < a->M ? m0 + j->rows_per_block : a->M;
     int64_t n0 = pn * IGEMM_NR;
-    int nr = (int)(a->N - n0 < IGEMM_NR ? a->N - n0 : IGEMM_NR);
+    int nr = (int)(a->N - n0 < 2 * IGEMM_NR ? a->N - n0 : 2 * IGEMM_NR);
     const int16_t *p = j->bp + pn * j->kpairs * IGEMM_NR * 2;
     for (int64_t m = m0; m < m1; m += IGEMM_MR) {
       int mr = (int)(m1 - m < IGEMM_MR ? m1 - m : IGEMM_MR);
@@ -111,7 +115,7 @@ static smelt_status run(smelt_pool *pool, isa_level isa, const igemm_args *a, co
   int64_t rows = 16 * IGEMM_MR; /* a row block: its widened rows stay in cache across the item's panel */
   ig_job j = {a, tile, aw, bp, kpairs, n_panels, rows};
   pool_parallel_for(pool, a->M, 16, widen_rows, &j);
-  pool_parallel_for(pool, (a->M + rows - 1) / rows * n_panels, 1, ig_items, &j);
+  pool_parallel_for(pool, (a->M + rows - 1) / rows * ((n_panels + 1) / 2), 1, ig_items, &j);
   tensor_data_free(aw);
   return SMELT_OK;
 }

@@ -53,9 +53,10 @@ void igemm_pack_b(smelt_pool *pool, const igemm_args *a, int16_t *packed);
 smelt_status igemm_s32_packed(smelt_pool *pool, isa_level isa, const igemm_args *a, const int16_t *packed);
 
 /* The tile kernels (kernels/igemm.c: scalar; x86/igemm_avx2.c): c[r][j]
- * (r < mr, j < IGEMM_NR) = sum over kp < kpairs of the pair products of
- * a + r*lda2 (int16 pairs, lda2 int16 per row) and the panel p (kpairs x
- * IGEMM_NR x 2 int16), stored to c + r*ldc for j < nr. */
+ * (r < mr, j < nr <= 2 * IGEMM_NR) = sum over kp < kpairs of the pair
+ * products of a + r*lda2 (int16 pairs, lda2 int16 per row) and the panels
+ * from p (kpairs x IGEMM_NR x 2 int16 each, the second right after the
+ * first), stored to c + r*ldc. */
 typedef void (*igemm_tile_fn)(int64_t kpairs, const int16_t *a, int64_t lda2, const int16_t *p, int32_t *c,
                               int64_t ldc, int mr, int nr);
 void igemm_tile_scalar(int64_t kpairs, const int16_t *a, int64_t lda2, const int16_t *p, int32_t *c, int64_t ldc,
