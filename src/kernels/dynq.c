@@ -28,12 +28,7 @@ void dynq_apply(isa_level isa, int64_t n, const float *x, float scale, float zp,
   }
 #endif
   (void)isa;
-  float lo = sgn ? -128.f : 0.f, hi = sgn ? 127.f : 255.f;
-  for (int64_t i = 0; i < n; i++) {
-    float v = nearbyintf(x[i] / scale) + zp;
-    v = isnan(v) ? 0.f : v <= lo ? lo : v >= hi ? hi : v;
-    y[i] = (uint8_t)(int32_t)v;
-  }
+  for (int64_t i = 0; i < n; i++) y[i] = dynq_q1(x[i], scale, zp, sgn);
 }
 
 void dynq_dequant(isa_level isa, int64_t n, const uint8_t *x, bool sgn, float zp, float scale, float *y) {
@@ -44,5 +39,5 @@ void dynq_dequant(isa_level isa, int64_t n, const uint8_t *x, bool sgn, float zp
   }
 #endif
   (void)isa;
-  for (int64_t i = 0; i < n; i++) y[i] = ((float)(sgn ? (int8_t)x[i] : x[i]) - zp) * scale;
+  for (int64_t i = 0; i < n; i++) y[i] = dynq_dq1(x[i], sgn, zp, scale);
 }

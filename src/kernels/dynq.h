@@ -11,6 +11,7 @@
 #ifndef SMELT_KERNELS_DYNQ_H
 #define SMELT_KERNELS_DYNQ_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,6 +24,17 @@ void dynq_range(isa_level isa, int64_t n, const float *x, float *lo, float *hi);
 void dynq_apply(isa_level isa, int64_t n, const float *x, float scale, float zp, bool sgn, uint8_t *y);
 /* y[i] = (x[i] - zp) * scale, x uint8, or int8 when sgn. */
 void dynq_dequant(isa_level isa, int64_t n, const uint8_t *x, bool sgn, float zp, float scale, float *y);
+
+/* One element each way: the scalar loops and the vector loops' tails. */
+static inline uint8_t dynq_q1(float x, float scale, float zp, bool sgn) {
+  float lo = sgn ? -128.f : 0.f, hi = sgn ? 127.f : 255.f;
+  float v = nearbyintf(x / scale) + zp;
+  v = isnan(v) ? 0.f : v <= lo ? lo : v >= hi ? hi : v;
+  return (uint8_t)(int32_t)v;
+}
+static inline float dynq_dq1(uint8_t x, bool sgn, float zp, float scale) {
+  return ((float)(sgn ? (int8_t)x : x) - zp) * scale;
+}
 
 #if defined(__x86_64__) || defined(__i386__)
 void dynq_range_avx2(int64_t n, const float *x, float *lo, float *hi);

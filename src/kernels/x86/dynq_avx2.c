@@ -50,11 +50,7 @@ void dynq_apply_avx2(int64_t n, const float *x, float scale, float zp, bool sgn,
     p = sgn ? _mm_packs_epi16(p, p) : _mm_packus_epi16(p, p);
     _mm_storel_epi64((__m128i *)(y + i), p);
   }
-  for (; i < n; i++) {
-    float v = nearbyintf(x[i] / scale) + zp;
-    v = isnan(v) ? 0.f : v <= lo ? lo : v >= hi ? hi : v;
-    y[i] = (uint8_t)(int32_t)v;
-  }
+  for (; i < n; i++) y[i] = dynq_q1(x[i], scale, zp, sgn);
 }
 
 SMELT_TARGET_AVX2
@@ -66,6 +62,6 @@ void dynq_dequant_avx2(int64_t n, const uint8_t *x, bool sgn, float zp, float sc
     __m256i w = sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(w), z), s));
   }
-  for (; i < n; i++) y[i] = ((float)(sgn ? (int8_t)x[i] : x[i]) - zp) * scale;
+  for (; i < n; i++) y[i] = dynq_dq1(x[i], sgn, zp, scale);
 }
 #endif
