@@ -294,6 +294,33 @@ def test_llama_grouped_query_attention():
     check_fx(WithCache(tr.LlamaModel(cfg)), torch.randint(0, 500, (1, 12)))
 
 
+class Mha(torch.nn.Module):
+    """nn.MultiheadAttention as blocks call it: self-attention, batch first
+    or not, with or without the heads' weights."""
+
+    def __init__(self, batch_first, need_weights, average):
+        super().__init__()
+        self.a = torch.nn.MultiheadAttention(16, 4, batch_first=batch_first)
+        self.need, self.avg = need_weights, average
+
+    def forward(self, x):
+        y, w = self.a(x, x, x, need_weights=self.need, average_attn_weights=self.avg)
+        return (y, w) if self.need else y
+
+
+@pytest.mark.parametrize("batch_first,need,avg", [(True, False, True), (False, True, True), (True, True, False)])
+def test_multihead_attention(batch_first, need, avg):
+    check_fx(Mha(batch_first, need, avg), torch.randn(2, 5, 16))
+
+
+def test_torchvision_vit_attention():
+    tv = pytest.importorskip("torchvision")
+    m = tv.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32,
+                                    mlp_dim=64, num_classes=10)
+    torch.nn.init.normal_(m.heads.head.weight)  # torchvision starts the head at zero
+    check_fx(m, torch.randn(1, 3, 32, 32))
+
+
 class CatEmpty(torch.nn.Module):
     """torch.cat skips 1-D empty tensors beside tensors of any rank."""
 

@@ -661,6 +661,55 @@ def _sdpa(lw, nd, ev, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, s
     return lw.out(lw.emit1("MatMul", [p, vname]), ev)
 
 
+@_op("multi_head_attention_forward")
+def _mha(lw, nd, ev, query, key, value, embed_dim, num_heads, in_w, in_b, bias_k, bias_v, add_zero_attn,
+         dropout_p, out_w, out_b, training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+         use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None,
+         static_k=None, static_v=None, average_attn_weights=True, is_causal=False):
+    """nn.MultiheadAttention's self-attention (torchvision's ViT, most
+    hand-written transformer blocks): one packed in-projection, the
+    attention in torch.onnx.export's form (which fuse_attention matches),
+    the out-projection; the heads' weights too when asked for.  Masks,
+    separate projections, bias_k/v, cross attention: not lowered."""
+    if (bias_k is not None or bias_v is not None or add_zero_attn or (training and dropout_p) or
+            key_padding_mask is not None or attn_mask is not None or use_separate_proj_weight or
+            static_k is not None or static_v is not None or is_causal or in_w is None):
+        raise Unmapped("multi_head_attention_forward with a mask, separate projections or bias_k/v")
+    if query is not key or key is not value:
+        raise Unmapped("multi_head_attention_forward across two inputs")
+    xv = lw.val(query)
+    if len(xv.shape) != 3 or not isinstance(ev, (list, tuple)) or len(ev) != 2:
+        raise Unmapped("multi_head_attention_forward on an unbatched input")
+    L, N, E = (int(d) for d in xv.shape)
+    H = int(num_heads)
+    if E != int(embed_dim) or E % H:
+        raise Unmapped("multi_head_attention_forward: embed_dim not a multiple of the heads")
+    hd = E // H
+    y = lw.emit1("MatMul", [xv.name, lw.emit1("Transpose", [lw.operand(in_w)], perm=[1, 0])])
+    if in_b is not None:
+        y = lw.emit1("Add", [y, lw.operand(in_b)])
+    q, k, v = lw.emit("Split", [y, lw.ints([E, E, E])], 3, axis=-1)
+
+    def heads(t):  # (L, N, E) -> (N, H, L, hd)
+        return lw.emit1("Transpose", [lw.emit1("Reshape", [t, lw.ints([L, N, H, hd])])], perm=[1, 2, 0, 3])
+
+    dt = xv.dtype
+    s = math.sqrt(1.0 / math.sqrt(hd))
+    qs = lw.emit1("Mul", [heads(q), lw.const(s, dt)])
+    ks = lw.emit1("Mul", [lw.emit1("Transpose", [heads(k)], perm=[0, 1, 3, 2]), lw.const(s, dt)])
+    p = lw.emit1("Softmax", [lw.emit1("MatMul", [qs, ks])], axis=-1)
+    o = lw.emit1("MatMul", [p, heads(v)])  # (N, H, L, hd)
+    o = lw.emit1("Reshape", [lw.emit1("Transpose", [o], perm=[2, 0, 1, 3]), lw.ints([L, N, E])])
+    out = lw.emit1("MatMul", [o, lw.emit1("Transpose", [lw.operand(out_w)], perm=[1, 0])])
+    if out_b is not None:
+        out = lw.emit1("Add", [out, lw.operand(out_b)])
+    weights = None
+    if need_weights:  # (N, H, L, L), or its mean over the heads
+        w = lw.emit1("ReduceMean", [p], axes=[1], keepdims=0) if average_attn_weights else p
+        weights = lw.out(w, ev[1])
+    return [lw.out(out, ev[0]), weights]
+
+
 def _repeat_heads(lw, xv, g: int) -> str:
     """[..., H, S, D] -> [..., H*g, S, D], each head g times in a row."""
     shape = [int(d) for d in xv.shape]
