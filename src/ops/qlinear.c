@@ -3,7 +3,9 @@
  *
  * MatMulInteger with a 2-D B (ONNX Runtime's quantize_dynamic writes it
  * so) runs on the exact int32 kernel (kernels/igemm.h) when the op has a
- * cache (not on device cpu-ref): the same values, as fast as a GEMM.
+ * cache (not on device cpu-ref): the same values, as fast as a GEMM; so
+ * does QLinearMatMul's product when it cannot wrap (K <= 33025), followed
+ * by the reference's requantization.
  *
  * Operands are widened to int32 with their zero points subtracted, products
  * accumulate exactly in int64 (an int32 result wraps like the reference's
@@ -200,27 +202,34 @@ static void *mmi_make_packed(void *ctx) {
  * writes it) on the exact int32 kernel (kernels/igemm.h), A's leading dims
  * flattened into rows; false (nothing done) for other shapes, which the
  * reference loop takes. */
-static bool mmi_fast(op_ctx *c, smelt_status *st) {
-  const tensor *a = c->in[0], *b = c->in[1];
+/* The integer product of inputs ia (A) and ib (a 2-D B) with zero points
+ * iza, izb on the exact kernel, into out (rows x N int32, rows = A's
+ * leading dims flattened); false (nothing done) for other shapes, which
+ * the reference loop takes.  *rows, *n, *m_last: the product's shape. */
+static bool imm_fast(op_ctx *c, int ia, int ib, int iza, int izb, int32_t *out, int64_t *rows, int64_t *n,
+                     int64_t *m_last, smelt_status *st) {
+  const tensor *a = c->in[ia], *b = c->in[ib];
   if (b->rank != 2 || a->rank < 1 || !is_q8(a->dtype) || !is_q8(b->dtype)) return false;
   int64_t K = a->dims[a->rank - 1], N = b->dims[1];
   if (K <= 0 || b->dims[0] != K || N <= 0) return false;
-  int64_t M = tensor_numel(a) / K, m_last = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+  int64_t M = tensor_numel(a) / K, ml = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+  *rows = M, *n = N, *m_last = ml;
+  if (!out) return true; /* the shape only */
   int32_t za1, zb1, *za, *zb;
   bool zap, zbp;
   /* a per-row zero point of A is per row of its last matrix: batch 1 only */
-  if (!zp_of(op_in(c, 2), m_last, &za1, &za, &zap)) return false;
-  if ((zap && M != m_last) || !zp_of(op_in(c, 3), N, &zb1, &zb, &zbp)) {
+  if (!zp_of(op_in(c, iza), ml, &za1, &za, &zap)) return false;
+  if ((zap && M != ml) || !zp_of(op_in(c, izb), N, &zb1, &zb, &zbp)) {
     if (zap) free(za);
     return false;
   }
   igemm_args g = {.M = M, .N = N, .K = K, .A = a->data, .lda = K, .a_signed = a->dtype == SMELT_I8,
                   .za = za, .za_per = zap, .B = b->data, .ldb = N, .b_signed = b->dtype == SMELT_I8,
-                  .zb = zb, .zb_per = zbp, .C = c->out[0]->data, .ldc = N};
+                  .zb = zb, .zb_per = zbp, .C = out, .ldc = N};
   const int16_t *packed = NULL;
-  if (op_input_is_constant(c, 1) && (!op_in(c, 3) || op_input_is_constant(c, 3))) {
+  if (op_input_is_constant(c, ib) && (!op_in(c, izb) || op_input_is_constant(c, izb))) {
     /* a weight: packed once, kept in the op cache */
-    struct { const void *b, *zb; int64_t K, N; char tag[8]; } key = {b->data, op_in(c, 3) ? op_in(c, 3)->data : NULL,
+    struct { const void *b, *zb; int64_t K, N; char tag[8]; } key = {b->data, op_in(c, izb) ? op_in(c, izb)->data : NULL,
                                                                       K, N, "igemm"};
     mmi_pack pk = {c->pool, &g};
     packed = op_cache_get_or_make(c->cache, &key, sizeof key, mmi_make_packed, &pk, tensor_data_free_v);
@@ -229,6 +238,11 @@ static bool mmi_fast(op_ctx *c, smelt_status *st) {
   if (zap) free(za);
   if (zbp) free(zb);
   return true;
+}
+
+static bool mmi_fast(op_ctx *c, smelt_status *st) {
+  int64_t rows, n, ml;
+  return imm_fast(c, 0, 1, 2, 3, c->out[0]->data, &rows, &n, &ml, st);
 }
 
 static smelt_status mmi_run(op_ctx *c) {
@@ -319,7 +333,30 @@ static smelt_status requant_out(op_ctx *c, int64_t *acc, int64_t rows, int64_t c
   return st;
 }
 
+/* QLinearMatMul's integer product on the exact kernel when it cannot
+ * wrap (K * 255 * 255 < 2^31: the int32 sums are the reference's int64
+ * ones), then the reference's requantization; false: the reference. */
+static bool qlmm_fast(op_ctx *c, smelt_status *st) {
+  int64_t rows, N, ml;
+  const tensor *a = c->in[0];
+  if (a->rank < 1 || a->dims[a->rank - 1] > 33025 || !imm_fast(c, 0, 3, 2, 5, NULL, &rows, &N, &ml, st))
+    return false;
+  int32_t *acc32 = malloc(sizeof(int32_t) * (size_t)(rows * N));
+  int64_t *acc = malloc(sizeof(int64_t) * (size_t)(rows * N));
+  bool done = acc32 && acc && imm_fast(c, 0, 3, 2, 5, acc32, &rows, &N, &ml, st);
+  if (done && !*st) {
+    for (int64_t i = 0; i < rows * N; i++) acc[i] = acc32[i];
+    *st = requant_out(c, acc, rows, N, ml, N, false); /* frees acc */
+    acc = NULL;
+  }
+  free(acc32);
+  free(acc);
+  return done;
+}
+
 static smelt_status qlmm_run(op_ctx *c) {
+  smelt_status fst;
+  if (c->cache && qlmm_fast(c, &fst)) return fst; /* the reference below: device cpu-ref (no cache) */
   int64_t *acc = NULL;
   imm_shape s;
   TRY(imm_run_with(c, 0, 3, 2, 5, &acc, &s));
