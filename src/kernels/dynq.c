@@ -1,5 +1,5 @@
-/* DynamicQuantizeLinear's arithmetic (kernels/dynq.h): scalar loops and the
- * dispatch.  Complexity: two passes over x. */
+/* 8-bit linear quantization (kernels/dynq.h): scalar loops and the
+ * dispatch.  Complexity: one pass over x each (DynamicQuantizeLinear: two). */
 #include "kernels/dynq.h"
 
 #include <math.h>

@@ -1,8 +1,8 @@
 /* Exact 8-bit integer matrix product (kernels/igemm.h): the driver (packing,
  * the split over threads) and the scalar tile.
  *
- * Complexity: O(M N K) multiply-adds; B packed once per call (K N), A's
- * rows widened once per row block (M K). */
+ * Complexity: O(M N K) multiply-adds; B packed once per call or ahead
+ * (K N), A widened once per call (M K). */
 #include "kernels/igemm.h"
 
 #include <stdlib.h>

@@ -492,16 +492,20 @@ static const gemm_packed *conv_pw_t_weights(op_ctx *c, const conv_geom *g) {
   return gemm_weights_b(c->cache, c->pool, true, g->C, g->M, c->in[1]->data);
 }
 
+/* Whether the 1x1 route packs W once (a constant float32 W of a 1-D or
+ * 2-D conv in a session with an op cache), or reads it as stored. */
+static bool conv_pw_packs(op_ctx *c, const conv_geom *g) {
+  return c->cache && c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) && g->w.nsp <= 2;
+}
+
 /* The 1x1 route's weights packed once per session (CONV_ALGO_POINTWISE,
- * cached and stored like the other algorithms' prepared weights), for a
- * constant float32 W in a 1-D or 2-D conv; *pw NULL: W is read as it is. */
+ * cached and stored like the other algorithms' prepared weights) when
+ * conv_pw_packs; *pw NULL: W is read as it is. */
 static smelt_status conv_pw_weights(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
                                     conv2d_weights **pw, bool *own) {
   *pw = NULL;
   *own = false;
-  if (!c->cache || W != c->in[1]->data || c->in[1]->dtype != SMELT_F32 || !op_input_is_constant(c, 1) ||
-      g->w.nsp > 2)
-    return SMELT_OK;
+  if (W != c->in[1]->data || !conv_pw_packs(c, g)) return SMELT_OK;
   conv_desc_of(g, d);
   if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) return SMELT_OK;
   return conv_weights_algo(c, W, d, CONV_ALGO_POINTWISE, pw, own);
@@ -625,8 +629,7 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
   conv2d_desc d;
   if (x->dtype == SMELT_F64) how = "float64 reference loop (ops/conv.c)";
   else if (!bf16 && conv_pw_route(&g))
-    how = c->cache && c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) && g.w.nsp <= 2
-              ? conv_algo_desc(CONV_ALGO_POINTWISE, isa_active())
+    how = conv_pw_packs(c, &g) ? conv_algo_desc(CONV_ALGO_POINTWISE, isa_active())
               : "f32 1x1 pointwise on X in place, W as stored (kernels/conv_pointwise.c)";
   else if (!bf16 && conv_pw_t_route(c, &g)) how = "f32 1x1 as the transposed GEMM over W^T packed once (kernels/conv_pointwise.c)";
   else {

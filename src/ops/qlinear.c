@@ -198,23 +198,28 @@ static void *mmi_make_packed(void *ctx) {
   return p;
 }
 
-/* MatMulInteger over a 2-D B (a weight, as ONNX Runtime's quantize_dynamic
- * writes it) on the exact int32 kernel (kernels/igemm.h), A's leading dims
- * flattened into rows; false (nothing done) for other shapes, which the
- * reference loop takes. */
-/* The integer product of inputs ia (A) and ib (a 2-D B) with zero points
- * iza, izb on the exact kernel, into out (rows x N int32, rows = A's
- * leading dims flattened); false (nothing done) for other shapes, which
- * the reference loop takes.  *rows, *n, *m_last: the product's shape. */
-static bool imm_fast(op_ctx *c, int ia, int ib, int iza, int izb, int32_t *out, int64_t *rows, int64_t *n,
-                     int64_t *m_last, smelt_status *st) {
+/* The shape the exact kernel takes: inputs ia (A, 8-bit) and ib (a 2-D
+ * 8-bit B, a weight as ONNX Runtime's quantizers write it), A's leading
+ * dims flattened into *rows (its last matrix has *m_last rows); false for
+ * other shapes, which the reference loop takes. */
+static bool imm_fast_shape(const op_ctx *c, int ia, int ib, int64_t *rows, int64_t *K, int64_t *N,
+                           int64_t *m_last) {
   const tensor *a = c->in[ia], *b = c->in[ib];
   if (b->rank != 2 || a->rank < 1 || !is_q8(a->dtype) || !is_q8(b->dtype)) return false;
-  int64_t K = a->dims[a->rank - 1], N = b->dims[1];
-  if (K <= 0 || b->dims[0] != K || N <= 0) return false;
-  int64_t M = tensor_numel(a) / K, ml = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
-  *rows = M, *n = N, *m_last = ml;
-  if (!out) return true; /* the shape only */
+  *K = a->dims[a->rank - 1], *N = b->dims[1];
+  if (*K <= 0 || b->dims[0] != *K || *N <= 0) return false;
+  *rows = tensor_numel(a) / *K, *m_last = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
+  return true;
+}
+
+/* The integer product of inputs ia (A) and ib (B) with zero points iza,
+ * izb on the exact kernel (kernels/igemm.h), into out (rows x N int32, as
+ * imm_fast_shape); false (nothing done) for shapes or zero points it does
+ * not take, which the reference loop takes. */
+static bool imm_fast(op_ctx *c, int ia, int ib, int iza, int izb, int32_t *out, smelt_status *st) {
+  const tensor *a = c->in[ia], *b = c->in[ib];
+  int64_t M, K, N, ml;
+  if (!imm_fast_shape(c, ia, ib, &M, &K, &N, &ml)) return false;
   int32_t za1, zb1, *za, *zb;
   bool zap, zbp;
   /* a per-row zero point of A is per row of its last matrix: batch 1 only */
@@ -240,14 +245,10 @@ static bool imm_fast(op_ctx *c, int ia, int ib, int iza, int izb, int32_t *out, 
   return true;
 }
 
-static bool mmi_fast(op_ctx *c, smelt_status *st) {
-  int64_t rows, n, ml;
-  return imm_fast(c, 0, 1, 2, 3, c->out[0]->data, &rows, &n, &ml, st);
-}
-
 static smelt_status mmi_run(op_ctx *c) {
   smelt_status fst;
-  if (c->cache && mmi_fast(c, &fst)) return fst; /* the reference loop below: device cpu-ref (no cache) */
+  /* the reference loop below: device cpu-ref (no cache) */
+  if (c->cache && imm_fast(c, 0, 1, 2, 3, c->out[0]->data, &fst)) return fst;
   int64_t *acc = NULL;
   imm_shape s;
   TRY(imm_run_with(c, 0, 1, 2, 3, &acc, &s));
@@ -337,13 +338,11 @@ static smelt_status requant_out(op_ctx *c, int64_t *acc, int64_t rows, int64_t c
  * wrap (K * 255 * 255 < 2^31: the int32 sums are the reference's int64
  * ones), then the reference's requantization; false: the reference. */
 static bool qlmm_fast(op_ctx *c, smelt_status *st) {
-  int64_t rows, N, ml;
-  const tensor *a = c->in[0];
-  if (a->rank < 1 || a->dims[a->rank - 1] > 33025 || !imm_fast(c, 0, 3, 2, 5, NULL, &rows, &N, &ml, st))
-    return false;
+  int64_t rows, K, N, ml;
+  if (!imm_fast_shape(c, 0, 3, &rows, &K, &N, &ml) || K > 33025) return false;
   int32_t *acc32 = malloc(sizeof(int32_t) * (size_t)(rows * N));
   int64_t *acc = malloc(sizeof(int64_t) * (size_t)(rows * N));
-  bool done = acc32 && acc && imm_fast(c, 0, 3, 2, 5, acc32, &rows, &N, &ml, st);
+  bool done = acc32 && acc && imm_fast(c, 0, 3, 2, 5, acc32, st);
   if (done && !*st) {
     for (int64_t i = 0; i < rows * N; i++) acc[i] = acc32[i];
     *st = requant_out(c, acc, rows, N, ml, N, false); /* frees acc */

@@ -247,8 +247,7 @@ static smelt_status dyn_run(op_ctx *c) {
   uint8_t *y = c->out[0]->data;
   /* the vector loops (kernels/dynq.h) when the op has a cache (not on
    * device cpu-ref): the same bytes */
-  isa_level isa = c->cache ? isa_active() : ISA_SCALAR;
-  if (c->cache) dynq_range(isa, n, xv, &mn, &mx);
+  if (c->cache) dynq_range(isa_active(), n, xv, &mn, &mx);
   else
     for (int64_t i = 0; i < n; i++) {
       if (xv[i] > mx) mx = xv[i];
@@ -257,7 +256,7 @@ static smelt_status dyn_run(op_ctx *c) {
   float scale = (mx == mn ? 1.0f : mx - mn) / 255.0f;
   float zp_f = 0.0f - mn / scale;
   double zp = (double)q_round_clamp(zp_f, 0, 255);
-  if (c->cache) dynq_apply(isa, n, xv, scale, (float)zp, false, y);
+  if (c->cache) dynq_apply(isa_active(), n, xv, scale, (float)zp, false, y);
   else
     for (int64_t i = 0; i < n; i++) y[i] = (uint8_t)q_round_clamp(nearbyintf(xv[i] / scale) + zp, 0, 255);
   nn_f32_release(x, xv);
