@@ -99,3 +99,22 @@ def test_compile_llama_through_dynamo():
     assert c.capture == "dynamo"
     with torch.no_grad():
         torch.testing.assert_close(c(ids), w(ids), rtol=1e-3, atol=1e-4)
+
+
+class Aliased(torch.nn.Module):
+    """An in-place op on a value read again afterwards: the lowering would
+    read it as out-of-place, so the Dynamo capture is refused."""
+
+    def forward(self, x):
+        h = x * 2
+        y = h + 1
+        h.masked_fill_(h > 0, 0.0)
+        return y + h
+
+
+def test_compile_refuses_inplace_on_a_value_read_elsewhere():
+    m = Aliased()
+    x = torch.randn(3, 4)
+    c = smelt.compile(m, x, threads=1)
+    assert c.capture.startswith("torch.onnx.export: ") and "in-place" in c.capture, c.capture
+    torch.testing.assert_close(c(x), m(x))

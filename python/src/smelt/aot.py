@@ -123,7 +123,7 @@ def _via_dynamo(module, args, flat, spec, path, opts) -> Compiled:
     with torch.no_grad():
         torch.compile(Flat(), backend=backend, fullgraph=True, dynamic=False)(*args)
     gm, ex = got["gm"], got["ex"]
-    why = d._training_mode(gm) or d._outputs_are_tensors(gm) or d._bfloat16(ex)
+    why = d._refusal(gm, ex)
     if why:
         raise Unmapped(why)
     embed = path is not None or not d._bindable(ex)

@@ -146,6 +146,15 @@ def _bfloat16(example_inputs) -> Optional[str]:
     return None
 
 
+def _refusal(gm, example_inputs) -> Optional[str]:
+    """Why smelt does not take gm at all (the graph runs on the fallback),
+    or None: a training-mode graph, outputs that are not tensors, an
+    in-place op on a value read elsewhere, bfloat16 tensors.  For the back
+    end and smelt.compile alike."""
+    from .fx_lower import inplace_hazard
+    return _training_mode(gm) or _outputs_are_tensors(gm) or inplace_hazard(gm) or _bfloat16(example_inputs)
+
+
 def _bindable(example_inputs) -> bool:
     """Whether every static input (weight) can be handed to smelt in place:
     a CPU tensor of a dtype NumPy can view (not bfloat16)."""
@@ -249,8 +258,7 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     if how not in ("inductor", "eager"):
         raise UnsupportedError(f"fallback {how!r}: expected 'inductor' or 'eager'", 3)
 
-    from .fx_lower import inplace_hazard
-    why = _training_mode(gm) or _outputs_are_tensors(gm) or inplace_hazard(gm) or _bfloat16(example_inputs)
+    why = _refusal(gm, example_inputs)
     if why:
         return _fallback(gm, example_inputs, how, why)
     try:
