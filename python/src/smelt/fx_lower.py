@@ -634,15 +634,7 @@ def _sdpa(lw, nd, ev, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, s
     dt = qv.dtype
     if scale is None:
         scale = 1.0 / math.sqrt(qv.shape[-1])
-    r = len(kv.shape)
-    perm = list(range(r))
-    perm[-1], perm[-2] = perm[-2], perm[-1]
-    kt = lw.emit1("Transpose", [kv.name], perm=perm)
-    s = math.sqrt(scale)
-    qs = lw.emit1("Mul", [qv.name, lw.const(s, dt)])
-    ks = lw.emit1("Mul", [kt, lw.const(s, dt)])
-    scores = lw.emit1("MatMul", [qs, ks])
-    mask = attn_mask
+    mask, add = attn_mask, None
     if is_causal:
         if mask is not None:
             raise Unmapped("scaled_dot_product_attention with a mask and is_causal")
@@ -654,11 +646,28 @@ def _sdpa(lw, nd, ev, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, s
             add = lw.emit1("Where", [lw.operand(mask), lw.const(0.0, dt), lw.const(float("-inf"), dt)])
         else:
             add = lw.operand(mask, dt)
+    _, out = _attend(lw, qv.name, kv.name, vname, len(kv.shape), scale, dt, add)
+    return lw.out(out, ev)
+
+
+def _attend(lw, q: str, k: str, v: str, rank: int, scale: float, dt, add: Optional[str] = None) -> tuple:
+    """(probabilities, output) of softmax(q k^T scale + add) v, in
+    torch.onnx.export's form, which smelt's fuse_attention matches: the
+    scale's square root on q and on k^T; with a mask (add), rows masked
+    entirely give zeros, as torch does."""
+    perm = list(range(rank))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    kt = lw.emit1("Transpose", [k], perm=perm)
+    s = math.sqrt(scale)
+    qs = lw.emit1("Mul", [q, lw.const(s, dt)])
+    ks = lw.emit1("Mul", [kt, lw.const(s, dt)])
+    scores = lw.emit1("MatMul", [qs, ks])
+    if add is not None:
         scores = lw.emit1("Add", [scores, add])
     p = lw.emit1("Softmax", [scores], axis=-1)
-    if mask is not None:  # fully masked rows: zeros, as torch gives
+    if add is not None:
         p = lw.emit1("Where", [lw.emit1("IsNaN", [p]), lw.const(0.0, dt), p])
-    return lw.out(lw.emit1("MatMul", [p, vname]), ev)
+    return p, lw.emit1("MatMul", [p, v])
 
 
 @_op("multi_head_attention_forward")
@@ -693,12 +702,7 @@ def _mha(lw, nd, ev, query, key, value, embed_dim, num_heads, in_w, in_b, bias_k
     def heads(t):  # (L, N, E) -> (N, H, L, hd)
         return lw.emit1("Transpose", [lw.emit1("Reshape", [t, lw.ints([L, N, H, hd])])], perm=[1, 2, 0, 3])
 
-    dt = xv.dtype
-    s = math.sqrt(1.0 / math.sqrt(hd))
-    qs = lw.emit1("Mul", [heads(q), lw.const(s, dt)])
-    ks = lw.emit1("Mul", [lw.emit1("Transpose", [heads(k)], perm=[0, 1, 3, 2]), lw.const(s, dt)])
-    p = lw.emit1("Softmax", [lw.emit1("MatMul", [qs, ks])], axis=-1)
-    o = lw.emit1("MatMul", [p, heads(v)])  # (N, H, L, hd)
+    p, o = _attend(lw, heads(q), heads(k), heads(v), 4, 1.0 / math.sqrt(hd), xv.dtype)  # o: (N, H, L, hd)
     o = lw.emit1("Reshape", [lw.emit1("Transpose", [o], perm=[2, 0, 1, 3]), lw.ints([L, N, E])])
     out = lw.emit1("MatMul", [o, lw.emit1("Transpose", [lw.operand(out_w)], perm=[1, 0])])
     if out_b is not None:
