@@ -81,6 +81,23 @@ bool isa_has_avx512bf16(void) {
   return v;
 }
 
+/* AVX512_VNNI: CPUID leaf 7 subleaf 0, ECX bit 11, on top of ISA_AVX512.
+ * Cached like isa_detect. */
+bool isa_has_avx512vnni(void) {
+  static atomic_int cached = -1;
+  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v < 0) {
+    unsigned a, b, c, d;
+    v = 0;
+    if (isa_detect() >= ISA_AVX512) {
+      __cpuid_count(7, 0, a, b, c, d);
+      v = (c >> 11) & 1u;
+    }
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+  }
+  return v;
+}
+
 /* AMX-BF16 and AMX-TILE: CPUID leaf 7 EDX bits 22 and 24, with the tile
  * state enabled by the OS (XCR0 bits 17-18), on top of AVX512_BF16 (the AMX
  * kernels convert and finish with it).  Cached like isa_detect. */
@@ -102,6 +119,7 @@ bool isa_has_amx_bf16(void) {
 isa_level isa_detect(void) { return ISA_SCALAR; }
 bool isa_has_f16c(void) { return false; }
 bool isa_has_avx512bf16(void) { return false; }
+bool isa_has_avx512vnni(void) { return false; }
 bool isa_has_amx_bf16(void) { return false; }
 #endif
 

@@ -40,6 +40,10 @@ bool isa_has_f16c(void);
  * opmask state).  Only what the hardware offers: callers also check that
  * the active level (SMELT_ISA, isa_cap_enter) is ISA_AVX512. */
 bool isa_has_avx512bf16(void);
+/* The CPU has AVX512_VNNI (vpdpbusd, vpdpwssd: CPUID.(7,0):ECX bit 11)
+ * beside the AVX-512 level above.  Only what the hardware offers, as for
+ * isa_has_avx512bf16. */
+bool isa_has_avx512vnni(void);
 /* The CPU has AMX-BF16 and AMX-TILE and the OS saves the tile state (XCR0),
  * beside AVX512_BF16.  Whether Linux grants this process the tile data is a
  * separate request (kernels/x86/bf16dp_amx.c). */

@@ -1,9 +1,9 @@
 /* int8 dynamically quantized GEMM: quantization, packing, the driver and
  * the scalar kernels (see qgemm.h).  The AVX2 kernels are
- * x86/q8_gemm_avx2.c.
+ * x86/q8_gemm_avx2.c, the AVX512_VNNI ones x86/q8_gemm_vnni.c.
  *
  * The driver splits C into blocks of rows x 64 columns; a block runs its
- * column panel pairs outer and its row tiles inner, with as many rows as
+ * column tiles (2 or 4 panels, by kernel) outer and its row tiles inner, with as many rows as
  * keep the block's quantized A within about 64 KB.  Blocks are numbered
  * row block fastest, so the blocks a thread takes in a row share their
  * weight panels: each weight byte comes from memory about once (A, M x K
@@ -15,7 +15,7 @@
 
 #include "kernels/gemm_kernels.h" /* SMELT_X86 */
 
-#define QGEMM_NB 64                       /* columns per block (a multiple of 2 * QGEMM_NR) */
+#define QGEMM_NB 64                       /* columns per block (a multiple of QGEMM_TILE_N) */
 #define QGEMM_A_BLOCK_BYTES (64 << 10)    /* quantized A per block */
 #define QGEMM_MIN_PARALLEL_MACS (2 << 20) /* below this, one thread */
 #define GROUP_BYTES (QGEMM_NR * QGEMM_KG) /* one group of a panel: 8 columns x 4 k */
@@ -163,44 +163,48 @@ void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, con
   pool_parallel_for(M * K >= (1 << 16) ? pool : NULL, M, grain, quantize_rows, &j);
 }
 
-void qgemm_tile_scalar(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
-                       int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
+void qgemm_tile_scalar(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
+                       int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
   for (int r = 0; r < rows; r++)
     for (int pi = 0; pi < panels; pi++) {
-      const int8_t *b = pi ? p1 : p0;
+      const int8_t *bp = b + pi * pstride;
       for (int c = 0; c < QGEMM_NR; c++) {
         int32_t s = 0;
         for (int64_t g = 0; g < groups; g++)
           for (int h = 0; h < QGEMM_KG; h++)
-            s += (int32_t)qa[r * lq + QGEMM_KG * g + h] * b[g * GROUP_BYTES + QGEMM_KG * c + h];
+            s += (int32_t)qa[r * lq + QGEMM_KG * g + h] * bp[g * GROUP_BYTES + QGEMM_KG * c + h];
         acc[r][pi * QGEMM_NR + c] = s;
       }
     }
 }
 
+/* A tile kernel and its shape (up to mr rows x np panels per call), and
+ * the epilogue that stores its sums. */
+typedef struct qgemm_kernel {
+  qgemm_tile_fn tile;
+  int mr, np;
+  qgemm_store_fn store;
+} qgemm_kernel;
+
 typedef struct run_job {
   const qgemm_args *a;
-  qgemm_tile_fn tile;
+  qgemm_kernel k;
   int64_t mb, n_rb;
-  bool gemv; /* M <= QGEMM_GEMV_M: tile reads one panel per call */
 } run_job;
 
-static void store_tile(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
-                       int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
+void qgemm_store_scalar(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
+                        int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
   const qgemm_weights *w = a->w;
   const float *sb = w->scale + n0, *bias = a->bias ? a->bias + n0 : NULL;
   const int32_t *cs = w->colsum + n0;
-  for (int r = 0; r < rows; r++) { /* simple loops: the compiler vectorizes them */
-    float *c = a->C + (m0 + r) * a->ldc + n0, v[2 * QGEMM_NR];
+  for (int r = 0; r < rows; r++) { /* one loop: the compiler vectorizes it */
+    float *c = a->C + (m0 + r) * a->ldc + n0;
     float s = a->alpha * a->sa[m0 + r];
     int32_t z = a->za[m0 + r];
-    for (int j = 0; j < cols; j++) v[j] = s * sb[j] * (float)(acc[r][j] - z * cs[j]);
-    if (bias)
-      for (int j = 0; j < cols; j++) v[j] += bias[j];
-    if (a->accumulate)
-      for (int j = 0; j < cols; j++) c[j] += v[j];
-    else
-      for (int j = 0; j < cols; j++) c[j] = v[j];
+    for (int j = 0; j < cols; j++) {
+      float v = s * sb[j] * (float)(acc[r][j] - z * cs[j]) + (bias ? bias[j] : 0.f);
+      c[j] = a->accumulate ? c[j] + v : v;
+    }
   }
 }
 
@@ -209,37 +213,51 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1) {
   const qgemm_args *a = j->a;
   const qgemm_weights *w = a->w;
   int64_t lq = w->Kp, groups = w->Kp / QGEMM_KG, panel = groups * GROUP_BYTES;
-  int32_t acc[QGEMM_MR][2 * QGEMM_NR];
+  int32_t acc[QGEMM_MR][QGEMM_TILE_N];
+  const int64_t step = j->k.np * QGEMM_NR; /* columns per tile */
   for (int64_t t = t0; t < t1; t++) {
     int64_t m_lo = t % j->n_rb * j->mb, n_lo = t / j->n_rb * QGEMM_NB;
     int64_t m_hi = m_lo + j->mb < a->M ? m_lo + j->mb : a->M;
     int64_t n_hi = n_lo + QGEMM_NB < w->N ? n_lo + QGEMM_NB : w->N;
-    const int64_t step = j->gemv ? QGEMM_NR : 2 * QGEMM_NR; /* few rows: one panel at a time */
     for (int64_t n = n_lo; n < n_hi; n += step) {
-      int panels = n + QGEMM_NR < n_hi && !j->gemv ? 2 : 1;
       int cols = (int)(n_hi - n < step ? n_hi - n : step);
+      int panels = (cols + QGEMM_NR - 1) / QGEMM_NR;
       const int8_t *p0 = w->w + n / QGEMM_NR * panel;
-      for (int64_t m = m_lo; m < m_hi; m += QGEMM_MR) {
-        int rows = (int)(m_hi - m < QGEMM_MR ? m_hi - m : QGEMM_MR);
-        j->tile(rows, panels, a->qa + m * lq, lq, p0, p0 + panel, groups, acc);
-        store_tile(a, m, rows, n, cols, acc);
+      for (int64_t m = m_lo; m < m_hi; m += j->k.mr) {
+        int rows = (int)(m_hi - m < j->k.mr ? m_hi - m : j->k.mr);
+        j->k.tile(rows, panels, a->qa + m * lq, lq, p0, panel, groups, acc);
+        j->k.store(a, m, rows, n, cols, acc);
       }
     }
   }
 }
 
-void qgemm_run(smelt_pool *pool, isa_level isa, const qgemm_args *a) {
-  const qgemm_weights *w = a->w;
-  if (a->M <= 0 || w->N <= 0) return;
-  run_job j = {.a = a, .tile = qgemm_tile_scalar, .gemv = a->M <= QGEMM_GEMV_M};
+/* The kernel for isa and M: few rows (a decode step) read one panel per
+ * call, so the weights stream from memory once, front to back. */
+static qgemm_kernel pick_kernel(isa_level isa, int64_t M) {
+  bool gemv = M <= QGEMM_GEMV_M;
+  qgemm_kernel k = {qgemm_tile_scalar, 6, gemv ? 1 : 2, qgemm_store_scalar};
 #ifdef SMELT_X86
-  if (isa >= ISA_AVX2) j.tile = j.gemv ? qgemm_gemv_avx2 : qgemm_tile_avx2;
+  if (isa >= ISA_AVX512 && isa_has_avx512vnni())
+    k = gemv ? (qgemm_kernel){qgemm_gemv_vnni, QGEMM_GEMV_M, 1, qgemm_store_avx512}
+             : (qgemm_kernel){qgemm_tile_vnni, 8, 4, qgemm_store_avx512};
+  else if (isa >= ISA_AVX2)
+    k = gemv ? (qgemm_kernel){qgemm_gemv_avx2, QGEMM_GEMV_M, 1, qgemm_store_scalar}
+             : (qgemm_kernel){qgemm_tile_avx2, 6, 2, qgemm_store_scalar};
 #else
   (void)isa;
 #endif
-  j.mb = QGEMM_A_BLOCK_BYTES / w->Kp / QGEMM_MR * QGEMM_MR;
-  if (j.mb < QGEMM_MR) j.mb = QGEMM_MR;
-  if (j.mb > 8 * QGEMM_MR) j.mb = 8 * QGEMM_MR;
+  return k;
+}
+
+void qgemm_run(smelt_pool *pool, isa_level isa, const qgemm_args *a) {
+  const qgemm_weights *w = a->w;
+  if (a->M <= 0 || w->N <= 0) return;
+  run_job j = {.a = a, .k = pick_kernel(isa, a->M)};
+  int mr = j.k.mr;
+  j.mb = QGEMM_A_BLOCK_BYTES / w->Kp / mr * mr;
+  if (j.mb < mr) j.mb = mr;
+  if (j.mb > 8 * mr) j.mb = 8 * mr;
   j.n_rb = (a->M + j.mb - 1) / j.mb;
   int64_t tasks = j.n_rb * ((w->N + QGEMM_NB - 1) / QGEMM_NB);
   bool big = (double)a->M * (double)w->N * (double)w->K >= QGEMM_MIN_PARALLEL_MACS;

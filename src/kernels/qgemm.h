@@ -80,26 +80,42 @@ typedef struct qgemm_args {
   int64_t ldc;
 } qgemm_args;
 
-/* Runs the product with the kernel of `isa` (ISA_AVX512 uses the AVX2 one:
- * there is no VNNI kernel yet).  On pool. */
+/* Runs the product with the kernel of `isa` (ISA_AVX512 uses the VNNI
+ * kernels where the CPU has AVX512_VNNI, else the AVX2 ones).  On pool. */
 void qgemm_run(smelt_pool *pool, isa_level isa, const qgemm_args *a);
 
 /* ---- kernels ---- */
-#define QGEMM_MR 6
+#define QGEMM_MR 8      /* rows of the largest tile (the VNNI one; AVX2 takes 6) */
+#define QGEMM_TILE_N 32 /* columns of the largest tile: 4 panels */
 /* acc[r][j] = sum over `groups` groups of 4 k of qa[r][k] * panel[k][j], for
- * r < rows, j < 8 * panels (1 or 2): rows of qa at stride lq, panels p0 (and p1). */
-typedef void (*qgemm_tile_fn)(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0,
-                              const int8_t *p1, int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
-void qgemm_tile_scalar(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
-                       int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
-void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
-                     int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
-/* M <= QGEMM_GEMV_M: one panel per call (panels 1, p1 unused), rows <= M,
- * the weights read as one stream (x86/q8_gemm_avx2.c); the scalar path
- * uses qgemm_tile_scalar with panels 1. */
+ * r < rows, j < 8 * panels: rows of qa at stride lq, panels b, b + pstride,
+ * ... (up to the kernel's panel count: scalar and AVX2 2, VNNI 4). */
+typedef void (*qgemm_tile_fn)(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
+                              int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+void qgemm_tile_scalar(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
+                       int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
+                     int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+void qgemm_tile_vnni(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
+                     int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+/* M <= QGEMM_GEMV_M: one panel per call (panels 1), rows <= M, the weights
+ * read as one stream (x86/q8_gemm_avx2.c, x86/q8_gemm_vnni.c); the scalar
+ * path uses qgemm_tile_scalar with panels 1. */
 #define QGEMM_GEMV_M 4
-void qgemm_gemv_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
-                     int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]);
+void qgemm_gemv_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
+                     int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+void qgemm_gemv_vnni(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
+                     int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+/* The epilogue: C[m0 + r][n0 + j] (=, or += when accumulating) alpha *
+ * sa * sb * (acc[r][j] - za * colsum) + bias, r < rows, j < cols.  Plain C
+ * (vectorized by the compiler) and AVX-512 (masked stores for the tail,
+ * x86/q8_gemm_vnni.c). */
+typedef void (*qgemm_store_fn)(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
+                               int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+void qgemm_store_scalar(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
+                        int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+void qgemm_store_avx512(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
+                        int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
 /* One row of A: K quantized values, its scale and zero point (qgemm_range). */
 void qgemm_quantize_row_scalar(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);
 void qgemm_quantize_row_avx2(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);

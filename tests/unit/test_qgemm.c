@@ -1,7 +1,7 @@
 /* The int8 GEMM (kernels/qgemm.h) on every ISA path this machine has
- * (scalar, and AVX2 where the CPU has it; AVX-512 machines run the AVX2
- * kernel), on awkward shapes (1, primes, odd K, sizes off the 6 x 16 tile
- * and the 8-column panel), B plain and transposed, with alpha, bias and
+ * (scalar, AVX2 where the CPU has it, the AVX512_VNNI kernels where it has
+ * that), on awkward shapes (1, primes, odd K, sizes off the 6 x 16 and
+ * 8 x 32 tiles and the 8-column panel), B plain and transposed, with alpha, bias and
  * accumulation, on one thread and on a pool:
  *   - exactness: C equals alpha * sa * sb * (sum(qa qb) - za colsum) + bias
  *     (+ C), the integer sums taken in int64 here (1e-5 relative: only the
@@ -148,16 +148,17 @@ static void rows_agree(void) {
 int main(void) {
   static const int64_t shapes[][3] = {{1, 1, 1},   {1, 7, 5},     {2, 3, 17},  {7, 13, 9},  {6, 16, 16},
                                       {13, 31, 37}, {5, 64, 8},   {33, 127, 65}, {1, 769, 11}, {50, 256, 100},
-                                      {97, 2, 129}, {4, 1024, 24},
+                                      {97, 2, 129}, {4, 1024, 24}, {8, 32, 32},  {9, 40, 33},   {17, 65, 72},
+                                      {16, 100, 57}, {5, 9, 24},
                                       /* M <= QGEMM_GEMV_M (one panel per call, K groups not a multiple of
                                        * the unroll), the last two big enough to be split across threads */
                                       {1, 5, 9},    {2, 15, 17},  {3, 13, 70},  {4, 17, 130}, {3, 3, 1},
                                       {1, 1030, 2049}, {2, 1031, 1025}};
   smelt_pool *pool = NULL;
   CHECK_OK(pool_create(3, &pool));
-  isa_level levels[] = {ISA_SCALAR, ISA_AVX2};
-  for (int l = 0; l < 2; l++) {
-    if (levels[l] > isa_detect()) continue;
+  isa_level levels[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
+  for (int l = 0; l < 3; l++) {
+    if (levels[l] > isa_detect() || (levels[l] == ISA_AVX512 && !isa_has_avx512vnni())) continue;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
       qcase q = {shapes[i][0], shapes[i][1], shapes[i][2], i % 2 == 1, i % 3 != 0, i % 4 == 2, i % 5 == 3 ? -0.5f : 1.f};
       run_case(levels[l], i % 2 ? pool : NULL, &q);

@@ -28,9 +28,9 @@ Q8_INLINE __m256i group_of(const uint8_t *q) {
 }
 
 Q8_INLINE void tile(const int R, const int P, const uint8_t *qa, int64_t lq, const int8_t *p0, const int8_t *p1,
-                    int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
+                    int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i c[QGEMM_MR][2];
+  __m256i c[6][2];
   for (int r = 0; r < R; r++) c[r][0] = c[r][1] = _mm256_setzero_si256();
   for (int64_t g = 0; g < groups; g++) {
     __m256i b0 = _mm256_loadu_si256((const __m256i *)(p0 + g * 32));
@@ -49,12 +49,12 @@ Q8_INLINE void tile(const int R, const int P, const uint8_t *qa, int64_t lq, con
 
 #define TILE_CASE(R)                                          \
   case R:                                                     \
-    if (panels > 1) tile(R, 2, qa, lq, p0, p1, groups, acc); \
-    else tile(R, 1, qa, lq, p0, p1, groups, acc);            \
+    if (panels > 1) tile(R, 2, qa, lq, b, b + pstride, groups, acc); \
+    else tile(R, 1, qa, lq, b, b, groups, acc);                      \
     return;
 
-SMELT_TARGET_AVX2 void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0,
-                                       const int8_t *p1, int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
+SMELT_TARGET_AVX2 void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
+                                       int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
   switch (rows) {
     TILE_CASE(1)
     TILE_CASE(2)
@@ -73,7 +73,7 @@ SMELT_TARGET_AVX2 void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, 
  * 32 bytes a step each: measured here 3x slower from memory at one row
  * (10.8 vs 34 GB/s over a 38 MB LM head), while from cache it is as fast. */
 Q8_INLINE void panel_rows(const int R, const int U, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t groups,
-                          int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
+                          int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i c[4][4];
   for (int u = 0; u < U; u++)
@@ -97,14 +97,14 @@ Q8_INLINE void panel_rows(const int R, const int U, const uint8_t *qa, int64_t l
   }
 }
 
-SMELT_TARGET_AVX2 void qgemm_gemv_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *p0,
-                                       const int8_t *p1, int64_t groups, int32_t acc[QGEMM_MR][2 * QGEMM_NR]) {
-  (void)panels, (void)p1;
+SMELT_TARGET_AVX2 void qgemm_gemv_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
+                                       int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
+  (void)panels, (void)pstride;
   switch (rows) {
-    case 1: panel_rows(1, 4, qa, lq, p0, groups, acc); return;
-    case 2: panel_rows(2, 2, qa, lq, p0, groups, acc); return;
-    case 3: panel_rows(3, 2, qa, lq, p0, groups, acc); return;
-    case 4: panel_rows(4, 2, qa, lq, p0, groups, acc); return;
+    case 1: panel_rows(1, 4, qa, lq, b, groups, acc); return;
+    case 2: panel_rows(2, 2, qa, lq, b, groups, acc); return;
+    case 3: panel_rows(3, 2, qa, lq, b, groups, acc); return;
+    case 4: panel_rows(4, 2, qa, lq, b, groups, acc); return;
     default: return;
   }
 }
