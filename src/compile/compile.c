@@ -32,6 +32,7 @@ static void free_steps(compiled_plan *p) {
   }
   free(p->steps);
   free(p->loc);
+  free(p->out_bytes);
   p->steps = NULL;
   p->loc = NULL;
 }
@@ -231,10 +232,11 @@ static void debug_plan(const compile_options *o, const compiled_plan *p) {
     const vloc *l = &p->loc[v];
     const ir_value *val = &p->g->values[v];
     if (l->kind == VL_NONE) continue;
-    static const char *const kinds[] = {"none", "arena", "input", "const", "dynamic"};
+    static const char *const kinds[] = {"none", "arena", "input", "const", "dynamic", "output"};
     sb_printf(&b, "  v%d %s %s %s", v, dtype_name(val->dtype), shape_str(sh, sizeof sh, val->rank, val->dims, NULL),
               kinds[l->kind]);
     if (l->kind == VL_ARENA) sb_printf(&b, " +%zu", l->off);
+    if (l->kind == VL_OUTPUT) sb_printf(&b, " %d +%zu", l->input, l->off);
     sb_printf(&b, "\n");
   }
   char path[2048];

@@ -467,6 +467,47 @@ static void find_concat_slices(sched *s, compiled_plan *p, bufs *B, int k) {
   }
 }
 
+/* Graph outputs written in place: an output whose buffer (with whatever
+ * shares it in place) is its own -- not a concat's slice or whole, not
+ * shared with another output -- leaves the arena and becomes a buffer of
+ * its own per run (VL_OUTPUT), handed to the caller as the output: the
+ * step that produces it writes it there, and the run copies nothing out
+ * of the arena (a language model's logits: tens of MB a run).  Not in
+ * reduce-overhead, whose calls are bound to the addresses of one arena.
+ * Marks the claimed buffers' representatives in claimed[] (output index,
+ * else -1). */
+static smelt_status claim_outputs(sched *s, compiled_plan *p, bufs *B, int *claimed) {
+  const ir_graph *g = s->cg->g;
+  for (int b = 0; b < B->n; b++) claimed[b] = -1;
+  if (p->mode == SMELT_MODE_REDUCE_OVERHEAD || g->n_outputs <= 0) return SMELT_OK;
+  p->out_bytes = calloc((size_t)g->n_outputs, sizeof(size_t));
+  if (!p->out_bytes) return err_nomem("output buffers", sizeof(size_t) * (size_t)g->n_outputs);
+  for (int k = 0; k < g->n_outputs; k++) {
+    int b = B->buf_of[s->root[g->outputs[k]]];
+    if (b < 0) continue;
+    b = uf_find(B->uf, b);
+    if (B->parent[b] != -1) continue;
+    bool shared = claimed[b] >= 0;
+    for (int j = 0; j < g->n_outputs && !shared; j++) {
+      int bj = j == k ? -1 : B->buf_of[s->root[g->outputs[j]]];
+      shared = bj >= 0 && uf_find(B->uf, bj) == b;
+    }
+    if (shared) {
+      if (claimed[b] >= 0) p->out_bytes[claimed[b]] = 0, claimed[b] = -2;
+      continue;
+    }
+    claimed[b] = k;
+    p->out_bytes[k] = B->b[b].size ? B->b[b].size : 1;
+  }
+  for (int v = 0; v < g->n_values; v++) {
+    int b = B->buf_of[v];
+    if (b < 0 || p->loc[v].kind != VL_ARENA) continue;
+    int k = claimed[uf_find(B->uf, b)];
+    if (k >= 0) p->loc[v] = (vloc){.kind = VL_OUTPUT, .input = k};
+  }
+  return SMELT_OK;
+}
+
 static smelt_status plan_memory(sched *s, compiled_plan *p) {
   const ir_graph *g = s->cg->g;
   bufs B = {0};
@@ -520,14 +561,16 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
   for (int k = 0; k < p->n_steps; k++)
     if (p->steps[k].kind == PS_KERNEL) find_inplace(s, p, &B, k);
     else if (p->steps[k].kind == PS_LIBRARY) find_gemm_inplace(s, p, &B, k);
-  /* solve over representatives only */
+  /* solve over representatives only, those left in the arena */
   int *rep = malloc(sizeof(int) * ((size_t)B.n + 1));
+  int *claimed = malloc(sizeof(int) * ((size_t)B.n + 1));
   mp_buffer *solve = malloc(sizeof(mp_buffer) * ((size_t)B.n + 1));
-  smelt_status st = (!rep || !solve) ? err_nomem("memory plan", sizeof(mp_buffer) * (size_t)B.n) : SMELT_OK;
+  smelt_status st = (!rep || !solve || !claimed) ? err_nomem("memory plan", sizeof(mp_buffer) * (size_t)B.n) : SMELT_OK;
+  if (!st) st = claim_outputs(s, p, &B, claimed);
   int n_solve = 0;
   for (int b = 0; !st && b < B.n; b++) {
     rep[b] = -1;
-    if (uf_find(B.uf, b) == b && B.parent[b] < 0) {
+    if (uf_find(B.uf, b) == b && B.parent[b] < 0 && claimed[b] < 0) {
       rep[b] = n_solve;
       solve[n_solve++] = B.b[b];
     }
@@ -545,6 +588,7 @@ static smelt_status plan_memory(sched *s, compiled_plan *p) {
     if (r != v && p->loc[v].kind == VL_NONE) p->loc[v] = p->loc[r];
   }
   free(rep);
+  free(claimed);
   free(solve);
   free(B.buf_of);
   free(B.b);

@@ -20,7 +20,11 @@ typedef enum vloc_kind {
   VL_ARENA,    /* arena + off */
   VL_INPUT,    /* graph input `input` (+ off for views: always 0) */
   VL_CONST,    /* cst->data */
-  VL_DYN       /* the run's dynamic table (shape known at run time only) */
+  VL_DYN,      /* the run's dynamic table (shape known at run time only) */
+  VL_OUTPUT    /* graph output `input` (its index in g->outputs): a buffer of its
+                * own, allocated for each run and handed to the caller as the
+                * output, so the producing step writes it in place (no copy out
+                * of the arena); + off */
 } vloc_kind;
 
 typedef struct vloc {
@@ -75,6 +79,7 @@ typedef struct compiled_plan {
   struct op_cache *caches; /* per node of g: weights library ops prepare once (ops/op_cache.h) */
   struct op_cache *shared_cache; /* the session's, shared by its plans (NULL: use caches) */
   size_t arena_bytes;
+  size_t *out_bytes; /* per graph output: bytes of its VL_OUTPUT buffer, 0 when it has none */
   kernel_lib lib;
   bool owns_lib;     /* else the session's kernel memo closes it */
   char key[33];      /* cache key of the kernel library ("" if none) */

@@ -20,6 +20,7 @@ typedef struct run_ctx {
   uint8_t *arena;
   tensor *const *inputs;
   tensor *dyn; /* per value, for VL_DYN values (NULL if the plan has none) */
+  void **outs; /* per graph output, its VL_OUTPUT buffer during a run (NULL if the plan has none) */
   kernel_rt rt;
 } run_ctx;
 
@@ -45,6 +46,7 @@ static void *vptr(const run_ctx *r, int v) {
     case VL_INPUT: return r->inputs[l->input]->data;
     case VL_CONST: return l->cst->data;
     case VL_DYN: return r->dyn[v].data;
+    case VL_OUTPUT: return r->outs[l->input] ? (uint8_t *)r->outs[l->input] + l->off : NULL;
     default: return NULL;
   }
 }
@@ -239,7 +241,7 @@ static smelt_status run_break(run_ctx *r, const pstep *st) {
       r->dyn[v] = outb[o];
       continue;
     }
-    if (!s && l && l->kind == VL_ARENA) {
+    if (!s && l && (l->kind == VL_ARENA || l->kind == VL_OUTPUT)) {
       const ir_value *val = &g->values[v];
       if (outb[o].dtype != val->dtype || outb[o].rank != val->rank ||
           (val->rank > 0 && memcmp(outb[o].dims, val->dims, sizeof(int64_t) * (size_t)val->rank))) {
@@ -249,7 +251,7 @@ static smelt_status run_break(run_ctx *r, const pstep *st) {
                     shape_str(a, sizeof a, outb[o].rank, outb[o].dims, NULL), dtype_name(val->dtype),
                     shape_str(b, sizeof b, val->rank, val->dims, NULL));
       } else if (outb[o].nbytes) {
-        memcpy(r->arena + l->off, outb[o].data, outb[o].nbytes);
+        memcpy(vptr(r, v), outb[o].data, outb[o].nbytes);
       }
     }
     tensor_release(&outb[o]);
@@ -325,6 +327,7 @@ static void instance_free(compiled_plan *p, plan_instance *in) {
   free(in->bound);
   free(in->calls);
   free(in->rc.dyn);
+  free(in->rc.outs);
   tensor_data_free(in->arena);
   free(in);
 }
@@ -358,8 +361,10 @@ static smelt_status instance_new(compiled_plan *p, plan_instance **out) {
   bool has_dyn = false;
   for (int v = 0; v < p->g->n_values; v++) has_dyn |= p->loc[v].kind == VL_DYN;
   if (has_dyn) in->rc.dyn = calloc((size_t)p->g->n_values, sizeof(tensor));
+  if (p->out_bytes) in->rc.outs = calloc((size_t)p->g->n_outputs, sizeof(void *));
   smelt_status s = !in->arena ? arena_refused(p)
                    : has_dyn && !in->rc.dyn ? err_nomem("value table", sizeof(tensor) * (size_t)p->g->n_values)
+                   : p->out_bytes && !in->rc.outs ? err_nomem("output table", sizeof(void *) * (size_t)p->g->n_outputs)
                    : SMELT_OK;
   in->rc.p = p;
   in->rc.arena = in->arena;
@@ -400,10 +405,14 @@ static void release(compiled_plan *p, plan_instance *in) {
 
 /* ---- whole run ---- */
 
+/* The outputs: a VL_OUTPUT buffer is handed over as it is (the run wrote
+ * the output there), the rest are copied out of the arena, the inputs or
+ * the constants. */
 static smelt_status deliver_outputs(run_ctx *r, tensor *outputs) {
   const ir_graph *g = r->p->g;
   for (int k = 0; k < g->n_outputs; k++) {
     int v = g->outputs[k];
+    const vloc *l = &r->p->loc[v];
     tensor src;
     vtensor(r, v, &src);
     tensor *o = &outputs[k];
@@ -412,12 +421,44 @@ static smelt_status deliver_outputs(run_ctx *r, tensor *outputs) {
     o->rank = src.rank;
     memcpy(o->dims, src.dims, sizeof o->dims);
     o->nbytes = src.nbytes;
+    o->owns_data = true;
+    if (l->kind == VL_OUTPUT && l->input == k && l->off == 0) {
+      o->data = r->outs[k];
+      r->outs[k] = NULL;
+      continue;
+    }
     o->data = tensor_data_alloc(src.nbytes);
     if (!o->data) return err_nomem("output", src.nbytes);
-    o->owns_data = true;
     if (src.nbytes) memcpy(o->data, src.data, src.nbytes);
   }
   return SMELT_OK;
+}
+
+/* The run's VL_OUTPUT buffers (a failure frees those already made). */
+static smelt_status alloc_outputs(run_ctx *r) {
+  const compiled_plan *p = r->p;
+  for (int k = 0; p->out_bytes && k < p->g->n_outputs; k++) {
+    if (!p->out_bytes[k]) continue;
+    r->outs[k] = tensor_data_alloc(p->out_bytes[k]);
+    if (!r->outs[k]) {
+      char lb[256], msg[SMELT_ERR_MSG_MAX];
+      const ir_value *val = &p->g->values[p->g->outputs[k]];
+      smelt_status s = err_nomem("output", p->out_bytes[k]);
+      snprintf(msg, sizeof msg, "%s", err_message());
+      return err_set(s, "%s: output '%s': %s",
+                     val->producer >= 0 ? ir_node_label(p->g, val->producer, lb, sizeof lb) : "graph", val->name, msg);
+    }
+  }
+  return SMELT_OK;
+}
+
+/* Frees what deliver_outputs did not hand over (a failed run, or a run
+ * without outputs). */
+static void free_outputs(run_ctx *r) {
+  for (int k = 0; r->outs && k < r->p->g->n_outputs; k++) {
+    tensor_data_free(r->outs[k]);
+    r->outs[k] = NULL;
+  }
 }
 
 static double now_s(void) {
@@ -435,6 +476,7 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
     const vloc *l = &p->loc[p->g->inputs[k]];
     if (l->kind == VL_ARENA && inputs[k]->nbytes) memcpy(r->arena + l->off, inputs[k]->data, inputs[k]->nbytes);
   }
+  s = alloc_outputs(r);
   run_ctl *ctl = run_ctl_current(); /* checked before the first step and after each */
   if (ctl) s = run_ctl_check(ctl, s);
   if (in->calls && !step_seconds && !hook && !ctl) {
@@ -452,6 +494,7 @@ static smelt_status run_all(compiled_plan *p, plan_instance *in, tensor *const *
     }
   }
   if (!s && outputs) s = deliver_outputs(r, outputs);
+  free_outputs(r);
   return s;
 }
 

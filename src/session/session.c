@@ -175,6 +175,7 @@ void smelt_session_free(smelt_session *s) {
   pool_free(s->pool);
   pthread_mutex_destroy(&s->stats_lock);
   bufcache_free_all(s->bufs);
+  bufcache_handback_drain(); /* outputs released after runs: nothing keeps them past a session */
   free(s);
 }
 

@@ -47,6 +47,14 @@ struct bufcache {
 
 static _Thread_local bufcache *current;
 
+/* Blocks freed with no cache current (outputs the caller released after a
+ * run): kept here, up to the same cap, for the next run of any session to
+ * take before it asks the system for fresh pages.  Emptied when a session
+ * is freed (bufcache_handback_drain). */
+static bufcache handback = {.mu = PTHREAD_MUTEX_INITIALIZER, .cap = (size_t)-1};
+static pthread_once_t handback_once = PTHREAD_ONCE_INIT;
+static void handback_init(void);
+
 static size_t cap_from_env(void) {
   const size_t dflt = (size_t)256 << 20;
   const char *s = getenv("SMELT_BUFCACHE_MB");
@@ -74,6 +82,8 @@ void bufcache_free_all(bufcache *c) {
   pthread_mutex_destroy(&c->mu);
   free(c);
 }
+
+static void handback_init(void) { handback.cap = cap_from_env(); }
 
 bufcache *bufcache_enter(bufcache *c) {
   bufcache *prev = current;
@@ -237,6 +247,26 @@ static void *fresh_budgeted(bufcache *c, size_t sz) {
   return p;
 }
 
+static void release_into(bufcache *c, void *p, size_t sz);
+
+/* A block the caller handed back, counted against c's budget as a fresh
+ * one would be (refused: it stays in the hand-back cache). */
+static void *take_handback(bufcache *c, size_t sz) {
+  pthread_once(&handback_once, handback_init);
+  void *p = take(&handback, sz);
+  if (!p || !c->budget) return p;
+  size_t bs = block_size(p);
+  if (!admit(c, bs, true)) {
+    release_into(&handback, p, bs);
+    return NULL;
+  }
+  pthread_mutex_lock(&c->mu);
+  c->live -= bs;
+  track(c, p, bs);
+  pthread_mutex_unlock(&c->mu);
+  return p;
+}
+
 void *bufcache_alloc(size_t n) {
   size_t sz = (n + 63) & ~(size_t)63;
   if (sz == 0) sz = 64;
@@ -245,44 +275,63 @@ void *bufcache_alloc(size_t n) {
   err_budget_clear();
   if (c && sz >= BUFCACHE_MIN) {
     void *p = take(c, sz);
+    if (!p) p = take_handback(c, sz);
     if (p) return p;
     if (c->budget) return fresh_budgeted(c, sz);
   }
   return fresh(sz);
 }
 
+/* p (sz bytes) into c, dropping the oldest blocks for room; freed when
+ * it is over the cap. */
+static void release_into(bufcache *c, void *p, size_t sz) {
+  void *evict[SLOTS];
+  int n_evict = 0;
+  pthread_mutex_lock(&c->mu);
+  if (c->budget) untrack(c, p);
+  if (sz > c->cap) {
+    pthread_mutex_unlock(&c->mu);
+    free(p);
+    return;
+  }
+  /* room by dropping the oldest blocks: sizes no run asks for any more
+   * (a shape that changed) age out instead of pinning the cap */
+  while (c->n > 0 && (c->n == SLOTS || c->cap - c->held < sz)) {
+    int o = 0;
+    for (int i = 1; i < c->n; i++)
+      if (c->age[i] < c->age[o]) o = i;
+    evict[n_evict++] = drop_slot(c, o);
+  }
+  c->p[c->n] = p;
+  c->size[c->n] = sz;
+  c->age[c->n++] = ++c->clock;
+  c->held += sz;
+  pthread_mutex_unlock(&c->mu);
+  for (int i = 0; i < n_evict; i++) free(evict[i]);
+}
+
 void bufcache_release(void *p) {
   if (!p) return;
   bufcache *c = current;
-  size_t sz = c ? block_size(p) : 0;
-  void *evict[SLOTS];
-  int n_evict = 0;
-  if (sz >= BUFCACHE_MIN) {
-    pthread_mutex_lock(&c->mu);
-    if (c->budget) untrack(c, p);
-    if (sz > c->cap) {
-      pthread_mutex_unlock(&c->mu);
-      free(p);
-      return;
-    }
-    /* room by dropping the oldest blocks: sizes no run asks for any more
-     * (a shape that changed) age out instead of pinning the cap */
-    while (c->n > 0 && (c->n == SLOTS || c->cap - c->held < sz)) {
-      int o = 0;
-      for (int i = 1; i < c->n; i++)
-        if (c->age[i] < c->age[o]) o = i;
-      evict[n_evict++] = drop_slot(c, o);
-    }
-    c->p[c->n] = p;
-    c->size[c->n] = sz;
-    c->age[c->n++] = ++c->clock;
-    c->held += sz;
-    p = NULL;
-    pthread_mutex_unlock(&c->mu);
+  if (!c) {
+    pthread_once(&handback_once, handback_init);
+    c = &handback;
   }
-  for (int i = 0; i < n_evict; i++) free(evict[i]);
-  free(p);
+  size_t sz = block_size(p);
+  if (sz >= BUFCACHE_MIN) release_into(c, p, sz);
+  else free(p);
 }
+
+void bufcache_handback_drain(void) {
+  pthread_mutex_lock(&handback.mu);
+  void *blocks[SLOTS];
+  int n = 0;
+  while (handback.n > 0) blocks[n++] = drop_slot(&handback, handback.n - 1);
+  pthread_mutex_unlock(&handback.mu);
+  for (int i = 0; i < n; i++) free(blocks[i]);
+}
+
+size_t bufcache_handback_held(void) { return bufcache_held(&handback); }
 
 size_t bufcache_held(const bufcache *c) {
   if (!c) return 0;

@@ -11,8 +11,13 @@
  * (bufcache_enter); a session run enters its session's cache, and a pool job
  * carries its caller's to the workers.  With no cache current they are
  * aligned_alloc and free.  Blocks carry no header: any block may be freed
- * with or without a cache current, so outputs handed to a caller are freed
- * with plain free().  Thread-safe.  Buffers are 64-byte aligned, not cleared.
+ * with or without a cache current.  A block of BUFCACHE_MIN bytes or more
+ * freed with no cache current (an output the caller released after a run)
+ * goes to a process-wide hand-back cache (the same cap), from which the
+ * next allocation of a close size under any cache is served before fresh
+ * pages are asked for: a model's outputs (a language model's logits, tens
+ * of MB) cost no page faults run after run; it is emptied when a session
+ * is freed.  Thread-safe.  Buffers are 64-byte aligned, not cleared.
  *
  * A cache may carry a memory budget (the session's max_memory): blocks of
  * BUFCACHE_MIN bytes and more handed out while it is current are tracked
@@ -45,7 +50,9 @@ bufcache *bufcache_enter(bufcache *c);
 bufcache *bufcache_current(void);
 
 void *bufcache_alloc(size_t n); /* from the current cache; NULL when out of memory */
-void bufcache_release(void *p); /* into the current cache, or free(); NULL ok */
+void bufcache_release(void *p); /* into the current cache, or the hand-back one; NULL ok */
+void bufcache_handback_drain(void); /* frees the hand-back cache's blocks */
+size_t bufcache_handback_held(void); /* bytes it holds (for tests) */
 size_t bufcache_held(const bufcache *c); /* bytes held now */
 
 /* Sets the budget in bytes (0 or SIZE_MAX: none, nothing is tracked). */

@@ -14,11 +14,26 @@ int main(void) {
   bufcache *c = NULL;
   CHECK_OK(bufcache_create(&c));
   CHECK(bufcache_current() == NULL);
-  /* no cache current: plain allocation, nothing kept */
+  /* no cache current: plain allocation; released, the block goes to the
+   * hand-back cache, which serves the next close request under a cache */
   void *p = bufcache_alloc(1 << 20);
   CHECK(p && ((uintptr_t)p & 63) == 0);
   bufcache_release(p);
-  CHECK(bufcache_held(c) == 0);
+  CHECK(bufcache_held(c) == 0 && bufcache_handback_held() >= (1 << 20));
+  void *small = bufcache_alloc(1000);
+  bufcache_release(small); /* under BUFCACHE_MIN: freed */
+  CHECK(bufcache_handback_held() < (1 << 20) + 4096);
+  CHECK(bufcache_enter(c) == NULL);
+  void *other = bufcache_alloc(1 << 18);
+  CHECK(other && other != p); /* not close: the block stays there */
+  free(other);
+  void *q = bufcache_alloc(1 << 20);
+  CHECK(q == p && bufcache_handback_held() == 0);
+  CHECK(bufcache_enter(NULL) == c);
+  bufcache_release(q);
+  CHECK(bufcache_handback_held() >= (1 << 20));
+  bufcache_handback_drain();
+  CHECK(bufcache_handback_held() == 0);
 
   CHECK(bufcache_enter(c) == NULL && bufcache_current() == c);
   void *a = bufcache_alloc(1 << 20);
