@@ -52,6 +52,23 @@ void igemm_pack_b(smelt_pool *pool, const igemm_args *a, int16_t *packed);
 /* igemm_s32 over B packed ahead (a->B is not read). */
 smelt_status igemm_s32_packed(smelt_pool *pool, isa_level isa, const igemm_args *a, const int16_t *packed);
 
+/* The byte form, for CPUs with AVX512_VNNI (isa ISA_AVX512 and
+ * isa_has_avx512vnni): A and B stay 8-bit and vpdpbusd sums four u8 x s8
+ * products per lane (the int8 GEMM's tile, kernels/qgemm.h).  A signed A
+ * is offset by +128 to u8, an unsigned B by -128 to s8, and the zero
+ * points and offsets come back as row and column sums:
+ *   sum (a' + al)(b' + be) = sum a'b' + be sum a' + al sum b' + K al be
+ * (al = offset_a - za[m], be = offset_b - zb[n]), all modulo 2^32: the
+ * same int32 as the widened form.  B's packed block (igemm_vnni_b_bytes):
+ * Np int32 column sums of b', then the qgemm panels of b' (8 columns x
+ * groups of 4 k).  It does not depend on zb. */
+bool igemm_vnni_usable(isa_level isa);
+size_t igemm_vnni_b_bytes(int64_t K, int64_t N);
+void igemm_vnni_pack_b(smelt_pool *pool, const igemm_args *a, void *blob);
+/* igemm_s32 on the byte form, over B packed ahead (blob) or, blob NULL,
+ * packed for the call.  Only where igemm_vnni_usable. */
+smelt_status igemm_s32_vnni(smelt_pool *pool, const igemm_args *a, const void *blob);
+
 /* The tile kernels (kernels/igemm.c: scalar; x86/igemm_avx2.c): c[r][j]
  * (r < mr, j < nr <= 2 * IGEMM_NR) = sum over kp < kpairs of the pair
  * products of a + r*lda2 (int16 pairs, lda2 int16 per row) and the panels

@@ -198,6 +198,13 @@ static void *mmi_make_packed(void *ctx) {
   return p;
 }
 
+static void *mmi_make_vnni(void *ctx) {
+  const mmi_pack *pk = ctx;
+  void *p = tensor_data_alloc(igemm_vnni_b_bytes(pk->g->K, pk->g->N));
+  if (p) igemm_vnni_pack_b(pk->pool, pk->g, p);
+  return p;
+}
+
 /* The shape the exact kernel takes: inputs ia (A, 8-bit) and ib (a 2-D
  * 8-bit B, a weight as ONNX Runtime's quantizers write it), A's leading
  * dims flattened into *rows (its last matrix has *m_last rows); false for
@@ -231,15 +238,20 @@ static bool imm_fast(op_ctx *c, int ia, int ib, int iza, int izb, int32_t *out, 
   igemm_args g = {.M = M, .N = N, .K = K, .A = a->data, .lda = K, .a_signed = a->dtype == SMELT_I8,
                   .za = za, .za_per = zap, .B = b->data, .ldb = N, .b_signed = b->dtype == SMELT_I8,
                   .zb = zb, .zb_per = zbp, .C = out, .ldc = N};
-  const int16_t *packed = NULL;
+  const void *packed = NULL;
+  isa_level isa = isa_active();
+  bool vnni = igemm_vnni_usable(isa); /* the byte form (its own packing) */
   if (op_input_is_constant(c, ib) && (!op_in(c, izb) || op_input_is_constant(c, izb))) {
-    /* a weight: packed once, kept in the op cache */
+    /* a weight: packed once, kept in the op cache (the two forms under their own tags) */
     struct { const void *b, *zb; int64_t K, N; char tag[8]; } key = {b->data, op_in(c, izb) ? op_in(c, izb)->data : NULL,
                                                                       K, N, "igemm"};
+    if (vnni) memcpy(key.tag, "igemm-v", 8);
     mmi_pack pk = {c->pool, &g};
-    packed = op_cache_get_or_make(c->cache, &key, sizeof key, mmi_make_packed, &pk, tensor_data_free_v);
+    packed = op_cache_get_or_make(c->cache, &key, sizeof key, vnni ? mmi_make_vnni : mmi_make_packed, &pk,
+                                  tensor_data_free_v);
   }
-  *st = packed ? igemm_s32_packed(c->pool, isa_active(), &g, packed) : igemm_s32(c->pool, isa_active(), &g);
+  if (vnni) *st = igemm_s32_vnni(c->pool, &g, packed);
+  else *st = packed ? igemm_s32_packed(c->pool, isa, &g, packed) : igemm_s32(c->pool, isa, &g);
   if (zap) free(za);
   if (zbp) free(zb);
   return true;

@@ -1,6 +1,7 @@
 /* The exact integer matrix product (kernels/igemm.h) against a plain int64
  * reference cast to int32 (MatMulInteger's arithmetic), on every ISA path
- * the machine has, with and without a pool and B packed ahead: uint8 and
+ * the machine has (and the byte form where it has AVX512_VNNI), with and
+ * without a pool and B packed ahead: uint8 and
  * int8 operands in all four pairings, zero points scalar, per row of A and
  * per column of B (extremes included), K odd and even, M off the tile
  * height, N off the panel width, row strides past the row length, and a K
@@ -35,10 +36,17 @@ static void check_case(smelt_pool *pool, int64_t M, int64_t N, int64_t K, bool a
   bool zap = (zmode & 1) && !extreme, zbp = (zmode & 2) && !extreme;
   igemm_args g = {M, N, K, A, lda, as, za, zap, B, ldb, bs, zb, zbp, C, ldc};
   int16_t *pk = malloc(sizeof(int16_t) * (size_t)(igemm_packed_b_len(K, N) + 1));
-  for (int isa = 0; isa <= (int)isa_detect(); isa++)
+  void *vb = malloc(igemm_vnni_b_bytes(K, N));
+  /* isa levels, then (ISA_COUNT) the byte form where the CPU has VNNI */
+  for (int isa = 0; isa <= (int)ISA_COUNT; isa++)
     for (int packed = 0; packed < 2; packed++) {
+      bool vnni = isa == (int)ISA_COUNT;
+      if (vnni ? !igemm_vnni_usable(isa_detect()) : isa > (int)isa_detect()) continue;
       for (int64_t i = 0; i < M * ldc; i++) C[i] = 0x5a5a5a5a;
-      if (packed) {
+      if (vnni) {
+        if (packed) igemm_vnni_pack_b(pool, &g, vb);
+        CHECK_OK(igemm_s32_vnni(pool, &g, packed ? vb : NULL));
+      } else if (packed) {
         igemm_pack_b(pool, &g, pk);
         CHECK_OK(igemm_s32_packed(pool, (isa_level)isa, &g, pk));
       } else {
@@ -52,7 +60,7 @@ static void check_case(smelt_pool *pool, int64_t M, int64_t N, int64_t K, bool a
           int32_t want = (int32_t)(uint32_t)acc;
           if (C[m * ldc + n] != want) {
             fprintf(stderr, "%s packed %d M%lld N%lld K%lld a%c b%c z%d: C[%lld][%lld] = %d, want %d\n",
-                    isa_name((isa_level)isa), packed, (long long)M, (long long)N, (long long)K, as ? 's' : 'u',
+                    vnni ? "vnni" : isa_name((isa_level)isa), packed, (long long)M, (long long)N, (long long)K, as ? 's' : 'u',
                     bs ? 's' : 'u', zmode, (long long)m, (long long)n, C[m * ldc + n], want);
             CHECK(0);
             m = M;
@@ -62,14 +70,14 @@ static void check_case(smelt_pool *pool, int64_t M, int64_t N, int64_t K, bool a
         if (m < M && N < ldc) CHECK(C[m * ldc + N] == 0x5a5a5a5a);
       }
     }
-  free(A), free(B), free(za), free(zb), free(C), free(pk);
+  free(A), free(B), free(za), free(zb), free(C), free(pk), free(vb);
 }
 
 int main(void) {
   smelt_pool *p2 = NULL;
   CHECK_OK(pool_create(2, &p2));
-  static const int64_t Ms[] = {1, 3, 4, 5, 67};
-  static const int64_t Ns[] = {1, 7, 8, 9, 33};
+  static const int64_t Ms[] = {1, 3, 4, 5, 17, 67};
+  static const int64_t Ns[] = {1, 7, 8, 9, 33, 70};
   static const int64_t Ks[] = {1, 2, 5, 64, 129};
   for (int pi = 0; pi < 2; pi++)
     for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
@@ -84,8 +92,14 @@ int main(void) {
   igemm_args g0 = {2, 2, 0, &dummy, 0, false, &z, false, &dummy, 2, false, &z, false, c, 2};
   CHECK_OK(igemm_s32(NULL, isa_detect(), &g0));
   CHECK(c[0] == 0 && c[1] == 0 && c[2] == 0 && c[3] == 0);
+  if (igemm_vnni_usable(isa_detect())) {
+    c[0] = c[3] = 7;
+    CHECK_OK(igemm_s32_vnni(NULL, &g0, NULL));
+    CHECK(c[0] == 0 && c[1] == 0 && c[2] == 0 && c[3] == 0);
+  }
   g0.ldc = 1;
   CHECK(igemm_s32(NULL, isa_detect(), &g0) == SMELT_ERR_INVALID_ARGUMENT);
+  if (igemm_vnni_usable(isa_detect())) CHECK(igemm_s32_vnni(NULL, &g0, NULL) == SMELT_ERR_INVALID_ARGUMENT);
   pool_free(p2);
   return test_report("test_igemm");
 }
