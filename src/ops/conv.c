@@ -469,6 +469,65 @@ static bool conv_pw_shape(const conv_geom *g) {
   return g->S_in == g->S_out;
 }
 
+/* A strided 1x1 conv (one group, no pads, 1-D or 2-D: ResNet's downsample
+ * shortcuts) is a stride-1 one over the input subsampled: *g2 is that
+ * geometry.  Copying the kept positions (a quarter of the input at stride 2)
+ * and taking the 1x1 routes costs far less than the direct kernel's strided
+ * form, which ran at half their rate (resnet50's 256->512 stride-2 shortcut
+ * at 28x28, 2 threads on an AVX-512 Xeon: 1.57 ms, the stride-1 1x1 layers
+ * of the same size 0.39 ms for half the work). */
+static bool conv_pw_subsample(const conv_geom *g, conv_geom *g2) {
+  if (g->G != 1 || g->Kdim <= 0 || g->Kdim != g->C || g->w.nsp < 1 || g->w.nsp > 2) return false;
+  bool strided = false;
+  for (int i = 0; i < g->w.nsp; i++) {
+    if (g->w.kernel[i] != 1 || g->w.pad_lo[i] != 0 || g->w.pad_hi[i] != 0 || g->w.stride[i] < 1 ||
+        g->w.out[i] != (g->w.in[i] - 1) / g->w.stride[i] + 1)
+      return false;
+    strided |= g->w.stride[i] > 1;
+  }
+  if (!strided) return false;
+  *g2 = *g;
+  for (int i = 0; i < g->w.nsp; i++) g2->w.stride[i] = 1, g2->w.in[i] = g->w.out[i];
+  g2->S_in = g->S_out;
+  return true;
+}
+
+typedef struct subsample_job {
+  const conv_geom *g;
+  const float *X;
+  float *Xs;
+} subsample_job;
+
+static void subsample_planes(void *ctx, int64_t p0, int64_t p1) {
+  const subsample_job *j = ctx;
+  const nn_window *w = &j->g->w;
+  int64_t oh = w->nsp == 2 ? w->out[0] : 1, ow = w->out[w->nsp - 1];
+  int64_t sh = w->nsp == 2 ? w->stride[0] : 1, sw = w->stride[w->nsp - 1], iw = w->in[w->nsp - 1];
+  for (int64_t p = p0; p < p1; p++) {
+    const float *x = j->X + p * j->g->S_in;
+    float *y = j->Xs + p * j->g->S_out;
+    for (int64_t r = 0; r < oh; r++)
+      for (int64_t q = 0; q < ow; q++) y[r * ow + q] = x[r * sh * iw + q * sw];
+  }
+}
+
+static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
+                             const float *B, float *Y, const conv_epilogue *ep);
+
+/* The strided 1x1 conv as conv_pw_subsample says: X's kept positions into
+ * scratch, then the stride-1 conv over them. */
+static smelt_status conv_subsampled(op_ctx *c, const conv_geom *g, const conv_geom *g2, const float *X,
+                                    const float *W, const float *B, float *Y, const conv_epilogue *ep) {
+  size_t bytes = sizeof(float) * (size_t)(g->N * g->C * g->S_out);
+  float *Xs = tensor_data_alloc(bytes);
+  if (!Xs) return err_nomem("conv: the subsampled input of a strided 1x1 conv", bytes);
+  subsample_job j = {g, X, Xs};
+  pool_parallel_for(g->N * g->C * g->S_out >= (1 << 15) ? c->pool : NULL, g->N * g->C, 8, subsample_planes, &j);
+  smelt_status st = conv_f32(c, g2, Xs, W, B, Y, ep);
+  tensor_data_free(Xs);
+  return st;
+}
+
 /* Whether the 1x1 route (kernels/conv.h: conv_pointwise_run) takes this
  * conv: a pointwise shape with few input channels (or a small plane, or
  * any plane from 14x14 up on AVX-512: conv_pointwise_route), or any
@@ -539,10 +598,11 @@ smelt_status conv_op_prepare(op_ctx *c) {
   const tensor *x = c->in[0], *w = c->in[1];
   if (!c->cache || !op_input_is_constant(c, 1) || x->dtype != SMELT_F32 || w->dtype != SMELT_F32)
     return SMELT_OK;
-  conv_geom g;
+  conv_geom g, gs;
   TRY(conv_plan(c, &g));
   if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
   bool bf16 = conv_bf16_for(c, &g);
+  if (!bf16 && conv_pw_subsample(&g, &gs)) g = gs; /* runs as the stride-1 conv over the subsampled input */
   if (!bf16 && conv_pw_route(&g)) { /* W packed for the 1x1 kernel */
     conv2d_desc d;
     conv2d_weights *pw;
@@ -565,6 +625,8 @@ smelt_status conv_op_prepare(op_ctx *c) {
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
   bool bf16 = conv_bf16_for(c, g); /* conv_fast takes it */
+  conv_geom g2;
+  if (!bf16 && c->cache && conv_pw_subsample(g, &g2)) return conv_subsampled(c, g, &g2, X, W, B, Y, ep);
   if (!bf16 && conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
   const gemm_packed *wt = !bf16 && W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
   if (wt) {
@@ -627,6 +689,12 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
   char alg[128];
   bool bf16 = conv_bf16_for(c, &g);
   conv2d_desc d;
+  conv_geom gs;
+  const char *sub = "";
+  if (!bf16 && c->cache && conv_pw_subsample(&g, &gs)) {
+    g = gs;
+    sub = "the strided input subsampled, then ";
+  }
   if (x->dtype == SMELT_F64) how = "float64 reference loop (ops/conv.c)";
   else if (!bf16 && conv_pw_route(&g))
     how = conv_pw_packs(c, &g) ? conv_algo_desc(CONV_ALGO_POINTWISE, isa_active())
@@ -640,7 +708,8 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
     } else if (g.w.nsp == 2 && g.G == g.C && g.G == g.M) how = "f32 depthwise loop (ops/conv.c)";
     else how = "f32 im2col + GEMM (ops/conv.c)";
   }
-  snprintf(buf, n, "%s%s: %s", geo, x->dtype == SMELT_F32 || x->dtype == SMELT_F64 ? "" : " (via f32 copies)", how);
+  snprintf(buf, n, "%s%s: %s%s", geo, x->dtype == SMELT_F32 || x->dtype == SMELT_F64 ? "" : " (via f32 copies)", sub,
+           how);
   return SMELT_OK;
 }
 

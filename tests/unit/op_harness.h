@@ -12,6 +12,7 @@
 
 #include "ops/op.h"
 #include "ops/node_run.h"
+#include "ops/op_cache.h"
 #include "util/err.h"
 
 /* A one-node graph for op_type with borrowed attrs; inputs i (NULL = absent)
@@ -49,6 +50,19 @@ static inline smelt_status harness_run_pool(smelt_pool *pool, const char *op_typ
   ir_graph *g = NULL;
   TRY(harness_graph(&g, op_type, opset, attrs, n_attrs, in, n_in, n_out));
   smelt_status s = node_run(g, 0, in, out, pool, NULL, NULL);
+  harness_graph_free(g);
+  return s;
+}
+
+/* The same with an op cache (zeroed op_cache; free with op_cache_free_all):
+ * the routes the executor takes in a session (prepared weights, the fast
+ * paths the reference device leaves out). */
+static inline smelt_status harness_run_cached(smelt_pool *pool, op_cache *cache, const char *op_type, int opset,
+                                              const ir_attr *attrs, int n_attrs, tensor **in, int n_in,
+                                              tensor **out, int n_out) {
+  ir_graph *g = NULL;
+  TRY(harness_graph(&g, op_type, opset, attrs, n_attrs, in, n_in, n_out));
+  smelt_status s = node_run_cached(g, 0, in, out, pool, NULL, NULL, cache);
   harness_graph_free(g);
   return s;
 }

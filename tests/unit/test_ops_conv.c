@@ -66,6 +66,8 @@ static double *naive_conv(const conv_case *cc, const tensor *x, const tensor *w,
   return y;
 }
 
+static bool use_cache; /* run through an op cache: the session's routes */
+
 static void check_conv(smelt_pool *pool, smelt_dtype dt, conv_case cc) {
   for (int i = 0; i < cc.nsp; i++) {
     if (!cc.s[i]) cc.s[i] = 1;
@@ -86,7 +88,13 @@ static void check_conv(smelt_pool *pool, smelt_dtype dt, conv_case cc) {
   else at[na++] = nt_ints("pads", 2 * cc.nsp, cc.pads);
   if (cc.N == 1) at[na++] = nt_ints("kernel_shape", cc.nsp, cc.k); /* optional: checked against W */
   tensor *in[] = {&x, &w, cc.bias ? &b : NULL}, *out[] = {&y};
-  CHECK_OK(nt_run_pool(pool, "Conv", 22, at, na, in, 3, out, 1));
+  if (use_cache) {
+    op_cache cache = {0};
+    CHECK_OK(harness_run_cached(pool, &cache, "Conv", 22, at, na, in, 3, out, 1));
+    op_cache_free_all(&cache, 1);
+  } else {
+    CHECK_OK(nt_run_pool(pool, "Conv", 22, at, na, in, 3, out, 1));
+  }
   int64_t od[3];
   double *want = naive_conv(&cc, &x, &w, cc.bias ? &b : NULL, od);
   int64_t n = cc.N * cc.M;
@@ -123,6 +131,18 @@ static void test_conv_shapes(smelt_pool *pool) {
   /* pointwise (no im2col), 1x1 with stride (im2col) */
   check_conv(pool, SMELT_F32, (conv_case){2, 2, 17, 9, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {0}, NULL, true});
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 17, 9, 1, {5, 6}, {1, 1}, {2, 2}, {1, 1}, {0}, NULL, true});
+  /* strided 1x1 through a session's op cache: the input subsampled, then
+   * the stride-1 routes (pointwise over small and large planes, the
+   * transposed one at 7x7, the GEMM), odd sizes, unequal strides, 1-D,
+   * SAME padding that comes out as none */
+  use_cache = true;
+  check_conv(pool, SMELT_F32, (conv_case){2, 1, 17, 9, 1, {5, 6}, {1, 1}, {2, 2}, {1, 1}, {0}, NULL, true});
+  check_conv(pool, SMELT_F32, (conv_case){2, 2, 64, 40, 1, {55, 57}, {1, 1}, {2, 2}, {1, 1}, {0}, NULL, true});
+  check_conv(pool, SMELT_F32, (conv_case){2, 1, 96, 70, 1, {13, 14}, {1, 1}, {2, 2}, {1, 1}, {0}, NULL, false});
+  check_conv(pool, SMELT_F32, (conv_case){2, 1, 24, 33, 1, {29, 31}, {1, 1}, {3, 2}, {1, 1}, {0}, NULL, true});
+  check_conv(pool, SMELT_F32, (conv_case){2, 1, 8, 16, 1, {9, 9}, {1, 1}, {1, 3}, {1, 1}, {0}, "SAME_UPPER", true});
+  check_conv(pool, SMELT_F32, (conv_case){1, 2, 20, 12, 1, {37}, {1}, {2}, {1}, {0, 0}, NULL, true});
+  use_cache = false;
   /* auto_pad */
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 3, 4, 1, {7, 8}, {3, 4}, {2, 2}, {1, 1}, {0}, "SAME_UPPER", true});
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 3, 4, 1, {7, 8}, {3, 4}, {2, 2}, {1, 1}, {0}, "SAME_LOWER", true});
