@@ -47,73 +47,71 @@ isa_level isa_detect(void) {
   return (isa_level)v;
 }
 
-/* F16C (CPUID.1:ECX bit 29): vcvtph2ps / vcvtps2ph, the fp16 weight kernels'
- * widening.  Cached like isa_detect. */
-bool isa_has_f16c(void) {
-  static atomic_int cached = -1;
-  int v = atomic_load_explicit(&cached, memory_order_relaxed);
+/* probe() computed once per process and cached, as isa_detect (CPUID is
+ * slow under a hypervisor). */
+static bool cached_probe(atomic_int *cached, bool (*probe)(void)) {
+  int v = atomic_load_explicit(cached, memory_order_relaxed);
   if (v < 0) {
-    unsigned a, b, c, d;
-    v = isa_detect() >= ISA_AVX2 && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-    atomic_store_explicit(&cached, v, memory_order_relaxed);
+    v = probe();
+    atomic_store_explicit(cached, v, memory_order_relaxed);
   }
   return v;
+}
+
+/* F16C (CPUID.1:ECX bit 29): vcvtph2ps / vcvtps2ph, the fp16 weight kernels'
+ * widening. */
+static bool probe_f16c(void) {
+  unsigned a, b, c, d;
+  return isa_detect() >= ISA_AVX2 && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 }
 
 /* AVX512_BF16: CPUID leaf 7 subleaf 1, EAX bit 5 (leaf 7 subleaf 0's EAX
- * is the highest subleaf); only on top of ISA_AVX512 (zmm state saved).
- * Cached like isa_detect. */
-bool isa_has_avx512bf16(void) {
-  static atomic_int cached = -1;
-  int v = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (v < 0) {
-    unsigned a, b, c, d;
-    v = 0;
-    if (isa_detect() >= ISA_AVX512) {
-      __cpuid_count(7, 0, a, b, c, d);
-      if (a >= 1) {
-        __cpuid_count(7, 1, a, b, c, d);
-        v = (a >> 5) & 1u;
-      }
-    }
-    atomic_store_explicit(&cached, v, memory_order_relaxed);
-  }
-  return v;
+ * is the highest subleaf); only on top of ISA_AVX512 (zmm state saved). */
+static bool probe_avx512bf16(void) {
+  unsigned a, b, c, d;
+  if (isa_detect() < ISA_AVX512) return false;
+  __cpuid_count(7, 0, a, b, c, d);
+  if (a < 1) return false;
+  __cpuid_count(7, 1, a, b, c, d);
+  return (a >> 5) & 1u;
 }
 
-/* AVX512_VNNI: CPUID leaf 7 subleaf 0, ECX bit 11, on top of ISA_AVX512.
- * Cached like isa_detect. */
-bool isa_has_avx512vnni(void) {
-  static atomic_int cached = -1;
-  int v = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (v < 0) {
-    unsigned a, b, c, d;
-    v = 0;
-    if (isa_detect() >= ISA_AVX512) {
-      __cpuid_count(7, 0, a, b, c, d);
-      v = (c >> 11) & 1u;
-    }
-    atomic_store_explicit(&cached, v, memory_order_relaxed);
-  }
-  return v;
+/* AVX512_VNNI: CPUID leaf 7 subleaf 0, ECX bit 11, on top of ISA_AVX512. */
+static bool probe_avx512vnni(void) {
+  unsigned a, b, c, d;
+  if (isa_detect() < ISA_AVX512) return false;
+  __cpuid_count(7, 0, a, b, c, d);
+  return (c >> 11) & 1u;
 }
 
 /* AMX-BF16 and AMX-TILE: CPUID leaf 7 EDX bits 22 and 24, with the tile
  * state enabled by the OS (XCR0 bits 17-18), on top of AVX512_BF16 (the AMX
- * kernels convert and finish with it).  Cached like isa_detect. */
+ * kernels convert and finish with it). */
+static bool probe_amx_bf16(void) {
+  unsigned a, b, c, d;
+  if (!isa_has_avx512bf16()) return false;
+  __cpuid_count(7, 0, a, b, c, d);
+  return (d & (1u << 22)) && (d & (1u << 24)) && (read_xcr0() & (3u << 17)) == (3u << 17);
+}
+
+bool isa_has_f16c(void) {
+  static atomic_int cached = -1;
+  return cached_probe(&cached, probe_f16c);
+}
+
+bool isa_has_avx512bf16(void) {
+  static atomic_int cached = -1;
+  return cached_probe(&cached, probe_avx512bf16);
+}
+
+bool isa_has_avx512vnni(void) {
+  static atomic_int cached = -1;
+  return cached_probe(&cached, probe_avx512vnni);
+}
+
 bool isa_has_amx_bf16(void) {
   static atomic_int cached = -1;
-  int v = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (v < 0) {
-    unsigned a, b, c, d;
-    v = 0;
-    if (isa_has_avx512bf16()) {
-      __cpuid_count(7, 0, a, b, c, d);
-      v = (d & (1u << 22)) && (d & (1u << 24)) && (read_xcr0() & (3u << 17)) == (3u << 17);
-    }
-    atomic_store_explicit(&cached, v, memory_order_relaxed);
-  }
-  return v;
+  return cached_probe(&cached, probe_amx_bf16);
 }
 #else
 isa_level isa_detect(void) { return ISA_SCALAR; }

@@ -66,45 +66,19 @@ SMELT_TARGET_AVX2 void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, 
   }
 }
 
-/* Few rows (a decode step's GEMV, M <= QGEMM_GEMV_M): one panel at a time,
- * so the weights are read as one front-to-back stream, and U groups of 4 k
- * per step into U sets of accumulators (U * R independent sums).  Two
- * panels at once, as the tile above reads them, are two interleaved streams
- * 32 bytes a step each: measured here 3x slower from memory at one row
- * (10.8 vs 34 GB/s over a 38 MB LM head), while from cache it is as fast. */
-Q8_INLINE void panel_rows(const int R, const int U, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t groups,
-                          int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i c[4][4];
-  for (int u = 0; u < U; u++)
-    for (int r = 0; r < R; r++) c[u][r] = _mm256_setzero_si256();
-  int64_t g = 0;
-  for (; g + U <= groups; g += U)
-    for (int u = 0; u < U; u++) {
-      __m256i bv = _mm256_loadu_si256((const __m256i *)(b + (g + u) * 32));
-      for (int r = 0; r < R; r++)
-        c[u][r] = _mm256_add_epi32(
-            c[u][r], _mm256_madd_epi16(_mm256_maddubs_epi16(group_of(qa + r * lq + 4 * (g + u)), bv), ones));
-    }
-  for (; g < groups; g++) {
-    __m256i bv = _mm256_loadu_si256((const __m256i *)(b + g * 32));
-    for (int r = 0; r < R; r++)
-      c[0][r] = _mm256_add_epi32(c[0][r], _mm256_madd_epi16(_mm256_maddubs_epi16(group_of(qa + r * lq + 4 * g), bv), ones));
-  }
-  for (int r = 0; r < R; r++) {
-    for (int u = 1; u < U; u++) c[0][r] = _mm256_add_epi32(c[0][r], c[u][r]);
-    _mm256_storeu_si256((__m256i *)acc[r], c[0][r]);
-  }
-}
+/* Few rows (a decode step's GEMV): x86/q8_gemv_impl.h */
+#define Q8_GEMV_INLINE Q8_INLINE
+#define Q8_GEMV_MAC(c, a, b) _mm256_add_epi32((c), _mm256_madd_epi16(_mm256_maddubs_epi16((a), (b)), _mm256_set1_epi16(1)))
+#include "kernels/x86/q8_gemv_impl.h"
 
 SMELT_TARGET_AVX2 void qgemm_gemv_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
                                        int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
   (void)panels, (void)pstride;
   switch (rows) {
-    case 1: panel_rows(1, 4, qa, lq, b, groups, acc); return;
-    case 2: panel_rows(2, 2, qa, lq, b, groups, acc); return;
-    case 3: panel_rows(3, 2, qa, lq, b, groups, acc); return;
-    case 4: panel_rows(4, 2, qa, lq, b, groups, acc); return;
+    case 1: q8_gemv_panel(1, 4, qa, lq, b, groups, acc); return;
+    case 2: q8_gemv_panel(2, 2, qa, lq, b, groups, acc); return;
+    case 3: q8_gemv_panel(3, 2, qa, lq, b, groups, acc); return;
+    case 4: q8_gemv_panel(4, 2, qa, lq, b, groups, acc); return;
     default: return;
   }
 }

@@ -120,38 +120,19 @@ VNNI_TARGET void qgemm_store_avx512(const qgemm_args *a, int64_t m0, int rows, i
   }
 }
 
-/* One panel, R rows, U groups per step into U sets of accumulators. */
-VNNI_INLINE void panel_rows(const int R, const int U, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t groups,
-                            int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
-  __m256i c[4][4];
-  for (int u = 0; u < U; u++)
-    for (int r = 0; r < R; r++) c[u][r] = _mm256_setzero_si256();
-  int64_t g = 0;
-  for (; g + U <= groups; g += U)
-    for (int u = 0; u < U; u++) {
-      __m256i bv = _mm256_loadu_si256((const __m256i *)(b + (g + u) * 32));
-      for (int r = 0; r < R; r++)
-        c[u][r] = dpbusd_y(c[u][r], _mm256_set1_epi32(group_of(qa + r * lq + 4 * (g + u))), bv);
-    }
-  for (; g < groups; g++) {
-    __m256i bv = _mm256_loadu_si256((const __m256i *)(b + g * 32));
-    for (int r = 0; r < R; r++)
-      c[0][r] = dpbusd_y(c[0][r], _mm256_set1_epi32(group_of(qa + r * lq + 4 * g)), bv);
-  }
-  for (int r = 0; r < R; r++) {
-    for (int u = 1; u < U; u++) c[0][r] = _mm256_add_epi32(c[0][r], c[u][r]);
-    _mm256_storeu_si256((__m256i *)acc[r], c[0][r]);
-  }
-}
+/* Few rows (a decode step's GEMV): x86/q8_gemv_impl.h on the 256-bit vpdpbusd */
+#define Q8_GEMV_INLINE VNNI_INLINE
+#define Q8_GEMV_MAC(c, a, b) dpbusd_y((c), (a), (b))
+#include "kernels/x86/q8_gemv_impl.h"
 
 VNNI_TARGET void qgemm_gemv_vnni(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
                                  int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
   (void)panels, (void)pstride;
   switch (rows) {
-    case 1: panel_rows(1, 4, qa, lq, b, groups, acc); return;
-    case 2: panel_rows(2, 4, qa, lq, b, groups, acc); return;
-    case 3: panel_rows(3, 2, qa, lq, b, groups, acc); return;
-    case 4: panel_rows(4, 2, qa, lq, b, groups, acc); return;
+    case 1: q8_gemv_panel(1, 4, qa, lq, b, groups, acc); return;
+    case 2: q8_gemv_panel(2, 4, qa, lq, b, groups, acc); return;
+    case 3: q8_gemv_panel(3, 2, qa, lq, b, groups, acc); return;
+    case 4: q8_gemv_panel(4, 2, qa, lq, b, groups, acc); return;
     default: return;
   }
 }
