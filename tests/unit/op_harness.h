@@ -7,6 +7,7 @@
 #ifndef SMELT_TEST_OP_HARNESS_H
 #define SMELT_TEST_OP_HARNESS_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,13 +57,32 @@ static inline smelt_status harness_run_pool(smelt_pool *pool, const char *op_typ
 
 /* The same with an op cache (zeroed op_cache; free with op_cache_free_all):
  * the routes the executor takes in a session (prepared weights, the fast
- * paths the reference device leaves out). */
-static inline smelt_status harness_run_cached(smelt_pool *pool, op_cache *cache, const char *op_type, int opset,
-                                              const ir_attr *attrs, int n_attrs, tensor **in, int n_in,
-                                              tensor **out, int n_out) {
+ * paths the reference device leaves out).  Inputs whose bit is set in
+ * const_mask are the model's initializers (op_input_is_constant: weights
+ * the op may prepare and cache). */
+static inline smelt_status harness_run_cached(smelt_pool *pool, op_cache *cache, unsigned const_mask,
+                                              const char *op_type, int opset, const ir_attr *attrs, int n_attrs,
+                                              tensor **in, int n_in, tensor **out, int n_out) {
   ir_graph *g = NULL;
   TRY(harness_graph(&g, op_type, opset, attrs, n_attrs, in, n_in, n_out));
+  for (int v = g->n_values; v < n_in + n_out; v++) { /* the values the node's inputs and outputs name */
+    char name[16];
+    int id;
+    snprintf(name, sizeof name, "v%d", v);
+    smelt_status s = ir_graph_add_value(g, name, &id);
+    if (s) {
+      harness_graph_free(g);
+      return s;
+    }
+  }
+  for (int i = 0; i < n_in && i < 32; i++)
+    if (in[i] && (const_mask >> i & 1u)) {
+      g->values[i].flags |= IR_VALUE_INITIALIZER;
+      g->values[i].constant = in[i]; /* borrowed: taken back below */
+    }
   smelt_status s = node_run_cached(g, 0, in, out, pool, NULL, NULL, cache);
+  for (int i = 0; i < n_in && i < 32; i++)
+    if (const_mask >> i & 1u) g->values[i].constant = NULL;
   harness_graph_free(g);
   return s;
 }

@@ -66,7 +66,7 @@ static double *naive_conv(const conv_case *cc, const tensor *x, const tensor *w,
   return y;
 }
 
-static bool use_cache; /* run through an op cache: the session's routes */
+static bool use_cache; /* run through an op cache, W a constant: the session's routes */
 
 static void check_conv(smelt_pool *pool, smelt_dtype dt, conv_case cc) {
   for (int i = 0; i < cc.nsp; i++) {
@@ -90,7 +90,7 @@ static void check_conv(smelt_pool *pool, smelt_dtype dt, conv_case cc) {
   tensor *in[] = {&x, &w, cc.bias ? &b : NULL}, *out[] = {&y};
   if (use_cache) {
     op_cache cache = {0};
-    CHECK_OK(harness_run_cached(pool, &cache, "Conv", 22, at, na, in, 3, out, 1));
+    CHECK_OK(harness_run_cached(pool, &cache, 0x2u, "Conv", 22, at, na, in, 3, out, 1));
     op_cache_free_all(&cache, 1);
   } else {
     CHECK_OK(nt_run_pool(pool, "Conv", 22, at, na, in, 3, out, 1));
@@ -142,6 +142,13 @@ static void test_conv_shapes(smelt_pool *pool) {
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 24, 33, 1, {29, 31}, {1, 1}, {3, 2}, {1, 1}, {0}, NULL, true});
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 8, 16, 1, {9, 9}, {1, 1}, {1, 3}, {1, 1}, {0}, "SAME_UPPER", true});
   check_conv(pool, SMELT_F32, (conv_case){1, 2, 20, 12, 1, {37}, {1}, {2}, {1}, {0, 0}, NULL, true});
+  /* strided convolutions with taps over small planes: im2col, then the
+   * transposed GEMM over W^T packed (conv_col_t_route): 7x7 and 14x14
+   * outputs, pads, a 2-image batch, unequal strides, a 1-D one */
+  check_conv(pool, SMELT_F32, (conv_case){2, 1, 64, 64, 1, {14, 14}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, NULL, true});
+  check_conv(pool, SMELT_F32, (conv_case){2, 2, 32, 64, 1, {27, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, NULL, true});
+  check_conv(pool, SMELT_F32, (conv_case){2, 1, 16, 64, 1, {15, 21}, {3, 5}, {2, 3}, {1, 1}, {1, 2, 1, 2}, NULL, false});
+  check_conv(pool, SMELT_F32, (conv_case){1, 1, 24, 32, 1, {99}, {3}, {2}, {1}, {1, 1}, NULL, true});
   use_cache = false;
   /* auto_pad */
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 3, 4, 1, {7, 8}, {3, 4}, {2, 2}, {1, 1}, {0}, "SAME_UPPER", true});
