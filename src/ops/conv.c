@@ -495,20 +495,22 @@ static bool conv_pw_subsample(const conv_geom *g, conv_geom *g2) {
   return true;
 }
 
-typedef struct subsample_job {
+/* A copy out of X (the subsampled input, the column matrix) into dst,
+ * split over items on the pool. */
+typedef struct xcopy_job {
   const conv_geom *g;
   const float *X;
-  float *Xs;
-} subsample_job;
+  float *dst;
+} xcopy_job;
 
 static void subsample_planes(void *ctx, int64_t p0, int64_t p1) {
-  const subsample_job *j = ctx;
+  const xcopy_job *j = ctx;
   const nn_window *w = &j->g->w;
   int64_t oh = w->nsp == 2 ? w->out[0] : 1, ow = w->out[w->nsp - 1];
   int64_t sh = w->nsp == 2 ? w->stride[0] : 1, sw = w->stride[w->nsp - 1], iw = w->in[w->nsp - 1];
   for (int64_t p = p0; p < p1; p++) {
     const float *x = j->X + p * j->g->S_in;
-    float *y = j->Xs + p * j->g->S_out;
+    float *y = j->dst + p * j->g->S_out;
     for (int64_t r = 0; r < oh; r++)
       for (int64_t q = 0; q < ow; q++) y[r * ow + q] = x[r * sh * iw + q * sw];
   }
@@ -524,7 +526,7 @@ static smelt_status conv_subsampled(op_ctx *c, const conv_geom *g, const conv_ge
   size_t bytes = sizeof(float) * (size_t)(g->N * g->C * g->S_out);
   float *Xs = tensor_data_alloc(bytes);
   if (!Xs) return err_nomem("conv: the subsampled input of a strided 1x1 conv", bytes);
-  subsample_job j = {g, X, Xs};
+  xcopy_job j = {g, X, Xs};
   pool_parallel_for(g->N * g->C * g->S_out >= (1 << 15) ? c->pool : NULL, g->N * g->C, 8, subsample_planes, &j);
   smelt_status st = conv_f32(c, g2, Xs, W, B, Y, ep);
   tensor_data_free(Xs);
@@ -602,18 +604,12 @@ static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, c
  * stride-1 layers at those planes ran slower this way (7x7 1.24 -> 1.60,
  * 14x14 0.75 -> 1.22 against the direct kernel and Winograd), so only
  * strided ones take it.  A constant float32 W, with an op cache, only. */
-typedef struct col_job {
-  const conv_geom *g;
-  const float *X;
-  float *col;
-} col_job;
-
 static void col_rows(void *vctx, int64_t i0, int64_t i1) {
-  const col_job *j = vctx;
+  const xcopy_job *j = vctx;
   const conv_geom *g = j->g;
   for (int64_t i = i0; i < i1; i++) { /* item: (image, channel) */
     int64_t n = i / g->C, ch = i % g->C;
-    im2col_rows(g, j->X + n * g->C * g->S_in, 0, g->S_out, j->col + (n * g->Kdim + ch * g->Kk) * g->S_out,
+    im2col_rows(g, j->X + n * g->C * g->S_in, 0, g->S_out, j->dst + (n * g->Kdim + ch * g->Kk) * g->S_out,
                 ch * g->Kk, (ch + 1) * g->Kk);
   }
 }
@@ -640,7 +636,7 @@ static smelt_status conv_col_t_run(op_ctx *c, const conv_geom *g, const float *X
   size_t bytes = sizeof(float) * (size_t)(g->N * g->Kdim * g->S_out);
   float *col = tensor_data_alloc(bytes);
   if (!col) return err_nomem("conv: the column matrix", bytes);
-  col_job cj = {g, X, col};
+  xcopy_job cj = {g, X, col};
   pool_parallel_for(c->pool, g->N * g->C, 8, col_rows, &cj);
   conv_epilogue rest = {0};
   conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
