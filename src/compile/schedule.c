@@ -487,15 +487,12 @@ static smelt_status claim_outputs(sched *s, compiled_plan *p, bufs *B, int *clai
     if (b < 0) continue;
     b = uf_find(B->uf, b);
     if (B->parent[b] != -1) continue;
-    bool shared = claimed[b] >= 0;
+    bool shared = false; /* with another output: each stays in the arena and is copied out */
     for (int j = 0; j < g->n_outputs && !shared; j++) {
       int bj = j == k ? -1 : B->buf_of[s->root[g->outputs[j]]];
       shared = bj >= 0 && uf_find(B->uf, bj) == b;
     }
-    if (shared) {
-      if (claimed[b] >= 0) p->out_bytes[claimed[b]] = 0, claimed[b] = -2;
-      continue;
-    }
+    if (shared) continue;
     claimed[b] = k;
     p->out_bytes[k] = B->b[b].size ? B->b[b].size : 1;
   }

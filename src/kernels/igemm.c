@@ -120,8 +120,7 @@ static smelt_status run(smelt_pool *pool, isa_level isa, const igemm_args *a, co
   return SMELT_OK;
 }
 
-/* Sizes checked; *trivial: nothing (left) to compute. */
-static smelt_status check(const igemm_args *a, bool *trivial) {
+smelt_status igemm_check(const igemm_args *a, bool *trivial) {
   *trivial = false;
   if (a->M < 0 || a->N < 0 || a->K < 0 || a->lda < a->K || a->ldb < a->N || a->ldc < a->N)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "integer matmul: bad sizes M=%lld N=%lld K=%lld", (long long)a->M,
@@ -137,13 +136,13 @@ static smelt_status check(const igemm_args *a, bool *trivial) {
 
 smelt_status igemm_s32_packed(smelt_pool *pool, isa_level isa, const igemm_args *a, const int16_t *packed) {
   bool trivial;
-  TRY(check(a, &trivial));
+  TRY(igemm_check(a, &trivial));
   return trivial ? SMELT_OK : run(pool, isa, a, packed);
 }
 
 smelt_status igemm_s32(smelt_pool *pool, isa_level isa, const igemm_args *a) {
   bool trivial;
-  TRY(check(a, &trivial));
+  TRY(igemm_check(a, &trivial));
   if (trivial) return SMELT_OK;
   size_t bbytes = sizeof(int16_t) * (size_t)igemm_packed_b_len(a->K, a->N);
   int16_t *bp = tensor_data_alloc(bbytes);

@@ -43,6 +43,9 @@ typedef struct igemm_args {
 } igemm_args;
 
 smelt_status igemm_s32(smelt_pool *pool, isa_level isa, const igemm_args *a);
+/* The sizes checked (SMELT_ERR_INVALID_ARGUMENT naming them); *trivial
+ * when nothing is left to compute: M or N is 0, or K is 0 (C then zeroed). */
+smelt_status igemm_check(const igemm_args *a, bool *trivial);
 
 /* B packed ahead (a constant weight), for igemm_s32_packed with the same
  * B, ldb, b_signed, zb, zb_per, K and N: igemm_packed_b_len(K, N) int16,

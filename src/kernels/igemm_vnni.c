@@ -143,10 +143,9 @@ static void run_items(void *ctx, int64_t i0, int64_t i1) {
 }
 
 smelt_status igemm_s32_vnni(smelt_pool *pool, const igemm_args *a, const void *blob) {
-  if (a->M < 0 || a->N < 0 || a->K < 0 || a->lda < a->K || a->ldb < a->N || a->ldc < a->N)
-    return err_set(SMELT_ERR_INVALID_ARGUMENT, "integer matmul: bad sizes M=%lld N=%lld K=%lld", (long long)a->M,
-                   (long long)a->N, (long long)a->K);
-  if (a->M == 0 || a->N == 0) return SMELT_OK;
+  bool trivial;
+  TRY(igemm_check(a, &trivial));
+  if (trivial) return SMELT_OK;
   void *own = NULL;
   if (!blob) {
     size_t nb = igemm_vnni_b_bytes(a->K, a->N);

@@ -85,6 +85,11 @@ void bufcache_free_all(bufcache *c) {
 
 static void handback_init(void) { handback.cap = cap_from_env(); }
 
+static bufcache *handback_cache(void) {
+  pthread_once(&handback_once, handback_init);
+  return &handback;
+}
+
 bufcache *bufcache_enter(bufcache *c) {
   bufcache *prev = current;
   current = c;
@@ -252,8 +257,7 @@ static void release_into(bufcache *c, void *p, size_t sz);
 /* A block the caller handed back, counted against c's budget as a fresh
  * one would be (refused: it stays in the hand-back cache). */
 static void *take_handback(bufcache *c, size_t sz) {
-  pthread_once(&handback_once, handback_init);
-  void *p = take(&handback, sz);
+  void *p = take(handback_cache(), sz);
   if (!p || !c->budget) return p;
   size_t bs = block_size(p);
   if (!admit(c, bs, true)) {
@@ -312,11 +316,7 @@ static void release_into(bufcache *c, void *p, size_t sz) {
 
 void bufcache_release(void *p) {
   if (!p) return;
-  bufcache *c = current;
-  if (!c) {
-    pthread_once(&handback_once, handback_init);
-    c = &handback;
-  }
+  bufcache *c = current ? current : handback_cache();
   size_t sz = block_size(p);
   if (sz >= BUFCACHE_MIN) release_into(c, p, sz);
   else free(p);
