@@ -75,7 +75,8 @@ bool conv_phases_sane(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh
  * least estimated time: the busiest thread's share of work_s (the whole
  * job's compute seconds on one thread; items are handed out dynamically,
  * so at most an even share plus one item), plus the re-read traffic, plus
- * a fixed cost per item. */
+ * a fixed cost per item, those two at rates that grow with the threads
+ * kept busy beyond two. */
 void conv_split(int threads, int64_t per, int64_t R, int64_t min_r, int64_t np, double work_s,
                 double w_bytes, double in_bytes, int64_t *rc, int64_t *pc);
 

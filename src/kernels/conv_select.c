@@ -83,12 +83,14 @@ bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
  * copies and transforms it makes) at a memory rate that more threads do
  * not raise.  Fitted to single-thread timings of the ResNet-18 layers on a
  * Zen 4/5 machine (bench-kernels); they only need to rank the algorithms. */
-#define CM_BW 25e9     /* bytes/s */
+#define CM_BW 25e9     /* bytes/s of one or two threads; grows by threads/2 up to 16 (cm_ctx.bw) */
 #define CM_CALL 20e-6  /* fixed cost of a call (scratch, threads) */
 
 typedef struct cm_ctx {
   const conv_kernels *k;
   double rate; /* flop/s of all threads */
+  double bw;   /* bytes/s of all threads */
+  int threads;
 } cm_ctx;
 
 static double cm_direct(const conv2d_desc *d, const cm_ctx *c) {
@@ -107,7 +109,7 @@ static double cm_direct(const conv2d_desc *d, const cm_ctx *c) {
   int64_t tiles = conv_cdiv(Q, nr), per = fit_tiles < tiles ? fit_tiles : tiles;
   double rows = (double)conv_cdiv(tiles, per) * (conv_cdiv(per * nr, Wq) + extra_rows);
   if (tiles > per && rows > d->OH) bytes += 2.0 * d->N * d->G * (rows - d->OH) * (double)row_bytes; /* write + read */
-  return flops / (c->rate * 0.85) + bytes / CM_BW + CM_CALL;
+  return flops / (c->rate * 0.85) + bytes / c->bw + CM_CALL;
 }
 
 static double cm_im2col(const conv2d_desc *d, const cm_ctx *c) {
@@ -122,7 +124,7 @@ static double cm_im2col(const conv2d_desc *d, const cm_ctx *c) {
    * thread and up to 2.4x at 16 (7x7 and stride-2 planes); at 0.75 the
    * model picked im2col for the 7x7 and 14x14 stride-2 layers. */
   double eff = pointwise ? 0.85 : c->k->isa == ISA_AVX512 ? 0.4 : 0.75;
-  return flops / (c->rate * eff) + bytes / CM_BW + CM_CALL;
+  return flops / (c->rate * eff) + bytes / c->bw + CM_CALL;
 }
 
 static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
@@ -131,9 +133,18 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
   double T = (double)d->N * conv_cdiv(d->OH, m) * conv_cdiv(d->OW, m);
   double cp = (double)conv_cdiv(d->C, k->vl) * k->vl, mp = (double)conv_cdiv(d->M, k->wnr) * k->wnr;
   double flops = 2.0 * a * a * T * cp * mp;
-  double tf = T * (cp * a * a * 4.0 + mp * a * a * 3.0); /* transforms, vectorized adds */
+  /* transforms, vectorized adds; with more threads than tile rows the
+   * driver splits the panels too, each panel chunk transforming its tile
+   * rows' input again (conv_wino_run's split) */
+  double rows = (double)d->N * conv_cdiv(d->OH, m), redo = c->threads > rows ? c->threads / rows : 1;
+  double tf = T * (cp * a * a * 4.0 * redo + mp * a * a * 3.0);
   double bytes = 4.0 * a * a * cp * mp + 8.0 * T * a * a * (cp + mp);
-  return flops / (c->rate * 0.8) + tf / (c->rate * 0.25) + bytes / CM_BW + CM_CALL;
+  /* Tiles are the rows of the batched products: under 4 a thread leave
+   * them short.  16-core Xeon, resnet50's 512 -> 512 3x3 at 7x7 (16 tiles
+   * of F(2x2)) at 16 threads: 0.42-0.49 ms on Winograd, 0.35-0.40 direct;
+   * its 14x14 layers (49 tiles) were faster on Winograd. */
+  double eff = T < 4.0 * c->threads ? T / (4.0 * c->threads) : 1;
+  return (flops / (c->rate * 0.8) + tf / (c->rate * 0.25)) / eff + bytes / c->bw + CM_CALL;
 }
 
 static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
@@ -184,9 +195,18 @@ static bool chanvec_suits(const conv2d_desc *d, const conv_kernels *k) {
 
 conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested,
                         bool cached) {
-  cm_ctx c = {conv_kernels_get(isa), 0};
+  cm_ctx c = {conv_kernels_get(isa), 0, 0, threads > 1 ? threads : 1};
   isa = c.k->isa;
   c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * (threads > 1 ? threads : 1);
+  /* Each thread streams its own part from its own L2 and the shared L3, so
+   * the bandwidth grows with the threads too.  Held at the two-thread rate
+   * (as the model was fitted), 16 threads priced the bytes at 8x their
+   * cost next to the multiply-adds and picked the direct kernel over
+   * Winograd for every 3x3 layer of resnet50, which the two-thread model
+   * picks Winograd for: 16-core Xeon, one process taking turns with the
+   * library before the change, resnet50 / resnet18 / squeezenet 8-22%
+   * faster at 4, 8 and 16 threads (docs/PARALLEL.md). */
+  c.bw = CM_BW * (threads > 2 ? (threads < 16 ? threads : 16) / 2.0 : 1);
   if (requested == CONV_ALGO_WINOGRAD && wino_shape(d)) {
     static const conv_algo w[] = {CONV_ALGO_WINO4, CONV_ALGO_WINO2};
     return pick_cheapest(d, &c, w, 2);
