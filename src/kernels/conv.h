@@ -147,7 +147,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
 bool conv_pointwise_suits(int64_t C, int64_t M, int64_t S);
 /* conv_pointwise_suits, and on AVX-512 every plane of at least
  * CONV_POINTWISE_AVX512_S pixels (kernels/conv_pointwise.c says why). */
-#define CONV_POINTWISE_AVX512_S 196
+#define CONV_POINTWISE_AVX512_S 49
 bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S);
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
                                 int64_t S, const float *X, const float *W, const float *B,

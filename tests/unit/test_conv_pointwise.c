@@ -161,9 +161,10 @@ static void guard_cases(void) {
   CHECK(conv_pointwise_suits(384, 64, 13 * 13) && conv_pointwise_suits(256, 32, 27 * 27));
   CHECK(!conv_pointwise_suits(576, 160, 7 * 7) && !conv_pointwise_suits(512, 1000, 13 * 13));
   CHECK(!conv_pointwise_suits(512, 128, 28 * 28) && !conv_pointwise_suits(1024, 256, 14 * 14));
-  /* AVX-512 takes every plane from 14x14 up; 7x7 and AVX2 keep the rule above */
+  /* AVX-512 takes every plane from 7x7 up; smaller ones and AVX2 keep the rule above */
   CHECK(conv_pointwise_route(ISA_AVX512, 1024, 256, 14 * 14) && conv_pointwise_route(ISA_AVX512, 512, 128, 28 * 28));
-  CHECK(!conv_pointwise_route(ISA_AVX512, 2048, 512, 7 * 7) && !conv_pointwise_route(ISA_AVX2, 1024, 256, 14 * 14));
+  CHECK(conv_pointwise_route(ISA_AVX512, 2048, 512, 7 * 7) && !conv_pointwise_route(ISA_AVX512, 2048, 512, 6 * 6));
+  CHECK(!conv_pointwise_route(ISA_AVX2, 1024, 256, 14 * 14) && !conv_pointwise_route(ISA_AVX2, 2048, 512, 7 * 7));
   CHECK(conv_pointwise_route(ISA_AVX2, 16, 96, 112 * 112) && !conv_pointwise_route(ISA_AVX512, 0, 96, 112 * 112));
   /* the transposed route: 7x7, not 14x14; none without a packed GEMM */
   CHECK(!conv_pointwise_t_suits(ISA_SCALAR, 320, 1280, 7 * 7));
