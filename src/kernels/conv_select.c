@@ -204,7 +204,7 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
    * cost next to the multiply-adds and picked the direct kernel over
    * Winograd for every 3x3 layer of resnet50, which the two-thread model
    * picks Winograd for: 16-core Xeon, one process taking turns with the
-   * library before the change, resnet50 / resnet18 / squeezenet 8-22%
+   * library before the change, resnet50 7-18%, resnet18 13-28%, squeezenet 5-16%
    * faster at 4, 8 and 16 threads (docs/PARALLEL.md). */
   c.bw = CM_BW * (threads > 2 ? (threads < 16 ? threads : 16) / 2.0 : 1);
   if (requested == CONV_ALGO_WINOGRAD && wino_shape(d)) {
