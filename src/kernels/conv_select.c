@@ -197,7 +197,7 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
                         bool cached) {
   cm_ctx c = {conv_kernels_get(isa), 0, 0, threads > 1 ? threads : 1};
   isa = c.k->isa;
-  c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * (threads > 1 ? threads : 1);
+  c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * c.threads;
   /* Each thread streams its own part from its own L2 and the shared L3, so
    * the bandwidth grows with the threads too.  Held at the two-thread rate
    * (as the model was fitted), 16 threads priced the bytes at 8x their
@@ -206,7 +206,7 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
    * picks Winograd for: 16-core Xeon, one process taking turns with the
    * library before the change, resnet50 7-18%, resnet18 13-28%, squeezenet 5-16%
    * faster at 4, 8 and 16 threads (docs/PARALLEL.md). */
-  c.bw = CM_BW * (threads > 2 ? (threads < 16 ? threads : 16) / 2.0 : 1);
+  c.bw = CM_BW * (c.threads > 2 ? (c.threads < 16 ? c.threads : 16) / 2.0 : 1);
   if (requested == CONV_ALGO_WINOGRAD && wino_shape(d)) {
     static const conv_algo w[] = {CONV_ALGO_WINO4, CONV_ALGO_WINO2};
     return pick_cheapest(d, &c, w, 2);
