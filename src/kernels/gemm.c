@@ -11,8 +11,11 @@
  *     is shared and needs no barrier.
  *   - Work items are (ic, jt): an MC-row block of C times a range of column
  *     panels.  Each thread claims items from an atomic counter; for every K
- *     block it packs its A block (mc x kc, MR-row micro-panels) into its own
- *     buffer and runs the micro-kernel over the item's panels.  On several
+ *     block the micro-kernel runs over the item's panels, reading A where
+ *     it lies (A not transposed: gemm_arch.ukr_ia, row i of a tile at
+ *     A + i*lda; see in_a_note below).  A transposed is packed: each
+ *     thread packs its A block (mc x kc, MR-row micro-panels) into its own
+ *     buffer for every K block.  On several
  *     threads, when A's panels for the K super-block fit GEMM_SHARED_A_BYTES
  *     and A blocks would be packed again (several K blocks and items
  *     sharing row blocks, or several N chunks),
@@ -111,6 +114,7 @@ typedef struct gemm_arch {
   gemm_direct_fn direct;
   int dmr, dnr; /* direct kernel tile */
   gemm_blocking blk;
+  gemm_ukernel_ia_fn ukr_ia; /* the packed tile with A read in place */
 } gemm_arch;
 
 /* An item's C (mc rows x its panels) above this, in rows that do not
@@ -136,10 +140,10 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
     *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
                      f32_gemm_smallm_avx512, f32_gemm_smallm_packed_avx512, f32_gemm_smallm_store_avx512,
                      f32_gemm_direct_8x32_avx512, 8, 32,
-                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000, 0}};
+                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000, 0}, f32_gemm_8x32_ia_avx512};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
-                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000, 0}};
+                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000, 0}, f32_gemm_6x16_ia_avx2};
   }
 #endif
   if (!a->ukr) return false;
@@ -327,6 +331,7 @@ typedef struct packed_ctx {
   const float *pre_b;         /* B packed ahead (whole), or NULL */
   int64_t pre_b_off;          /* ...where this chunk's panels start */
   const float *pre_a;         /* A packed ahead (whole), or NULL */
+  bool in_a;                  /* A read where it lies (ukr_ia), never packed */
   int64_t m_pad;              /* M rounded up to MR (pre_a's rows) */
   float *sh_a;                /* A of the K pass packed once, shared by the threads (pre_a's layout), or NULL */
   atomic_uchar *astate;       /* ...per row block, K block and slice: PANEL_* */
@@ -464,7 +469,9 @@ static void run_panel(packed_ctx *x, gemm_store *st, const float *abuf, int64_t 
 #endif
     if (st->bias_kind == GEMM_BIAS_COL) st->bias = ep->bias + j;
     else if (st->bias_kind == GEMM_BIAS_ROW) st->bias = ep->bias + i0 + ir;
-    ar->ukr(kc, abuf + ir * kc, bp, p->C + (i0 + ir) * p->ldc + j, p->ldc, mr, nr, st);
+    float *c = p->C + (i0 + ir) * p->ldc + j;
+    if (x->in_a) ar->ukr_ia(kc, abuf + ir * p->lda, p->lda, bp, c, p->ldc, mr, nr, st);
+    else ar->ukr(kc, abuf + ir * kc, bp, c, p->ldc, mr, nr, st);
   }
 }
 
@@ -493,6 +500,7 @@ static void packed_item_panels(packed_ctx *x, float *abuf, int64_t ic, int64_t i
   for (int64_t pc = 0; pc < x->n_pc; pc++) { /* A ready for every K block */
     int64_t p0 = x->q0 + pc * x->kc;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
+    if (x->in_a) break;
     if (x->sh_a) (void)a_block(x, ic, pc, i0, mc, p0, kc);
     else if (!x->pre_a && *packed_ic != ic) x->ar->pack_a(x->p, i0, mc, p0, kc, abuf + pc * x->a_pc_len);
   }
@@ -501,7 +509,8 @@ static void packed_item_panels(packed_ctx *x, float *abuf, int64_t ic, int64_t i
     for (int64_t pc = 0; pc < x->n_pc; pc++) {
       int64_t p0 = x->q0 + pc * x->kc;
       int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-      const float *a = x->pre_a  ? x->pre_a + x->m_pad * p0 + i0 * kc
+      const float *a = x->in_a   ? x->p->A + i0 * x->p->lda + p0
+                       : x->pre_a  ? x->pre_a + x->m_pad * p0 + i0 * kc
                        : x->sh_a ? x->sh_a + x->m_pad * (p0 - x->q0) + i0 * kc
                                  : abuf + pc * x->a_pc_len;
       gemm_store st = store_for(x, pc);
@@ -526,7 +535,8 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
     /* With one K block the A block survives to the next item of the same ic.
      * A packed ahead holds the block at row i0 of K block p0 in place. */
-    if (x->pre_a) abuf = (float *)(x->pre_a + x->m_pad * p0 + i0 * kc);
+    if (x->in_a) abuf = (float *)(p->A + i0 * p->lda + p0); /* read only */
+    else if (x->pre_a) abuf = (float *)(x->pre_a + x->m_pad * p0 + i0 * kc);
     else if (x->sh_a) abuf = (float *)a_block(x, ic, pc, i0, mc, p0, kc);
     else if (x->n_pc > 1 || *packed_ic != ic) x->ar->pack_a(p, i0, mc, p0, kc, abuf);
     *packed_ic = x->n_pc > 1 ? -1 : ic;
@@ -556,14 +566,14 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
 
 /* Splits one N chunk into items: row blocks x column ranges, at least two
  * per thread when the rows alone do not divide evenly among the threads.
- * With A shared (packed once per K pass, whoever needs a block first) an
- * item costs no packing of its own, so there are at least GEMM_ITEMS_PER_THREAD
+ * With A shared (packed once per K pass, whoever needs a block first) or
+ * read in place an item costs no packing of its own, so there are at least GEMM_ITEMS_PER_THREAD
  * per thread: a thread that starts late or loses its core for a while
  * (another process) then holds up a smaller share of the product. */
 #define GEMM_ITEMS_PER_THREAD 4
 static void plan_items(packed_ctx *x, int threads) {
   int64_t jt = 1;
-  if (threads > 1 && x->sh_a) jt = ceil_div(GEMM_ITEMS_PER_THREAD * threads, x->n_ic);
+  if (threads > 1 && (x->sh_a || x->in_a)) jt = ceil_div(GEMM_ITEMS_PER_THREAD * threads, x->n_ic);
   else if (threads > 1 && x->n_ic % threads != 0) jt = ceil_div(2 * threads, x->n_ic);
   x->jt_len = ceil_div(x->n_jr, jt);
   x->n_jt = ceil_div(x->n_jr, x->jt_len);
@@ -589,6 +599,7 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   x.kc = l.kc;
   x.pre_b = gemm_packed_b_for(p->packed_b, &l, p);
   x.pre_a = gemm_packed_a_for(p->packed_a, &l, p);
+  x.in_a = !x.pre_a && !p->trans_a && ar->ukr_ia;
   x.m_pad = round_up(p->M, MR);
   int64_t n_pc_max = ceil_div(qk_max, x.kc);
   x.n_ic = ceil_div(p->M, blk->mc);
@@ -609,7 +620,7 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
    * same time as the others, which sharing would only serialize (vit_tiny's
    * 130 x 192 x 192, vit_b16's 197 rows in two blocks, one per thread). */
   bool items_share_rows = threads > 1 && x.n_ic % threads != 0; /* plan_items' column split */
-  bool share_a = !x.pre_a && threads > 1 && ((n_pc_max > 1 && items_share_rows) || chunk < p->N) &&
+  bool share_a = !x.pre_a && !x.in_a && threads > 1 && ((n_pc_max > 1 && items_share_rows) || chunk < p->N) &&
                  (double)x.m_pad * (double)qk_max * sizeof(float) <= GEMM_SHARED_A_BYTES;
   /* Several K blocks and the A of a row block for all of them small enough
    * for L2: panels outer, K blocks inner (packed_item_panels) where
@@ -617,7 +628,7 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
   x.a_whole_ok = n_pc_max > 1 && ar->blk.panels_outer >= 0 &&
                  (double)x.mc * (double)qk_max * sizeof(float) <= GEMM_A_WHOLE_BYTES;
   x.a_pc_len = round_up(x.mc * x.kc, 16);
-  x.abuf_len = x.pre_a || share_a ? 0 : x.a_whole_ok ? n_pc_max * x.a_pc_len : x.a_pc_len;
+  x.abuf_len = x.pre_a || x.in_a || share_a ? 0 : x.a_whole_ok ? n_pc_max * x.a_pc_len : x.a_pc_len;
   size_t abuf_bytes = share_a ? (size_t)round_up(x.m_pad * qk_max, 16) * sizeof(float)
                               : (size_t)threads * (size_t)x.abuf_len * sizeof(float);
   x.n_aslices = ceil_div(x.mc, GEMM_A_SLICE * MR);

@@ -21,6 +21,11 @@ typedef struct gemm_store {
 typedef void (*gemm_ukernel_fn)(int64_t kc, const float *a, const float *b, float *c,
                                 int64_t ldc, int mr, int nr, const gemm_store *st);
 
+/* The same tile with A read in place, not packed: row i of the tile at
+ * a + i*lda, K contiguous (rows past mr are never read). */
+typedef void (*gemm_ukernel_ia_fn)(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+                                   int64_t ldc, int mr, int nr, const gemm_store *st);
+
 /* Direct (unpacked) kernel for small problems: a C tile from op(A)[i][k] =
  * a[i*rsa + k*csa] and B not transposed (row k at b + k*ldb), full K. */
 typedef void (*gemm_direct_fn)(int64_t K, const float *a, int64_t rsa, int64_t csa,
@@ -65,6 +70,10 @@ void f32_gemm_6x16_avx2(int64_t kc, const float *a, const float *b, float *c, in
                         int mr, int nr, const gemm_store *st);
 void f32_gemm_8x32_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
                           int mr, int nr, const gemm_store *st);
+void f32_gemm_6x16_ia_avx2(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                           int mr, int nr, const gemm_store *st);
+void f32_gemm_8x32_ia_avx512(int64_t kc, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
+                             int mr, int nr, const gemm_store *st);
 void f32_gemm_direct_8x32_avx512(int64_t K, const float *a, int64_t rsa, int64_t csa,
                                  const float *b, int64_t ldb, float *c, int64_t ldc, int mr,
                                  int nr, const gemm_store *st);

@@ -13,10 +13,10 @@
 #define MR 8
 #define NV 2 /* zmm vectors per row: NR = 32 */
 
-SMELT_TARGET_AVX512
-void f32_gemm_8x32_avx512(int64_t kc, const float *restrict a, const float *restrict b,
-                          float *restrict c, int64_t ldc, int mr, int nr,
-                          const gemm_store *st_arg) {
+/* The tile over K: row i's value at step k is row[i][k * ks] (packed A:
+ * row[i] = a + i, ks = MR; A in place: row[i] = a + i * lda, ks = 1). */
+AVX512_INLINE void tile_8x32(int64_t kc, const float *const row[MR], const int64_t ks, const float *restrict b,
+                             float *restrict c, int64_t ldc, int mr, int nr, const gemm_store *st_arg) {
   /* A local copy: stores to C cannot alias it, so its fields stay in
    * registers through the tile store. */
   const gemm_store st_copy = *st_arg, *st = &st_copy;
@@ -38,16 +38,35 @@ void f32_gemm_8x32_avx512(int64_t kc, const float *restrict a, const float *rest
     for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + 16 * v);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) {
-      __m512 ai = _mm512_set1_ps(a[i]);
+      __m512 ai = _mm512_set1_ps(row[i][k * ks]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(ai, bv[v], acc[i][v]);
     }
-    a += MR;
     b += 16 * NV;
   }
   __mmask16 m[NV];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; v++) m[v] = avx512_mask(nr - 16 * v);
   avx512_store_8x32(acc, c, ldc, mr, m, st);
+}
+
+SMELT_TARGET_AVX512
+void f32_gemm_8x32_avx512(int64_t kc, const float *restrict a, const float *restrict b,
+                          float *restrict c, int64_t ldc, int mr, int nr,
+                          const gemm_store *st) {
+  const float *row[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++) row[i] = a + i;
+  tile_8x32(kc, row, MR, b, c, ldc, mr, nr, st);
+}
+
+/* A read where it lies; rows past mr repeat row 0 (never stored). */
+SMELT_TARGET_AVX512
+void f32_gemm_8x32_ia_avx512(int64_t kc, const float *restrict a, int64_t lda, const float *restrict b,
+                             float *restrict c, int64_t ldc, int mr, int nr, const gemm_store *st) {
+  const float *row[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++) row[i] = a + (i < mr ? i : 0) * lda;
+  tile_8x32(kc, row, 1, b, c, ldc, mr, nr, st);
 }
 #endif
