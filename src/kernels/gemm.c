@@ -495,24 +495,31 @@ static gemm_store store_for(const packed_ctx *x, int64_t pc) {
  * block from wherever mc rows x the item's panels fall -- L3 or memory for
  * a wide product such as a vocabulary projection (128 x 50257: 1.4 MiB per
  * N chunk).  A comes from L2 as before (mc x qk within GEMM_A_WHOLE_BYTES). */
+/* Where the A block (rows from i0, the K block at p0 of kc) lies when the
+ * item does not pack it: A itself (in_a), A packed ahead, or the shared
+ * copy (ready once a_block returned); NULL when the slot's buffer holds it. */
+static const float *a_ready(const packed_ctx *x, int64_t i0, int64_t p0, int64_t kc) {
+  if (x->in_a) return x->p->A + i0 * x->p->lda + p0;
+  if (x->pre_a) return x->pre_a + x->m_pad * p0 + i0 * kc;
+  if (x->sh_a) return x->sh_a + x->m_pad * (p0 - x->q0) + i0 * kc;
+  return NULL;
+}
+
 static void packed_item_panels(packed_ctx *x, float *abuf, int64_t ic, int64_t i0, int64_t mc, int64_t jp0,
                                int64_t jp1, int64_t *packed_ic) {
   for (int64_t pc = 0; pc < x->n_pc; pc++) { /* A ready for every K block */
     int64_t p0 = x->q0 + pc * x->kc;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-    if (x->in_a) break;
     if (x->sh_a) (void)a_block(x, ic, pc, i0, mc, p0, kc);
-    else if (!x->pre_a && *packed_ic != ic) x->ar->pack_a(x->p, i0, mc, p0, kc, abuf + pc * x->a_pc_len);
+    else if (!a_ready(x, i0, p0, kc) && *packed_ic != ic) x->ar->pack_a(x->p, i0, mc, p0, kc, abuf + pc * x->a_pc_len);
   }
   *packed_ic = ic;
   for (int64_t jp = jp0; jp < jp1; jp++)
     for (int64_t pc = 0; pc < x->n_pc; pc++) {
       int64_t p0 = x->q0 + pc * x->kc;
       int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-      const float *a = x->in_a   ? x->p->A + i0 * x->p->lda + p0
-                       : x->pre_a  ? x->pre_a + x->m_pad * p0 + i0 * kc
-                       : x->sh_a ? x->sh_a + x->m_pad * (p0 - x->q0) + i0 * kc
-                                 : abuf + pc * x->a_pc_len;
+      const float *a = a_ready(x, i0, p0, kc);
+      if (!a) a = abuf + pc * x->a_pc_len;
       gemm_store st = store_for(x, pc);
       const float *next = pc + 1 < x->n_pc ? next_pre_panel(x, pc + 1, jp)
                           : jp + 1 < jp1  ? next_pre_panel(x, 0, jp + 1)
@@ -533,19 +540,19 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
   for (int64_t pc = 0; pc < x->n_pc; pc++) {
     int64_t p0 = x->q0 + pc * x->kc;
     int64_t kc = x->q0 + x->qk - p0 < x->kc ? x->q0 + x->qk - p0 : x->kc;
-    /* With one K block the A block survives to the next item of the same ic.
-     * A packed ahead holds the block at row i0 of K block p0 in place. */
-    if (x->in_a) abuf = (float *)(p->A + i0 * p->lda + p0); /* read only */
-    else if (x->pre_a) abuf = (float *)(x->pre_a + x->m_pad * p0 + i0 * kc);
-    else if (x->sh_a) abuf = (float *)a_block(x, ic, pc, i0, mc, p0, kc);
-    else if (x->n_pc > 1 || *packed_ic != ic) x->ar->pack_a(p, i0, mc, p0, kc, abuf);
+    /* With one K block the A block survives to the next item of the same ic. */
+    const float *a = x->sh_a ? a_block(x, ic, pc, i0, mc, p0, kc) : a_ready(x, i0, p0, kc);
+    if (!a) {
+      if (x->n_pc > 1 || *packed_ic != ic) x->ar->pack_a(p, i0, mc, p0, kc, abuf);
+      a = abuf;
+    }
     *packed_ic = x->n_pc > 1 ? -1 : ic;
     gemm_store st = store_for(x, pc);
     for (int64_t jp = jp0; jp < jp1; jp++) {
       const float *next = jp + 1 < jp1         ? next_pre_panel(x, pc, jp + 1)
                           : pc + 1 < x->n_pc ? next_pre_panel(x, pc + 1, jp0)
                                              : NULL;
-      run_panel(x, &st, abuf, pc, jp, i0, mc, kc, next);
+      run_panel(x, &st, a, pc, jp, i0, mc, kc, next);
     }
   }
 }
