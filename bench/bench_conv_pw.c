@@ -105,9 +105,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nx; i++) X[i] = sinf((float)i * 0.01f);
     for (size_t i = 0; i < nw; i++) W[i] = cosf((float)i * 0.007f) * 0.05f;
     for (int64_t i = 0; i < s->M; i++) Bv[i] = 0.01f * (float)(i % 7);
-    float *wp = malloc(sizeof(float) * (size_t)conv_pointwise_packed_floats(isa, s->C, s->M));
+    int pw = conv_pointwise_panel(isa, s->C, s->S); /* the panels (and so the tile) the op would pack */
+    float *wp = malloc(sizeof(float) * (size_t)conv_pointwise_packed_floats(isa, pw, s->C, s->M));
     if (!wp) return 1;
-    conv_pointwise_pack(isa, s->C, s->M, W, wp);
+    conv_pointwise_pack(isa, pw, s->C, s->M, W, wp);
     gemm_packed *wt = NULL, *wa = NULL;
     if (gemm_pack_b_prepare(pool, isa, true, s->C, s->M, W, s->C, &wt) ||
         gemm_pack_a_prepare(pool, isa, false, s->M, s->C, W, s->C, &wa))
@@ -132,7 +133,7 @@ int main(int argc, char **argv) {
         smelt_status st = SMELT_OK;
         if (route == R_PW) st = conv_pointwise_run(pool, isa, 1, s->C, s->M, s->S, X, W, Bv, &ep, Y);
         else if (route == R_PWT) st = conv_pointwise_t_run(pool, isa, 1, s->C, s->M, s->S, X, W, wt, Bv, &ep, Y);
-        else if (route == R_PWP) st = conv_pointwise_run_packed(pool, isa, 1, s->C, s->M, s->S, X, wp, Bv, &ep, Y);
+        else if (route == R_PWP) st = conv_pointwise_run_packed(pool, isa, pw, 1, s->C, s->M, s->S, X, wp, Bv, &ep, Y);
         else st = gemm_f32_ex(pool, &gp);
         if (st) return 1;
         if (r >= 0) t[route][r] = clock_s() - t0;

@@ -101,6 +101,11 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
 void conv2d_weights_free(conv2d_weights *w);
 /* Floats conv2d_prepare makes for (d, algo, isa). */
 smelt_status conv2d_prepared_floats(const conv2d_desc *d, conv_algo algo, isa_level isa, int64_t *n);
+/* What sets the layout of algo's prepared weights for d on isa beside the
+ * weight's shape (panel widths, which may follow the plane; a revision of
+ * the layout): a saved copy is keyed by it, so
+ * one made by a build that laid the weights out otherwise is never read. */
+int64_t conv2d_prepared_layout(const conv2d_desc *d, conv_algo algo, isa_level isa);
 /* Weights over data prepared earlier (n floats, as conv2d_prepare made them
  * for the same d, algo and isa: a saved copy).  data is not copied and must
  * outlive *out, which the caller frees with conv2d_weights_free. */
@@ -148,18 +153,31 @@ bool conv_pointwise_suits(int64_t C, int64_t M, int64_t S);
 /* conv_pointwise_suits, and on AVX-512 every plane of at least
  * CONV_POINTWISE_AVX512_S pixels (kernels/conv_pointwise.c says why). */
 #define CONV_POINTWISE_AVX512_S 49
+/* Planes of at most this many positions (AVX-512; AVX2: _AVX2) over at
+ * least CONV_POINTWISE_CV_C input channels take the channel-vector tile
+ * (conv_pointwise_panel). */
+#define CONV_POINTWISE_CV_S 196
+#define CONV_POINTWISE_CV_S_AVX2 64
+#define CONV_POINTWISE_CV_C 64
 bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S);
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
                                 int64_t S, const float *X, const float *W, const float *B,
                                 const conv2d_epilogue *ep, float *Y);
 /* The pointwise route over W packed once (CONV_ALGO_POINTWISE prepared
  * weights: conv2d_prepare, or conv_pointwise_pack into
- * conv_pointwise_packed_floats(isa, C, M) floats): panels of the kernel's
- * pmr output channels, K x pmr each, one sequential stream, where the
- * unpacked route reads pmr rows of W a row length apart. */
-int64_t conv_pointwise_packed_floats(isa_level isa, int64_t C, int64_t M);
-void conv_pointwise_pack(isa_level isa, int64_t C, int64_t M, const float *W, float *out);
-smelt_status conv_pointwise_run_packed(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+ * conv_pointwise_packed_floats(isa, pw, C, M) floats): panels of pw output
+ * channels, K x pw each (w[k*pw + i] = W[m0 + i][k], rows past M zero), one
+ * sequential stream, where the unpacked route reads rows of W a row length
+ * apart.  The panel width picks the tile: conv_pointwise_panel(isa, C, S)
+ * is two vectors of channels for the shapes the channel-vector tile suits
+ * (conv_kernels.h: pwc_tile; small planes, whose positions the row-group
+ * tile's vectors cover badly, over enough input channels to pay for its
+ * transposes), else the row-group tile's rows (pwp_tile).  conv_pointwise_run_packed takes either width on any plane
+ * (SMELT_INVALID_ARGUMENT for another). */
+int conv_pointwise_panel(isa_level isa, int64_t C, int64_t S);
+int64_t conv_pointwise_packed_floats(isa_level isa, int pw, int64_t C, int64_t M);
+void conv_pointwise_pack(isa_level isa, int pw, int64_t C, int64_t M, const float *W, float *out);
+smelt_status conv_pointwise_run_packed(smelt_pool *pool, isa_level isa, int pw, int64_t N, int64_t C, int64_t M,
                                        int64_t S, const float *X, const float *Wp, const float *B,
                                        const conv2d_epilogue *ep, float *Y);
 

@@ -9,19 +9,26 @@
 #define DNV 3
 #define WMR 6 /* winograd: 6 tiles x 4 vectors (64 channels) = 24 accumulators */
 #define WNV 4
+#define PCV 2  /* pointwise panels: 2 vectors of output channels */
+#define PCP 14 /* channel-vector pointwise: 14 positions x 2 vectors = 28 accumulators */
 #elif SIMD_LEVEL == 1
 #define CVP 12 /* 12 accumulators + the weight vector + a broadcast */
 #define DMR 4 /* 4 x 3 ymm = 12 accumulators + 3 loads + 1 broadcast */
 #define DNV 3
 #define WMR 6 /* 6 x 2 ymm = 12 accumulators */
 #define WNV 2
+#define PCV 2
+#define PCP 6 /* 6 x 2 ymm = 12 accumulators + 2 weight vectors + a broadcast */
 #else
 #define CVP 8
 #define DMR 4
 #define DNV 4
 #define WMR 4
 #define WNV 4
+#define PCV 8 /* two DMR-row groups, so the two tiles' panels differ */
+#define PCP 1 /* at most VL positions: the tile is transposed by vectors */
 #endif
+#define PMR (PCV * VL) /* output channels per packed pointwise panel */
 
 #define INLINE_ALWAYS __attribute__((always_inline)) inline
 
@@ -586,7 +593,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pw_body)(int64_t K, const float 
     for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
   }
   for (int64_t k = 0; k < K; k++) {
-    /* the next panel's DMR*K floats, a 64-byte line every 16/DMR k */
+    /* DMR*K floats of the next panel, a 64-byte line every 16/DMR k */
     if (pf && k % (16 / DMR) == 0) __builtin_prefetch(pf + DMR * k, 0, 2);
     const float *xk = x + k * ldx;
     vf bv[DNV];
@@ -594,7 +601,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pw_body)(int64_t K, const float 
     for (int v = 0; v < nv; v++) bv[v] = v == nv - 1 && r < VL ? v_loadn(xk + v * VL, r) : v_load(xk + v * VL);
 #pragma GCC unroll 8
     for (int i = 0; i < DMR; i++) {
-      vf ai = v_set1(packed ? w[k * DMR + i] : wr[i][k]);
+      vf ai = v_set1(packed ? w[k * ldw + i] : wr[i][k]);
 #pragma GCC unroll 4
       for (int v = 0; v < nv; v++) acc[i][v] = v_fma(ai, bv[v], acc[i][v]);
     }
@@ -651,6 +658,73 @@ static SIMD_TARGET void SIMD_NAME(pwp_tile)(int64_t K, const float *w, int64_t l
                                             int64_t ldx, int64_t n, const float *bias, const float *res,
                                             float lo, float hi, float *y, int64_t ldy, int mr, const float *pf) {
   SIMD_NAME(pw_any)(K, w, ldw, x, ldx, n, bias, res, lo, hi, y, ldy, mr, pf, true);
+}
+
+/* ---- pointwise tile with the output channels along the vector
+ * (conv_kernels.h: pwc_tile) ---- */
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float *w, const float *x,
+                                                          int64_t ldx, const float *bias, const float *res,
+                                                          float lo, float hi, float *y, int64_t ldy, int mc,
+                                                          const float *pf, const int np) {
+  vf acc[PCP][PCV];
+#pragma GCC unroll 14
+  for (int p = 0; p < np; p++)
+#pragma GCC unroll 4
+    for (int v = 0; v < PCV; v++) acc[p][v] = v_zero();
+  for (int64_t k = 0; k < K; k++) {
+    /* the next panel, PMR*K floats: its k-th PMR-float row */
+    if (pf) {
+#pragma GCC unroll 4
+      for (int l = 0; l < PMR * 4; l += 64) __builtin_prefetch(pf + k * PMR + l / 4, 0, 2);
+    }
+    vf wv[PCV];
+#pragma GCC unroll 4
+    for (int v = 0; v < PCV; v++) wv[v] = v_load(w + k * PMR + v * VL);
+    const float *xk = x + k * ldx;
+#pragma GCC unroll 14
+    for (int p = 0; p < np; p++) {
+      vf b = v_set1(xk[p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < PCV; v++) acc[p][v] = v_fma(b, wv[v], acc[p][v]);
+    }
+  }
+  /* each vector of channels turned into rows over the np positions */
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+#pragma GCC unroll 4
+  for (int v = 0; v < PCV; v++) {
+    if (v * VL >= mc) break;
+    vf t[VL];
+#pragma GCC unroll 16
+    for (int l = 0; l < VL; l++) t[l] = l < np && l < PCP ? acc[l][v] : v_zero();
+    SIMD_NAME(transpose)(t);
+    int nl = mc - v * VL < VL ? mc - v * VL : VL;
+    for (int l = 0; l < nl; l++) {
+      int64_t m = v * VL + l;
+      vf a = t[l];
+      if (bias) a = v_add(a, v_set1(bias[m]));
+      if (res) a = v_add(a, v_loadn(res + m * ldy, np));
+      v_storen(y + m * ldy, SIMD_NAME(clampv)(a, vlo, vhi), np);
+    }
+  }
+}
+
+static SIMD_TARGET void SIMD_NAME(pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np,
+                                            const float *bias, const float *res, float lo, float hi, float *y,
+                                            int64_t ldy, int mc, const float *pf) {
+  switch (np) {
+#define PWC_CASE(n) \
+  case n: SIMD_NAME(pwc_body)(K, w, x, ldx, bias, res, lo, hi, y, ldy, mc, pf, n); break;
+    PWC_CASE(1)
+#if PCP >= 6
+    PWC_CASE(2) PWC_CASE(3) PWC_CASE(4) PWC_CASE(5) PWC_CASE(6)
+#endif
+#if PCP >= 14
+    PWC_CASE(7) PWC_CASE(8) PWC_CASE(9) PWC_CASE(10) PWC_CASE(11) PWC_CASE(12) PWC_CASE(13) PWC_CASE(14)
+#endif
+#undef PWC_CASE
+    default: break;
+  }
 }
 
 /* ---- the transposed pointwise GEMM's output back to channel rows
@@ -908,10 +982,13 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .direct_out = SIMD_NAME(direct_out),
     .cvp = CVP,
     .cvec = SIMD_NAME(cvec),
-    .pmr = DMR,
+    .pmr = PMR,
+    .prows = DMR,
     .pmax_nv = DNV,
     .pw_tile = SIMD_NAME(pw_tile),
     .pwp_tile = SIMD_NAME(pwp_tile),
+    .pcp = PCP,
+    .pwc_tile = SIMD_NAME(pwc_tile),
     .wmr = WMR,
     .wnr = WNV * VL,
     .wgemm = SIMD_NAME(wgemm),

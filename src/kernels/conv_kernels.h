@@ -42,12 +42,13 @@ typedef struct conv_kernels {
                      const float *bias, const float *res, float lo, float hi, float *y, int64_t ys);
 
   /* Pointwise (1x1, stride 1) tile reading X in place: for i < mr, j < n
-   * (1 <= n <= pmax_nv*vl, 1 <= mr <= pmr): y[i*ldy + j] = min(hi, max(lo,
-   * bias[i] + res[i*ldy + j] + sum_k w[i*ldw + k] * x[k*ldx + j])) (bias,
-   * res may be NULL).  Reads and writes nothing past column n.  pf, when
-   * not NULL: pmr*K contiguous floats (the next panel's weight rows)
-   * prefetched into L2 while the tile runs.  pwp_tile: the same over a
-   * packed panel, w[k*pmr + i] (ldw unused; rows past mr read but not
+   * (1 <= n <= pmax_nv*vl, 1 <= mr <= prows): y[i*ldy + j] = min(hi,
+   * max(lo, bias[i] + res[i*ldy + j] + sum_k w[i*ldw + k] * x[k*ldx + j]))
+   * (bias, res may be NULL).  Reads and writes nothing past column n.  pf,
+   * when not NULL: prows*K contiguous floats (weight rows of a panel to
+   * come) prefetched into L2 while the tile runs.  pwp_tile: the same over
+   * prows rows of a packed panel (conv_pointwise_pack: ldw output channels
+   * per panel, prows or pmr, w[k*ldw + i]; rows past mr read but not
    * stored). */
   /* Direct conv with the output channels along the vector (kernels/
    * conv_cvec.c): c[p*vl + v] = bias[v] + sum_k w[k*vl + v] * x[xoff[k] + p]
@@ -58,13 +59,25 @@ typedef struct conv_kernels {
   void (*cvec)(int64_t K, const float *w, const float *x, const int64_t *xoff, const float *bias, float *c,
                int np);
 
-  int pmr, pmax_nv;
+  int pmr, prows, pmax_nv;
   void (*pw_tile)(int64_t K, const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n,
                   const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy,
                   int mr, const float *pf);
   void (*pwp_tile)(int64_t K, const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n,
                    const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy,
                    int mr, const float *pf);
+  /* Pointwise tile with the output channels along the vector, over a whole
+   * packed panel: for i < mc (<= pmr) output channels, j < np (1 <= np <=
+   * pcp) positions, y[i*ldy + j] = min(hi, max(lo, bias[i] + res[i*ldy +
+   * j] + sum_k w[k*pmr + i] * x[k*ldx + j])) (bias, res may be NULL): np
+   * positions broadcast against the panel's pmr channels, the sums turned
+   * back into channel rows at the end.  No lanes are spent on positions
+   * past np, so it suits planes that are not whole tiles of pw_tile's
+   * width (7x7, 14x14).  pf: pmr*K floats (the next panel) prefetched
+   * into L2. */
+  int pcp;
+  void (*pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np, const float *bias,
+                   const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf);
 
   /* Winograd tuple GEMM: c[i*ldc + j] = sum_k a[i*lda + k] * b[k*wnr + j]
    * for i < mr (mr <= wmr), j < wnr (= wnv*vl). */

@@ -11,6 +11,7 @@
  * output-channel panels): a block's K x PB slice of X stays in L1 while
  * every panel of W passes over it. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv.h"
@@ -21,37 +22,70 @@
 
 typedef struct pw_job {
   const conv_kernels *k;
-  bool packed; /* W as conv_pointwise_pack lays it out */
+  bool packed; /* W as conv_pointwise_pack lays it out, panels of pw channels */
+  int64_t pw;
   int64_t C, M, S, PB, nb, np, ppc, nmc;
+  int64_t nt, tpb; /* the channel-vector tile: tiles of the plane, tiles per block */
   const float *X, *W, *B, *res;
   float lo, hi;
   float *Y;
 } pw_job;
 
+/* The row-group tile (pw_tile, pwp_tile): items of (image, block of PB
+ * pixels, chunk of ppc groups of prows output channels). */
 static void pw_items(void *vctx, int64_t i0, int64_t i1) {
   const pw_job *j = vctx;
   const conv_kernels *k = j->k;
-  int64_t NR = (int64_t)k->pmax_nv * k->vl;
+  int64_t NR = (int64_t)k->pmax_nv * k->vl, C = j->C;
   for (int64_t it = i0; it < i1; it++) {
     int64_t mc = it % j->nmc, rest = it / j->nmc, b = rest % j->nb, n = rest / j->nb;
     int64_t q0 = b * j->PB, q1 = q0 + j->PB < j->S ? q0 + j->PB : j->S;
     int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np;
-    const float *x = j->X + n * j->C * j->S;
+    const float *x = j->X + n * C * j->S;
     for (int64_t p = p0; p < p1; p++) {
-      int64_t m0 = p * k->pmr;
-      int mr = (int)(j->M - m0 < k->pmr ? j->M - m0 : k->pmr);
+      int64_t m0 = p * k->prows, s = j->packed ? m0 % j->pw : 0;
+      int mr = (int)(j->M - m0 < k->prows ? j->M - m0 : k->prows);
       int64_t yoff = (n * j->M + m0) * j->S;
-      /* a panel's pmr rows are pmr*C contiguous floats either way */
-      const float *w = j->W + m0 * j->C, *bias = j->B ? j->B + m0 : NULL;
-      /* the next panel streams in while this one's first tile runs: a
-       * weight is cold (untouched since the previous run), and rows of
+      const float *w = j->packed ? j->W + (m0 - s) * C + s : j->W + m0 * C, *bias = j->B ? j->B + m0 : NULL;
+      /* weight rows to come stream in while this group's first tile runs
+       * (a weight is cold, untouched since the previous run, and rows of
        * the model file in 4 KiB pages stop the hardware prefetchers at
-       * every page */
-      const float *pf = p + 1 < j->np ? w + k->pmr * j->C : NULL;
+       * every page): the next group's rows, or in a packed W the group's
+       * share (prows*C floats) of the next panel */
+      const float *pf = m0 + k->prows >= j->M ? NULL
+                        : j->packed      ? (m0 - s + j->pw < j->M ? j->W + (m0 - s + j->pw) * C + s * C : NULL)
+                                         : j->W + (m0 + k->prows) * C;
       for (int64_t q = q0; q < q1; q += NR, pf = NULL)
-        (j->packed ? k->pwp_tile : k->pw_tile)(j->C, w, j->C, x + q, j->S, q1 - q < NR ? q1 - q : NR, bias,
+        (j->packed ? k->pwp_tile : k->pw_tile)(C, w, j->packed ? j->pw : C, x + q, j->S, q1 - q < NR ? q1 - q : NR, bias,
                                                j->res ? j->res + yoff + q : NULL, j->lo, j->hi, j->Y + yoff + q,
                                                j->S, mr, pf);
+    }
+  }
+}
+
+/* The channel-vector tile (pwc_tile, packed W only): items of (image,
+ * block of tpb tiles, chunk of ppc panels); the plane in nt tiles of
+ * S/nt positions (give or take one), so no tile is a sliver. */
+static void pwc_items(void *vctx, int64_t i0, int64_t i1) {
+  const pw_job *j = vctx;
+  const conv_kernels *k = j->k;
+  int64_t C = j->C, S = j->S;
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t mc = it % j->nmc, rest = it / j->nmc, b = rest % j->nb, n = rest / j->nb;
+    int64_t t0 = b * j->tpb, t1 = t0 + j->tpb < j->nt ? t0 + j->tpb : j->nt;
+    int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np;
+    const float *x = j->X + n * C * S;
+    for (int64_t p = p0; p < p1; p++) {
+      int64_t m0 = p * k->pmr;
+      int mcn = (int)(j->M - m0 < k->pmr ? j->M - m0 : k->pmr);
+      const float *w = j->W + m0 * C, *bias = j->B ? j->B + m0 : NULL;
+      const float *pf = m0 + k->pmr < j->M ? w + k->pmr * C : NULL;
+      for (int64_t t = t0; t < t1; t++, pf = NULL) {
+        int64_t q = t * S / j->nt, q1 = (t + 1) * S / j->nt;
+        int64_t yoff = (n * j->M + m0) * S + q;
+        k->pwc_tile(C, w, x + q, S, (int)(q1 - q), bias, j->res ? j->res + yoff : NULL, j->lo, j->hi,
+                    j->Y + yoff, S, mcn, pf);
+      }
     }
   }
 }
@@ -101,44 +135,83 @@ bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S) {
   return isa == ISA_AVX512 && C >= 1 && M >= 1 && S >= CONV_POINTWISE_AVX512_S;
 }
 
-/* W (M x C) packed for isa: panels of pmr output channels, each K x pmr
- * (w[k*pmr + i] = W[m0 + i][k]), the last one's rows past M zero. */
-int64_t conv_pointwise_packed_floats(isa_level isa, int64_t C, int64_t M) {
+/* Measured on the 2-core Emerald Rapids Xeon (AVX-512; 1 thread hot, 2
+ * threads with the caches evicted before each run, the two tiles taking
+ * turns): the channel-vector tile 1.1-1.26x faster than the row-group tile
+ * on resnet50's 14x14 layers (C or M 1024), 1.13-1.69x on 7x7 layers
+ * (mobilenet_v2's 960 -> 160 and 160 -> 960, resnet50's 2048 -> 512),
+ * 1.14-1.25x on 13x13 ones with C 256 and up, even (0.93-1.06x) on
+ * mobilenet_v2's small 14x14 layers (96 <-> 576).  On 28x28 and larger
+ * planes it lost (0.66-0.91x: the row-group tile wastes few lanes there,
+ * and the channel-vector tile reads its panel from L2 for every 14
+ * positions), and a 16x16 plane was 0.9x; under 64 input channels its
+ * transposes cost more than the lanes saved (C 16-32 at 14x14: 0.76-0.91x;
+ * 48-64: 0.96-0.99x).  The AVX2 kernels (run on the same machine): 7x7
+ * 1.1-1.31x, 14x14 0.95-1.04x.  SMELT_PW_CV=0/1 forces the row-group /
+ * channel-vector panels for every shape (measurements). */
+int conv_pointwise_panel(isa_level isa, int64_t C, int64_t S) {
   const conv_kernels *k = conv_kernels_get(isa);
-  return conv_cdiv(M, k->pmr) * k->pmr * C;
+  const char *e = getenv("SMELT_PW_CV");
+  int64_t lim = isa >= ISA_AVX512 ? CONV_POINTWISE_CV_S : isa >= ISA_AVX2 ? CONV_POINTWISE_CV_S_AVX2 : 0;
+  bool cv = e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] == '1' : S <= lim && C >= CONV_POINTWISE_CV_C;
+  return cv ? k->pmr : k->prows;
 }
 
-void conv_pointwise_pack(isa_level isa, int64_t C, int64_t M, const float *W, float *out) {
-  int64_t pmr = conv_kernels_get(isa)->pmr;
-  for (int64_t m0 = 0; m0 < M; m0 += pmr)
+/* W (M x C) packed for isa: panels of pw output channels, each K x pw
+ * (w[k*pw + i] = W[m0 + i][k]), the last one's rows past M zero. */
+int64_t conv_pointwise_packed_floats(isa_level isa, int pw, int64_t C, int64_t M) {
+  (void)isa;
+  return conv_cdiv(M, pw) * pw * C;
+}
+
+void conv_pointwise_pack(isa_level isa, int pw, int64_t C, int64_t M, const float *W, float *out) {
+  (void)isa;
+  for (int64_t m0 = 0; m0 < M; m0 += pw)
     for (int64_t c = 0; c < C; c++)
-      for (int64_t i = 0; i < pmr; i++) *out++ = m0 + i < M ? W[(m0 + i) * C + c] : 0.f;
+      for (int64_t i = 0; i < pw; i++) *out++ = m0 + i < M ? W[(m0 + i) * C + c] : 0.f;
 }
 
 static smelt_status pw_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M, int64_t S,
-                           const float *X, const float *W, bool packed, const float *B,
+                           const float *X, const float *W, int pw, const float *B,
                            const conv2d_epilogue *ep, float *Y) {
+  const conv_kernels *k = conv_kernels_get(isa);
+  if (pw && pw != k->pmr && pw != k->prows)
+    return err_set(SMELT_ERR_INVALID_ARGUMENT, "pointwise conv: panels of %d channels (%s takes %d or %d)", pw,
+                   isa_name(isa), k->pmr, k->prows);
   if (N < 0 || C < 1 || M < 0 || S < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "pointwise conv: bad geometry N=%lld C=%lld M=%lld S=%lld",
                    (long long)N, (long long)C, (long long)M, (long long)S);
   if (N * M * S == 0) return SMELT_OK;
-  const conv_kernels *k = conv_kernels_get(isa);
   int64_t NR = (int64_t)k->pmax_nv * k->vl;
-  pw_job j = {.k = k, .packed = packed, .C = C, .M = M, .S = S, .X = X, .W = W, .B = B, .Y = Y,
+  pw_job j = {.k = k, .packed = pw != 0, .pw = pw, .C = C, .M = M, .S = S, .X = X, .W = W, .B = B, .Y = Y,
               .res = ep ? ep->residual : NULL, .lo = ep ? ep->lo : -INFINITY,
               .hi = ep ? ep->hi : INFINITY};
+  int threads = pool_threads(pool);
+  /* at least 8 items per thread, so the last one to finish waits for at
+   * most an eighth of a share (a 14x14 plane at C = 576 is 9 blocks: 5 + 4
+   * over 2 threads) */
+  int64_t want = threads > 1 ? 8 * (int64_t)threads : 4;
+  if (pw == k->pmr && k->pmr != k->prows) {
+    /* one panel per item before the plane is cut, so a panel's weight is
+     * read by as few items as can keep the threads busy */
+    j.np = conv_cdiv(M, k->pmr);
+    j.nt = conv_cdiv(S, k->pcp);
+    j.nmc = j.np, j.ppc = 1;
+    j.nb = N * j.np >= want ? 1 : conv_cdiv(want, N * j.np);
+    if (j.nb > j.nt) j.nb = j.nt;
+    j.tpb = conv_cdiv(j.nt, j.nb);
+    j.nb = conv_cdiv(j.nt, j.tpb);
+    pool_parallel_for(pool, N * j.nb * j.nmc, 1, pwc_items, &j);
+    return SMELT_OK;
+  }
   /* a block's slice of X: ~24 KiB, whole tiles */
   j.PB = (6144 / C) / NR * NR;
   if (j.PB < NR) j.PB = NR;
   if (j.PB > conv_cdiv(S, NR) * NR) j.PB = conv_cdiv(S, NR) * NR;
   j.nb = conv_cdiv(S, j.PB);
-  j.np = conv_cdiv(M, k->pmr);
-  int threads = pool_threads(pool);
-  /* split the panels too when there are few pixel blocks: at least 8
-   * items per thread, so the last one to finish waits for at most an
-   * eighth of a share (a 14x14 plane at C = 576 is 9 blocks: 5 + 4 over 2
-   * threads) */
-  int64_t nmc = 1, want = threads > 1 ? 8 * (int64_t)threads : 4;
+  j.np = conv_cdiv(M, k->prows);
+  /* split the row groups too when there are few pixel blocks */
+  int64_t nmc = 1;
   while (N * j.nb * nmc < want && nmc < j.np) nmc *= 2;
   j.ppc = conv_cdiv(j.np, nmc);
   j.nmc = conv_cdiv(j.np, j.ppc);
@@ -149,13 +222,14 @@ static smelt_status pw_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C
 smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
                                 int64_t S, const float *X, const float *W, const float *B,
                                 const conv2d_epilogue *ep, float *Y) {
-  return pw_run(pool, isa, N, C, M, S, X, W, false, B, ep, Y);
+  return pw_run(pool, isa, N, C, M, S, X, W, 0, B, ep, Y);
 }
 
-smelt_status conv_pointwise_run_packed(smelt_pool *pool, isa_level isa, int64_t N, int64_t C, int64_t M,
+smelt_status conv_pointwise_run_packed(smelt_pool *pool, isa_level isa, int pw, int64_t N, int64_t C, int64_t M,
                                        int64_t S, const float *X, const float *Wp, const float *B,
                                        const conv2d_epilogue *ep, float *Y) {
-  return pw_run(pool, isa, N, C, M, S, X, Wp, true, B, ep, Y);
+  if (pw < 1) return err_set(SMELT_ERR_INVALID_ARGUMENT, "pointwise conv: panels of %d channels", pw);
+  return pw_run(pool, isa, N, C, M, S, X, Wp, pw, B, ep, Y);
 }
 
 /* ---- the transposed route (kernels/conv.h: conv_pointwise_t_run) ---- */

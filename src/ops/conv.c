@@ -350,13 +350,13 @@ static void conv_desc_of(const conv_geom *g, conv2d_desc *d) {
 /* Prepared weights through the session's store on disk (op_cache.store,
  * ops/op_cache.h): a saved copy is mapped instead of transforming W again. */
 typedef struct conv_prep_desc {
-  int64_t algo, isa, C, M, G, KH, KW;
+  int64_t algo, isa, C, M, G, KH, KW, layout;
 } conv_prep_desc;
 
 static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_algo algo, isa_level isa,
                                         const float *W, conv2d_weights **pw) {
   if (!c->cache || !c->cache->store) return conv2d_prepare(c->pool, d, algo, isa, W, pw);
-  conv_prep_desc pd = {algo, isa, d->C, d->M, d->G, d->KH, d->KW};
+  conv_prep_desc pd = {algo, isa, d->C, d->M, d->G, d->KH, d->KW, conv2d_prepared_layout(d, algo, isa)};
   size_t w_bytes = sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW);
   int64_t n = 0;
   TRY(conv2d_prepared_floats(d, algo, isa, &n));

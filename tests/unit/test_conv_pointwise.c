@@ -6,7 +6,8 @@
  * the transposed route (conv_pointwise_t_run) with and without W^T packed;
  * the route over W packed once (conv_pointwise_run_packed, directly and
  * through conv2d_prepare / conv2d_run_ep);
- * planes 1x1, 7x7, 13x17 and one longer than a pixel block; batch 2; with
+ * on both its tiles (row groups, channel vectors);
+ * planes 1x1, 1x2, 7x7, 14x14, 13x17 and one longer than a pixel block; batch 2; with
  * and without bias, residual and clamp.  Canaries after Y catch writes
  * past the end.  Error bound as in test_conv_kernels.c:
  * |got - want| <= 2e-6 * (sum |x w| + |b| + |res|). */
@@ -17,6 +18,7 @@
 
 #include "check.h"
 #include "kernels/conv.h"
+#include "kernels/conv_kernels.h"
 #include "kernels/gemm.h"
 #include "util/err.h"
 
@@ -37,8 +39,9 @@ static double worst;
  * for the ISA (none on scalar: the GEMM packs it per call); 2: the same
  * with no packed W^T at all; 3: conv_pointwise_run_packed over W packed by
  * conv_pointwise_pack (canaries after the packed panels: the pack writes
- * exactly conv_pointwise_packed_floats); 4: the same through
- * conv2d_prepare / conv2d_run_ep (CONV_ALGO_POINTWISE), as the op runs it. */
+ * exactly conv_pointwise_packed_floats) on the row-group tile; 5: the same
+ * on the channel-vector tile; 4: the same through conv2d_prepare /
+ * conv2d_run_ep (CONV_ALGO_POINTWISE), as the op runs it. */
 static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64_t M, int64_t S) {
   int64_t nx = N * C * S, ny = N * M * S;
   float *X = malloc(sizeof(float) * (size_t)nx), *W = malloc(sizeof(float) * (size_t)(M * C));
@@ -65,14 +68,17 @@ static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64
       if (route == 0) {
         CHECK_OK(conv_pointwise_run(pool, (isa_level)isa, N, C, M, S, X, W, bias ? B : NULL,
                                     v & 6 ? &ep : NULL, Y));
-      } else if (route == 3) {
-        int64_t np = conv_pointwise_packed_floats((isa_level)isa, C, M);
-        CHECK(np >= M * C && np < (M + 16) * C);
+      } else if (route == 3 || route == 5) {
+        const conv_kernels *k = conv_kernels_get((isa_level)isa);
+        int pw = route == 5 ? k->pmr : k->prows;
+        CHECK(pw != k->pmr || k->pmr != k->prows); /* two distinct tiles */
+        int64_t np = conv_pointwise_packed_floats((isa_level)isa, pw, C, M);
+        CHECK(np >= M * C && np < (M + pw) * C && np % (pw * C) == 0);
         float *wp = malloc(sizeof(float) * (size_t)(np + CANARY));
         for (int i = 0; i < CANARY; i++) wp[np + i] = 99.f;
-        conv_pointwise_pack((isa_level)isa, C, M, W, wp);
+        conv_pointwise_pack((isa_level)isa, pw, C, M, W, wp);
         for (int i = 0; i < CANARY; i++) CHECK(wp[np + i] == 99.f);
-        CHECK_OK(conv_pointwise_run_packed(pool, (isa_level)isa, N, C, M, S, X, wp, bias ? B : NULL,
+        CHECK_OK(conv_pointwise_run_packed(pool, (isa_level)isa, pw, N, C, M, S, X, wp, bias ? B : NULL,
                                            v & 6 ? &ep : NULL, Y));
         free(wp);
       } else if (route == 4) {
@@ -113,6 +119,7 @@ static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64
 static void check_shape(smelt_pool *pool, int64_t N, int64_t C, int64_t M, int64_t S) {
   check_route(pool, 0, N, C, M, S);
   check_route(pool, 3, N, C, M, S);
+  check_route(pool, 5, N, C, M, S);
 }
 
 /* The transposed route: pixels as the GEMM's rows (MR 6 at AVX2, 8 at
@@ -132,8 +139,8 @@ static void t_cases(smelt_pool *pool) {
 
 static void cases(smelt_pool *pool) {
   static const int64_t Cs[] = {1, 3, 16, 17, 24, 64, 200};
-  static const int64_t Ms[] = {1, 3, 5, 17, 40};
-  static const int64_t Ss[] = {1, 7 * 7, 13 * 17, 30 * 31};
+  static const int64_t Ms[] = {1, 3, 5, 17, 40, 67};
+  static const int64_t Ss[] = {1, 2, 7 * 7, 14 * 14, 13 * 17, 30 * 31};
   for (size_t c = 0; c < sizeof Cs / sizeof *Cs; c++)
     for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
       for (size_t s = 0; s < sizeof Ss / sizeof *Ss; s++) check_shape(pool, 1, Cs[c], Ms[m], Ss[s]);
@@ -143,6 +150,7 @@ static void cases(smelt_pool *pool) {
   check_shape(pool, 2, 257, 33, 13 * 17);
   check_route(pool, 4, 2, 17, 9, 13 * 17);
   check_route(pool, 4, 1, 384, 66, 14 * 14);
+  check_route(pool, 4, 1, 300, 70, 7 * 7);
 }
 
 static void guard_cases(void) {
@@ -172,8 +180,29 @@ static void guard_cases(void) {
     CHECK(conv_pointwise_t_suits(ISA_AVX2, 320, 1280, 7 * 7) && !conv_pointwise_t_suits(ISA_AVX2, 96, 576, 14 * 14));
   CHECK(conv_pointwise_t_run(NULL, ISA_SCALAR, 1, 0, 1, 1, &x, &w, NULL, NULL, NULL, &y) ==
         SMELT_ERR_INVALID_ARGUMENT);
-  CHECK(conv_pointwise_run_packed(NULL, ISA_SCALAR, 1, 0, 1, 1, &x, &w, NULL, NULL, &y) ==
+  int rows = conv_kernels_get(ISA_SCALAR)->prows;
+  CHECK(conv_pointwise_run_packed(NULL, ISA_SCALAR, rows, 1, 0, 1, 1, &x, &w, NULL, NULL, &y) ==
         SMELT_ERR_INVALID_ARGUMENT);
+  /* a panel width neither tile reads */
+  CHECK(conv_pointwise_run_packed(NULL, ISA_SCALAR, rows + 1, 1, 1, 1, 1, &x, &w, NULL, NULL, &y) ==
+        SMELT_ERR_INVALID_ARGUMENT);
+  CHECK(conv_pointwise_run_packed(NULL, ISA_SCALAR, 0, 1, 1, 1, 1, &x, &w, NULL, NULL, &y) ==
+        SMELT_ERR_INVALID_ARGUMENT);
+  /* the panels follow the plane: two vectors of channels on AVX-512 up to
+   * 14x14, on AVX2 up to 8x8, over 64 input channels or more */
+  if (isa_detect() >= ISA_AVX512) {
+    const conv_kernels *k = conv_kernels_get(ISA_AVX512);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 1024, 14 * 14) == k->pmr);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 64, 7 * 7) == k->pmr);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 1024, 28 * 28) == k->prows);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 32, 7 * 7) == k->prows);
+  }
+  if (isa_detect() >= ISA_AVX2) {
+    const conv_kernels *k = conv_kernels_get(ISA_AVX2);
+    CHECK(conv_pointwise_panel(ISA_AVX2, 960, 7 * 7) == k->pmr);
+    CHECK(conv_pointwise_panel(ISA_AVX2, 960, 14 * 14) == k->prows);
+  }
+  CHECK(conv_pointwise_panel(ISA_SCALAR, 960, 7 * 7) == conv_kernels_get(ISA_SCALAR)->prows);
   /* the packed form takes 1x1, stride 1, unpadded, one group only */
   conv2d_desc d = {.N = 1, .C = 4, .H = 5, .W = 5, .M = 8, .G = 1, .KH = 1, .KW = 1, .OH = 5, .OW = 5,
                    .sh = 1, .sw = 1, .dh = 1, .dw = 1};
