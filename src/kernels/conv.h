@@ -57,6 +57,8 @@ typedef enum conv_algo {
   CONV_ALGO_BF16, /* request only, by a node marked bf16 (ops/conv.c): bf16 on AMX
                    * (kernels/conv_bf16.h); never from SMELT_CONV (it changes the numerics) */
   CONV_ALGO_CHANVEC, /* direct, output channels along the vector (kernels/conv_cvec.c) */
+  CONV_ALGO_DIRECT_CV, /* direct, one group, two vectors of output channels x positions of a row
+                        * (kernels/conv_direct_cv.c) */
   CONV_ALGO_COUNT
 } conv_algo;
 

@@ -664,9 +664,9 @@ static SIMD_TARGET void SIMD_NAME(pwp_tile)(int64_t K, const float *w, int64_t l
  * (conv_kernels.h: pwc_tile) ---- */
 
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float *w, const float *x,
-                                                          int64_t ldx, const float *bias, const float *res,
-                                                          float lo, float hi, float *y, int64_t ldy, int mc,
-                                                          const float *pf, const int np) {
+                                                          int64_t ldx, const int64_t *xoff, const float *bias,
+                                                          const float *res, float lo, float hi, float *y,
+                                                          int64_t ldy, int mc, const float *pf, const int np) {
   vf acc[PCP][PCV];
 #pragma GCC unroll 14
   for (int p = 0; p < np; p++)
@@ -681,7 +681,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
     vf wv[PCV];
 #pragma GCC unroll 4
     for (int v = 0; v < PCV; v++) wv[v] = v_load(w + k * PMR + v * VL);
-    const float *xk = x + k * ldx;
+    const float *xk = x + (xoff ? xoff[k] : k * ldx);
 #pragma GCC unroll 14
     for (int p = 0; p < np; p++) {
       vf b = v_set1(xk[p]);
@@ -709,23 +709,41 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
   }
 }
 
+#define PWC_SWITCH(XOFF)                                                                                     \
+  switch (np) {                                                                                              \
+    PWC_CASE(1, XOFF)                                                                                        \
+    PWC_MORE(XOFF)                                                                                           \
+    default: break;                                                                                          \
+  }
+#define PWC_CASE(n, XOFF) \
+  case n: SIMD_NAME(pwc_body)(K, w, x, ldx, XOFF, bias, res, lo, hi, y, ldy, mc, pf, n); break;
+#if PCP >= 14
+#define PWC_MORE(XOFF)                                                                                           \
+  PWC_CASE(2, XOFF) PWC_CASE(3, XOFF) PWC_CASE(4, XOFF) PWC_CASE(5, XOFF) PWC_CASE(6, XOFF) PWC_CASE(7, XOFF)     \
+  PWC_CASE(8, XOFF) PWC_CASE(9, XOFF) PWC_CASE(10, XOFF) PWC_CASE(11, XOFF) PWC_CASE(12, XOFF) PWC_CASE(13, XOFF) \
+  PWC_CASE(14, XOFF)
+#elif PCP >= 6
+#define PWC_MORE(XOFF) \
+  PWC_CASE(2, XOFF) PWC_CASE(3, XOFF) PWC_CASE(4, XOFF) PWC_CASE(5, XOFF) PWC_CASE(6, XOFF)
+#else
+#define PWC_MORE(XOFF)
+#endif
+
 static SIMD_TARGET void SIMD_NAME(pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np,
                                             const float *bias, const float *res, float lo, float hi, float *y,
                                             int64_t ldy, int mc, const float *pf) {
-  switch (np) {
-#define PWC_CASE(n) \
-  case n: SIMD_NAME(pwc_body)(K, w, x, ldx, bias, res, lo, hi, y, ldy, mc, pf, n); break;
-    PWC_CASE(1)
-#if PCP >= 6
-    PWC_CASE(2) PWC_CASE(3) PWC_CASE(4) PWC_CASE(5) PWC_CASE(6)
-#endif
-#if PCP >= 14
-    PWC_CASE(7) PWC_CASE(8) PWC_CASE(9) PWC_CASE(10) PWC_CASE(11) PWC_CASE(12) PWC_CASE(13) PWC_CASE(14)
-#endif
-#undef PWC_CASE
-    default: break;
-  }
+  PWC_SWITCH(NULL)
 }
+
+static SIMD_TARGET void SIMD_NAME(pwcx_tile)(int64_t K, const float *w, const float *x, const int64_t *xoff,
+                                             int np, const float *bias, const float *res, float lo, float hi,
+                                             float *y, int64_t ldy, int mc, const float *pf) {
+  const int64_t ldx = 0;
+  PWC_SWITCH(xoff)
+}
+#undef PWC_SWITCH
+#undef PWC_CASE
+#undef PWC_MORE
 
 /* ---- the transposed pointwise GEMM's output back to channel rows
  * (conv_kernels.h: cols_to_rows) ---- */
@@ -989,6 +1007,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .pwp_tile = SIMD_NAME(pwp_tile),
     .pcp = PCP,
     .pwc_tile = SIMD_NAME(pwc_tile),
+    .pwcx_tile = SIMD_NAME(pwcx_tile),
     .wmr = WMR,
     .wnr = WNV * VL,
     .wgemm = SIMD_NAME(wgemm),

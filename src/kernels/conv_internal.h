@@ -32,6 +32,9 @@ void conv_pack_panels(smelt_pool *pool, conv2d_weights *w, const float *W, int w
 smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                              const float *B, const conv2d_epilogue *ep, float *Y);
+smelt_status conv_dcv_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
+smelt_status conv_dcv_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
+                          const float *B, const conv2d_epilogue *ep, float *Y);
 smelt_status conv_cvec_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_cvec_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                            const float *B, const conv2d_epilogue *ep, float *Y);

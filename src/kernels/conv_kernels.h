@@ -78,6 +78,10 @@ typedef struct conv_kernels {
   int pcp;
   void (*pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np, const float *bias,
                    const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf);
+  /* The same with the k-th input row at x + xoff[k] (a direct conv's taps
+   * over a stride-phase-split padded input: conv_direct_cv.c). */
+  void (*pwcx_tile)(int64_t K, const float *w, const float *x, const int64_t *xoff, int np, const float *bias,
+                    const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf);
 
   /* Winograd tuple GEMM: c[i*ldc + j] = sum_k a[i*lda + k] * b[k*wnr + j]
    * for i < mr (mr <= wmr), j < wnr (= wnv*vl). */

@@ -16,7 +16,8 @@ static const char *const algo_names[CONV_ALGO_COUNT] = {
     [CONV_ALGO_DIRECT] = "direct",       [CONV_ALGO_DEPTHWISE] = "depthwise",
     [CONV_ALGO_WINO2] = "winograd2",     [CONV_ALGO_WINO4] = "winograd4",
     [CONV_ALGO_WINOGRAD] = "winograd",   [CONV_ALGO_POINTWISE] = "pointwise",
-    [CONV_ALGO_BF16] = "bf16",           [CONV_ALGO_CHANVEC] = "chanvec"};
+    [CONV_ALGO_BF16] = "bf16",           [CONV_ALGO_CHANVEC] = "chanvec",
+    [CONV_ALGO_DIRECT_CV] = "direct-cv"};
 
 const char *conv_algo_name(conv_algo a) {
   return a >= 0 && a < CONV_ALGO_COUNT ? algo_names[a] : "?";
@@ -30,6 +31,8 @@ const char *conv_algo_desc(conv_algo a, isa_level isa) {
     case CONV_ALGO_WINO2: return "f32 Winograd F(2x2,3x3) (kernels/conv_winograd.c)";
     case CONV_ALGO_WINO4: return "f32 Winograd F(4x4,3x3) (kernels/conv_winograd.c)";
     case CONV_ALGO_CHANVEC: return "f32 direct, output channels along the vector (kernels/conv_cvec.c)";
+    case CONV_ALGO_DIRECT_CV:
+      return "f32 direct, two vectors of output channels x positions of a row (kernels/conv_direct_cv.c)";
     case CONV_ALGO_POINTWISE: return "f32 1x1 pointwise on X in place, W packed once (kernels/conv_pointwise.c)";
     case CONV_ALGO_BF16:
       return bf16dp_amx_hw(isa) ? "bf16 x bf16 -> f32 on AMX tiles (kernels/conv_bf16.c)"
@@ -66,6 +69,7 @@ bool conv2d_supports(const conv2d_desc *d, conv_algo algo) {
     case CONV_ALGO_DIRECT:
     case CONV_ALGO_CHANVEC: return phases;
     case CONV_ALGO_DEPTHWISE: return phases && d->G > 1 && d->G == d->C && d->G == d->M;
+    case CONV_ALGO_DIRECT_CV: return phases && d->G == 1;
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:
     case CONV_ALGO_WINOGRAD: return wino_shape(d);
@@ -112,6 +116,31 @@ static double cm_direct(const conv2d_desc *d, const cm_ctx *c) {
   return flops / (c->rate * 0.85) + bytes / c->bw + CM_CALL;
 }
 
+/* Direct-cv (kernels/conv_direct_cv.c) computes no position that is not
+ * in Y and no channel past M's last panel; its input is one phase-split
+ * copy.  The AVX-512 direct kernel at 7x7 computes 96 lanes per 49 outputs
+ * (Wq 8 or 9), at 14x14 240 per 196; measured on the 2-core Emerald Rapids
+ * Xeon at 2 threads (resnet50's layers, the algorithms taking turns):
+ * 512 -> 512 3x3/2 to 7x7 1.25 ms against the direct kernel's 1.8, 256 ->
+ * 256 3x3/2 to 14x14 1.17 against 1.41, 512 -> 512 3x3 at 7x7 1.0-1.25
+ * against Winograd F(2)'s 1.3-1.8; 128 -> 128 3x3/2 to 28x28 even with the
+ * direct kernel, and on planes past 14x14 the pointwise form of the same
+ * tile lost (conv_pointwise.c), so it is priced only on small planes:
+ * dcv_suits. */
+static bool dcv_suits(const conv2d_desc *d, const conv_kernels *k) {
+  int64_t lim = k->isa >= ISA_AVX512 ? CONV_POINTWISE_CV_S : k->isa >= ISA_AVX2 ? CONV_POINTWISE_CV_S_AVX2 : 0;
+  return d->G == 1 && d->OH * d->OW <= lim && d->C * d->KH * d->KW >= CONV_POINTWISE_CV_C &&
+         conv2d_supports(d, CONV_ALGO_DIRECT_CV);
+}
+
+static double cm_dcv(const conv2d_desc *d, const cm_ctx *c) {
+  const conv_kernels *k = c->k;
+  double flops = 2.0 * d->N * conv_cdiv(d->M, k->pmr) * k->pmr * d->OH * d->OW * (double)d->C * d->KH * d->KW;
+  double bytes = 4.0 * (conv_cdiv(d->M, k->pmr) * k->pmr * d->C * d->KH * d->KW +
+                        2.0 * d->N * d->C * (d->OH * d->sh + d->KH) * (d->OW * d->sw + d->KW));
+  return flops / (c->rate * 0.85) + bytes / c->bw + CM_CALL;
+}
+
 static double cm_im2col(const conv2d_desc *d, const cm_ctx *c) {
   double flops = 2.0 * d->N * d->M * d->OH * d->OW * (double)(d->C / d->G) * d->KH * d->KW;
   bool pointwise = d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 &&
@@ -153,6 +182,7 @@ static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
     case CONV_ALGO_IM2COL: return cm_im2col(d, c);
     case CONV_ALGO_WINO2: return cm_wino(d, c, 2);
     case CONV_ALGO_WINO4: return cm_wino(d, c, 4);
+    case CONV_ALGO_DIRECT_CV: return cm_dcv(d, c);
     default: return 0;
   }
 }
@@ -218,7 +248,9 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
   if (chanvec_suits(d, c.k)) return CONV_ALGO_CHANVEC;
   static const conv_algo all[] = {CONV_ALGO_IM2COL, CONV_ALGO_DIRECT, CONV_ALGO_WINO2,
                                   CONV_ALGO_WINO4};
-  return pick_cheapest(d, &c, all, cached ? 4 : 2);
+  conv_algo best = pick_cheapest(d, &c, all, cached ? 4 : 2);
+  if (dcv_suits(d, c.k) && cm_dcv(d, &c) < cm_cost(d, &c, best)) best = CONV_ALGO_DIRECT_CV;
+  return best;
 }
 
 /* ---- prepare / run ---- */
@@ -252,6 +284,7 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       est = (double)d->G * conv_cdiv(d->M / d->G, k->dmr) * k->dmr * cg * kk;
       break;
     case CONV_ALGO_CHANVEC: est = (double)d->G * conv_cdiv(d->M / d->G, k->vl) * k->vl * cg * kk; break;
+    case CONV_ALGO_DIRECT_CV: est = (double)conv_cdiv(d->M, k->pmr) * k->pmr * cg * kk; break;
     case CONV_ALGO_DEPTHWISE: est = (double)d->M * kk; break;
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4: {
@@ -275,6 +308,7 @@ int64_t conv2d_prepared_layout(const conv2d_desc *d, conv_algo algo, isa_level i
   switch (algo) {
     case CONV_ALGO_DIRECT: return k->dmr;
     case CONV_ALGO_CHANVEC: return k->vl;
+    case CONV_ALGO_DIRECT_CV: return k->pmr;
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4: return (int64_t)k->vl << 16 | k->wnr;
     /* revision 2: the panel width follows the plane (conv_pointwise_panel) */
@@ -308,6 +342,7 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   smelt_status st = SMELT_OK;
   if (algo == CONV_ALGO_DIRECT) st = conv_direct_prepare(pool, w, W);
   else if (algo == CONV_ALGO_CHANVEC) st = conv_cvec_prepare(pool, w, W);
+  else if (algo == CONV_ALGO_DIRECT_CV) st = conv_dcv_prepare(pool, w, W);
   else if (algo == CONV_ALGO_DEPTHWISE) {
     memcpy(w->data, W, sizeof(float) * (size_t)n);
     st = conv_dw_blk_weights(w);
@@ -371,6 +406,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
   switch (w->algo) {
     case CONV_ALGO_DIRECT: return conv_direct_run(pool, &run, X, B, ep, Y);
     case CONV_ALGO_CHANVEC: return conv_cvec_run(pool, &run, X, B, ep, Y);
+    case CONV_ALGO_DIRECT_CV: return conv_dcv_run(pool, &run, X, B, ep, Y);
     case CONV_ALGO_DEPTHWISE: return conv_dw_run(pool, &run, X, B, ep, Y);
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4:

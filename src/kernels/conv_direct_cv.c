@@ -1,0 +1,119 @@
+/* Direct convolution with two vectors of output channels along the vector
+ * ("direct-cv", kernels/conv.h) for one-group convolutions over small
+ * output planes, the strided ones above all.
+ *
+ * The direct driver (conv_direct.c) puts positions along the vector: a row
+ * of the wide output (Wq = OW + the taps' reach columns) is cut into tiles
+ * of whole vectors, so a 7x7 output of a 3x3 conv computes 63 positions in
+ * 96 lanes for 49.  Here the tile is the pointwise conv's channel-vector
+ * tile (conv_kernels.h: pwcx_tile): a packed panel of pmr output channels
+ * ([K][pmr], K = C*KH*KW in W's order) against up to pcp positions of one
+ * output row, each a broadcast of one input value read through a tap offset
+ * table from the stride-phase-split padded input (conv_phases: every tap
+ * one flat offset), the sums turned into Y's channel rows with the bias,
+ * residual and clamp.  No lane holds a position that is not in Y.
+ *
+ * Per image the input is split into its phase planes once, by all threads
+ * (channel chunks), then the items -- (panel, chunk of output rows) -- run
+ * over that one shared copy. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/tensor.h"
+#include "kernels/conv_internal.h"
+#include "util/err.h"
+
+smelt_status conv_dcv_prepare(smelt_pool *pool, conv2d_weights *w, const float *W) {
+  conv_pack_panels(pool, w, W, w->k->pmr);
+  return SMELT_OK;
+}
+
+typedef struct dcv_job {
+  const conv2d_desc *d;
+  const conv_kernels *k;
+  const float *W, *X, *B, *res;
+  float *Y, *buf;
+  float lo, hi;
+  conv_phases ph;
+  int64_t K, plane, np, rpc, nrc, seg; /* plane: floats per channel's phases; rows per chunk, chunks */
+  const int64_t *xoff;
+} dcv_job;
+
+static void dcv_fill(void *vctx, int64_t c0, int64_t c1) {
+  const dcv_job *j = vctx;
+  conv_fill_phases(&j->ph, j->X + c0 * j->d->H * j->d->W, c1 - c0, 0, 0.f, j->buf + c0 * j->plane);
+}
+
+static void dcv_items(void *vctx, int64_t i0, int64_t i1) {
+  const dcv_job *j = vctx;
+  const conv2d_desc *d = j->d;
+  const conv_kernels *k = j->k;
+  int64_t OHW = d->OH * d->OW, Wq = j->ph.Wq;
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t p = it / j->nrc, rc = it % j->nrc, m0 = p * k->pmr;
+    int64_t r0 = rc * j->rpc, r1 = r0 + j->rpc < d->OH ? r0 + j->rpc : d->OH;
+    int mc = (int)(d->M - m0 < k->pmr ? d->M - m0 : k->pmr);
+    const float *w = j->W + p * j->K * k->pmr, *bias = j->B ? j->B + m0 : NULL;
+    /* the next panel streams into L2 while this item's first tile runs */
+    const float *pf = m0 + k->pmr < d->M ? w + j->K * k->pmr : NULL;
+    for (int64_t oh = r0; oh < r1; oh++)
+      for (int64_t ow = 0; ow < d->OW; ow += j->seg, pf = NULL) {
+        int np = (int)(d->OW - ow < j->seg ? d->OW - ow : j->seg);
+        int64_t o = m0 * OHW + oh * d->OW + ow;
+        k->pwcx_tile(j->K, w, j->buf + oh * Wq + ow, j->xoff, np, bias, j->res ? j->res + o : NULL, j->lo, j->hi,
+                     j->Y + o, OHW, mc, pf);
+      }
+  }
+}
+
+smelt_status conv_dcv_run(smelt_pool *pool, const conv2d_weights *w, const float *X, const float *B,
+                          const conv2d_epilogue *ep, float *Y) {
+  const conv2d_desc *d = &w->d;
+  const conv_kernels *k = w->k;
+  if (d->G != 1) return err_set(SMELT_ERR_INTERNAL, "conv direct-cv: %lld groups", (long long)d->G);
+  dcv_job j = {.d = d, .k = k, .W = w->data, .B = B, .lo = ep ? ep->lo : -INFINITY,
+               .hi = ep ? ep->hi : INFINITY};
+  j.K = d->C * d->KH * d->KW;
+  j.np = conv_cdiv(d->M, k->pmr);
+  /* a row of OW outputs in the fewest tiles, evened out (28 -> 14 + 14) */
+  j.seg = conv_cdiv(d->OW, conv_cdiv(d->OW, k->pcp));
+  int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw, P = d->sh * d->sw;
+  /* every row a tap reaches, every column */
+  j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax, k};
+  j.plane = P * j.ph.Hl * j.ph.Wq;
+  /* the panels first; the rows cut as well when there are too few of them
+   * to give each thread 8 items */
+  int threads = pool_threads(pool);
+  int64_t want = threads > 1 ? 8 * (int64_t)threads : 1;
+  j.nrc = j.np >= want ? 1 : conv_cdiv(want, j.np);
+  if (j.nrc > d->OH) j.nrc = d->OH;
+  j.rpc = conv_cdiv(d->OH, j.nrc);
+  j.nrc = conv_cdiv(d->OH, j.rpc);
+  size_t bytes = sizeof(float) * (size_t)(d->C * j.plane + k->vl);
+  j.buf = tensor_data_alloc(bytes);
+  int64_t *xoff = malloc(sizeof(int64_t) * (size_t)(j.K > 0 ? j.K : 1));
+  if (!j.buf || !xoff) {
+    tensor_data_free(j.buf);
+    free(xoff);
+    return err_nomem("conv direct-cv scratch", bytes);
+  }
+  for (int64_t c = 0, kk = 0; c < d->C; c++)
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
+        int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
+        xoff[kk] = ((c * P + ph * d->sw + pw) * j.ph.Hl + kh * d->dh / d->sh) * j.ph.Wq + kw * d->dw / d->sw;
+      }
+  j.xoff = xoff;
+  int64_t OHW = d->OH * d->OW;
+  for (int64_t n = 0; n < d->N; n++) {
+    j.X = X + n * d->C * d->H * d->W;
+    j.Y = Y + n * d->M * OHW;
+    j.res = ep && ep->residual ? ep->residual + n * d->M * OHW : NULL;
+    pool_parallel_for(pool, d->C, 1 + 4096 / (j.plane + 1), dcv_fill, &j);
+    pool_parallel_for(pool, j.np * j.nrc, 1, dcv_items, &j);
+  }
+  tensor_data_free(j.buf);
+  free(xoff);
+  return SMELT_OK;
+}
