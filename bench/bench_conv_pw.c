@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nx; i++) X[i] = sinf((float)i * 0.01f);
     for (size_t i = 0; i < nw; i++) W[i] = cosf((float)i * 0.007f) * 0.05f;
     for (int64_t i = 0; i < s->M; i++) Bv[i] = 0.01f * (float)(i % 7);
-    int pw = conv_pointwise_panel(isa, s->C, s->S); /* the panels (and so the tile) the op would pack */
+    int pw = conv_pointwise_panel(isa, s->C, s->M, s->S); /* the panels (and so the tile) the op would pack */
     float *wp = malloc(sizeof(float) * (size_t)conv_pointwise_packed_floats(isa, pw, s->C, s->M));
     if (!wp) return 1;
     conv_pointwise_pack(isa, pw, s->C, s->M, W, wp);

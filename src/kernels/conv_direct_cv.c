@@ -36,7 +36,7 @@ typedef struct dcv_job {
   float *Y, *buf;
   float lo, hi;
   conv_phases ph;
-  int64_t K, plane, np, rpc, nrc, seg; /* plane: floats per channel's phases; rows per chunk, chunks */
+  int64_t K, kc, plane, np, rpc, nrc, seg; /* plane: floats per channel's phases; rows per chunk, chunks */
   const int64_t *xoff;
 } dcv_job;
 
@@ -49,21 +49,32 @@ static void dcv_items(void *vctx, int64_t i0, int64_t i1) {
   const dcv_job *j = vctx;
   const conv2d_desc *d = j->d;
   const conv_kernels *k = j->k;
-  int64_t OHW = d->OH * d->OW, Wq = j->ph.Wq;
+  int64_t OHW = d->OH * d->OW, Wq = j->ph.Wq, spr = conv_cdiv(d->OW, j->seg), pmr = k->pmr;
+  _Alignas(64) float acc[CONV_CV_GROUP * CONV_CV_TILE];
   for (int64_t it = i0; it < i1; it++) {
-    int64_t p = it / j->nrc, rc = it % j->nrc, m0 = p * k->pmr;
-    int64_t r0 = rc * j->rpc, r1 = r0 + j->rpc < d->OH ? r0 + j->rpc : d->OH;
-    int mc = (int)(d->M - m0 < k->pmr ? d->M - m0 : k->pmr);
-    const float *w = j->W + p * j->K * k->pmr, *bias = j->B ? j->B + m0 : NULL;
-    /* the next panel streams into L2 while this item's first tile runs */
-    const float *pf = m0 + k->pmr < d->M ? w + j->K * k->pmr : NULL;
-    for (int64_t oh = r0; oh < r1; oh++)
-      for (int64_t ow = 0; ow < d->OW; ow += j->seg, pf = NULL) {
-        int np = (int)(d->OW - ow < j->seg ? d->OW - ow : j->seg);
-        int64_t o = m0 * OHW + oh * d->OW + ow;
-        k->pwcx_tile(j->K, w, j->buf + oh * Wq + ow, j->xoff, np, bias, j->res ? j->res + o : NULL, j->lo, j->hi,
-                     j->Y + o, OHW, mc, pf);
+    int64_t p = it / j->nrc, rc = it % j->nrc, m0 = p * pmr;
+    int64_t r0 = rc * j->rpc, r1 = r0 + j->rpc < d->OH ? r0 + j->rpc : d->OH, nt = (r1 - r0) * spr;
+    int mc = (int)(d->M - m0 < pmr ? d->M - m0 : pmr);
+    const float *w = j->W + p * j->K * pmr, *bias = j->B ? j->B + m0 : NULL;
+    /* the next panel streams into L2 while this item's first tiles run */
+    const float *next = m0 + pmr < d->M ? w + j->K * pmr : NULL;
+    for (int64_t g0 = 0; g0 < nt; g0 += CONV_CV_GROUP) {
+      int64_t g1 = g0 + CONV_CV_GROUP < nt ? g0 + CONV_CV_GROUP : nt;
+      for (int64_t k0 = 0; k0 < j->K; k0 += j->kc) {
+        int64_t kc = j->K - k0 < j->kc ? j->K - k0 : j->kc;
+        bool first = k0 == 0, last = k0 + kc == j->K;
+        const float *pf = g0 == 0 && next ? next + k0 * pmr : NULL;
+        for (int64_t t = g0; t < g1; t++, pf = NULL) {
+          int64_t oh = r0 + t / spr, ow = t % spr * j->seg;
+          int np = (int)(d->OW - ow < j->seg ? d->OW - ow : j->seg);
+          int64_t o = m0 * OHW + oh * d->OW + ow;
+          float *a = acc + (t - g0) * CONV_CV_TILE;
+          k->pwcx_tile(kc, w + k0 * pmr, j->buf + oh * Wq + ow, j->xoff + k0, np, bias,
+                       j->res ? j->res + o : NULL, j->lo, j->hi, j->Y + o, OHW, mc, pf, first ? NULL : a,
+                       last ? NULL : a);
+        }
       }
+    }
   }
 }
 
@@ -74,7 +85,10 @@ smelt_status conv_dcv_run(smelt_pool *pool, const conv2d_weights *w, const float
   if (d->G != 1) return err_set(SMELT_ERR_INTERNAL, "conv direct-cv: %lld groups", (long long)d->G);
   dcv_job j = {.d = d, .k = k, .W = w->data, .B = B, .lo = ep ? ep->lo : -INFINITY,
                .hi = ep ? ep->hi : INFINITY};
+  if (k->pcp * k->pmr > CONV_CV_TILE)
+    return err_set(SMELT_ERR_INTERNAL, "conv direct-cv: tiles of %d x %d", k->pcp, k->pmr);
   j.K = d->C * d->KH * d->KW;
+  j.kc = conv_cv_kc(k, j.K);
   j.np = conv_cdiv(d->M, k->pmr);
   /* a row of OW outputs in the fewest tiles, evened out (28 -> 14 + 14) */
   j.seg = conv_cdiv(d->OW, conv_cdiv(d->OW, k->pcp));

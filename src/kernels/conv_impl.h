@@ -666,12 +666,13 @@ static SIMD_TARGET void SIMD_NAME(pwp_tile)(int64_t K, const float *w, int64_t l
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float *w, const float *x,
                                                           int64_t ldx, const int64_t *xoff, const float *bias,
                                                           const float *res, float lo, float hi, float *y,
-                                                          int64_t ldy, int mc, const float *pf, const int np) {
+                                                          int64_t ldy, int mc, const float *pf,
+                                                          const float *acc_in, float *acc_out, const int np) {
   vf acc[PCP][PCV];
 #pragma GCC unroll 14
   for (int p = 0; p < np; p++)
 #pragma GCC unroll 4
-    for (int v = 0; v < PCV; v++) acc[p][v] = v_zero();
+    for (int v = 0; v < PCV; v++) acc[p][v] = acc_in ? v_load(acc_in + (p * PCV + v) * VL) : v_zero();
   for (int64_t k = 0; k < K; k++) {
     /* the next panel, PMR*K floats: its k-th PMR-float row */
     if (pf) {
@@ -688,6 +689,13 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
 #pragma GCC unroll 4
       for (int v = 0; v < PCV; v++) acc[p][v] = v_fma(b, wv[v], acc[p][v]);
     }
+  }
+  if (acc_out) { /* an earlier block of K: the sums wait as they are */
+#pragma GCC unroll 14
+    for (int p = 0; p < np; p++)
+#pragma GCC unroll 4
+      for (int v = 0; v < PCV; v++) v_store(acc_out + (p * PCV + v) * VL, acc[p][v]);
+    return;
   }
   /* each vector of channels turned into rows over the np positions */
   const vf vlo = v_set1(lo), vhi = v_set1(hi);
@@ -716,7 +724,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
     default: break;                                                                                          \
   }
 #define PWC_CASE(n, XOFF) \
-  case n: SIMD_NAME(pwc_body)(K, w, x, ldx, XOFF, bias, res, lo, hi, y, ldy, mc, pf, n); break;
+  case n: SIMD_NAME(pwc_body)(K, w, x, ldx, XOFF, bias, res, lo, hi, y, ldy, mc, pf, acc_in, acc_out, n); break;
 #if PCP >= 14
 #define PWC_MORE(XOFF)                                                                                           \
   PWC_CASE(2, XOFF) PWC_CASE(3, XOFF) PWC_CASE(4, XOFF) PWC_CASE(5, XOFF) PWC_CASE(6, XOFF) PWC_CASE(7, XOFF)     \
@@ -731,13 +739,15 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
 
 static SIMD_TARGET void SIMD_NAME(pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np,
                                             const float *bias, const float *res, float lo, float hi, float *y,
-                                            int64_t ldy, int mc, const float *pf) {
+                                            int64_t ldy, int mc, const float *pf, const float *acc_in,
+                                            float *acc_out) {
   PWC_SWITCH(NULL)
 }
 
 static SIMD_TARGET void SIMD_NAME(pwcx_tile)(int64_t K, const float *w, const float *x, const int64_t *xoff,
                                              int np, const float *bias, const float *res, float lo, float hi,
-                                             float *y, int64_t ldy, int mc, const float *pf) {
+                                             float *y, int64_t ldy, int mc, const float *pf, const float *acc_in,
+                                             float *acc_out) {
   const int64_t ldx = 0;
   PWC_SWITCH(xoff)
 }

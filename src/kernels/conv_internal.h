@@ -32,6 +32,13 @@ void conv_pack_panels(smelt_pool *pool, conv2d_weights *w, const float *W, int w
 smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                              const float *B, const conv2d_epilogue *ep, float *Y);
+/* The channel-vector tile (conv_kernels.h: pwc_tile, pwcx_tile) over K in
+ * blocks of conv_cv_kc(k, K) (a panel's block, kc x pmr floats, stays in L1
+ * while CONV_CV_GROUP tiles pass over it; their sums wait between blocks
+ * in a scratch of CONV_CV_GROUP * CONV_CV_TILE floats). */
+#define CONV_CV_GROUP 8
+#define CONV_CV_TILE 448 /* pcp * pmr floats at most: 14 x 32 */
+int64_t conv_cv_kc(const conv_kernels *k, int64_t K);
 smelt_status conv_dcv_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_dcv_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                           const float *B, const conv2d_epilogue *ep, float *Y);

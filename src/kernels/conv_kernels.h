@@ -74,14 +74,19 @@ typedef struct conv_kernels {
    * back into channel rows at the end.  No lanes are spent on positions
    * past np, so it suits planes that are not whole tiles of pw_tile's
    * width (7x7, 14x14).  pf: pmr*K floats (the next panel) prefetched
-   * into L2. */
+   * into L2.  K in blocks: acc_in (not NULL) starts the sums from the
+   * earlier blocks' (np*pmr floats, position-major, vector-aligned), and
+   * acc_out (not NULL) takes them there instead of Y (then bias, res and
+   * the clamp are not applied). */
   int pcp;
   void (*pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np, const float *bias,
-                   const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf);
+                   const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf,
+                   const float *acc_in, float *acc_out);
   /* The same with the k-th input row at x + xoff[k] (a direct conv's taps
    * over a stride-phase-split padded input: conv_direct_cv.c). */
   void (*pwcx_tile)(int64_t K, const float *w, const float *x, const int64_t *xoff, int np, const float *bias,
-                    const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf);
+                    const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf,
+                    const float *acc_in, float *acc_out);
 
   /* Winograd tuple GEMM: c[i*ldc + j] = sum_k a[i*lda + k] * b[k*wnr + j]
    * for i < mr (mr <= wmr), j < wnr (= wnv*vl). */

@@ -25,7 +25,7 @@ typedef struct pw_job {
   bool packed; /* W as conv_pointwise_pack lays it out, panels of pw channels */
   int64_t pw;
   int64_t C, M, S, PB, nb, np, ppc, nmc;
-  int64_t nt, tpb; /* the channel-vector tile: tiles of the plane, tiles per block */
+  int64_t nt, tpb, kc; /* the channel-vector tile: tiles of the plane, tiles per block, K block */
   const float *X, *W, *B, *res;
   float lo, hi;
   float *Y;
@@ -56,9 +56,9 @@ static void pw_items(void *vctx, int64_t i0, int64_t i1) {
                         : j->packed      ? (m0 - s + j->pw < j->M ? j->W + (m0 - s + j->pw) * C + s * C : NULL)
                                          : j->W + (m0 + k->prows) * C;
       for (int64_t q = q0; q < q1; q += NR, pf = NULL)
-        (j->packed ? k->pwp_tile : k->pw_tile)(C, w, j->packed ? j->pw : C, x + q, j->S, q1 - q < NR ? q1 - q : NR, bias,
-                                               j->res ? j->res + yoff + q : NULL, j->lo, j->hi, j->Y + yoff + q,
-                                               j->S, mr, pf);
+        (j->packed ? k->pwp_tile : k->pw_tile)(C, w, j->packed ? j->pw : C, x + q, j->S,
+                                               q1 - q < NR ? q1 - q : NR, bias, j->res ? j->res + yoff + q : NULL,
+                                               j->lo, j->hi, j->Y + yoff + q, j->S, mr, pf);
     }
   }
 }
@@ -69,25 +69,47 @@ static void pw_items(void *vctx, int64_t i0, int64_t i1) {
 static void pwc_items(void *vctx, int64_t i0, int64_t i1) {
   const pw_job *j = vctx;
   const conv_kernels *k = j->k;
-  int64_t C = j->C, S = j->S;
+  int64_t C = j->C, S = j->S, pmr = k->pmr;
+  _Alignas(64) float acc[CONV_CV_GROUP * CONV_CV_TILE];
   for (int64_t it = i0; it < i1; it++) {
     int64_t mc = it % j->nmc, rest = it / j->nmc, b = rest % j->nb, n = rest / j->nb;
     int64_t t0 = b * j->tpb, t1 = t0 + j->tpb < j->nt ? t0 + j->tpb : j->nt;
     int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np;
     const float *x = j->X + n * C * S;
     for (int64_t p = p0; p < p1; p++) {
-      int64_t m0 = p * k->pmr;
-      int mcn = (int)(j->M - m0 < k->pmr ? j->M - m0 : k->pmr);
+      int64_t m0 = p * pmr;
+      int mcn = (int)(j->M - m0 < pmr ? j->M - m0 : pmr);
       const float *w = j->W + m0 * C, *bias = j->B ? j->B + m0 : NULL;
-      const float *pf = m0 + k->pmr < j->M ? w + k->pmr * C : NULL;
-      for (int64_t t = t0; t < t1; t++, pf = NULL) {
-        int64_t q = t * S / j->nt, q1 = (t + 1) * S / j->nt;
-        int64_t yoff = (n * j->M + m0) * S + q;
-        k->pwc_tile(C, w, x + q, S, (int)(q1 - q), bias, j->res ? j->res + yoff : NULL, j->lo, j->hi,
-                    j->Y + yoff, S, mcn, pf);
+      const float *next = m0 + pmr < j->M ? w + pmr * C : NULL;
+      for (int64_t g0 = t0; g0 < t1; g0 += CONV_CV_GROUP) {
+        int64_t g1 = g0 + CONV_CV_GROUP < t1 ? g0 + CONV_CV_GROUP : t1;
+        for (int64_t k0 = 0; k0 < C; k0 += j->kc) {
+          int64_t kc = C - k0 < j->kc ? C - k0 : j->kc;
+          bool first = k0 == 0, last = k0 + kc == C;
+          const float *pf = g0 == t0 && next ? next + k0 * pmr : NULL;
+          for (int64_t t = g0; t < g1; t++, pf = NULL) {
+            int64_t q = t * S / j->nt, q1 = (t + 1) * S / j->nt;
+            int64_t yoff = (n * j->M + m0) * S + q;
+            float *a = acc + (t - g0) * CONV_CV_TILE;
+            k->pwc_tile(kc, w + k0 * pmr, x + k0 * S + q, S, (int)(q1 - q), bias, j->res ? j->res + yoff : NULL,
+                        j->lo, j->hi, j->Y + yoff, S, mcn, pf, first ? NULL : a, last ? NULL : a);
+          }
+        }
       }
     }
   }
+}
+
+/* Blocks of K for the channel-vector tile: a panel's block (kc x pmr
+ * floats) within 16 KiB, the blocks even; SMELT_CV_KC sets the most (the
+ * tests run blocks of 5).  Measured (1 thread, against one block): the
+ * pointwise 256 -> 1024 at 14x14 153 GFLOP/s against 113, 2048 -> 512 at
+ * 7x7 148 against 100; direct-cv 512 -> 512 3x3/2 to 7x7 103 against 88,
+ * 3x3 at 7x7 128-134 against 120; 64 to 256 floats a block all alike. */
+int64_t conv_cv_kc(const conv_kernels *k, int64_t K) {
+  int64_t kmax = getenv("SMELT_CV_KC") ? atoll(getenv("SMELT_CV_KC")) : 4096 / k->pmr;
+  if (kmax < 1) kmax = 1;
+  return conv_cdiv(K, conv_cdiv(K, kmax));
 }
 
 /* Measured per layer against the im2col GEMM (AVX2, 1 and 2 threads):
@@ -149,12 +171,24 @@ bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S) {
  * 48-64: 0.96-0.99x).  The AVX2 kernels (run on the same machine): 7x7
  * 1.1-1.31x, 14x14 0.95-1.04x.  SMELT_PW_CV=0/1 forces the row-group /
  * channel-vector panels for every shape (measurements). */
-int conv_pointwise_panel(isa_level isa, int64_t C, int64_t S) {
+int conv_pointwise_panel(isa_level isa, int64_t C, int64_t M, int64_t S) {
   const conv_kernels *k = conv_kernels_get(isa);
   const char *e = getenv("SMELT_PW_CV");
+  if (e && (e[0] == '0' || e[0] == '1') && !e[1]) return e[0] == '1' ? k->pmr : k->prows;
   int64_t lim = isa >= ISA_AVX512 ? CONV_POINTWISE_CV_S : isa >= ISA_AVX2 ? CONV_POINTWISE_CV_S_AVX2 : 0;
-  bool cv = e && (e[0] == '0' || e[0] == '1') && !e[1] ? e[0] == '1' : S <= lim && C >= CONV_POINTWISE_CV_C;
-  return cv ? k->pmr : k->prows;
+  if (S > lim || C < CONV_POINTWISE_CV_C || M < 1) return k->prows;
+  /* the share of each tile's multiply-adds that land in Y: the row-group
+   * tile wastes lanes past the plane's end, its last tile of one or two
+   * vectors costing 0.62 / 0.75 of a whole one (measured); the
+   * channel-vector tile wastes channels past M in its last panel and pays
+   * for its transposes (the 0.07 margin: squeezenet's 13x13 layers, 0.94
+   * of the row tile's lanes used, ran alike or slower on it, and 48 output
+   * channels in panels of 32 ran 1.4x slower) */
+  int64_t NR = (int64_t)k->pmax_nv * k->vl, tail = S % NR, nv = conv_cdiv(tail, k->vl);
+  double tiles = (double)(S / NR) + (tail == 0 ? 0 : nv == 1 ? 0.62 : nv == 2 ? 0.75 : 1.0);
+  double rows = (double)S / ((double)NR * tiles);
+  double cv = (double)M / (double)(conv_cdiv(M, k->pmr) * k->pmr);
+  return cv >= rows + 0.07 ? k->pmr : k->prows;
 }
 
 /* W (M x C) packed for isa: panels of pw output channels, each K x pw
@@ -192,6 +226,9 @@ static smelt_status pw_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C
    * over 2 threads) */
   int64_t want = threads > 1 ? 8 * (int64_t)threads : 4;
   if (pw == k->pmr && k->pmr != k->prows) {
+    if (k->pcp * k->pmr > CONV_CV_TILE)
+      return err_set(SMELT_ERR_INTERNAL, "pointwise conv: tiles of %d x %d", k->pcp, k->pmr);
+    j.kc = conv_cv_kc(k, C);
     /* one panel per item before the plane is cut, so a panel's weight is
      * read by as few items as can keep the threads busy */
     j.np = conv_cdiv(M, k->pmr);

@@ -293,9 +293,11 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       break;
     }
     case CONV_ALGO_BF16: est = (double)conv_bf16_words(d); break; /* 32-bit words */
-    case CONV_ALGO_POINTWISE:
-      est = (double)conv_pointwise_packed_floats(k->isa, conv_pointwise_panel(k->isa, d->C, d->OH * d->OW), d->C, d->M);
+    case CONV_ALGO_POINTWISE: {
+      int pw = conv_pointwise_panel(k->isa, d->C, d->M, d->OH * d->OW);
+      est = (double)conv_pointwise_packed_floats(k->isa, pw, d->C, d->M);
       break;
+    }
     default: return err_set(SMELT_ERR_INTERNAL, "conv: no prepared form for %s", conv_algo_name(algo));
   }
   if (est > 4e9) return err_set(SMELT_ERR_NOMEM, "conv: %.3g prepared weights is implausible", est);
@@ -312,7 +314,7 @@ int64_t conv2d_prepared_layout(const conv2d_desc *d, conv_algo algo, isa_level i
     case CONV_ALGO_WINO2:
     case CONV_ALGO_WINO4: return (int64_t)k->vl << 16 | k->wnr;
     /* revision 2: the panel width follows the plane (conv_pointwise_panel) */
-    case CONV_ALGO_POINTWISE: return (int64_t)2 << 32 | conv_pointwise_panel(isa, d->C, d->OH * d->OW);
+    case CONV_ALGO_POINTWISE: return (int64_t)2 << 32 | conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
     default: return 0;
   }
 }
@@ -348,7 +350,7 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
     st = conv_dw_blk_weights(w);
   } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, W, (uint32_t *)w->data);
   else if (algo == CONV_ALGO_POINTWISE)
-    conv_pointwise_pack(w->k->isa, conv_pointwise_panel(w->k->isa, d->C, d->OH * d->OW), d->C, d->M, W, w->data);
+    conv_pointwise_pack(w->k->isa, conv_pointwise_panel(w->k->isa, d->C, d->M, d->OH * d->OW), d->C, d->M, W, w->data);
   else st = conv_wino_prepare(pool, w, W);
   if (st) {
     conv2d_weights_free(w);
@@ -416,8 +418,8 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
     case CONV_ALGO_POINTWISE:
       if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) break;
       /* the panels as prepared (for the plane of w->d), whatever the plane now */
-      return conv_pointwise_run_packed(pool, w->k->isa, conv_pointwise_panel(w->k->isa, d->C, w->d.OH * w->d.OW), d->N,
-                                       d->C, d->M, d->OH * d->OW, X, w->data, B, ep, Y);
+      return conv_pointwise_run_packed(pool, w->k->isa, conv_pointwise_panel(w->k->isa, d->C, d->M, w->d.OH * w->d.OW),
+                                       d->N, d->C, d->M, d->OH * d->OW, X, w->data, B, ep, Y);
     default: break;
   }
   return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));

@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 for m in "$sq" "$mb"; do
   out=$("$smelt" compile "$m" --explain)
   conv=$(echo "$out" | grep -c "^  library: .* (Conv) conv ") || true
-  named=$(echo "$out" | grep -c "^  library: .* (Conv) conv .*: f32 .*(\(kernels/conv_[a-z]*\.c\|ops/conv\.c\))$") || true
+  named=$(echo "$out" | grep -c "^  library: .* (Conv) conv .*: f32 .*(\(kernels/conv_[a-z_]*\.c\|ops/conv\.c\))$") || true
   [ "$conv" -gt 10 ] && [ "$conv" = "$named" ] || fail "$m: $named of $conv Conv steps name an f32 kernel and its file"
   echo "$out" | grep "(Conv)" | grep -q "the op's kernel" && fail "$m: a Conv step says only 'the op's kernel'"
 done

@@ -188,21 +188,25 @@ static void guard_cases(void) {
         SMELT_ERR_INVALID_ARGUMENT);
   CHECK(conv_pointwise_run_packed(NULL, ISA_SCALAR, 0, 1, 1, 1, 1, &x, &w, NULL, NULL, &y) ==
         SMELT_ERR_INVALID_ARGUMENT);
-  /* the panels follow the plane: two vectors of channels on AVX-512 up to
-   * 14x14, on AVX2 up to 8x8, over 64 input channels or more */
+  /* the panels follow the shape: two vectors of channels on AVX-512 up to
+   * 14x14, on AVX2 up to 8x8, over 64 input channels or more, where the
+   * row-group tile wastes lanes and the last panel few channels */
   if (isa_detect() >= ISA_AVX512) {
     const conv_kernels *k = conv_kernels_get(ISA_AVX512);
-    CHECK(conv_pointwise_panel(ISA_AVX512, 1024, 14 * 14) == k->pmr);
-    CHECK(conv_pointwise_panel(ISA_AVX512, 64, 7 * 7) == k->pmr);
-    CHECK(conv_pointwise_panel(ISA_AVX512, 1024, 28 * 28) == k->prows);
-    CHECK(conv_pointwise_panel(ISA_AVX512, 32, 7 * 7) == k->prows);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 1024, 256, 14 * 14) == k->pmr);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 64, 160, 7 * 7) == k->pmr);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 1024, 256, 28 * 28) == k->prows);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 32, 160, 7 * 7) == k->prows);
+    CHECK(conv_pointwise_panel(ISA_AVX512, 256, 48, 13 * 13) == k->prows);  /* squeezenet */
+    CHECK(conv_pointwise_panel(ISA_AVX512, 512, 1000, 13 * 13) == k->prows); /* 0.94 of the lanes used */
+    CHECK(conv_pointwise_panel(ISA_AVX512, 576, 48, 14 * 14) == k->prows);   /* 48 of 64 channels */
   }
   if (isa_detect() >= ISA_AVX2) {
     const conv_kernels *k = conv_kernels_get(ISA_AVX2);
-    CHECK(conv_pointwise_panel(ISA_AVX2, 960, 7 * 7) == k->pmr);
-    CHECK(conv_pointwise_panel(ISA_AVX2, 960, 14 * 14) == k->prows);
+    CHECK(conv_pointwise_panel(ISA_AVX2, 960, 160, 7 * 7) == k->pmr);
+    CHECK(conv_pointwise_panel(ISA_AVX2, 960, 160, 14 * 14) == k->prows);
   }
-  CHECK(conv_pointwise_panel(ISA_SCALAR, 960, 7 * 7) == conv_kernels_get(ISA_SCALAR)->prows);
+  CHECK(conv_pointwise_panel(ISA_SCALAR, 960, 160, 7 * 7) == conv_kernels_get(ISA_SCALAR)->prows);
   /* the packed form takes 1x1, stride 1, unpadded, one group only */
   conv2d_desc d = {.N = 1, .C = 4, .H = 5, .W = 5, .M = 8, .G = 1, .KH = 1, .KW = 1, .OH = 5, .OW = 5,
                    .sh = 1, .sw = 1, .dh = 1, .dw = 1};
