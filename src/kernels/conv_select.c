@@ -173,6 +173,12 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
    * of F(2x2)) at 16 threads: 0.42-0.49 ms on Winograd, 0.35-0.40 direct;
    * its 14x14 layers (49 tiles) were faster on Winograd. */
   double eff = T < 4.0 * c->threads ? T / (4.0 * c->threads) : 1;
+  /* and under 24 tiles the products are too short for the kernel even on
+   * one thread: 2-core Emerald Rapids, 1 thread, resnet50's 512 -> 512 3x3
+   * at 7x7 (16 tiles of F(2x2)) 2.1-2.6 ms against direct-cv's 1.7-2.0, its
+   * 256 -> 256 at 14x14 on F(4x4) (16 tiles) 1.46 ms against F(2x2)'s (49)
+   * 1.25 */
+  if (T < 24) eff *= T / 24.0;
   return (flops / (c->rate * 0.8) + tf / (c->rate * 0.25)) / eff + bytes / c->bw + CM_CALL;
 }
 

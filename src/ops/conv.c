@@ -617,7 +617,9 @@ static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, c
  * 256->256 one to 14x14 1.39 -> 1.26 (ONNX Runtime 1.01 / 0.86); the
  * stride-1 layers at those planes ran slower this way (7x7 1.24 -> 1.60,
  * 14x14 0.75 -> 1.22 against the direct kernel and Winograd), so only
- * strided ones take it.  A constant float32 W, with an op cache, only. */
+ * strided ones take it.  A constant float32 W, with an op cache, only;
+ * not where the cost model picks direct-cv (kernels/conv_direct_cv.c: no
+ * im2col, no transposed copy; the same two layers 1.25 and 1.17 ms). */
 static void col_rows(void *vctx, int64_t i0, int64_t i1) {
   const xcopy_job *j = vctx;
   const conv_geom *g = j->g;
@@ -629,9 +631,11 @@ static void col_rows(void *vctx, int64_t i0, int64_t i1) {
 }
 
 static bool conv_col_t_route(op_ctx *c, const conv_geom *g) {
-  return c->cache && g->G == 1 && g->Kk > 1 && g->Kdim == g->C * g->Kk && conv_strided(g) && c->in[1]->dtype == SMELT_F32 &&
-         op_input_is_constant(c, 1) && g->S_out <= CONV_COL_T_MAX_S &&
-         conv_pointwise_t_suits(isa_active(), g->Kdim, g->M, g->S_out);
+  conv2d_desc d;
+  return c->cache && g->G == 1 && g->Kk > 1 && g->Kdim == g->C * g->Kk && conv_strided(g) &&
+         c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) && g->S_out <= CONV_COL_T_MAX_S &&
+         conv_pointwise_t_suits(isa_active(), g->Kdim, g->M, g->S_out) &&
+         conv_fast_algo(c, g, &d) != CONV_ALGO_DIRECT_CV;
 }
 
 static const gemm_packed *conv_col_t_weights(op_ctx *c, const conv_geom *g) {
