@@ -101,14 +101,8 @@ smelt_status conv_cvec_run(smelt_pool *pool, const conv2d_weights *w, const floa
   j.ph = (conv_phases){d->H, d->W, d->sh, d->sw, d->pt, d->pl, d->OH + amax, d->OW + bmax, k};
   int64_t P = d->sh * d->sw;
   j.buf_len = j.Cg * P * j.ph.Hl * j.ph.Wq + k->vl;
-  int64_t *xoff = malloc(sizeof(int64_t) * (size_t)(j.K > 0 ? j.K : 1));
-  if (!xoff) return err_nomem("conv offsets", sizeof(int64_t) * (size_t)j.K);
-  for (int64_t c = 0, kk = 0; c < j.Cg; c++)
-    for (int64_t kh = 0; kh < d->KH; kh++)
-      for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
-        int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
-        xoff[kk] = ((c * P + ph * d->sw + pw) * j.ph.Hl + kh * d->dh / d->sh) * j.ph.Wq + kw * d->dw / d->sw;
-      }
+  int64_t *xoff = conv_tap_offsets(d, j.Cg, j.ph.Hl, j.ph.Wq);
+  if (!xoff) return SMELT_ERR_NOMEM;
   j.xoff = xoff;
   pool_parallel_for(pool, d->N * d->G, 1, cvec_items, &j);
   free(xoff);

@@ -222,15 +222,8 @@ smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const fl
   int64_t bmax = (d->KW - 1) * d->dw / d->sw;
   /* slack: the dropped columns of the last row read up to bmax + Wq past it */
   j.buf_len = j.Cg * j.P * j.Hl * j.Wq + bmax + j.Wq + j.NR + k->vl;
-  int64_t *boff = malloc(sizeof(int64_t) * (size_t)(j.K > 0 ? j.K : 1));
-  if (!boff) return err_nomem("conv offsets", sizeof(int64_t) * (size_t)j.K);
-  for (int64_t c = 0, kk = 0; c < j.Cg; c++)
-    for (int64_t kh = 0; kh < d->KH; kh++)
-      for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
-        int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
-        boff[kk] = ((c * j.P + ph * d->sw + pw) * j.Hl + kh * d->dh / d->sh) * j.Wq +
-                   kw * d->dw / d->sw;
-      }
+  int64_t *boff = conv_tap_offsets(d, j.Cg, j.Hl, j.Wq);
+  if (!boff) return SMELT_ERR_NOMEM;
   j.boff = boff;
   pool_parallel_for(pool, d->N * d->G * j.n_qc * j.n_mc, 1, direct_items, &j);
   free(boff);

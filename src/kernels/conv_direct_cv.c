@@ -105,19 +105,13 @@ smelt_status conv_dcv_run(smelt_pool *pool, const conv2d_weights *w, const float
   j.rpc = conv_cdiv(d->OH, j.nrc);
   j.nrc = conv_cdiv(d->OH, j.rpc);
   size_t bytes = sizeof(float) * (size_t)(d->C * j.plane + k->vl);
+  int64_t *xoff = conv_tap_offsets(d, d->C, j.ph.Hl, j.ph.Wq);
+  if (!xoff) return SMELT_ERR_NOMEM;
   j.buf = tensor_data_alloc(bytes);
-  int64_t *xoff = malloc(sizeof(int64_t) * (size_t)(j.K > 0 ? j.K : 1));
-  if (!j.buf || !xoff) {
-    tensor_data_free(j.buf);
+  if (!j.buf) {
     free(xoff);
     return err_nomem("conv direct-cv scratch", bytes);
   }
-  for (int64_t c = 0, kk = 0; c < d->C; c++)
-    for (int64_t kh = 0; kh < d->KH; kh++)
-      for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
-        int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
-        xoff[kk] = ((c * P + ph * d->sw + pw) * j.ph.Hl + kh * d->dh / d->sh) * j.ph.Wq + kw * d->dw / d->sw;
-      }
   j.xoff = xoff;
   int64_t OHW = d->OH * d->OW;
   for (int64_t n = 0; n < d->N; n++) {

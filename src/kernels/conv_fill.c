@@ -1,9 +1,11 @@
 /* The stride-phase-split padded copy of an input (kernels/conv_internal.h;
  * the per-ISA fill_phases in kernels/conv_impl.h), and conv_split. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/conv_internal.h"
+#include "util/err.h"
 
 void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                       float pad, float *buf) {
@@ -62,4 +64,20 @@ bool conv_phases_sane(int64_t OH, int64_t OW, int64_t KH, int64_t KW, int64_t sh
   double bmax = (double)(KW - 1) * (double)dw / (double)sw;
   double floats = (double)sh * (double)sw * ((double)OH + amax + 3) * ((double)OW + bmax + 1);
   return floats <= (double)(1 << 28) && (double)KH * (double)KW <= (double)(1 << 20);
+}
+
+int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, int64_t Wq) {
+  int64_t K = channels * d->KH * d->KW, P = d->sh * d->sw;
+  int64_t *off = malloc(sizeof(int64_t) * (size_t)(K > 0 ? K : 1));
+  if (!off) {
+    err_nomem("conv tap offsets", sizeof(int64_t) * (size_t)K);
+    return NULL;
+  }
+  for (int64_t c = 0, kk = 0; c < channels; c++)
+    for (int64_t kh = 0; kh < d->KH; kh++)
+      for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
+        int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
+        off[kk] = ((c * P + ph * d->sw + pw) * Hl + kh * d->dh / d->sh) * Wq + kw * d->dw / d->sw;
+      }
+  return off;
 }

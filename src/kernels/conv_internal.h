@@ -70,6 +70,11 @@ void conv_fill_phases(const conv_phases *p, const float *x, int64_t channels, in
  * x are rewritten, the padding is left as it is. */
 void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, int64_t r0,
                         float *buf);
+/* Every tap's flat offset into such a buffer (Hl rows, Wq columns per
+ * phase plane) for `channels` channels of d's kernel, in W's order
+ * (channel, kh, kw): malloc'ed, the caller frees; NULL when memory runs
+ * out (err_nomem set). */
+int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, int64_t Wq);
 /* Whether one channel's phase planes for this geometry stay a sane size
  * (2^28 floats) and the kernel's taps fit an offset table; huge strides or
  * dilations go to the im2col / reference paths instead. */
