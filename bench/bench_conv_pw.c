@@ -106,9 +106,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nw; i++) W[i] = cosf((float)i * 0.007f) * 0.05f;
     for (int64_t i = 0; i < s->M; i++) Bv[i] = 0.01f * (float)(i % 7);
     int pw = conv_pointwise_panel(isa, s->C, s->M, s->S); /* the panels (and so the tile) the op would pack */
-    float *wp = malloc(sizeof(float) * (size_t)conv_pointwise_packed_floats(isa, pw, s->C, s->M));
+    float *wp = malloc(sizeof(float) * (size_t)conv_pointwise_packed_floats(pw, s->C, s->M));
     if (!wp) return 1;
-    conv_pointwise_pack(isa, pw, s->C, s->M, W, wp);
+    conv_pointwise_pack(pw, s->C, s->M, W, wp);
     gemm_packed *wt = NULL, *wa = NULL;
     if (gemm_pack_b_prepare(pool, isa, true, s->C, s->M, W, s->C, &wt) ||
         gemm_pack_a_prepare(pool, isa, false, s->M, s->C, W, s->C, &wa))

@@ -167,7 +167,7 @@ smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int6
                                 const conv2d_epilogue *ep, float *Y);
 /* The pointwise route over W packed once (CONV_ALGO_POINTWISE prepared
  * weights: conv2d_prepare, or conv_pointwise_pack into
- * conv_pointwise_packed_floats(isa, pw, C, M) floats): panels of pw output
+ * conv_pointwise_packed_floats(pw, C, M) floats): panels of pw output
  * channels, K x pw each (w[k*pw + i] = W[m0 + i][k], rows past M zero), one
  * sequential stream, where the unpacked route reads rows of W a row length
  * apart.  The panel width picks the tile: conv_pointwise_panel(isa, C, M, S)
@@ -177,8 +177,8 @@ smelt_status conv_pointwise_run(smelt_pool *pool, isa_level isa, int64_t N, int6
  * transposes), else the row-group tile's rows (pwp_tile).  conv_pointwise_run_packed takes either width on any plane
  * (SMELT_INVALID_ARGUMENT for another). */
 int conv_pointwise_panel(isa_level isa, int64_t C, int64_t M, int64_t S);
-int64_t conv_pointwise_packed_floats(isa_level isa, int pw, int64_t C, int64_t M);
-void conv_pointwise_pack(isa_level isa, int pw, int64_t C, int64_t M, const float *W, float *out);
+int64_t conv_pointwise_packed_floats(int pw, int64_t C, int64_t M);
+void conv_pointwise_pack(int pw, int64_t C, int64_t M, const float *W, float *out);
 smelt_status conv_pointwise_run_packed(smelt_pool *pool, isa_level isa, int pw, int64_t N, int64_t C, int64_t M,
                                        int64_t S, const float *X, const float *Wp, const float *B,
                                        const conv2d_epilogue *ep, float *Y);

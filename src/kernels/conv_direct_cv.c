@@ -18,7 +18,6 @@
  * over that one shared copy. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
@@ -45,36 +44,25 @@ static void dcv_fill(void *vctx, int64_t c0, int64_t c1) {
   conv_fill_phases(&j->ph, j->X + c0 * j->d->H * j->d->W, c1 - c0, 0, 0.f, j->buf + c0 * j->plane);
 }
 
+/* Tile t of the plane: row t / spr, segment t % spr. */
+static conv_cv_tile dcv_at(const void *vctx, int64_t t) {
+  const dcv_job *j = vctx;
+  int64_t spr = conv_cdiv(j->d->OW, j->seg), oh = t / spr, ow = t % spr * j->seg;
+  return (conv_cv_tile){oh * j->ph.Wq + ow, oh * j->d->OW + ow, (int)(j->d->OW - ow < j->seg ? j->d->OW - ow : j->seg)};
+}
+
 static void dcv_items(void *vctx, int64_t i0, int64_t i1) {
   const dcv_job *j = vctx;
   const conv2d_desc *d = j->d;
   const conv_kernels *k = j->k;
-  int64_t OHW = d->OH * d->OW, Wq = j->ph.Wq, spr = conv_cdiv(d->OW, j->seg), pmr = k->pmr;
-  _Alignas(64) float acc[CONV_CV_GROUP * CONV_CV_TILE];
+  int64_t OHW = d->OH * d->OW, spr = conv_cdiv(d->OW, j->seg), pmr = k->pmr;
   for (int64_t it = i0; it < i1; it++) {
     int64_t p = it / j->nrc, rc = it % j->nrc, m0 = p * pmr;
-    int64_t r0 = rc * j->rpc, r1 = r0 + j->rpc < d->OH ? r0 + j->rpc : d->OH, nt = (r1 - r0) * spr;
-    int mc = (int)(d->M - m0 < pmr ? d->M - m0 : pmr);
-    const float *w = j->W + p * j->K * pmr, *bias = j->B ? j->B + m0 : NULL;
-    /* the next panel streams into L2 while this item's first tiles run */
-    const float *next = m0 + pmr < d->M ? w + j->K * pmr : NULL;
-    for (int64_t g0 = 0; g0 < nt; g0 += CONV_CV_GROUP) {
-      int64_t g1 = g0 + CONV_CV_GROUP < nt ? g0 + CONV_CV_GROUP : nt;
-      for (int64_t k0 = 0; k0 < j->K; k0 += j->kc) {
-        int64_t kc = j->K - k0 < j->kc ? j->K - k0 : j->kc;
-        bool first = k0 == 0, last = k0 + kc == j->K;
-        const float *pf = g0 == 0 && next ? next + k0 * pmr : NULL;
-        for (int64_t t = g0; t < g1; t++, pf = NULL) {
-          int64_t oh = r0 + t / spr, ow = t % spr * j->seg;
-          int np = (int)(d->OW - ow < j->seg ? d->OW - ow : j->seg);
-          int64_t o = m0 * OHW + oh * d->OW + ow;
-          float *a = acc + (t - g0) * CONV_CV_TILE;
-          k->pwcx_tile(kc, w + k0 * pmr, j->buf + oh * Wq + ow, j->xoff + k0, np, bias,
-                       j->res ? j->res + o : NULL, j->lo, j->hi, j->Y + o, OHW, mc, pf, first ? NULL : a,
-                       last ? NULL : a);
-        }
-      }
-    }
+    int64_t r0 = rc * j->rpc, r1 = r0 + j->rpc < d->OH ? r0 + j->rpc : d->OH;
+    const float *w = j->W + p * j->K * pmr;
+    conv_cv_panel(k, j->K, j->kc, w, m0 + pmr < d->M ? w + j->K * pmr : NULL, j->buf, 0, j->xoff, r0 * spr,
+                  r1 * spr, dcv_at, j, j->B ? j->B + m0 : NULL, j->res ? j->res + m0 * OHW : NULL, j->lo, j->hi,
+                  j->Y + m0 * OHW, OHW, (int)(d->M - m0 < pmr ? d->M - m0 : pmr));
   }
 }
 

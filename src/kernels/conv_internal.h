@@ -16,6 +16,7 @@ struct conv2d_weights {
   int64_t cp, mp;  /* winograd: channels padded to the vector width, outputs to the panel width */
   float *blk;      /* depthwise: the weights as [C/vl blocks][taps][vl], 0-padded, for the
                     * blocked form (made from data at prepare/wrap, not saved); NULL: none */
+  int pw;          /* pointwise: output channels per packed panel (conv_pointwise_panel for d) */
 };
 
 /* Makes w->blk for a depthwise w (nothing for other algorithms or vl 1). */
@@ -32,13 +33,28 @@ void conv_pack_panels(smelt_pool *pool, conv2d_weights *w, const float *W, int w
 smelt_status conv_direct_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                              const float *B, const conv2d_epilogue *ep, float *Y);
-/* The channel-vector tile (conv_kernels.h: pwc_tile, pwcx_tile) over K in
- * blocks of conv_cv_kc(k, K) (a panel's block, kc x pmr floats, stays in L1
- * while CONV_CV_GROUP tiles pass over it; their sums wait between blocks
- * in a scratch of CONV_CV_GROUP * CONV_CV_TILE floats). */
+/* The channel-vector tile (conv_kernels.h: pwc_tile, pwcx_tile) over one
+ * packed panel (conv_cv.c): K in blocks of conv_cv_kc(k, K) (a panel's
+ * block, kc x pmr floats, stays in L1 while CONV_CV_GROUP tiles pass over
+ * it; their sums wait between blocks in a scratch of CONV_CV_GROUP *
+ * CONV_CV_TILE floats).  conv_cv_panel runs tiles [t0, t1): `at` gives
+ * tile t's input (x + xo; with xoff the k-th input row at + xoff[k],
+ * otherwise at + k*ldx), its outputs (y + yo, res + yo; channel rows ldy
+ * apart) and its np positions; w: the panel (K x pmr), next: the panel
+ * after it (NULL: none), mc: its output channels.  conv_cv_max_plane: the
+ * most output positions the tile is tried on at isa (0: none). */
 #define CONV_CV_GROUP 8
 #define CONV_CV_TILE 448 /* pcp * pmr floats at most: 14 x 32 */
+typedef struct conv_cv_tile {
+  int64_t xo, yo;
+  int np;
+} conv_cv_tile;
+typedef conv_cv_tile (*conv_cv_at)(const void *ctx, int64_t t);
 int64_t conv_cv_kc(const conv_kernels *k, int64_t K);
+int64_t conv_cv_max_plane(isa_level isa);
+void conv_cv_panel(const conv_kernels *k, int64_t K, int64_t kc, const float *w, const float *next, const float *x,
+                   int64_t ldx, const int64_t *xoff, int64_t t0, int64_t t1, conv_cv_at at, const void *ctx,
+                   const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy, int mc);
 smelt_status conv_dcv_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 smelt_status conv_dcv_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                           const float *B, const conv2d_epilogue *ep, float *Y);

@@ -22,8 +22,7 @@
 
 typedef struct pw_job {
   const conv_kernels *k;
-  bool packed; /* W as conv_pointwise_pack lays it out, panels of pw channels */
-  int64_t pw;
+  int64_t pw; /* W as conv_pointwise_pack lays it out, panels of pw channels; 0: W as stored */
   int64_t C, M, S, PB, nb, np, ppc, nmc;
   int64_t nt, tpb, kc; /* the channel-vector tile: tiles of the plane, tiles per block, K block */
   const float *X, *W, *B, *res;
@@ -43,20 +42,20 @@ static void pw_items(void *vctx, int64_t i0, int64_t i1) {
     int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np;
     const float *x = j->X + n * C * j->S;
     for (int64_t p = p0; p < p1; p++) {
-      int64_t m0 = p * k->prows, s = j->packed ? m0 % j->pw : 0;
+      int64_t m0 = p * k->prows, s = j->pw ? m0 % j->pw : 0;
       int mr = (int)(j->M - m0 < k->prows ? j->M - m0 : k->prows);
       int64_t yoff = (n * j->M + m0) * j->S;
-      const float *w = j->packed ? j->W + (m0 - s) * C + s : j->W + m0 * C, *bias = j->B ? j->B + m0 : NULL;
+      const float *w = j->pw ? j->W + (m0 - s) * C + s : j->W + m0 * C, *bias = j->B ? j->B + m0 : NULL;
       /* weight rows to come stream in while this group's first tile runs
        * (a weight is cold, untouched since the previous run, and rows of
        * the model file in 4 KiB pages stop the hardware prefetchers at
        * every page): the next group's rows, or in a packed W the group's
        * share (prows*C floats) of the next panel */
       const float *pf = m0 + k->prows >= j->M ? NULL
-                        : j->packed      ? (m0 - s + j->pw < j->M ? j->W + (m0 - s + j->pw) * C + s * C : NULL)
+                        : j->pw          ? (m0 - s + j->pw < j->M ? j->W + (m0 - s + j->pw) * C + s * C : NULL)
                                          : j->W + (m0 + k->prows) * C;
       for (int64_t q = q0; q < q1; q += NR, pf = NULL)
-        (j->packed ? k->pwp_tile : k->pw_tile)(C, w, j->packed ? j->pw : C, x + q, j->S,
+        (j->pw ? k->pwp_tile : k->pw_tile)(C, w, j->pw ? j->pw : C, x + q, j->S,
                                                q1 - q < NR ? q1 - q : NR, bias, j->res ? j->res + yoff + q : NULL,
                                                j->lo, j->hi, j->Y + yoff + q, j->S, mr, pf);
     }
@@ -64,52 +63,25 @@ static void pw_items(void *vctx, int64_t i0, int64_t i1) {
 }
 
 /* The channel-vector tile (pwc_tile, packed W only): items of (image,
- * block of tpb tiles, chunk of ppc panels); the plane in nt tiles of
- * S/nt positions (give or take one), so no tile is a sliver. */
-static void pwc_items(void *vctx, int64_t i0, int64_t i1) {
+ * block of tpb tiles, panel); the plane in nt tiles of S/nt positions
+ * (give or take one), so no tile is a sliver. */
+static conv_cv_tile pwc_at(const void *vctx, int64_t t) {
   const pw_job *j = vctx;
-  const conv_kernels *k = j->k;
-  int64_t C = j->C, S = j->S, pmr = k->pmr;
-  _Alignas(64) float acc[CONV_CV_GROUP * CONV_CV_TILE];
-  for (int64_t it = i0; it < i1; it++) {
-    int64_t mc = it % j->nmc, rest = it / j->nmc, b = rest % j->nb, n = rest / j->nb;
-    int64_t t0 = b * j->tpb, t1 = t0 + j->tpb < j->nt ? t0 + j->tpb : j->nt;
-    int64_t p0 = mc * j->ppc, p1 = p0 + j->ppc < j->np ? p0 + j->ppc : j->np;
-    const float *x = j->X + n * C * S;
-    for (int64_t p = p0; p < p1; p++) {
-      int64_t m0 = p * pmr;
-      int mcn = (int)(j->M - m0 < pmr ? j->M - m0 : pmr);
-      const float *w = j->W + m0 * C, *bias = j->B ? j->B + m0 : NULL;
-      const float *next = m0 + pmr < j->M ? w + pmr * C : NULL;
-      for (int64_t g0 = t0; g0 < t1; g0 += CONV_CV_GROUP) {
-        int64_t g1 = g0 + CONV_CV_GROUP < t1 ? g0 + CONV_CV_GROUP : t1;
-        for (int64_t k0 = 0; k0 < C; k0 += j->kc) {
-          int64_t kc = C - k0 < j->kc ? C - k0 : j->kc;
-          bool first = k0 == 0, last = k0 + kc == C;
-          const float *pf = g0 == t0 && next ? next + k0 * pmr : NULL;
-          for (int64_t t = g0; t < g1; t++, pf = NULL) {
-            int64_t q = t * S / j->nt, q1 = (t + 1) * S / j->nt;
-            int64_t yoff = (n * j->M + m0) * S + q;
-            float *a = acc + (t - g0) * CONV_CV_TILE;
-            k->pwc_tile(kc, w + k0 * pmr, x + k0 * S + q, S, (int)(q1 - q), bias, j->res ? j->res + yoff : NULL,
-                        j->lo, j->hi, j->Y + yoff, S, mcn, pf, first ? NULL : a, last ? NULL : a);
-          }
-        }
-      }
-    }
-  }
+  int64_t q = t * j->S / j->nt, q1 = (t + 1) * j->S / j->nt;
+  return (conv_cv_tile){q, q, (int)(q1 - q)};
 }
 
-/* Blocks of K for the channel-vector tile: a panel's block (kc x pmr
- * floats) within 16 KiB, the blocks even; SMELT_CV_KC sets the most (the
- * tests run blocks of 5).  Measured (1 thread, against one block): the
- * pointwise 256 -> 1024 at 14x14 153 GFLOP/s against 113, 2048 -> 512 at
- * 7x7 148 against 100; direct-cv 512 -> 512 3x3/2 to 7x7 103 against 88,
- * 3x3 at 7x7 128-134 against 120; 64 to 256 floats a block all alike. */
-int64_t conv_cv_kc(const conv_kernels *k, int64_t K) {
-  int64_t kmax = getenv("SMELT_CV_KC") ? atoll(getenv("SMELT_CV_KC")) : 4096 / k->pmr;
-  if (kmax < 1) kmax = 1;
-  return conv_cdiv(K, conv_cdiv(K, kmax));
+static void pwc_items(void *vctx, int64_t i0, int64_t i1) {
+  const pw_job *j = vctx;
+  int64_t C = j->C, S = j->S, pmr = j->k->pmr;
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t p = it % j->np, rest = it / j->np, b = rest % j->nb, n = rest / j->nb, m0 = p * pmr;
+    int64_t t0 = b * j->tpb, t1 = t0 + j->tpb < j->nt ? t0 + j->tpb : j->nt, yoff = (n * j->M + m0) * S;
+    const float *w = j->W + m0 * C;
+    conv_cv_panel(j->k, C, j->kc, w, m0 + pmr < j->M ? w + pmr * C : NULL, j->X + n * C * S, S, NULL, t0, t1,
+                  pwc_at, j, j->B ? j->B + m0 : NULL, j->res ? j->res + yoff : NULL, j->lo, j->hi, j->Y + yoff, S,
+                  (int)(j->M - m0 < pmr ? j->M - m0 : pmr));
+  }
 }
 
 /* Measured per layer against the im2col GEMM (AVX2, 1 and 2 threads):
@@ -175,8 +147,7 @@ int conv_pointwise_panel(isa_level isa, int64_t C, int64_t M, int64_t S) {
   const conv_kernels *k = conv_kernels_get(isa);
   const char *e = getenv("SMELT_PW_CV");
   if (e && (e[0] == '0' || e[0] == '1') && !e[1]) return e[0] == '1' ? k->pmr : k->prows;
-  int64_t lim = isa >= ISA_AVX512 ? CONV_POINTWISE_CV_S : isa >= ISA_AVX2 ? CONV_POINTWISE_CV_S_AVX2 : 0;
-  if (S > lim || C < CONV_POINTWISE_CV_C || M < 1) return k->prows;
+  if (S > conv_cv_max_plane(isa) || C < CONV_POINTWISE_CV_C || M < 1) return k->prows;
   /* the share of each tile's multiply-adds that land in Y: the row-group
    * tile wastes lanes past the plane's end, its last tile of one or two
    * vectors costing 0.62 / 0.75 of a whole one (measured); the
@@ -191,15 +162,13 @@ int conv_pointwise_panel(isa_level isa, int64_t C, int64_t M, int64_t S) {
   return cv >= rows + 0.07 ? k->pmr : k->prows;
 }
 
-/* W (M x C) packed for isa: panels of pw output channels, each K x pw
+/* W (M x C) packed in panels of pw output channels, each K x pw
  * (w[k*pw + i] = W[m0 + i][k]), the last one's rows past M zero. */
-int64_t conv_pointwise_packed_floats(isa_level isa, int pw, int64_t C, int64_t M) {
-  (void)isa;
+int64_t conv_pointwise_packed_floats(int pw, int64_t C, int64_t M) {
   return conv_cdiv(M, pw) * pw * C;
 }
 
-void conv_pointwise_pack(isa_level isa, int pw, int64_t C, int64_t M, const float *W, float *out) {
-  (void)isa;
+void conv_pointwise_pack(int pw, int64_t C, int64_t M, const float *W, float *out) {
   for (int64_t m0 = 0; m0 < M; m0 += pw)
     for (int64_t c = 0; c < C; c++)
       for (int64_t i = 0; i < pw; i++) *out++ = m0 + i < M ? W[(m0 + i) * C + c] : 0.f;
@@ -217,7 +186,7 @@ static smelt_status pw_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C
                    (long long)N, (long long)C, (long long)M, (long long)S);
   if (N * M * S == 0) return SMELT_OK;
   int64_t NR = (int64_t)k->pmax_nv * k->vl;
-  pw_job j = {.k = k, .packed = pw != 0, .pw = pw, .C = C, .M = M, .S = S, .X = X, .W = W, .B = B, .Y = Y,
+  pw_job j = {.k = k, .pw = pw, .C = C, .M = M, .S = S, .X = X, .W = W, .B = B, .Y = Y,
               .res = ep ? ep->residual : NULL, .lo = ep ? ep->lo : -INFINITY,
               .hi = ep ? ep->hi : INFINITY};
   int threads = pool_threads(pool);
@@ -233,12 +202,11 @@ static smelt_status pw_run(smelt_pool *pool, isa_level isa, int64_t N, int64_t C
      * read by as few items as can keep the threads busy */
     j.np = conv_cdiv(M, k->pmr);
     j.nt = conv_cdiv(S, k->pcp);
-    j.nmc = j.np, j.ppc = 1;
     j.nb = N * j.np >= want ? 1 : conv_cdiv(want, N * j.np);
     if (j.nb > j.nt) j.nb = j.nt;
     j.tpb = conv_cdiv(j.nt, j.nb);
     j.nb = conv_cdiv(j.nt, j.tpb);
-    pool_parallel_for(pool, N * j.nb * j.nmc, 1, pwc_items, &j);
+    pool_parallel_for(pool, N * j.nb * j.np, 1, pwc_items, &j);
     return SMELT_OK;
   }
   /* a block's slice of X: ~24 KiB, whole tiles */

@@ -128,13 +128,13 @@ static double cm_direct(const conv2d_desc *d, const cm_ctx *c) {
  * tile lost (conv_pointwise.c), so it is priced only on small planes:
  * dcv_suits. */
 static bool dcv_suits(const conv2d_desc *d, const conv_kernels *k) {
-  int64_t lim = k->isa >= ISA_AVX512 ? CONV_POINTWISE_CV_S : k->isa >= ISA_AVX2 ? CONV_POINTWISE_CV_S_AVX2 : 0;
-  return d->G == 1 && d->OH * d->OW <= lim && d->C * d->KH * d->KW >= CONV_POINTWISE_CV_C &&
+  return d->G == 1 && d->OH * d->OW <= conv_cv_max_plane(k->isa) && d->C * d->KH * d->KW >= CONV_POINTWISE_CV_C &&
          conv2d_supports(d, CONV_ALGO_DIRECT_CV);
 }
 
 static double cm_dcv(const conv2d_desc *d, const cm_ctx *c) {
   const conv_kernels *k = c->k;
+  if (!dcv_suits(d, k)) return INFINITY;
   double flops = 2.0 * d->N * conv_cdiv(d->M, k->pmr) * k->pmr * d->OH * d->OW * (double)d->C * d->KH * d->KW;
   double bytes = 4.0 * (conv_cdiv(d->M, k->pmr) * k->pmr * d->C * d->KH * d->KW +
                         2.0 * d->N * d->C * (d->OH * d->sh + d->KH) * (d->OW * d->sw + d->KW));
@@ -252,11 +252,11 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
     return requested;
   if (conv2d_supports(d, CONV_ALGO_DEPTHWISE)) return CONV_ALGO_DEPTHWISE;
   if (chanvec_suits(d, c.k)) return CONV_ALGO_CHANVEC;
-  static const conv_algo all[] = {CONV_ALGO_IM2COL, CONV_ALGO_DIRECT, CONV_ALGO_WINO2,
-                                  CONV_ALGO_WINO4};
-  conv_algo best = pick_cheapest(d, &c, all, cached ? 4 : 2);
-  if (dcv_suits(d, c.k) && cm_dcv(d, &c) < cm_cost(d, &c, best)) best = CONV_ALGO_DIRECT_CV;
-  return best;
+  conv_algo cand[5] = {CONV_ALGO_IM2COL, CONV_ALGO_DIRECT};
+  int n = 2;
+  if (cached) cand[n++] = CONV_ALGO_WINO2, cand[n++] = CONV_ALGO_WINO4;
+  cand[n++] = CONV_ALGO_DIRECT_CV; /* priced only where dcv_suits */
+  return pick_cheapest(d, &c, cand, n);
 }
 
 /* ---- prepare / run ---- */
@@ -268,6 +268,7 @@ static smelt_status weights_over(const conv2d_desc *d, conv_algo algo, isa_level
   if (!w) return err_nomem("conv weights", sizeof *w);
   *w = (conv2d_weights){.algo = algo, .k = conv_kernels_get(isa), .d = *d, .data = data, .n_data = n,
                         .owns_data = owns};
+  if (algo == CONV_ALGO_POINTWISE) w->pw = conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
   *out = w;
   return SMELT_OK;
 }
@@ -299,11 +300,9 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       break;
     }
     case CONV_ALGO_BF16: est = (double)conv_bf16_words(d); break; /* 32-bit words */
-    case CONV_ALGO_POINTWISE: {
-      int pw = conv_pointwise_panel(k->isa, d->C, d->M, d->OH * d->OW);
-      est = (double)conv_pointwise_packed_floats(k->isa, pw, d->C, d->M);
+    case CONV_ALGO_POINTWISE:
+      est = (double)conv_pointwise_packed_floats(conv_pointwise_panel(k->isa, d->C, d->M, d->OH * d->OW), d->C, d->M);
       break;
-    }
     default: return err_set(SMELT_ERR_INTERNAL, "conv: no prepared form for %s", conv_algo_name(algo));
   }
   if (est > 4e9) return err_set(SMELT_ERR_NOMEM, "conv: %.3g prepared weights is implausible", est);
@@ -356,7 +355,7 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
     st = conv_dw_blk_weights(w);
   } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, W, (uint32_t *)w->data);
   else if (algo == CONV_ALGO_POINTWISE)
-    conv_pointwise_pack(w->k->isa, conv_pointwise_panel(w->k->isa, d->C, d->M, d->OH * d->OW), d->C, d->M, W, w->data);
+    conv_pointwise_pack(w->pw, d->C, d->M, W, w->data);
   else st = conv_wino_prepare(pool, w, W);
   if (st) {
     conv2d_weights_free(w);
@@ -424,8 +423,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
     case CONV_ALGO_POINTWISE:
       if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) break;
       /* the panels as prepared (for the plane of w->d), whatever the plane now */
-      return conv_pointwise_run_packed(pool, w->k->isa, conv_pointwise_panel(w->k->isa, d->C, d->M, w->d.OH * w->d.OW),
-                                       d->N, d->C, d->M, d->OH * d->OW, X, w->data, B, ep, Y);
+      return conv_pointwise_run_packed(pool, w->k->isa, w->pw, d->N, d->C, d->M, d->OH * d->OW, X, w->data, B, ep, Y);
     default: break;
   }
   return err_set(SMELT_ERR_INTERNAL, "conv: %s cannot run this shape", conv_algo_name(w->algo));

@@ -72,11 +72,11 @@ static void check_route(smelt_pool *pool, int route, int64_t N, int64_t C, int64
         const conv_kernels *k = conv_kernels_get((isa_level)isa);
         int pw = route == 5 ? k->pmr : k->prows;
         CHECK(pw != k->pmr || k->pmr != k->prows); /* two distinct tiles */
-        int64_t np = conv_pointwise_packed_floats((isa_level)isa, pw, C, M);
+        int64_t np = conv_pointwise_packed_floats(pw, C, M);
         CHECK(np >= M * C && np < (M + pw) * C && np % (pw * C) == 0);
         float *wp = malloc(sizeof(float) * (size_t)(np + CANARY));
         for (int i = 0; i < CANARY; i++) wp[np + i] = 99.f;
-        conv_pointwise_pack((isa_level)isa, pw, C, M, W, wp);
+        conv_pointwise_pack(pw, C, M, W, wp);
         for (int i = 0; i < CANARY; i++) CHECK(wp[np + i] == 99.f);
         CHECK_OK(conv_pointwise_run_packed(pool, (isa_level)isa, pw, N, C, M, S, X, wp, bias ? B : NULL,
                                            v & 6 ? &ep : NULL, Y));
