@@ -3,7 +3,7 @@
 
 usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
                             [--block K] [--settle-ms MS] [--ort-no-spin] [--lib build/libsmelt.so]
-                            [--baseline-lib OTHER.so] [--env K=V]... [--json FILE]
+                            [--baseline-lib OTHER.so] [--baseline-env K=V]... [--env K=V]... [--json FILE]
                             [--mode eager|default|reduce-overhead|max-autotune] [--clock wall|cpu]
 
 MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout).
@@ -24,7 +24,10 @@ default is 150 ms.  Each smelt output is checked
 against ORT's (max abs difference).
 
 --baseline-lib adds a second smelt build (e.g. main's, for before/after)
-to the same rotation; its column is "base ms".
+to the same rotation; its column is "base ms".  --baseline-env K=V sets
+a variable only while the baseline's sessions are created (without
+--baseline-lib the same library is the baseline), so one library's knob
+(SMELT_CONV, SMELT_CV_KC, ...) is compared with its default in one run.
 
 --clock cpu times each run by the calling thread's CPU time
 (time.thread_time) instead of the wall clock: on a machine that other work
@@ -222,7 +225,20 @@ def bench_model(np, ort, sms, model_dir, args):
     path = os.path.join(model_dir, "model.onnx")
     inputs = sorted(glob.glob(os.path.join(model_dir, "test_data_set_0", "input_*.pb")),
                     key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0]))
-    runners = [SmeltRunner(np, sm, path, inputs, args.threads, MODES[args.mode]) for sm in sms]
+    runners = []
+    for k, sm in enumerate(sms):
+        # --baseline-env: set only while the baseline's session is made
+        saved = {kk: os.environ.get(kk) for kk, _ in args.baseline_env} if k else {}
+        for kk, v in (args.baseline_env if k else []):
+            os.environ[kk] = v
+        try:
+            runners.append(SmeltRunner(np, sm, path, inputs, args.threads, MODES[args.mode]))
+        finally:
+            for kk, v in saved.items():
+                if v is None:
+                    os.environ.pop(kk, None)
+                else:
+                    os.environ[kk] = v
     arrays = runners[0].arrays()
 
     so = ort_options(ort, args.threads)
@@ -288,6 +304,10 @@ def main():
                     help="ORT's pool sleeps when idle (by default its threads spin after each "
                          "run, taking CPU from the runs that follow it)")
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--baseline-env", action="append", default=[],
+                    help="K=V set only while the baseline's sessions are created (with no "
+                         "--baseline-lib, the same library is loaded again as the baseline), e.g. "
+                         "SMELT_CONV=direct against the default pick in one process")
     ap.add_argument("--json")
     ap.add_argument("--mode", default="eager", choices=list(MODES),
                     help="smelt's mode for every smelt build in the rotation (default eager)")
@@ -310,6 +330,11 @@ def main():
     except ImportError as e:
         print(f"ort_compare: {e} (pip install onnxruntime numpy)", file=sys.stderr)
         return 77
+    args.baseline_env = [tuple(kv.split("=", 1)) for kv in args.baseline_env]
+    if any(len(kv) != 2 for kv in args.baseline_env):
+        ap.error("--baseline-env takes K=V")
+    if args.baseline_env and not args.baseline_lib:
+        args.baseline_lib = args.lib
     sms = [Smelt(args.lib)] + ([Smelt(args.baseline_lib)] if args.baseline_lib else [])
     rows = [bench_model(np, ort, sms, d, args) for d in args.models]
     base = len(sms) > 1

@@ -167,7 +167,10 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
    * rows' input again (conv_wino_run's split) */
   double rows = (double)d->N * conv_cdiv(d->OH, m), redo = c->threads > rows ? c->threads / rows : 1;
   double tf = T * (cp * a * a * 4.0 * redo + mp * a * a * 3.0);
-  double bytes = 4.0 * a * a * cp * mp + 8.0 * T * a * a * (cp + mp);
+  /* U streams from memory; the transformed tiles V and products O are
+   * each item's scratch, sized to stay in its core's L2 (conv_wino_run),
+   * so their traffic grows with the threads as the multiply-adds do */
+  double bytes = 4.0 * a * a * cp * mp, scratch = 8.0 * T * a * a * (cp + mp);
   /* Tiles are the rows of the batched products: under 4 a thread leave
    * them short.  16-core Xeon, resnet50's 512 -> 512 3x3 at 7x7 (16 tiles
    * of F(2x2)) at 16 threads: 0.42-0.49 ms on Winograd, 0.35-0.40 direct;
@@ -179,7 +182,8 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
    * 256 -> 256 at 14x14 on F(4x4) (16 tiles) 1.46 ms against F(2x2)'s (49)
    * 1.25 */
   if (T < 24) eff *= T / 24.0;
-  return (flops / (c->rate * 0.8) + tf / (c->rate * 0.25)) / eff + bytes / c->bw + CM_CALL;
+  return (flops / (c->rate * 0.8) + tf / (c->rate * 0.25)) / eff + bytes / c->bw + scratch / (CM_BW * c->threads) +
+         CM_CALL;
 }
 
 static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
