@@ -517,6 +517,47 @@ static SIMD_TARGET void SIMD_NAME(dw_blk)(const float *p, int64_t Wp, int64_t sh
 }
 #undef DWB_PIX
 
+/* Blocked max pooling (conv_kernels.h: max_blk): two output pixels at a
+ * time, each its own chain of maxima; 3x3 (squeezenet's and resnet's
+ * pools) with the tap offsets in registers. */
+static SIMD_TARGET void SIMD_NAME(max_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw, const int64_t *off,
+                                           int taps, int64_t OH, int64_t OW, float *o) {
+  const vf ninf = v_set1(-INFINITY);
+  const int64_t xs = sw * VL;
+  for (int64_t oh = 0; oh < OH; oh++) {
+    const float *q = p + oh * sh * Wp * VL;
+    float *orow = o + oh * OW * VL;
+    int64_t ow = 0;
+    if (taps == 9) {
+      const int64_t o0 = off[0], o1 = off[1], o2 = off[2], o3 = off[3], o4 = off[4];
+      const int64_t o5 = off[5], o6 = off[6], o7 = off[7], o8 = off[8];
+#define MX9(r, a)                                                                                        \
+  a = v_max(v_load((r) + o0), ninf), a = v_max(v_load((r) + o1), a), a = v_max(v_load((r) + o2), a);     \
+  a = v_max(v_load((r) + o3), a), a = v_max(v_load((r) + o4), a), a = v_max(v_load((r) + o5), a);        \
+  a = v_max(v_load((r) + o6), a), a = v_max(v_load((r) + o7), a), a = v_max(v_load((r) + o8), a);
+      for (; ow + 2 <= OW; ow += 2, q += 2 * xs) {
+        vf a, b;
+        MX9(q, a)
+        MX9(q + xs, b)
+        v_store(orow + ow * VL, a);
+        v_store(orow + (ow + 1) * VL, b);
+      }
+      if (ow < OW) {
+        vf a;
+        MX9(q, a)
+        v_store(orow + ow * VL, a);
+      }
+#undef MX9
+      continue;
+    }
+    for (; ow < OW; ow++, q += xs) {
+      vf a = ninf;
+      for (int t = 0; t < taps; t++) a = v_max(v_load(q + off[t]), a);
+      v_store(orow + ow * VL, a);
+    }
+  }
+}
+
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(epi_run)(const float *x, const float *res, vf vlo,
                                                          vf vhi, float *y, int64_t n, int64_t cap) {
   int64_t j = 0;
@@ -1029,6 +1070,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .dw_row = SIMD_NAME(dw_row),
     .dw9_row = SIMD_NAME(dw9_row),
     .dw_blk = SIMD_NAME(dw_blk),
+    .max_blk = SIMD_NAME(max_blk),
     .epi_rows = SIMD_NAME(epi_rows),
     .fill_phases = SIMD_NAME(fill_phases),
     .pool_max_row = SIMD_NAME(pool_max_row),

@@ -132,6 +132,12 @@ typedef struct conv_kernels {
    * floats. */
   void (*dw_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw, const int64_t *off, int taps,
                  const float *w, const float *bias, float lo, float hi, int64_t OH, int64_t OW, float *o);
+  /* Max pooling on vl channels at once, the same layout and geometry:
+   * o[(oh*OW + ow)*vl + l] = max over t of p[(oh*sh*Wp + ow*sw)*vl +
+   * off[t] + l] (a NaN tap is passed over, as v_max does; the padding
+   * around the input holds -inf). */
+  void (*max_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw, const int64_t *off, int taps,
+                  int64_t OH, int64_t OW, float *o);
   /* rows of n: y[r*n + j] = min(hi, max(lo, x[r*xs + j] + res[r*n + j])),
    * j < n, r < rows (res may be NULL; x may be y when xs = n). */
   void (*epi_rows)(const float *x, int64_t xs, const float *res, float lo, float hi, float *y,

@@ -350,6 +350,17 @@ static void pool_cases(smelt_pool *pool) {
       }
       v = base, v.H = 5, v.W = 37, v.pt = v.pl = 0, v.pb = v.pr = 3;
       check_pool(v, pool);
+      /* outputs of at most a vector (max: the blocked form), channels that
+       * leave the last block partly empty: squeezenet's 27x27 -> 13x13 (ceil
+       * overhang), 2x2/2, 5x5/1 with pads, batch 2, a row of one output */
+      v = base, v.C = 19, v.H = v.W = 27, v.pt = v.pl = 0, v.pb = v.pr = 1;
+      check_pool(v, pool);
+      v = base, v.N = 2, v.C = 33, v.H = v.W = 14, v.KH = v.KW = 2, v.pt = v.pl = v.pb = v.pr = 0;
+      check_pool(v, pool);
+      v = base, v.C = 17, v.H = 9, v.W = 8, v.KH = v.KW = 5, v.sh = v.sw = 1, v.pt = v.pl = v.pb = v.pr = 2;
+      check_pool(v, pool);
+      v = base, v.C = 5, v.H = 6, v.W = 2, v.pt = v.pl = 0, v.pb = v.pr = 0;
+      check_pool(v, pool);
     }
   /* global average: planes of 1, 49, 37 and 1000 values */
   int64_t sizes[] = {1, 49, 37, 1000, 4099};
