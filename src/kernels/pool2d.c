@@ -1,4 +1,5 @@
-/* Vectorized 2-D pooling, planes in parallel.
+/* Vectorized 2-D pooling, planes in parallel.  (Max over output rows of
+ * at most one vector runs blocked: maxb_run below.)
  *
  * Max is separable: per output row, the max down the window's input rows
  * (max_rows, whole vectors along the row), then that one row split into
