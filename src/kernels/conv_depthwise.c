@@ -23,7 +23,6 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
@@ -101,7 +100,7 @@ typedef struct dwb_job {
   const float *X, *B;
   float *Y;
   float lo, hi;
-  int64_t Hp, Wp;     /* the padded blocked copy, in pixels */
+  conv_blk cb;        /* the padded blocked copy */
   int64_t n_blk;      /* channel blocks per image */
   int64_t off[64];    /* per tap: its offset in the copy, in floats */
   int64_t buf_floats; /* per thread: the copy, the outputs, weights, bias */
@@ -131,7 +130,6 @@ static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, floa
   const int vl = k->vl;
   int64_t n = u / j->n_blk, c0 = (u % j->n_blk) * vl, taps = d->KH * d->KW;
   int nch = (int)(d->C - c0 < vl ? d->C - c0 : vl);
-  const float *src[16];
   float *dst[16];
   const float *wk = j->w->blk ? j->w->blk + (c0 / vl) * taps * vl : wv; /* blk: made once, at prepare */
   for (int l = 0; l < vl; l++) {
@@ -141,28 +139,9 @@ static void dwb_block(const dwb_job *j, int64_t u, float *buf, float *obuf, floa
     bv[l] = in && j->B ? j->B[c0 + l] : 0.f;
     dst[l] = in ? j->Y + (n * d->C + c0 + l) * d->OH * d->OW : NULL;
   }
-  for (int64_t ih = 0; ih < d->H; ih++) { /* the padding around stays 0 from the first fill */
-    for (int l = 0; l < vl; l++) src[l] = l < nch ? j->X + ((n * d->C + c0 + l) * d->H + ih) * d->W : NULL;
-    k->rows_to_blk(src, d->W, buf + ((ih + d->pt) * j->Wp + d->pl) * vl);
-  }
-  k->dw_blk(buf, j->Wp, d->sh, d->sw, j->off, (int)taps, wk, bv, j->lo, j->hi, d->OH, d->OW, obuf);
+  conv_blk_fill(k, &j->cb, j->X + (n * d->C + c0) * d->H * d->W, nch, buf); /* the padding stays 0 */
+  k->dw_blk(buf, j->cb.Wp, d->sh, d->sw, j->off, (int)taps, wk, bv, j->lo, j->hi, d->OH, d->OW, obuf);
   k->blk_to_rows(obuf, d->OH * d->OW, dst, NULL);
-}
-
-/* The padding around the input in the blocked copy (rows_to_blk rewrites
- * the rest for every block): a full memset of the copy was a quarter of a
- * stride-2 layer's time (112x112 input, 56x56 out). */
-static void dwb_zero_border(const dwb_job *j, float *buf) {
-  const conv2d_desc *d = &j->w->d;
-  size_t vb = sizeof(float) * (size_t)j->w->k->vl, row = (size_t)j->Wp * vb;
-  int64_t in_end = d->pt + d->H; /* rows [pt, in_end) hold input pixels [pl, pl + W) */
-  memset(buf, 0, row * (size_t)d->pt);
-  for (int64_t r = d->pt; r < in_end; r++) {
-    char *p = (char *)buf + (size_t)r * row;
-    memset(p, 0, vb * (size_t)d->pl);
-    memset(p + vb * (size_t)(d->pl + d->W), 0, vb * (size_t)(j->Wp - d->pl - d->W));
-  }
-  memset((char *)buf + (size_t)in_end * row, 0, row * (size_t)(j->Hp - in_end));
 }
 
 static void dwb_blocks(void *vctx, int64_t u0, int64_t u1) {
@@ -174,8 +153,8 @@ static void dwb_blocks(void *vctx, int64_t u0, int64_t u1) {
     atomic_store(&j->failed, true);
     return;
   }
-  int64_t copy = j->Hp * j->Wp * vl;
-  dwb_zero_border(j, buf);
+  int64_t copy = j->cb.Hp * j->cb.Wp * vl;
+  conv_blk_border(&j->cb, 0.f, buf);
   float *obuf = buf + copy, *wv = obuf + d->OH * d->OW * vl, *bv = wv + d->KH * d->KW * vl;
   for (int64_t u = u0; u < u1; u++) dwb_block(j, u, buf, obuf, wv, bv);
   tensor_data_free(buf);
@@ -201,14 +180,9 @@ static smelt_status dwb_run(smelt_pool *pool, const conv2d_weights *w, const flo
   const conv2d_desc *d = &w->d;
   int vl = w->k->vl;
   dwb_job j = {.w = w, .X = X, .B = B, .Y = Y, .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
-  /* rows and columns read: the input's with its begin pads, and the last window's */
-  int64_t rh = (d->OH - 1) * d->sh + (d->KH - 1) * d->dh + 1, rw = (d->OW - 1) * d->sw + (d->KW - 1) * d->dw + 1;
-  j.Hp = d->H + d->pt > rh ? d->H + d->pt : rh;
-  j.Wp = d->W + d->pl > rw ? d->W + d->pl : rw;
+  j.cb = conv_blk_make(d->H, d->W, d->pt, d->pl, d->OH, d->OW, d->KH, d->KW, d->sh, d->sw, d->dh, d->dw, vl, j.off);
   j.n_blk = (d->C + vl - 1) / vl;
-  for (int64_t kh = 0, t = 0; kh < d->KH; kh++)
-    for (int64_t kw = 0; kw < d->KW; kw++, t++) j.off[t] = (kh * d->dh * j.Wp + kw * d->dw) * vl;
-  j.buf_floats = (j.Hp * j.Wp + d->OH * d->OW + d->KH * d->KW + 1) * vl;
+  j.buf_floats = (j.cb.Hp * j.cb.Wp + d->OH * d->OW + d->KH * d->KW + 1) * vl;
   int64_t grain = 1 + 32768 / (d->OH * d->OW * d->KH * d->KW * vl + 1);
   pool_parallel_for(pool, d->N * j.n_blk, grain, dwb_blocks, &j);
   if (atomic_load(&j.failed)) return err_nomem("depthwise block", sizeof(float) * (size_t)j.buf_floats);

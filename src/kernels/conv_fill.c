@@ -81,3 +81,37 @@ int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, in
       }
   return off;
 }
+
+conv_blk conv_blk_make(int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t OH, int64_t OW, int64_t KH,
+                       int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int vl, int64_t *off) {
+  /* rows and columns read: the input's with its begin pads, and the last window's */
+  int64_t rh = (OH - 1) * sh + (KH - 1) * dh + 1, rw = (OW - 1) * sw + (KW - 1) * dw + 1;
+  conv_blk b = {H, W, pt, pl, H + pt > rh ? H + pt : rh, W + pl > rw ? W + pl : rw, vl};
+  for (int64_t kh = 0, t = 0; kh < KH; kh++)
+    for (int64_t kw = 0; kw < KW; kw++, t++) off[t] = (kh * dh * b.Wp + kw * dw) * vl;
+  return b;
+}
+
+static void fill_value(float *p, int64_t n, float value) {
+  if (value == 0.f) memset(p, 0, sizeof(float) * (size_t)n);
+  else
+    for (int64_t i = 0; i < n; i++) p[i] = value;
+}
+
+void conv_blk_border(const conv_blk *b, float value, float *buf) {
+  int64_t row = b->Wp * b->vl, in_end = b->pt + b->H; /* rows [pt, in_end) hold input pixels [pl, pl + W) */
+  fill_value(buf, b->pt * row, value);
+  for (int64_t r = b->pt; r < in_end; r++) {
+    fill_value(buf + r * row, b->pl * b->vl, value);
+    fill_value(buf + r * row + (b->pl + b->W) * b->vl, (b->Wp - b->pl - b->W) * b->vl, value);
+  }
+  fill_value(buf + in_end * row, (b->Hp - in_end) * row, value);
+}
+
+void conv_blk_fill(const conv_kernels *k, const conv_blk *b, const float *x, int nch, float *buf) {
+  const float *src[16];
+  for (int64_t ih = 0; ih < b->H; ih++) {
+    for (int l = 0; l < b->vl; l++) src[l] = l < nch ? x + (l * b->H + ih) * b->W : NULL;
+    k->rows_to_blk(src, b->W, buf + ((ih + b->pt) * b->Wp + b->pl) * b->vl);
+  }
+}

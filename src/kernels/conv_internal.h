@@ -91,6 +91,28 @@ void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, 
  * (channel, kh, kw): malloc'ed, the caller frees; NULL when memory runs
  * out (err_nomem set). */
 int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, int64_t Wq);
+
+/* The padded blocked copy that the blocked depthwise convolution
+ * (conv_depthwise.c) and max pooling (pool2d.c) read: vl planes as one
+ * pixel-major plane (a pixel is vl floats: rows_to_blk), the input at
+ * (pt, pl), the copy out to the last window's reach. */
+typedef struct conv_blk {
+  int64_t H, W, pt, pl; /* the input planes and their begin pads */
+  int64_t Hp, Wp;       /* the copy, in pixels */
+  int vl;
+} conv_blk;
+/* The copy for a KH x KW window at strides (sh, sw), dilations (dh, dw)
+ * over OH x OW outputs, and each tap's offset in it (floats) into off. */
+conv_blk conv_blk_make(int64_t H, int64_t W, int64_t pt, int64_t pl, int64_t OH, int64_t OW, int64_t KH,
+                       int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw, int vl, int64_t *off);
+/* The padding around the input (conv_blk_fill never writes it) set to
+ * value (depthwise 0, max -inf); once per buffer, not per block: a full
+ * fill of the copy was a quarter of a stride-2 depthwise layer's time
+ * (112x112 input, 56x56 out). */
+void conv_blk_border(const conv_blk *b, float value, float *buf);
+/* nch (<= vl) planes H*W floats apart from x into the copy; lanes past
+ * nch 0. */
+void conv_blk_fill(const conv_kernels *k, const conv_blk *b, const float *x, int nch, float *buf);
 /* Whether one channel's phase planes for this geometry stay a sane size
  * (2^28 floats) and the kernel's taps fit an offset table; huge strides or
  * dilations go to the im2col / reference paths instead. */

@@ -155,26 +155,11 @@ typedef struct maxb_job {
   const conv_kernels *k;
   const float *X;
   float *Y;
-  int64_t Hp, Wp, n_blk, buf_floats;
+  conv_blk cb; /* the padded blocked copy */
+  int64_t n_blk, buf_floats;
   int64_t off[64]; /* per tap: its offset in the copy, in floats */
   atomic_bool failed;
 } maxb_job;
-
-static void fill_ninf(float *p, int64_t n) {
-  for (int64_t i = 0; i < n; i++) p[i] = -INFINITY;
-}
-
-/* -inf around the input in the copy (rows_to_blk rewrites the rest). */
-static void maxb_border(const maxb_job *j, float *buf) {
-  const pool2d_desc *d = j->d;
-  int64_t vl = j->k->vl, row = j->Wp * vl, in_end = d->pt + d->H;
-  fill_ninf(buf, d->pt * row);
-  for (int64_t r = d->pt; r < in_end; r++) {
-    fill_ninf(buf + r * row, d->pl * vl);
-    fill_ninf(buf + r * row + (d->pl + d->W) * vl, (j->Wp - d->pl - d->W) * vl);
-  }
-  fill_ninf(buf + in_end * row, (j->Hp - in_end) * row);
-}
 
 static void maxb_blocks(void *vctx, int64_t u0, int64_t u1) {
   maxb_job *j = vctx;
@@ -186,19 +171,15 @@ static void maxb_blocks(void *vctx, int64_t u0, int64_t u1) {
     atomic_store(&j->failed, true);
     return;
   }
-  float *obuf = buf + j->Hp * j->Wp * vl;
-  maxb_border(j, buf);
+  float *obuf = buf + j->cb.Hp * j->cb.Wp * vl;
+  conv_blk_border(&j->cb, -INFINITY, buf);
   for (int64_t u = u0; u < u1; u++) {
     int64_t n = u / j->n_blk, c0 = u % j->n_blk * vl;
     int nch = (int)(d->C - c0 < vl ? d->C - c0 : vl);
-    const float *src[16];
     float *dst[16];
     for (int l = 0; l < vl; l++) dst[l] = l < nch ? j->Y + (n * d->C + c0 + l) * d->OH * d->OW : NULL;
-    for (int64_t ih = 0; ih < d->H; ih++) {
-      for (int l = 0; l < vl; l++) src[l] = l < nch ? j->X + ((n * d->C + c0 + l) * d->H + ih) * d->W : NULL;
-      k->rows_to_blk(src, d->W, buf + ((ih + d->pt) * j->Wp + d->pl) * vl);
-    }
-    k->max_blk(buf, j->Wp, d->sh, d->sw, j->off, (int)(d->KH * d->KW), d->OH, d->OW, obuf);
+    conv_blk_fill(k, &j->cb, j->X + (n * d->C + c0) * d->H * d->W, nch, buf);
+    k->max_blk(buf, j->cb.Wp, d->sh, d->sw, j->off, (int)(d->KH * d->KW), d->OH, d->OW, obuf);
     k->blk_to_rows(obuf, d->OH * d->OW, dst, NULL);
   }
   tensor_data_free(buf);
@@ -219,14 +200,9 @@ static smelt_status maxb_run(smelt_pool *pool, const pool2d_desc *d, const conv_
                              float *Y) {
   int vl = k->vl;
   maxb_job j = {.d = d, .k = k, .X = X, .Y = Y};
-  /* rows and columns read: the input's with its begin pads, and the last window's */
-  int64_t rh = (d->OH - 1) * d->sh + (d->KH - 1) * d->dh + 1, rw = (d->OW - 1) * d->sw + (d->KW - 1) * d->dw + 1;
-  j.Hp = d->H + d->pt > rh ? d->H + d->pt : rh;
-  j.Wp = d->W + d->pl > rw ? d->W + d->pl : rw;
+  j.cb = conv_blk_make(d->H, d->W, d->pt, d->pl, d->OH, d->OW, d->KH, d->KW, d->sh, d->sw, d->dh, d->dw, vl, j.off);
   j.n_blk = conv_cdiv(d->C, vl);
-  for (int64_t kh = 0, t = 0; kh < d->KH; kh++)
-    for (int64_t kw = 0; kw < d->KW; kw++, t++) j.off[t] = (kh * d->dh * j.Wp + kw * d->dw) * vl;
-  j.buf_floats = (j.Hp * j.Wp + d->OH * d->OW) * vl;
+  j.buf_floats = (j.cb.Hp * j.cb.Wp + d->OH * d->OW) * vl;
   int64_t grain = 1 + 32768 / (d->OH * d->OW * d->KH * d->KW * vl + 1);
   pool_parallel_for(pool, d->N * j.n_blk, grain, maxb_blocks, &j);
   if (atomic_load(&j.failed)) return err_nomem("max pool block", sizeof(float) * (size_t)j.buf_floats);
