@@ -159,7 +159,10 @@ static bool sleepers_reach(smelt_pool *p, int n) {
  * once their spin runs out, and the pool's jobs still run right; a wake-up
  * with no sleeper, on a NULL or one-thread pool, does nothing. */
 static void wake(void) {
-  setenv("SMELT_SPIN_US", "2000", 1);
+  /* a 20 ms spin: both woken workers must be seen awake at once by a 1 ms
+   * poll; with 2 ms, the sanitizer run's 4 test processes on 2 cores kept
+   * one worker off a core until the other had gone back to sleep */
+  setenv("SMELT_SPIN_US", "20000", 1);
   smelt_pool *p = NULL;
   CHECK_OK(pool_create(3, &p));
   unsetenv("SMELT_SPIN_US");
