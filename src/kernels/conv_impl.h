@@ -886,6 +886,92 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(fill_row)(const float *src, int6
   SIMD_NAME(set_run)(row + hi, n - hi, vp, cap - hi);
 }
 
+/* Depthwise 3x3 at stride 1 or 2 from one channel's plane through a ring
+ * of eight zero-padded row copies (conv_kernels.h: dw3_plane), not a copy
+ * of the whole plane: an output row reads three input rows, each copied
+ * once (with its padding), so the copies stay in L1.  The rows are copied
+ * two output rows ahead of their use: read back at once, the copies'
+ * stores have not reached L1 and loads that straddle two of them wait
+ * (store forwarding fails; that was a third of the time at 56x56).
+ * At stride 2 a row's three taps are the even and odd lanes of the two
+ * vectors from the window's start and the even lanes of the two from 2
+ * further, no phase-split copy.  The three rows' sums are kept apart
+ * (three chains of 3 FMAs, not one of 9). */
+static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(dw3_vec)(const float *p0, const float *p1, const float *p2,
+                                                      const vf *wk, vf vb, const int S) {
+  vf t0, t1, t2, a0, a1, a2;
+#define DW3_TAPS(p)                                                                          \
+  if (S == 1) {                                                                              \
+    t0 = v_load(p), t1 = v_load((p) + 1), t2 = v_load((p) + 2);                              \
+  } else {                                                                                   \
+    vf a = v_load(p), b = v_load((p) + VL), a2 = v_load((p) + 2), b2 = v_load((p) + 2 + VL); \
+    t0 = v_even2(a, b), t1 = v_odd2(a, b), t2 = v_even2(a2, b2);                             \
+  }
+  DW3_TAPS(p0)
+  a0 = v_fma(wk[2], t2, v_fma(wk[1], t1, v_fma(wk[0], t0, vb)));
+  DW3_TAPS(p1)
+  a1 = v_fma(wk[5], t2, v_fma(wk[4], t1, v_mul(wk[3], t0)));
+  DW3_TAPS(p2)
+  a2 = v_fma(wk[8], t2, v_fma(wk[7], t1, v_mul(wk[6], t0)));
+#undef DW3_TAPS
+  return v_add(v_add(a0, a1), a2);
+}
+
+/* input row r in the ring (slot r mod 8), copied with its padding when not there */
+static INLINE_ALWAYS SIMD_TARGET const float *SIMD_NAME(dw3_row)(const float *x, int64_t H, int64_t W,
+                                                                int64_t pl, int64_t Wp, int64_t r,
+                                                                float *ring, int64_t *held) {
+  int slot = (int)(((r % 8) + 8) % 8);
+  float *row = ring + slot * Wp;
+  if (held[slot] != r) {
+    int64_t hi = pl + W < Wp ? pl + W : Wp, lo = pl < hi ? pl : hi;
+    bool in = r >= 0 && r < H;
+    SIMD_NAME(fill_row)(in ? x + r * W : NULL, 1, in ? lo : 0, in ? hi : 0, Wp, 0.f, row, Wp);
+    held[slot] = r;
+  }
+  return row;
+}
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3_rows)(const float *x, int64_t H, int64_t W, int64_t pt,
+                                                         int64_t pl, const vf *wk, vf vb, const float *res,
+                                                         vf vlo, vf vhi, float *y, int64_t OH, int64_t OW,
+                                                         float *ring, const int S) {
+  const int64_t Wp = conv_dw3_row_floats(OW, S, VL);
+  int64_t held[8];
+  for (int i = 0; i < 8; i++) held[i] = INT64_MIN;
+  for (int64_t oh = 0; oh < OH && oh < 2; oh++)
+    for (int kh = 0; kh < 3; kh++) SIMD_NAME(dw3_row)(x, H, W, pl, Wp, oh * S - pt + kh, ring, held);
+  for (int64_t oh = 0; oh < OH; oh++) {
+    float *yr = y + oh * OW;
+    const float *rr = res ? res + oh * OW : NULL;
+    int64_t r0 = oh * S - pt;
+    if (oh + 2 < OH) /* rows 2 ahead: at most 7 rows held at once (stride 2), 5 (stride 1) */
+      for (int kh = 0; kh < 3; kh++) SIMD_NAME(dw3_row)(x, H, W, pl, Wp, r0 + 2 * S + kh, ring, held);
+    const float *p0 = SIMD_NAME(dw3_row)(x, H, W, pl, Wp, r0, ring, held);
+    const float *p1 = SIMD_NAME(dw3_row)(x, H, W, pl, Wp, r0 + 1, ring, held);
+    const float *p2 = SIMD_NAME(dw3_row)(x, H, W, pl, Wp, r0 + 2, ring, held);
+    for (int64_t j = 0; j < OW; j += VL) {
+      vf v = SIMD_NAME(dw3_vec)(p0 + j * S, p1 + j * S, p2 + j * S, wk, vb, S);
+      int r = OW - j < VL ? (int)(OW - j) : VL;
+      if (rr) v = v_add(v, r == VL ? v_load(rr + j) : v_loadn(rr + j, r));
+      v = SIMD_NAME(clampv)(v, vlo, vhi);
+      if (r == VL) v_store(yr + j, v);
+      else SIMD_NAME(store_tail)(yr + j, v, r, (OH - oh) * OW - j); /* rows go in order */
+    }
+  }
+}
+
+static SIMD_TARGET void SIMD_NAME(dw3_plane)(const float *x, int64_t H, int64_t W, int64_t s, int64_t pt,
+                                             int64_t pl, const float *w, float bias, const float *res,
+                                             float lo, float hi, float *y, int64_t OH, int64_t OW,
+                                             float *ring) {
+  vf wk[9];
+  for (int t = 0; t < 9; t++) wk[t] = v_set1(w[t]);
+  const vf vb = v_set1(bias), vlo = v_set1(lo), vhi = v_set1(hi);
+  if (s == 1) SIMD_NAME(dw3_rows)(x, H, W, pt, pl, wk, vb, res, vlo, vhi, y, OH, OW, ring, 1);
+  else SIMD_NAME(dw3_rows)(x, H, W, pt, pl, wk, vb, res, vlo, vhi, y, OH, OW, ring, 2);
+}
+
 /* kernels/conv_internal.h's conv_fill_phases, the rows inlined (planes
  * of 7x7 have rows of a few floats: a call per row would cost more). */
 static SIMD_TARGET void SIMD_NAME(fill_phases)(const conv_phases *p, const float *x, int64_t channels,
@@ -1070,6 +1156,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .dw_row = SIMD_NAME(dw_row),
     .dw9_row = SIMD_NAME(dw9_row),
     .dw_blk = SIMD_NAME(dw_blk),
+    .dw3_plane = SIMD_NAME(dw3_plane),
     .max_blk = SIMD_NAME(max_blk),
     .epi_rows = SIMD_NAME(epi_rows),
     .fill_phases = SIMD_NAME(fill_phases),

@@ -153,4 +153,12 @@ static inline int conv_wino_m(conv_algo a) { return a == CONV_ALGO_WINO4 ? 4 : 2
 
 static inline int64_t conv_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Depthwise 3x3 from rows (dw3_plane): floats of one padded row copy, for
+ * the vectors of an output row of OW at stride s (1 or 2): the last one
+ * reads up to VL + 2 (stride 1) or 2 VL + 2 (stride 2) floats from its
+ * first column, (vectors - 1) * vl * s. */
+static inline int64_t conv_dw3_row_floats(int64_t OW, int64_t s, int vl) {
+  return (conv_cdiv(OW, vl) - 1) * vl * s + (s == 1 ? vl + 2 : 2 * vl + 2);
+}
+
 #endif

@@ -132,6 +132,16 @@ typedef struct conv_kernels {
    * floats. */
   void (*dw_blk)(const float *p, int64_t Wp, int64_t sh, int64_t sw, const int64_t *off, int taps,
                  const float *w, const float *bias, float lo, float hi, int64_t OH, int64_t OW, float *o);
+  /* Depthwise 3x3 at stride s (1 or 2), dilation 1, on one channel from
+   * its H x W plane x (taps outside it are 0: the padding pt, pl):
+   * y[oh*OW + ow] = min(hi, max(lo, bias + sum_{kh,kw<3} w[kh*3 + kw] *
+   * x[(oh*s - pt + kh)*W + ow*s - pl + kw] + res[oh*OW + ow])) (res may be
+   * NULL).  ring: 8 * conv_dw3_row_floats(OW, s, vl) floats of scratch.
+   * Rows are written in order; a row's last partial vector may spill junk
+   * onto the next row, never past the plane. */
+  void (*dw3_plane)(const float *x, int64_t H, int64_t W, int64_t s, int64_t pt, int64_t pl,
+                    const float *w, float bias, const float *res, float lo, float hi, float *y,
+                    int64_t OH, int64_t OW, float *ring);
   /* Max pooling on vl channels at once, the same layout and geometry:
    * o[(oh*OW + ow)*vl + l] = max over t of p[(oh*sh*Wp + ow*sw)*vl +
    * off[t] + l] (a NaN tap is passed over, as v_max does; the padding

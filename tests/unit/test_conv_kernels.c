@@ -218,6 +218,16 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 3, 33, 31, 3, 3, 3, 3, 2, 1, 1, 1, 1, 0, 0, 1),      /* strides 2x1 */
       mk(1, 4, 15, 17, 4, 4, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2),      /* dilation 2 */
       mk(1, 6, 9, 16, 6, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),       /* 1x1 depthwise */
+      /* 3x3 rows through the ring (dw3_plane: rows of >= 48 outputs at
+       * stride 1, >= 40 at stride 2): TF-style pads (bottom/right only) to
+       * 48 outputs, rows of whole vectors in a batch of 2, pads of 2 whose
+       * first and last windows hold two rows of padding, one row, odd
+       * widths; (1, 3, 113, 113) and (1, 3, 40, 70) above take it too */
+      mk(1, 5, 96, 97, 5, 5, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1),
+      mk(2, 4, 9, 64, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 3, 20, 95, 3, 3, 3, 3, 2, 2, 1, 1, 2, 2, 2, 2),
+      mk(1, 2, 1, 50, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 3, 7, 81, 3, 3, 3, 3, 1, 1, 1, 1, 2, 0, 0, 2),
       /* blocked, several output pixels at a time (dw_blk) and its tail:
        * 5x5 stride 2 (mnasnet, efficientnet) to odd planes, 5x5 stride 1
        * on 14 and 7 with a partial channel block, 3x3 with an odd width,
