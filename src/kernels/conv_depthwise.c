@@ -195,7 +195,7 @@ static smelt_status dwb_run(smelt_pool *pool, const conv2d_weights *w, const flo
   return SMELT_OK;
 }
 
-/* ---- 3x3 at stride 1 or 2, straight from the planes ---- */
+/* ---- 3x3 at stride 1 or 2 over wide rows, through a ring of row copies ---- */
 
 typedef struct dw3_job {
   const conv2d_weights *w;
