@@ -836,27 +836,14 @@ static SIMD_TARGET void SIMD_NAME(cols_to_rows)(const float *src, int64_t lds, i
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(gather_s2)(const float *src, float *dst, int64_t n,
                                                            int64_t cap) {
   int64_t j = 0;
-#if SIMD_LEVEL >= 1
-#if SIMD_LEVEL == 2
-  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-#define GATHER_EVEN(a, b) _mm512_permutex2var_ps(a, even, b)
-#else /* a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit pairs swapped */
-#define GATHER_EVEN(a, b) \
-  _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8))
-#endif
   for (; j + VL < n; j += VL) /* not the last vector: src[2j + 2VL - 1] is still in range */
-    v_store(dst + j, GATHER_EVEN(v_load(src + 2 * j), v_load(src + 2 * j + VL)));
+    v_store(dst + j, v_even2(v_load(src + 2 * j), v_load(src + 2 * j + VL)));
   if (j < n) { /* r <= VL values need src[2j .. 2j + 2r - 1) */
     int r = (int)(n - j), e = 2 * r - 1;
     vf a = e >= VL ? v_load(src + 2 * j) : v_loadn(src + 2 * j, e);
     vf b = e > VL ? v_loadn(src + 2 * j + VL, e - VL) : v_zero();
-    SIMD_NAME(store_tail)(dst + j, GATHER_EVEN(a, b), r, cap - j);
+    SIMD_NAME(store_tail)(dst + j, v_even2(a, b), r, cap - j);
   }
-#undef GATHER_EVEN
-#else
-  (void)cap;
-  for (; j < n; j++) dst[j] = src[2 * j];
-#endif
 }
 
 /* p[0 .. n) = v (cap: floats writable at p) */

@@ -12,9 +12,6 @@
  *   v_min(a, b) = a < b ? a : b
  *   v_loadn/v_storen touch only the first n < VL lanes (the rest load 0,
  *   or `fill` with v_loadn_or).
- *   v_loadr(p, lo, hi) loads lanes lo <= i < hi of p[i] (clamped to 0..VL),
- *   0 in the others, and reads no other lane (p may point outside the
- *   array where those lanes do).
  *   v_even2(a, b) / v_odd2(a, b): the even / odd lanes of the 2*VL floats
  *   a then b (a[0] a[2] .. b[VL-2] / a[1] a[3] .. b[VL-1]).
  *   v_fma/v_fnma: a*b + c, c - a*b, fused where the ISA has FMA (portable C:
@@ -94,11 +91,6 @@ SIMD_FN vi vi_srai1(vi a) { return _mm512_srai_epi32(a, 1); }
 SIMD_FN vf v_fms(vf a, vf b, vf c) { return _mm512_fmsub_ps(a, b, c); } /* a*b-c, one rounding */
 SIMD_FN vf v_loadn_or(const float *p, int n, float fill) {
   return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), v_firstn(n), p);
-}
-SIMD_FN vf v_loadr(const float *p, int lo, int hi) {
-  lo = lo < 0 ? 0 : lo, hi = hi > 16 ? 16 : hi;
-  if (lo >= hi) return v_zero();
-  return _mm512_maskz_loadu_ps((vm)(((1u << hi) - 1) & ~((1u << lo) - 1)), p);
 }
 SIMD_FN vf v_even2(vf a, vf b) {
   return _mm512_permutex2var_ps(a, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b);
@@ -181,15 +173,6 @@ SIMD_FN vf v_loadn_or(const float *p, int n, float fill) {
   __m256i m = v_firstn_i(n);
   return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
 }
-SIMD_FN vf v_loadr(const float *p, int lo, int hi) {
-  if (lo < 0) lo = 0;
-  if (hi > 8) hi = 8;
-  if (lo >= hi) return v_zero();
-  __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  __m256i m = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), i),
-                                  _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), i));
-  return _mm256_maskload_ps(p, m);
-}
 /* a0 a2 b0 b2 | a4 a6 b4 b6, then the middle 64-bit pairs swapped */
 SIMD_FN vf v_even2(vf a, vf b) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
@@ -212,7 +195,6 @@ SIMD_FN vf v_set1(float x) { return x; }
 SIMD_FN vf v_load(const float *p) { return *p; }
 SIMD_FN void v_store(float *p, vf v) { *p = v; }
 SIMD_FN vf v_loadn(const float *p, int n) { return n > 0 ? *p : 0.f; }
-SIMD_FN vf v_loadr(const float *p, int lo, int hi) { return lo <= 0 && hi > 0 ? *p : 0.f; }
 SIMD_FN vf v_even2(vf a, vf b) {
   (void)b;
   return a;
