@@ -17,7 +17,13 @@
  * masked gives zeros instead of NaN), kv_group (0/1: K and V have H / g
  * heads, each shared by g consecutive query heads -- what repeat_kv's
  * Reshape(Expand(Unsqueeze(KV, 2))) made; inputs 4..7 are then the K and V
- * repeats' Expand and Reshape shapes, checked at run time to be exactly that).  Kernel: kernels/attention.h. */
+ * repeats' Expand and Reshape shapes, checked at run time to be exactly that).
+ * X_view (ints [offset, d_0..d_{r-1}, s_0..s_{r-1}]) with X_view_src (ints,
+ * X's dims): X is read as the strided view of its memory with those dims
+ * and strides (elements) from that offset -- what the layout ops between a
+ * packed projection and the attention made (passes/view_chain.h) -- and
+ * X_perm then applies to the view; X must have exactly X_view_src's dims.
+ * Kernel: kernels/attention.h. */
 #include <math.h>
 #include <string.h>
 
@@ -27,6 +33,9 @@
 
 typedef struct attn_view {
   int rank;
+  bool has_view[3];                         /* Q, K, V read through X_view */
+  int vrank[3];
+  int64_t vdims[3][4], vstr[3][4], voff[3]; /* ... its dims, strides and offset */
   int64_t q[4], k[4], v[4]; /* canonical dims */
   int64_t batch[2];         /* broadcast batch dims (r - 2 of them) */
   int64_t out[4];           /* canonical output dims */
@@ -56,22 +65,67 @@ static smelt_status merge_dim(int64_t a, int64_t b, const char *what, int64_t *o
   return SMELT_OK;
 }
 
+/* Input i's X_view, if it has one: checked against the input's dims (when
+ * known) and its memory; av->has_view[i] says whether it had one. */
+static smelt_status read_view(op_ctx *c, int i, attn_view *av) {
+  static const char *const names[3][2] = {{"q_view", "q_view_src"}, {"k_view", "k_view_src"},
+                                          {"v_view", "v_view_src"}};
+  int n, ns;
+  const int64_t *a = ir_attr_ints(c->node, names[i][0], &n);
+  av->has_view[i] = a != NULL;
+  if (!a) return SMELT_OK;
+  const int64_t *src = ir_attr_ints(c->node, names[i][1], &ns);
+  if ((n != 7 && n != 9) || !src || ns < 0 || ns > SMELT_MAX_RANK)
+    return err_set(SMELT_ERR_INVALID_MODEL, "%s has %d entries (7 or 9 expected) or %s is missing", names[i][0], n,
+                   names[i][1]);
+  int r = (n - 1) / 2;
+  int64_t numel = 1, last = a[0];
+  for (int d = 0; d < ns; d++) {
+    if (src[d] <= 0) return err_set(SMELT_ERR_INVALID_MODEL, "%s has a dim %lld", names[i][1], (long long)src[d]);
+    numel *= src[d];
+  }
+  for (int d = 0; d < r; d++) {
+    if (a[1 + d] <= 0 || a[1 + r + d] < 0)
+      return err_set(SMELT_ERR_INVALID_MODEL, "%s: dim %d is %lld with stride %lld", names[i][0], d,
+                     (long long)a[1 + d], (long long)a[1 + r + d]);
+    last += (a[1 + d] - 1) * a[1 + r + d];
+    av->vdims[i][d] = a[1 + d];
+    av->vstr[i][d] = a[1 + r + d];
+  }
+  av->vrank[i] = r;
+  if (a[0] < 0 || last >= numel)
+    return err_set(SMELT_ERR_INVALID_MODEL, "%s reaches element %lld of %s's %lld", names[i][0], (long long)last,
+                   names[i][1], (long long)numel);
+  av->voff[i] = a[0];
+  const tensor *t = c->in[i];
+  if (t->rank >= 0) {
+    bool same = t->rank == ns;
+    for (int d = 0; same && d < ns; d++) same = !dim_known(t->dims[d]) || t->dims[d] == src[d];
+    if (!same) return err_set(SMELT_ERR_INVALID_ARGUMENT, "input %d does not have the dims of %s", i, names[i][1]);
+  }
+  return SMELT_OK;
+}
+
 static smelt_status attn_view_plan(op_ctx *c, attn_view *av) {
   static const smelt_dtype f32_only[] = {SMELT_F32, SMELT_UNDEFINED};
   static const char *const perm_names[3] = {"q_perm", "k_perm", "v_perm"};
-  int r = c->in[0]->rank;
+  int r = -1, rk[3];
   for (int i = 0; i < 3; i++) {
     if (!(c->static_infer && c->in[i]->dtype == SMELT_UNDEFINED)) TRY(op_check_dtype(c, i, f32_only));
-    if (c->in[i]->rank >= 0 && r >= 0 && c->in[i]->rank != r)
-      return err_set(SMELT_ERR_INVALID_MODEL, "input %d has rank %d, input 0 rank %d", i, c->in[i]->rank, r);
+    TRY(read_view(c, i, av));
+    rk[i] = av->has_view[i] ? av->vrank[i] : c->in[i]->rank;
+    if (r < 0) r = rk[i];
   }
+  for (int i = 0; i < 3; i++)
+    if (rk[i] >= 0 && r >= 0 && rk[i] != r)
+      return err_set(SMELT_ERR_INVALID_MODEL, "input %d has rank %d, input 0 rank %d", i, rk[i], r);
   if (r >= 0 && r != 3 && r != 4) return err_set(SMELT_ERR_INVALID_MODEL, "Q has rank %d, expected 3 or 4", r);
   av->rank = r;
   for (int i = 0; i < 3 && r >= 0; i++) {
     int64_t perm[4], *dst = i == 0 ? av->q : i == 1 ? av->k : av->v;
     TRY(read_perm(c, perm_names[i], r, perm));
-    if (c->in[i]->rank < 0) return SMELT_OK;
-    for (int d = 0; d < r; d++) dst[d] = c->in[i]->dims[perm[d]];
+    if (!av->has_view[i] && c->in[i]->rank < 0) return SMELT_OK;
+    for (int d = 0; d < r; d++) dst[d] = av->has_view[i] ? av->vdims[i][perm[d]] : c->in[i]->dims[perm[d]];
   }
   if (r < 0) return SMELT_OK;
   int nb = r - 2;
@@ -124,7 +178,7 @@ static smelt_status attn_infer(op_ctx *c) {
   attn_view av;
   TRY(attn_view_plan(c, &av));
   TRY(check_mask(c, &av));
-  if (av.rank < 0 || c->in[1]->rank < 0 || c->in[2]->rank < 0) {
+  if (av.rank < 0 || (!av.has_view[1] && c->in[1]->rank < 0) || (!av.has_view[2] && c->in[2]->rank < 0)) {
     nn_out_unknown(c, 0, SMELT_F32);
     return SMELT_OK;
   }
@@ -135,19 +189,26 @@ static smelt_status attn_infer(op_ctx *c) {
   return SMELT_OK;
 }
 
-/* Strides of a contiguous tensor, viewed through perm, spread onto the
- * kernel's 4 axes [B, H, S, D] (rank 3 has no H), with broadcast dims 0. */
-static void canon_strides(const tensor *t, const int64_t *perm, int r, const int64_t *full,
-                          int64_t *out) {
-  int64_t st[SMELT_MAX_RANK], acc = 1;
-  for (int d = t->rank - 1; d >= 0; d--) {
-    st[d] = acc;
-    acc *= t->dims[d];
+/* Strides of input i -- contiguous, or its X_view -- viewed through perm,
+ * spread onto the kernel's 4 axes [B, H, S, D] (rank 3 has no H), with
+ * broadcast dims 0. */
+static void canon_strides(const tensor *t, const attn_view *av, int in, const int64_t *perm, int r,
+                          const int64_t *full, int64_t *out) {
+  int64_t st[SMELT_MAX_RANK], dims[SMELT_MAX_RANK], acc = 1;
+  if (av->has_view[in]) {
+    memcpy(st, av->vstr[in], sizeof(int64_t) * (size_t)r);
+    memcpy(dims, av->vdims[in], sizeof(int64_t) * (size_t)r);
+  } else {
+    for (int d = t->rank - 1; d >= 0; d--) {
+      st[d] = acc;
+      dims[d] = t->dims[d];
+      acc *= t->dims[d];
+    }
   }
   int64_t cs[4], cd[4];
   for (int i = 0; i < r; i++) {
     cs[i] = st[perm[i]];
-    cd[i] = t->dims[perm[i]];
+    cd[i] = dims[perm[i]];
     if (cd[i] == 1 && full[i] != 1) cs[i] = 0;
   }
   if (r == 4) memcpy(out, cs, sizeof cs);
@@ -220,10 +281,10 @@ static smelt_status attn_run(op_ctx *c) {
   memcpy(fk, av.out, sizeof fk);
   fk[r - 2] = p.Sk;
   fk[r - 1] = p.D;
-  canon_strides(c->in[0], perms[0], r, fq, p.q_str);
-  canon_strides(c->in[1], perms[1], r, fk, p.k_str);
+  canon_strides(c->in[0], &av, 0, perms[0], r, fq, p.q_str);
+  canon_strides(c->in[1], &av, 1, perms[1], r, fk, p.k_str);
   fk[r - 1] = p.Dv;
-  canon_strides(c->in[2], perms[2], r, fk, p.v_str);
+  canon_strides(c->in[2], &av, 2, perms[2], r, fk, p.v_str);
   /* Y = Transpose(O, out_perm): O's axis out_perm[i] walks Y's axis i */
   int64_t ys[4], acc = 1, os[4];
   for (int d = r - 1; d >= 0; d--) {
@@ -233,9 +294,9 @@ static smelt_status attn_run(op_ctx *c) {
   for (int i = 0; i < r; i++) os[perms[3][i]] = ys[i];
   if (r == 4) memcpy(p.o_str, os, sizeof os);
   else p.o_str[0] = os[0], p.o_str[1] = 0, p.o_str[2] = os[1], p.o_str[3] = os[2];
-  p.q = c->in[0]->data;
-  p.k = c->in[1]->data;
-  p.v = c->in[2]->data;
+  p.q = (const float *)c->in[0]->data + (av.has_view[0] ? av.voff[0] : 0);
+  p.k = (const float *)c->in[1]->data + (av.has_view[1] ? av.voff[1] : 0);
+  p.v = (const float *)c->in[2]->data + (av.has_view[2] ? av.voff[2] : 0);
   p.o = y->data;
   p.scale = op_attr_float(c, "scale", p.D > 0 ? 1.f / sqrtf((float)p.D) : 1.f);
   p.causal = op_attr_int(c, "causal", 0) != 0;

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "passes/rewrite.h"
+#include "passes/view_chain.h"
 #include "util/err.h"
 #include "util/quote.h"
 
@@ -43,6 +44,8 @@ typedef struct operand {
   int64_t perm[4];      /* canonical axis i is v's axis perm[i] */
   int rep_expand, rep_shape; /* repeat_kv read through: the Expand's and the Reshape's shape values; -1 none */
   int rep_out;          /* ... and the Reshape's output (Shape nodes may read it) */
+  bool has_view;        /* v is read through `view` (a strided view of view.root) */
+  view_chain view;
 } operand;
 
 typedef struct attn_match {
@@ -161,6 +164,19 @@ static void trace_operand(rewriter *w, int v, int r, operand *op, double *scale,
     user = p;
   }
   op->v = v;
+}
+
+/* The operand read in place from the value its layout ops start from
+ * (torch.nn.MultiheadAttention's packed projection: Reshape, Transpose,
+ * Squeeze, Gather per Q/K/V; GPT-2's Split), when they move elements --
+ * a chain of reshapes alone is no copy anyway.  The layout ops are left to
+ * dce: those that other nodes still read stay. */
+static void strided_view(rewriter *w, operand *op, int r) {
+  view_chain vc;
+  if (!view_chain_trace(w, op->v, &vc) || !vc.moves || vc.rank != r) return;
+  op->has_view = true;
+  op->view = vc;
+  op->v = vc.root;
 }
 
 static bool softmax_last_axis(rewriter *w, int sm, int r) {
@@ -322,6 +338,11 @@ static bool match_at(rewriter *w, int sm, attn_match *m) {
   }
   if (rw_val(w, m->v.v)->rank != r || !f32(w, m->v.v)) return false;
   if (!match_output(w, mm2, m)) return false;
+  if (m->k.rep_expand < 0) {
+    strided_view(w, &m->q, r);
+    strided_view(w, &m->k, r);
+    strided_view(w, &m->v, r);
+  }
   const ir_value *sv = rw_val(w, s);
   if (m->mask >= 0 && dim_known(sv->dims[r - 2]) && dim_known(sv->dims[r - 1]) &&
       is_causal_mask(w, m, sv->dims[r - 2], sv->dims[r - 1])) {
@@ -386,7 +407,9 @@ static smelt_status build(rewriter *w, attn_match *m) {
     TRY(repeat_shapes(w, m, &m->k));
     TRY(repeat_shapes(w, m, &m->v));
   }
-  TRY(rw_replace_node(w, m->last, "Attention", "smelt", rep ? 8 : 4, 10, &id));
+  const operand *ops[3] = {&m->q, &m->k, &m->v};
+  int n_views = m->q.has_view + m->k.has_view + m->v.has_view;
+  TRY(rw_replace_node(w, m->last, "Attention", "smelt", rep ? 8 : 4, 10 + 2 * n_views, &id));
   for (int k = 0; k < m->n; k++) rw_kill(w, m->nodes[k]);
   TRY(rw_set_input(w, id, 0, m->q.v));
   TRY(rw_set_input(w, id, 1, m->k.v));
@@ -407,6 +430,17 @@ static smelt_status build(rewriter *w, attn_match *m) {
   TRY(rw_attr_ints(w, id, 6, "out_perm", m->out_perm, m->rank));
   TRY(rw_attr_int(w, id, 8, "zero_empty_rows", m->zero_empty_rows));
   TRY(rw_attr_int(w, id, 9, "kv_group", rep));
+  static const char *const view_names[3][2] = {{"q_view", "q_view_src"}, {"k_view", "k_view_src"},
+                                               {"v_view", "v_view_src"}};
+  for (int i = 0, slot = 10; i < 3; i++) {
+    if (!ops[i]->has_view) continue;
+    const view_chain *vc = &ops[i]->view;
+    int64_t a[1 + 2 * 4];
+    a[0] = vc->offset;
+    for (int d = 0; d < vc->rank; d++) a[1 + d] = vc->dims[d], a[1 + vc->rank + d] = vc->strides[d];
+    TRY(rw_attr_ints(w, id, slot++, view_names[i][0], a, 1 + 2 * vc->rank));
+    TRY(rw_attr_ints(w, id, slot++, view_names[i][1], vc->src_dims, vc->src_rank));
+  }
   return rw_attr_int(w, id, 7, "has_mask", m->mask >= 0);
 }
 

@@ -10,6 +10,8 @@
  *  - Pow(x, 2) -> Mul(x, x) for floats (both are correctly rounded squares).
  *  - Transpose(Transpose(x, p), q) -> Transpose(x, p o q), or nothing when that
  *    is the identity; done when the inner one has no other consumer.
+ *  - A Transpose that moves only dims of size 1 (torch.nn.MultiheadAttention's
+ *    [1, S, E] <-> [S, 1, E]) -> a Reshape, which copies nothing.
  *  - A reshape-like op (Reshape, Flatten, Squeeze, Unsqueeze) of a reshape-like
  *    op: reads the inner one's input directly, as a Reshape to the concrete
  *    output dims, or, for a Reshape whose target has no 0 ("copy this dim")
@@ -134,6 +136,36 @@ static smelt_status transpose_pair(rewriter *w, int id, bool *done) {
   return SMELT_OK;
 }
 
+/* A Transpose that moves only dims of size 1 keeps every element where it
+ * was: a Reshape to its output's dims (at most one of them unknown: -1). */
+static smelt_status transpose_unit(rewriter *w, int id, bool *done) {
+  const ir_node *nd = rw_node(w, id);
+  const ir_value *xv = rw_val(w, nd->inputs[0]), *yv = rw_val(w, nd->outputs[0]);
+  int64_t p[SMELT_MAX_RANK];
+  int n, unknown = 0;
+  if (!get_perm(w, nd, p, &n) || yv->rank != n) return SMELT_OK;
+  int64_t last = -1;
+  for (int i = 0; i < n; i++) {
+    if (xv->dims[p[i]] == 1) continue;
+    if (p[i] < last) return SMELT_OK; /* a dim other than 1 changes place */
+    last = p[i];
+  }
+  for (int i = 0; i < n; i++) unknown += !dim_known(yv->dims[i]);
+  if (unknown > 1) return SMELT_OK;
+  tensor *t = NULL;
+  int64_t r = n;
+  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
+  int64_t *sh = t->data;
+  for (int i = 0; i < n; i++) sh[i] = dim_known(yv->dims[i]) ? yv->dims[i] : -1;
+  int x = nd->inputs[0], shape_v, nid;
+  TRY(rw_add_constant(w, "shape", t, &shape_v));
+  TRY(rw_replace_node(w, id, "Reshape", "", 2, 0, &nid));
+  TRY(rw_set_input(w, nid, 0, x));
+  TRY(rw_set_input(w, nid, 1, shape_v));
+  *done = true;
+  return SMELT_OK;
+}
+
 /* ---- reshape chains ---- */
 
 static bool reshape_like(rewriter *w, int node) {
@@ -191,7 +223,10 @@ static smelt_status simplify_node(rewriter *w, int id, bool *done) {
     if (!strcmp(op, "Div")) return div_to_mul(w, id, done);
     if (!strcmp(op, "Pow")) return square(w, id, done);
   }
-  if (!strcmp(op, "Transpose")) return transpose_pair(w, id, done);
+  if (!strcmp(op, "Transpose")) {
+    TRY(transpose_pair(w, id, done));
+    return *done ? SMELT_OK : transpose_unit(w, id, done);
+  }
   if (reshape_like(w, id)) return reshape_chain(w, id, done);
   return SMELT_OK;
 }

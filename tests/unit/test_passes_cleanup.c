@@ -264,6 +264,24 @@ static void test_noop_ops(void) {
   ir_graph_free(g);
 }
 
+/* simplify: a Transpose that moves only dims of size 1 is a Reshape (no
+ * copy); one that moves a larger dim stays. */
+static void test_transpose_unit_dims(void) {
+  for (int big = 0; big < 2; big++) {
+    ir_graph *g = gb_new();
+    gb_input(g, "x", SMELT_F32, 4, (int64_t[]){big ? 2 : 1, 5, 1, 3});
+    int t = gb_node(g, "Transpose", "x", "t", 1);
+    gb_attr_ints(g, t, 0, "perm", 4, (int64_t[]){2, 1, 0, 3}); /* [1,5,1,3] -> [1,5,1,3]; [2,5,1,3] -> [1,5,2,3] */
+    gb_node(g, "Relu", "t", "y", 0);
+    gb_output(g, "y");
+    passes_equiv e;
+    const ir_graph *r = run_one(g, pass_simplify, NULL, &e);
+    CHECK(r && count_op(r, "Transpose") == big && count_op(r, "Reshape") == !big);
+    passes_equiv_free(&e);
+    ir_graph_free(g);
+  }
+}
+
 static void test_noop_keeps_real_work(void) {
   ir_graph *g = gb_new();
   gb_input(g, "x", SMELT_F32, 2, (int64_t[]){3, 4});
@@ -372,6 +390,7 @@ static void test_simplify_layout(void) {
 }
 
 int main(void) {
+  test_transpose_unit_dims();
   test_fold_shape_arith();
   test_fold_shape_chain();
   test_fold_caps();

@@ -535,6 +535,136 @@ static void test_attention_shared_kv(int axis) {
   ir_graph_free(g);
 }
 
+/* torch.nn.MultiheadAttention (batch_first = False) as torch.onnx.export
+ * writes it: one packed projection [S, B, 3E], Reshape [S, B, 3, E],
+ * Unsqueeze, Transpose [3, 1, 2, 0, 4], Squeeze, Gather 0 / 1 / 2, then per
+ * operand Reshape [S, B*H, Dh], Transpose [1, 0, 2], Reshape [B, H, S, Dh];
+ * the output back through Transpose [2, 0, 1, 3].  The layout ops between
+ * the projection and the attention must all go: the op reads the projection
+ * in place (X_view).  With x given [B, S, E] and moved to [S, B, E] by a
+ * Transpose, as the exporter does -- a real transpose for B > 1, a Reshape
+ * (simplify) for B = 1. */
+static void test_attention_packed_mha(int64_t B, bool q_elsewhere) {
+  const int64_t S = 37, H = 3, Dh = 8, E = H * Dh;
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){B, S, E});
+  gb_const(g, "w", 2, (int64_t[]){E, 3 * E}, 1);
+  gb_const(g, "bias", 1, (int64_t[]){3 * E}, 2);
+  int t0 = gb_node(g, "Transpose", "x", "xs", 1);
+  gb_attr_ints(g, t0, 0, "perm", 3, (int64_t[]){1, 0, 2});
+  gb_node(g, "MatMul", "xs,w", "proj", 0);
+  gb_node(g, "Add", "bias,proj", "pb", 0);
+  gb_ints(g, "s5", 4, (int64_t[]){S, B, 3, E});
+  gb_node(g, "Reshape", "pb,s5", "p4", 0);
+  gb_ints(g, "ax0", 1, (int64_t[]){0});
+  gb_node(g, "Unsqueeze", "p4,ax0", "p5", 0);
+  int t1 = gb_node(g, "Transpose", "p5", "p5t", 1);
+  gb_attr_ints(g, t1, 0, "perm", 5, (int64_t[]){3, 1, 2, 0, 4});
+  gb_ints(g, "ax3", 1, (int64_t[]){3});
+  gb_node(g, "Squeeze", "p5t,ax3", "qkv", 0);
+  int64_t idx[3] = {0, 1, 2};
+  gb_const_t(g, "i0", SMELT_I64, 0, NULL, &idx[0], 0);
+  gb_const_t(g, "i1", SMELT_I64, 0, NULL, &idx[1], 0);
+  gb_const_t(g, "i2", SMELT_I64, 0, NULL, &idx[2], 0);
+  gb_node(g, "Gather", "qkv,i0", "q0", 0);
+  gb_node(g, "Gather", "qkv,i1", "k0", 0);
+  gb_node(g, "Gather", "qkv,i2", "v0", 0);
+  gb_ints(g, "sh3", 3, (int64_t[]){S, B * H, Dh});
+  gb_ints(g, "sh4", 4, (int64_t[]){B, H, S, Dh});
+  const char *names[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; i++) {
+    char a[48], b[16], c[16], d[16];
+    snprintf(a, sizeof a, "%s0,sh3", names[i]);
+    snprintf(b, sizeof b, "%s1", names[i]);
+    gb_node(g, "Reshape", a, b, 0);
+    snprintf(c, sizeof c, "%s2", names[i]);
+    int t = gb_node(g, "Transpose", b, c, 1);
+    gb_attr_ints(g, t, 0, "perm", 3, (int64_t[]){1, 0, 2});
+    snprintf(a, sizeof a, "%s,sh4", c);
+    snprintf(d, sizeof d, "%s4", names[i]);
+    gb_node(g, "Reshape", a, d, 0);
+  }
+  gb_scalar(g, "scale", 0.5f);
+  gb_node(g, "Mul", "q4,scale", "qs", 0);
+  int tk = gb_node(g, "Transpose", "k4", "kt", 1);
+  gb_attr_ints(g, tk, 0, "perm", 4, (int64_t[]){0, 1, 3, 2});
+  gb_node(g, "MatMul", "qs,kt", "sc", 0);
+  int sm = gb_node(g, "Softmax", "sc", "pr", 1);
+  gb_attr_int(g, sm, 0, "axis", -1);
+  gb_node(g, "MatMul", "pr,v4", "o", 0);
+  int to = gb_node(g, "Transpose", "o", "ot", 1);
+  gb_attr_ints(g, to, 0, "perm", 4, (int64_t[]){2, 0, 1, 3});
+  gb_ints(g, "osh", 2, (int64_t[]){S * B, E});
+  gb_node(g, "Reshape", "ot,osh", "y", 0);
+  gb_output(g, "y");
+  if (q_elsewhere) gb_output(g, "q2"); /* Q's head transpose also read outside: it stays */
+  passes_equiv e;
+  CHECK_OK(gb_finish(g));
+  CHECK_OK(check_passes(g, NULL, &e));
+  const ir_graph *r = e.rewritten;
+  CHECK(e.ok && r && count_op(r, "smelt.Attention") == 1 && count_op(r, "Softmax") == 0);
+  CHECK(r && count_op(r, "Gather") == (q_elsewhere ? 1 : 0));
+  CHECK(r && count_op(r, "Transpose") == (B > 1) + (q_elsewhere ? 2 : 0));
+  if (r && !q_elsewhere) CHECK(attr_i(r, "Attention", "q_view") == -1); /* an ints attribute, not an int */
+  int views = 0;
+  for (int i = 0; r && i < r->n_nodes; i++)
+    if (!strcmp(r->nodes[i].op_type, "Attention"))
+      for (int k = 0; k < 3; k++) {
+        static const char *const vn[3] = {"q_view", "k_view", "v_view"};
+        int n = 0;
+        views += ir_attr_ints(&r->nodes[i], vn[k], &n) != NULL && n == 9;
+      }
+  CHECK(views == 3);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
+/* GPT-2's block: one projection [B, S, 3E] split in three on the last axis,
+ * each Reshape [B, S, H, Dh] and Transpose; the Split must go. */
+static void test_attention_split_qkv(void) {
+  const int64_t B = 2, S = 19, H = 2, Dh = 16, E = H * Dh;
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){B, S, E});
+  gb_const(g, "w", 2, (int64_t[]){E, 3 * E}, 3);
+  gb_node(g, "MatMul", "x,w", "proj", 0);
+  gb_ints(g, "parts", 3, (int64_t[]){E, E, E});
+  int sp = gb_node(g, "Split", "proj,parts", "q0,k0,v0", 1);
+  gb_attr_int(g, sp, 0, "axis", 2);
+  gb_ints(g, "sh4", 4, (int64_t[]){B, S, H, Dh});
+  gb_node(g, "Reshape", "q0,sh4", "q1", 0);
+  gb_node(g, "Reshape", "k0,sh4", "k1", 0);
+  gb_node(g, "Reshape", "v0,sh4", "v1", 0);
+  int tq = gb_node(g, "Transpose", "q1", "qt", 1);
+  int tk = gb_node(g, "Transpose", "k1", "kt", 1);
+  int tv = gb_node(g, "Transpose", "v1", "vt", 1);
+  gb_attr_ints(g, tq, 0, "perm", 4, (int64_t[]){0, 2, 1, 3});
+  gb_attr_ints(g, tk, 0, "perm", 4, (int64_t[]){0, 2, 3, 1});
+  gb_attr_ints(g, tv, 0, "perm", 4, (int64_t[]){0, 2, 1, 3});
+  gb_node(g, "MatMul", "qt,kt", "sc", 0);
+  gb_scalar(g, "div", 4.f);
+  gb_node(g, "Div", "sc,div", "ss", 0);
+  float *m = calloc((size_t)(S * S), sizeof(float));
+  for (int64_t i = 0; i < S; i++)
+    for (int64_t j = 0; j < S; j++) m[i * S + j] = j > i ? -INFINITY : 0.f;
+  gb_const_t(g, "causal", SMELT_F32, 2, (int64_t[]){S, S}, m, 0);
+  free(m);
+  gb_node(g, "Add", "ss,causal", "sm", 0);
+  int sm = gb_node(g, "Softmax", "sm", "pr", 1);
+  gb_attr_int(g, sm, 0, "axis", -1);
+  gb_node(g, "MatMul", "pr,vt", "o", 0);
+  int to = gb_node(g, "Transpose", "o", "y", 1);
+  gb_attr_ints(g, to, 0, "perm", 4, (int64_t[]){0, 2, 1, 3});
+  gb_output(g, "y");
+  passes_equiv e;
+  CHECK_OK(gb_finish(g));
+  CHECK_OK(check_passes(g, NULL, &e));
+  const ir_graph *r = e.rewritten;
+  CHECK(e.ok && r && count_op(r, "smelt.Attention") == 1 && count_op(r, "Split") == 0 && count_op(r, "Transpose") == 0);
+  CHECK(r && attr_i(r, "Attention", "causal") == 1);
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
 int main(void) {
   test_conv_bn();
   test_matmul_bias_relu();
@@ -550,5 +680,9 @@ int main(void) {
   test_attention_rejects();
   test_attention_shared_kv(2);
   test_attention_shared_kv(1);
+  test_attention_packed_mha(1, false);
+  test_attention_packed_mha(2, false);
+  test_attention_packed_mha(2, true);
+  test_attention_split_qkv();
   return test_report("test_passes_fusion");
 }
