@@ -115,6 +115,7 @@ typedef struct gemm_arch {
   int dmr, dnr; /* direct kernel tile */
   gemm_blocking blk;
   gemm_ukernel_ia_fn ukr_ia; /* the packed tile with A read in place */
+  bool ukr_pf;               /* ukr / ukr_ia fetch gemm_store.pf themselves */
 } gemm_arch;
 
 /* An item's C (mc rows x its panels) above this, in rows that do not
@@ -140,10 +141,10 @@ static bool gemm_arch_for(isa_level isa, const gemm_blocking *over, gemm_arch *a
     *a = (gemm_arch){ISA_AVX512, 8, 32, f32_gemm_8x32_avx512, f32_pack_a_8_avx512, f32_pack_b_32_avx512,
                      f32_gemm_smallm_avx512, f32_gemm_smallm_packed_avx512, f32_gemm_smallm_store_avx512,
                      f32_gemm_direct_8x32_avx512, 8, 32,
-                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000, 0}, f32_gemm_8x32_ia_avx512};
+                     {256, 8 * 24, (int64_t)2 << 20, 16, 2000000, 0}, f32_gemm_8x32_ia_avx512, true};
   } else if (isa == ISA_AVX2) {
     *a = (gemm_arch){ISA_AVX2, 6, 16, f32_gemm_6x16_avx2, f32_pack_a_6_avx2, f32_pack_b_16_avx2, f32_gemm_smallm_avx2,
-                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000, 0}, f32_gemm_6x16_ia_avx2};
+                     f32_gemm_smallm_packed_avx2, f32_gemm_smallm_store_avx2, f32_gemm_direct_6x16_avx2, 6, 16, {256, 6 * 24, (int64_t)2 << 20, 16, 2000000, 0}, f32_gemm_6x16_ia_avx2, false};
   }
 #endif
   if (!a->ukr) return false;
@@ -285,7 +286,7 @@ static void direct_strips(void *vctx, int64_t s0, int64_t s1) {
   const gemm_params *p = x->p;
   const gemm_epilogue *ep = &p->epilogue;
   const int64_t rsa = p->trans_a ? 1 : p->lda, csa = p->trans_a ? p->lda : 1;
-  gemm_store st = {p->alpha, p->beta, ep->bias_kind, NULL, ep->act, ep->clip_lo, ep->clip_hi};
+  gemm_store st = {p->alpha, p->beta, ep->bias_kind, NULL, ep->act, ep->clip_lo, ep->clip_hi, NULL, 0};
   for (int64_t s = s0; s < s1; s++) {
     int64_t j = s * x->ar->dnr;
     int nr = (int)(p->N - j < x->ar->dnr ? p->N - j : x->ar->dnr);
@@ -447,7 +448,14 @@ static const float *a_block(packed_ctx *x, int64_t ic, int64_t pc, int64_t i0, i
  * 2-core Emerald Rapids VM, 48 different 128x768x768 weights in turn (113
  * MB, cold): 1 thread 127 -> 137 GFLOP/s (hot: 160), 2 threads 232 -> 245;
  * 24 of 128x3072x768: 249 -> 265; bert_base, gpt2_small, vit_b16 at 2
- * threads 5-7% faster (prefetching into L1 instead: the same). */
+ * threads 5-7% faster (prefetching into L1 instead: the same).
+ * Issued as a burst before each tile, the prefetches stalled on the fill
+ * buffers: perf put 7% of bert_base's cycles on the instruction after a
+ * prefetcht1 in this loop.  The AVX-512 tile (gemm_arch.ukr_pf) now issues
+ * them itself, one per K step (gemm_store.pf): 2 threads, 12 cold weights
+ * in turn, 128x3072x768 268-291 -> 316 GFLOP/s, 128x768x768 307 -> 331-345;
+ * bert_base, gpt2_small 4-5% faster.  Every other line only (the spatial
+ * prefetcher pairs lines) was slower: 285 -> 260. */
 static const float *next_pre_panel(const packed_ctx *x, int64_t pc, int64_t jp) {
   return x->pre_b ? x->pre_b + x->pre_b_off + (pc * x->n_jr + jp) * x->kc * x->ar->nr : NULL;
 }
@@ -463,9 +471,14 @@ static void run_panel(packed_ctx *x, gemm_store *st, const float *abuf, int64_t 
   int64_t lines = x->kc * ar->nr / 16, tiles = ceil_div(mc, ar->mr), per = ceil_div(lines, tiles), line = 0;
   for (int64_t ir = 0; ir < mc; ir += ar->mr) {
     int mr = (int)(mc - ir < ar->mr ? mc - ir : ar->mr);
+    int64_t e = line + per < lines ? line + per : lines;
+    if (ar->ukr_pf) { /* the kernel spreads them over its K steps */
+      st->pf = next ? next + line * 16 : NULL;
+      st->pf_lines = next ? (e - line < kc ? e - line : kc) : 0;
+      line += st->pf_lines;
+    }
 #ifdef SMELT_X86
-    for (int64_t e = line + per < lines ? line + per : lines; next && line < e; line++)
-      _mm_prefetch((const char *)(next + line * 16), _MM_HINT_T1);
+    for (; next && line < e; line++) _mm_prefetch((const char *)(next + line * 16), _MM_HINT_T1);
 #endif
     if (st->bias_kind == GEMM_BIAS_COL) st->bias = ep->bias + j;
     else if (st->bias_kind == GEMM_BIAS_ROW) st->bias = ep->bias + i0 + ir;
@@ -481,7 +494,7 @@ static gemm_store store_for(const packed_ctx *x, int64_t pc) {
   const gemm_params *p = x->p;
   const gemm_epilogue *ep = &p->epilogue;
   gemm_store st = {p->alpha, (x->first_q && pc == 0) ? p->beta : 1.f, GEMM_BIAS_NONE, NULL,
-                   GEMM_ACT_NONE, ep->clip_lo, ep->clip_hi};
+                   GEMM_ACT_NONE, ep->clip_lo, ep->clip_hi, NULL, 0};
   if (x->last_q && pc == x->n_pc - 1) {
     st.bias_kind = ep->bias_kind;
     st.act = ep->act;

@@ -14,6 +14,11 @@ typedef struct gemm_store {
   const float *bias;   /* at the tile's first column (COL) or first row (ROW) */
   gemm_act act;
   float lo, hi;
+  /* Lines to fetch into L2 while the tile runs, one per K step from the
+   * first (the next packed B panel's share; gemm.c run_panel): pf_lines
+   * 64-byte lines from pf.  Kernels without it leave them to the caller. */
+  const float *pf;
+  int64_t pf_lines;
 } gemm_store;
 
 /* C tile (mr x nr, mr <= MR, nr <= NR) from packed panels: a holds kc groups

@@ -32,7 +32,10 @@ AVX512_INLINE void tile_8x32(int64_t kc, const float *const row[MR], const int64
   for (int i = 0; i < MR; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
+  const char *pf = (const char *)st->pf;
+  int64_t npf = pf ? st->pf_lines : 0;
   for (int64_t k = 0; k < kc; k++) {
+    if (k < npf) _mm_prefetch(pf + 64 * k, _MM_HINT_T1); /* spread: a burst stalls on fill buffers */
     __m512 bv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + 16 * v);

@@ -212,7 +212,7 @@ SMELT_TARGET_AVX2 static void group_nt(int R, const gemm_params *p, const gemm_s
 SMELT_TARGET_AVX2
 void f32_gemm_smallm_avx2(const gemm_params *p, int64_t n0, int64_t n1) {
   const gemm_epilogue *ep = &p->epilogue;
-  gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi};
+  gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi, NULL, 0};
   int group = p->trans_b ? 2 : 6;
   for (int64_t m0 = 0; m0 < p->M; m0 += group) {
     int R = (int)(p->M - m0 < group ? p->M - m0 : group);

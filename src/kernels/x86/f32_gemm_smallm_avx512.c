@@ -147,7 +147,7 @@ SMELT_TARGET_AVX512 static void group_nt(int R, const gemm_params *p, const gemm
 SMELT_TARGET_AVX512
 void f32_gemm_smallm_avx512(const gemm_params *p, int64_t n0, int64_t n1) {
   const gemm_epilogue *ep = &p->epilogue;
-  gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi};
+  gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi, NULL, 0};
   if (!p->trans_b) {
     group_nn((int)p->M, p, &st, 0, n0, n1);
     return;

@@ -73,7 +73,7 @@ SMELT_TARGET_AVX2
 void f32_gemm_smallm_store_avx2(const gemm_params *p, int64_t m0, int rows, int64_t n0, int64_t cols,
                                 const float *acc, int64_t ldacc) {
   const gemm_epilogue *ep = &p->epilogue;
-  gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi};
+  gemm_store st = {p->alpha, p->beta, ep->bias_kind, ep->bias, ep->act, ep->clip_lo, ep->clip_hi, NULL, 0};
   for (int r = 0; r < rows; r++) {
     float *c = p->C + (m0 + r) * p->ldc + n0;
     float rb = ep->bias_kind == GEMM_BIAS_ROW ? ep->bias[m0 + r] : 0.f;
