@@ -136,13 +136,33 @@ static smelt_status transpose_pair(rewriter *w, int id, bool *done) {
   return SMELT_OK;
 }
 
+/* Node id becomes Reshape(x) to the dims of yv, at most one of them unknown
+ * (-1 in the target); otherwise it stays. */
+static smelt_status to_reshape(rewriter *w, int id, int x, const ir_value *yv, bool *done) {
+  int unknown = 0;
+  for (int i = 0; i < yv->rank; i++) unknown += !dim_known(yv->dims[i]);
+  if (yv->rank < 0 || unknown > 1) return SMELT_OK;
+  tensor *t = NULL;
+  int64_t r = yv->rank;
+  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
+  int64_t *sh = t->data;
+  for (int i = 0; i < yv->rank; i++) sh[i] = dim_known(yv->dims[i]) ? yv->dims[i] : -1;
+  int shape_v, nid;
+  TRY(rw_add_constant(w, "shape", t, &shape_v));
+  TRY(rw_replace_node(w, id, "Reshape", "", 2, 0, &nid));
+  TRY(rw_set_input(w, nid, 0, x));
+  TRY(rw_set_input(w, nid, 1, shape_v));
+  *done = true;
+  return SMELT_OK;
+}
+
 /* A Transpose that moves only dims of size 1 keeps every element where it
  * was: a Reshape to its output's dims (at most one of them unknown: -1). */
 static smelt_status transpose_unit(rewriter *w, int id, bool *done) {
   const ir_node *nd = rw_node(w, id);
   const ir_value *xv = rw_val(w, nd->inputs[0]), *yv = rw_val(w, nd->outputs[0]);
   int64_t p[SMELT_MAX_RANK];
-  int n, unknown = 0;
+  int n;
   if (!get_perm(w, nd, p, &n) || yv->rank != n) return SMELT_OK;
   int64_t last = -1;
   for (int i = 0; i < n; i++) {
@@ -150,20 +170,7 @@ static smelt_status transpose_unit(rewriter *w, int id, bool *done) {
     if (p[i] < last) return SMELT_OK; /* a dim other than 1 changes place */
     last = p[i];
   }
-  for (int i = 0; i < n; i++) unknown += !dim_known(yv->dims[i]);
-  if (unknown > 1) return SMELT_OK;
-  tensor *t = NULL;
-  int64_t r = n;
-  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
-  int64_t *sh = t->data;
-  for (int i = 0; i < n; i++) sh[i] = dim_known(yv->dims[i]) ? yv->dims[i] : -1;
-  int x = nd->inputs[0], shape_v, nid;
-  TRY(rw_add_constant(w, "shape", t, &shape_v));
-  TRY(rw_replace_node(w, id, "Reshape", "", 2, 0, &nid));
-  TRY(rw_set_input(w, nid, 0, x));
-  TRY(rw_set_input(w, nid, 1, shape_v));
-  *done = true;
-  return SMELT_OK;
+  return to_reshape(w, id, nd->inputs[0], yv, done);
 }
 
 /* ---- reshape chains ---- */
@@ -197,18 +204,7 @@ static smelt_status reshape_chain(rewriter *w, int id, bool *done) {
     *done = true;
     return SMELT_OK;
   }
-  if (!rw_concrete(yv)) return SMELT_OK;
-  tensor *t = NULL;
-  int64_t r = yv->rank;
-  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
-  memcpy(t->data, yv->dims, sizeof(int64_t) * (size_t)r);
-  int shape_v, nid;
-  TRY(rw_add_constant(w, "shape", t, &shape_v));
-  TRY(rw_replace_node(w, id, "Reshape", "", 2, 0, &nid));
-  TRY(rw_set_input(w, nid, 0, x));
-  TRY(rw_set_input(w, nid, 1, shape_v));
-  *done = true;
-  return SMELT_OK;
+  return rw_concrete(yv) ? to_reshape(w, id, x, yv, done) : SMELT_OK;
 }
 
 static smelt_status simplify_node(rewriter *w, int id, bool *done) {

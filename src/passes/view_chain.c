@@ -193,13 +193,12 @@ bool view_chain_trace(rewriter *w, int v, view_chain *vc) {
   if (!n) return false;
   const ir_value *rv = rw_val(w, x);
   sview s = {.rank = rv->rank};
-  int64_t acc = 1, numel = 1;
+  int64_t numel = 1; /* root's: its contiguous strides as they accumulate */
   for (int d = rv->rank - 1; d >= 0; d--) {
-    s.n[d] = 1;
-    s.ax[d][0] = (vsub){rv->dims[d], acc};
-    acc *= rv->dims[d];
-    numel *= rv->dims[d];
     if (rv->dims[d] == 0) return false;
+    s.n[d] = 1;
+    s.ax[d][0] = (vsub){rv->dims[d], numel};
+    numel *= rv->dims[d];
   }
   bool moves = false;
   for (int i = n - 1; i >= 0; i--) {
@@ -226,7 +225,6 @@ bool view_chain_trace(rewriter *w, int v, view_chain *vc) {
   vc->offset = s.off;
   memcpy(vc->dims, dims, sizeof(int64_t) * (size_t)s.rank);
   memcpy(vc->strides, strides, sizeof(int64_t) * (size_t)s.rank);
-  vc->n_ops = n;
   vc->moves = moves;
   return true;
 }

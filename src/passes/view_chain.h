@@ -20,7 +20,6 @@ typedef struct view_chain {
   int rank;
   int64_t offset;                      /* elements into root */
   int64_t dims[SMELT_MAX_RANK], strides[SMELT_MAX_RANK]; /* of v, in v's axis order */
-  int n_ops;                           /* layout ops between root and v */
   bool moves;                          /* one of them moves or selects elements (not only a reshape) */
 } view_chain;
 
