@@ -584,6 +584,36 @@ static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
   }
 }
 
+/* B packed ahead (a model's weight): the N chunks of a K pass share no
+ * scratch (no B panels packed on the way), so up to GEMM_CHUNKS_PER_JOB of
+ * them run as one list of items, claimed in order, and no thread waits at
+ * a chunk's end for the others.  Each chunk ended in a join before: on a
+ * vocabulary projection (gpt2_small's 128 x 50257 x 768, 19 chunks of 8
+ * items on 2 threads) the threads finished each chunk 0.1-0.25 ms apart,
+ * 3.7 ms of the product's 37.9 idle. */
+#define GEMM_CHUNKS_PER_JOB 32
+typedef struct chunk_job {
+  packed_ctx *cx;                          /* one per chunk, each with plan_items' split */
+  int64_t n, start[GEMM_CHUNKS_PER_JOB + 1]; /* chunk c's items: [start[c], start[c+1]) */
+  atomic_int_fast64_t next;                /* next unclaimed item of the list */
+} chunk_job;
+
+static void chunk_slots(void *vctx, int64_t s0, int64_t s1) {
+  chunk_job *j = vctx;
+  const packed_ctx *x0 = &j->cx[0];
+  for (int64_t s = s0; s < s1; s++) {
+    float *abuf = x0->abuf ? x0->abuf + s * x0->abuf_len : NULL;
+    int64_t packed_ic = -1, c = 0;
+    for (;;) {
+      if (pool_stopping()) break;
+      int64_t item = atomic_fetch_add(&j->next, 1);
+      if (item >= j->start[j->n]) break;
+      while (item >= j->start[c + 1]) c++, packed_ic = -1; /* a slot's items come in order */
+      packed_item(&j->cx[c], abuf, item - j->start[c], &packed_ic);
+    }
+  }
+}
+
 /* Splits one N chunk into items: row blocks x column ranges, at least two
  * per thread when the rows alone do not divide evenly among the threads.
  * With A shared (packed once per K pass, whoever needs a block first) or
@@ -676,7 +706,21 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
     x.n_pc = ceil_div(x.qk, x.kc);
     if (x.sh_a) /* A changes with the K pass only: packed once for all the N chunks */
       for (int64_t i = 0; i < x.n_ic * x.n_pc * x.n_aslices; i++) atomic_init(&x.astate[i], PANEL_EMPTY);
-    for (x.j0 = 0; x.j0 < p->N; x.j0 = x.j1) {
+    for (x.j0 = 0; x.pre_b && threads > 1 && x.j0 < p->N;) { /* chunk_job */
+      packed_ctx cx[GEMM_CHUNKS_PER_JOB];
+      chunk_job cj = {.cx = cx};
+      for (; x.j0 < p->N && cj.n < GEMM_CHUNKS_PER_JOB; x.j0 = x.j1, cj.n++) {
+        x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
+        x.n_jr = ceil_div(x.j1 - x.j0, NR);
+        plan_items(&x, threads);
+        memcpy(&cx[cj.n], &x, sizeof x);
+        cj.start[cj.n + 1] = cj.start[cj.n] + x.n_ic * x.n_jt;
+        x.pre_b_off += x.n_pc * x.n_jr * x.kc * NR;
+      }
+      atomic_init(&cj.next, 0);
+      pool_parallel_for(pool, threads, 1, chunk_slots, &cj);
+    }
+    for (x.j0 = x.pre_b && threads > 1 ? p->N : 0; x.j0 < p->N; x.j0 = x.j1) {
       x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
       x.n_jr = ceil_div(x.j1 - x.j0, NR);
       x.n_groups = ceil_div(x.n_jr, GEMM_B_GROUP);
