@@ -98,6 +98,14 @@ void qgemm_tile_avx2(int rows, int panels, const uint8_t *qa, int64_t lq, const 
                      int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
 void qgemm_tile_vnni(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
                      int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
+/* The VNNI tile that also fetches pf_lines 64-byte lines from pf into L2,
+ * one per group step (the driver points it at the weights the next tile
+ * reads; pf_lines <= groups). */
+typedef void (*qgemm_tile_pf_fn)(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
+                                 int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N],
+                                 const int8_t *pf, int64_t pf_lines);
+void qgemm_tile_vnni_pf(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
+                        int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N], const int8_t *pf, int64_t pf_lines);
 /* M <= QGEMM_GEMV_M: one panel per call (panels 1), rows <= M, the weights
  * read as one stream (x86/q8_gemm_avx2.c, x86/q8_gemm_vnni.c); the scalar
  * path uses qgemm_tile_scalar with panels 1. */

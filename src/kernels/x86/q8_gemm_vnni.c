@@ -57,13 +57,14 @@ VNNI_INLINE __m512i pair_at(const int8_t *p, int64_t pstride, int64_t g, int hav
 }
 
 VNNI_INLINE void tile(const int R, const int P, const uint8_t *qa, int64_t lq, const int8_t *b, int64_t pstride,
-                      int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
+                      int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N], const int8_t *pf, int64_t pf_lines) {
   const int Z = (P + 1) / 2; /* zmm per row */
   __m512i c[QGEMM_MR][2];
   for (int r = 0; r < R; r++) c[r][0] = c[r][1] = _mm512_setzero_si512();
   for (int64_t g = 0; g < groups; g++) {
     __m512i b0 = pair_at(b, pstride, g, P > 1);
     __m512i b1 = Z > 1 ? pair_at(b + 2 * pstride, pstride, g, P > 3) : b0;
+    if (g < pf_lines) _mm_prefetch((const char *)(pf + g * 64), _MM_HINT_T1); /* one line a step */
     for (int r = 0; r < R; r++) {
       __m512i a = _mm512_set1_epi32(group_of(qa + r * lq + 4 * g));
       c[r][0] = dpbusd(c[r][0], a, b0);
@@ -76,17 +77,23 @@ VNNI_INLINE void tile(const int R, const int P, const uint8_t *qa, int64_t lq, c
   }
 }
 
-#define PANELS_CASE(R)                                                    \
-  case R:                                                                 \
-    switch (panels) {                                                     \
-      case 1: tile(R, 1, qa, lq, b, pstride, groups, acc); return;        \
-      case 2: tile(R, 2, qa, lq, b, pstride, groups, acc); return;        \
-      case 3: tile(R, 3, qa, lq, b, pstride, groups, acc); return;        \
-      default: tile(R, 4, qa, lq, b, pstride, groups, acc); return;       \
+#define PANELS_CASE(R)                                                            \
+  case R:                                                                         \
+    switch (panels) {                                                             \
+      case 1: tile(R, 1, qa, lq, b, pstride, groups, acc, pf, pf_lines); return;  \
+      case 2: tile(R, 2, qa, lq, b, pstride, groups, acc, pf, pf_lines); return;  \
+      case 3: tile(R, 3, qa, lq, b, pstride, groups, acc, pf, pf_lines); return;  \
+      default: tile(R, 4, qa, lq, b, pstride, groups, acc, pf, pf_lines); return; \
     }
 
 VNNI_TARGET void qgemm_tile_vnni(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
                                  int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N]) {
+  qgemm_tile_vnni_pf(rows, panels, qa, lq, b, pstride, groups, acc, NULL, 0);
+}
+
+VNNI_TARGET void qgemm_tile_vnni_pf(int rows, int panels, const uint8_t *qa, int64_t lq, const int8_t *b,
+                                    int64_t pstride, int64_t groups, int32_t acc[QGEMM_MR][QGEMM_TILE_N],
+                                    const int8_t *pf, int64_t pf_lines) {
   switch (rows) {
     PANELS_CASE(1)
     PANELS_CASE(2)
