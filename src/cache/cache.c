@@ -449,10 +449,13 @@ smelt_status cache_reserve(const smelt_cache *c, const cache_key *k, const char 
   void *m = MAP_FAILED;
   if (!e) {
     m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    /* No MADV_HUGEPAGE here: with it each store fault over the fresh
+     * extents read ahead and zeroed a 2 MiB page-cache folio, and a cold
+     * compile of bert_base or gpt2_small (340-480 MB of prepared weights)
+     * took 0.29-1.19 s, half of it in the kernel's memset; without it 0.36-0.44 s
+     * (2-core VM, six cold compiles each).  A later session maps the entry
+     * in 4 KiB pages: bert_base from the cache 13 -> 35-44 ms. */
     if (m == MAP_FAILED) e = errno;
-#ifdef MADV_HUGEPAGE
-    else madvise(m, len, MADV_HUGEPAGE); /* large page-cache folios: fewer faults now, a fast map later */
-#endif
   }
   close(fd);
   if (e) {
