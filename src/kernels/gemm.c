@@ -26,7 +26,8 @@
  *     items are cut finer (GEMM_ITEMS_PER_THREAD).
  *   - The first K block applies beta, the last one the epilogue.
  * The chunk width keeps the packed B of one chunk within a cache-sized
- * budget; one pool_parallel_for per chunk. */
+ * budget; one pool_parallel_for per chunk, or per up to 32 chunks when B
+ * was packed ahead (chunk_job). */
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -343,7 +344,6 @@ typedef struct packed_ctx {
   bool a_whole_ok;            /* A of every K block of the pass fits the slot's buffer and L2... */
   bool a_whole;               /* ...and is kept (this chunk): panels outer, K blocks inner */
   int64_t a_pc_len;           /* ...per-slot floats per K block */
-  atomic_int_fast64_t next;   /* next unclaimed item */
 } packed_ctx;
 
 static void spin_pause(void) {
@@ -570,24 +570,12 @@ static void packed_item(packed_ctx *x, float *abuf, int64_t item, int64_t *packe
   }
 }
 
-static void packed_slots(void *vctx, int64_t s0, int64_t s1) {
-  packed_ctx *x = vctx;
-  for (int64_t s = s0; s < s1; s++) {
-    float *abuf = x->abuf ? x->abuf + s * x->abuf_len : NULL; /* NULL: A packed ahead or shared */
-    int64_t packed_ic = -1;
-    for (;;) {
-      if (pool_stopping()) break; /* a slot is a whole pass: stop between its items */
-      int64_t item = atomic_fetch_add(&x->next, 1);
-      if (item >= x->n_ic * x->n_jt) break;
-      packed_item(x, abuf, item, &packed_ic);
-    }
-  }
-}
-
-/* B packed ahead (a model's weight): the N chunks of a K pass share no
- * scratch (no B panels packed on the way), so up to GEMM_CHUNKS_PER_JOB of
- * them run as one list of items, claimed in order, and no thread waits at
- * a chunk's end for the others.  Each chunk ended in a join before: on a
+/* One pool job: the items of one or more N chunks as one list, claimed in
+ * order.  With B packed on the way a job holds one chunk (its panels fill
+ * the chunk's buffer).  With B packed ahead (a model's weight) the chunks
+ * of a K pass share no scratch, so up to GEMM_CHUNKS_PER_JOB of them run as
+ * one job and no thread waits at a chunk's end for the others; each chunk
+ * ended in a join before: on a
  * vocabulary projection (gpt2_small's 128 x 50257 x 768, 19 chunks of 8
  * items on 2 threads) the threads finished each chunk 0.1-0.25 ms apart,
  * 3.7 ms of the product's 37.9 idle. */
@@ -602,10 +590,10 @@ static void chunk_slots(void *vctx, int64_t s0, int64_t s1) {
   chunk_job *j = vctx;
   const packed_ctx *x0 = &j->cx[0];
   for (int64_t s = s0; s < s1; s++) {
-    float *abuf = x0->abuf ? x0->abuf + s * x0->abuf_len : NULL;
+    float *abuf = x0->abuf ? x0->abuf + s * x0->abuf_len : NULL; /* NULL: A packed ahead or shared */
     int64_t packed_ic = -1, c = 0;
     for (;;) {
-      if (pool_stopping()) break;
+      if (pool_stopping()) break; /* a slot is a whole pass: stop between its items */
       int64_t item = atomic_fetch_add(&j->next, 1);
       if (item >= j->start[j->n]) break;
       while (item >= j->start[c + 1]) c++, packed_ic = -1; /* a slot's items come in order */
@@ -706,31 +694,24 @@ static bool gemm_packed_run(smelt_pool *pool, const gemm_params *p, const gemm_a
     x.n_pc = ceil_div(x.qk, x.kc);
     if (x.sh_a) /* A changes with the K pass only: packed once for all the N chunks */
       for (int64_t i = 0; i < x.n_ic * x.n_pc * x.n_aslices; i++) atomic_init(&x.astate[i], PANEL_EMPTY);
-    for (x.j0 = 0; x.pre_b && threads > 1 && x.j0 < p->N;) { /* chunk_job */
+    int64_t per_job = x.pre_b ? GEMM_CHUNKS_PER_JOB : 1;
+    for (x.j0 = 0; x.j0 < p->N;) {
       packed_ctx cx[GEMM_CHUNKS_PER_JOB];
       chunk_job cj = {.cx = cx};
-      for (; x.j0 < p->N && cj.n < GEMM_CHUNKS_PER_JOB; x.j0 = x.j1, cj.n++) {
+      for (; x.j0 < p->N && cj.n < per_job; x.j0 = x.j1, cj.n++) {
         x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
         x.n_jr = ceil_div(x.j1 - x.j0, NR);
+        x.n_groups = ceil_div(x.n_jr, GEMM_B_GROUP);
         plan_items(&x, threads);
-        memcpy(&cx[cj.n], &x, sizeof x);
+        if (!x.pre_b)
+          for (int64_t i = 0; i < x.n_pc * x.n_groups; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
+        cx[cj.n] = x;
         cj.start[cj.n + 1] = cj.start[cj.n] + x.n_ic * x.n_jt;
         x.pre_b_off += x.n_pc * x.n_jr * x.kc * NR;
       }
       atomic_init(&cj.next, 0);
-      pool_parallel_for(pool, threads, 1, chunk_slots, &cj);
-    }
-    for (x.j0 = x.pre_b && threads > 1 ? p->N : 0; x.j0 < p->N; x.j0 = x.j1) {
-      x.j1 = p->N - x.j0 < chunk ? p->N : x.j0 + chunk;
-      x.n_jr = ceil_div(x.j1 - x.j0, NR);
-      x.n_groups = ceil_div(x.n_jr, GEMM_B_GROUP);
-      plan_items(&x, threads);
-      if (!x.pre_b)
-        for (int64_t i = 0; i < x.n_pc * x.n_groups; i++) atomic_init(&x.bstate[i], PANEL_EMPTY);
-      atomic_init(&x.next, 0);
-      if (threads > 1) pool_parallel_for(pool, threads, 1, packed_slots, &x);
-      else packed_slots(&x, 0, 1);
-      x.pre_b_off += x.n_pc * x.n_jr * x.kc * NR;
+      if (threads > 1) pool_parallel_for(pool, threads, 1, chunk_slots, &cj);
+      else chunk_slots(&cj, 0, 1);
     }
   }
   if (mem) tensor_data_free(mem);

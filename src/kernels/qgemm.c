@@ -234,8 +234,9 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1) {
       int64_t lines = 0, per = 0, line = 0;
       if (j->k.tile_pf && m_lo == 0 && n + step < w->Np) {
         int64_t next_cols = w->Np - n - step < step ? w->Np - n - step : step;
+        int64_t tiles = (m_hi - m_lo + j->k.mr - 1) / j->k.mr;
         lines = next_cols / QGEMM_NR * panel / 64;
-        per = (lines + (m_hi - m_lo + j->k.mr - 1) / j->k.mr - 1) / ((m_hi - m_lo + j->k.mr - 1) / j->k.mr);
+        per = (lines + tiles - 1) / tiles;
         if (per > groups) per = groups;
       }
       for (int64_t m = m_lo; m < m_hi; m += j->k.mr) {
