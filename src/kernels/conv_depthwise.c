@@ -25,10 +25,17 @@
  * the plane: each input row is copied once with its padding into a ring
  * of eight rows that stays in L1 (dw3_plane), and stride 2 picks its taps
  * out of whole vectors with permutes.  The blocked form's transposes and
- * the phase split's copy of a plane too big for L1 cost more there. */
+ * the phase split's copy of a plane too big for L1 cost more there.
+ *
+ * Rows of up to 8 vectors (dw3d_fits: most stride-2 layers, stride 1 from
+ * 2 vectors at AVX-512) copy nothing at all: the taps are masked loads
+ * from the input rows in place (dw3d_plane), the padding lanes masked
+ * off.  A 56 -> 28 stride-2 layer spent three quarters of its time in the
+ * blocked form's transposes. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
@@ -251,11 +258,94 @@ static smelt_status dw3_run(smelt_pool *pool, const conv2d_weights *w, const flo
   return SMELT_OK;
 }
 
+/* ---- 3x3 at stride 1 or 2, the taps read in place (dw3d_plane) ---- */
+
+static void dw3d_planes(void *vctx, int64_t q0, int64_t q1) {
+  dw3_job *j = vctx;
+  const conv2d_desc *d = &j->w->d;
+  int64_t HW = d->H * d->W, OHW = d->OH * d->OW;
+  for (int64_t q = q0; q < q1; q++) {
+    int64_t c = q % d->C;
+    j->w->k->dw3d_plane(j->X + q * HW, d->H, d->W, d->sh, d->pt, d->pl, j->w->data + c * 9, j->B ? j->B[c] : 0.f,
+                        j->res ? j->res + q * OHW : NULL, j->lo, j->hi, j->Y + q * OHW, d->OH, d->OW);
+  }
+}
+
+/* Whether the in-place 3x3 form (dw3d_plane) takes this call.  Measured
+ * against what ran before (1 thread, hot, ms; the ring for wide rows, the
+ * blocked form for narrow ones), AVX-512: stride 2 112->56 96ch 0.25 vs
+ * 0.35-0.39, 56->28 144ch 0.10-0.11 vs 0.17, 28->14 192ch 0.030-0.033 vs
+ * 0.041-0.043, 80->40 64ch 0.08 vs 0.12, 224->112 16ch 0.16-0.19 vs 0.20;
+ * stride 1 at 56 144ch 0.22-0.24 vs 0.25-0.28, at 40 64ch 0.050 vs
+ * 0.059-0.074, at 112 32ch even; it lost at stride 1 on 28 (even to
+ * 1.2x slower), 14 and 7 (1.2x, 2x: the blocked form's whole vectors win
+ * there) and at stride 2 down to 7 and 9.  AVX2's masked loads cost more:
+ * stride 2 to 56, 40 and 28 won (0.29-0.32 vs 0.36-0.40, 0.10 vs
+ * 0.13-0.16, 0.13 vs 0.16-0.18), to 14 lost (0.049-0.069 vs 0.041), and
+ * stride 1 lost or tied everywhere.  SMELT_DW=direct|ring|blk|rows forces
+ * a form where it applies (measurements). */
+static bool dw3d_fits(const conv2d_weights *w) {
+  const conv2d_desc *d = &w->d;
+  int vl = w->k->vl;
+  if (d->KH != 3 || d->KW != 3 || d->dh != 1 || d->dw != 1 || d->sh != d->sw || d->sh > 2 || vl <= 1 ||
+      d->OW > CONV_DW3D_MAX_NV * vl)
+    return false;
+  if (w->k->isa == ISA_AVX512) return d->sh == 2 ? d->OW >= 12 : d->OW >= 2 * vl;
+  return d->sh == 2 && d->OW >= 3 * vl;
+}
+
+typedef enum { DW_AUTO, DW_RING, DW_DIRECT, DW_BLK, DW_ROWS } dw_form;
+
+static dw_form dw_forced(void) {
+  static _Atomic int forced = -1; /* SMELT_DW, read once */
+  int f = atomic_load_explicit(&forced, memory_order_relaxed);
+  if (f < 0) {
+    const char *e = getenv("SMELT_DW");
+    f = !e ? DW_AUTO : !strcmp(e, "ring") ? DW_RING : !strcmp(e, "direct") ? DW_DIRECT
+        : !strcmp(e, "blk") ? DW_BLK : !strcmp(e, "rows") ? DW_ROWS : DW_AUTO;
+    atomic_store_explicit(&forced, f, memory_order_relaxed);
+  }
+  return (dw_form)f;
+}
+
+static dw_form dw_choose(const conv2d_weights *w, const conv2d_epilogue *ep) {
+  const conv2d_desc *d = &w->d;
+  int vl = w->k->vl;
+  bool k3 = d->KH == 3 && d->KW == 3 && d->dh == 1 && d->dw == 1 && d->sh == d->sw && d->sh <= 2;
+  bool blk_ok = vl > 1 && vl <= 16 && d->KH * d->KW <= 64 && !(ep && ep->residual);
+  switch (dw_forced()) {
+  case DW_DIRECT:
+    if (k3 && vl > 1 && d->OW <= CONV_DW3D_MAX_NV * vl) return DW_DIRECT;
+    break;
+  case DW_RING:
+    if (k3) return DW_RING;
+    break;
+  case DW_BLK:
+    if (blk_ok) return DW_BLK;
+    break;
+  case DW_ROWS:
+    return DW_ROWS;
+  default:
+    break;
+  }
+  if (dw3d_fits(w)) return DW_DIRECT;
+  if (dw3_fits(w)) return DW_RING;
+  if (dwb_fits(w, ep)) return DW_BLK;
+  return DW_ROWS;
+}
+
 smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                          const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
-  if (dw3_fits(w)) return dw3_run(pool, w, X, B, ep, Y);
-  if (dwb_fits(w, ep)) return dwb_run(pool, w, X, B, ep, Y);
+  dw_form form = dw_choose(w, ep);
+  if (form == DW_DIRECT) {
+    dw3_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
+                 .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
+    pool_parallel_for(pool, d->N * d->C, 1 + 32768 / (d->OH * d->OW * 9 + 1), dw3d_planes, &j);
+    return SMELT_OK;
+  }
+  if (form == DW_RING) return dw3_run(pool, w, X, B, ep, Y);
+  if (form == DW_BLK) return dwb_run(pool, w, X, B, ep, Y);
   dw_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
               .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
   int64_t amax = (d->KH - 1) * d->dh / d->sh, bmax = (d->KW - 1) * d->dw / d->sw;

@@ -959,6 +959,77 @@ static SIMD_TARGET void SIMD_NAME(dw3_plane)(const float *x, int64_t H, int64_t 
   else SIMD_NAME(dw3_rows)(x, H, W, pt, pl, wk, vb, res, vlo, vhi, y, OH, OW, ring, 2);
 }
 
+/* Depthwise 3x3 at stride 1 or 2 straight from one channel's plane
+ * (conv_kernels.h: dw3d_plane): no copy of the input at all.  Each tap
+ * row's vector is a masked load from the input row in place, the lanes
+ * on the left and right padding (columns outside [0, W)) masked to 0 and
+ * rows on the top and bottom padding skipped; stride 2 takes its three
+ * taps from four loads as dw3_vec does.  The masks depend on the column
+ * only, so they are made once per plane (at most CONV_DW3D_MAX_NV vectors
+ * a row).
+ * Rows a few vectors wide (mobilenet's 28- and 14-wide planes) pay
+ * neither the ring's per-row copies (dw3_plane) nor the blocked form's
+ * transposes (dw_blk). */
+static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(dw3d_row)(const float *row, const vlm *m, const vf *wk, vf acc,
+                                                       const int S) {
+  vf t0, t1, t2;
+  if (S == 1) {
+    t0 = v_loadm(row, m[0]), t1 = v_loadm(row + 1, m[1]), t2 = v_loadm(row + 2, m[2]);
+  } else {
+    vf a = v_loadm(row, m[0]), b = v_loadm(row + VL, m[1]);
+    vf a2 = v_loadm(row + 2, m[2]), b2 = v_loadm(row + 2 + VL, m[3]);
+    t0 = v_even2(a, b), t1 = v_odd2(a, b), t2 = v_even2(a2, b2);
+  }
+  return v_fma(wk[2], t2, v_fma(wk[1], t1, v_fma(wk[0], t0, acc)));
+}
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3d_rows)(const float *x, int64_t H, int64_t W, int64_t pt,
+                                                          int64_t pl, const vf *wk, vf vb, const float *res,
+                                                          vf vlo, vf vhi, float *y, int64_t OH, int64_t OW,
+                                                          const int S) {
+  /* per vector of a row, per load: the lanes inside [0, W) (a masked load
+   * costs a plain one's at AVX-512; a branch to plain loads inside the
+   * rows was slower) */
+  vlm m[CONV_DW3D_MAX_NV][4];
+  const int64_t nv = conv_cdiv(OW, VL), loff[4] = {0, S == 1 ? 1 : VL, 2, 2 + VL};
+  for (int64_t v = 0; v < nv; v++)
+    for (int k = 0; k < 4; k++) {
+      int64_t c0 = v * VL * S - pl + loff[k], lo = c0 < 0 ? -c0 : 0, hi = W - c0 < VL ? W - c0 : VL;
+      m[v][k] = v_lanes((int)(lo < VL ? lo : VL), (int)(hi > 0 ? hi : 0));
+    }
+  for (int64_t oh = 0; oh < OH; oh++) {
+    int64_t ih = oh * S - pt;
+    const float *r0 = ih >= 0 && ih < H ? x + ih * W - pl : NULL;
+    const float *r1 = ih + 1 >= 0 && ih + 1 < H ? x + (ih + 1) * W - pl : NULL;
+    const float *r2 = ih + 2 >= 0 && ih + 2 < H ? x + (ih + 2) * W - pl : NULL;
+    float *yr = y + oh * OW;
+    const float *rr = res ? res + oh * OW : NULL;
+    for (int64_t v = 0, j = 0; v < nv; v++, j += VL) {
+      int64_t c = j * S;
+      /* the three rows' sums apart: three chains of 3 FMAs, not one of 9 */
+      vf a0 = r0 ? SIMD_NAME(dw3d_row)(r0 + c, m[v], wk, vb, S) : vb;
+      vf a1 = r1 ? SIMD_NAME(dw3d_row)(r1 + c, m[v], wk + 3, v_zero(), S) : v_zero();
+      vf a2 = r2 ? SIMD_NAME(dw3d_row)(r2 + c, m[v], wk + 6, v_zero(), S) : v_zero();
+      vf o = v_add(v_add(a0, a1), a2);
+      int r = OW - j < VL ? (int)(OW - j) : VL;
+      if (rr) o = v_add(o, r == VL ? v_load(rr + j) : v_loadn(rr + j, r));
+      o = SIMD_NAME(clampv)(o, vlo, vhi);
+      if (r == VL) v_store(yr + j, o);
+      else SIMD_NAME(store_tail)(yr + j, o, r, (OH - oh) * OW - j); /* rows go in order */
+    }
+  }
+}
+
+static SIMD_TARGET void SIMD_NAME(dw3d_plane)(const float *x, int64_t H, int64_t W, int64_t s, int64_t pt,
+                                              int64_t pl, const float *w, float bias, const float *res,
+                                              float lo, float hi, float *y, int64_t OH, int64_t OW) {
+  vf wk[9];
+  for (int t = 0; t < 9; t++) wk[t] = v_set1(w[t]);
+  const vf vb = v_set1(bias), vlo = v_set1(lo), vhi = v_set1(hi);
+  if (s == 1) SIMD_NAME(dw3d_rows)(x, H, W, pt, pl, wk, vb, res, vlo, vhi, y, OH, OW, 1);
+  else SIMD_NAME(dw3d_rows)(x, H, W, pt, pl, wk, vb, res, vlo, vhi, y, OH, OW, 2);
+}
+
 /* kernels/conv_internal.h's conv_fill_phases, the rows inlined (planes
  * of 7x7 have rows of a few floats: a call per row would cost more). */
 static SIMD_TARGET void SIMD_NAME(fill_phases)(const conv_phases *p, const float *x, int64_t channels,
@@ -1144,6 +1215,7 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .dw9_row = SIMD_NAME(dw9_row),
     .dw_blk = SIMD_NAME(dw_blk),
     .dw3_plane = SIMD_NAME(dw3_plane),
+    .dw3d_plane = SIMD_NAME(dw3d_plane),
     .max_blk = SIMD_NAME(max_blk),
     .epi_rows = SIMD_NAME(epi_rows),
     .fill_phases = SIMD_NAME(fill_phases),

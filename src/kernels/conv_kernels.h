@@ -20,6 +20,8 @@ typedef struct pool_row_geom {
 } pool_row_geom;
 
 #define CONV_DIRECT_MAX_NV 4
+/* dw3d_plane: output rows of at most this many vectors */
+#define CONV_DW3D_MAX_NV 8
 
 typedef struct conv_kernels {
   isa_level isa;
@@ -142,6 +144,11 @@ typedef struct conv_kernels {
   void (*dw3_plane)(const float *x, int64_t H, int64_t W, int64_t s, int64_t pt, int64_t pl,
                     const float *w, float bias, const float *res, float lo, float hi, float *y,
                     int64_t OH, int64_t OW, float *ring);
+  /* The same without the ring: the taps read from x in place, the lanes
+   * on the padding masked; OW <= CONV_DW3D_MAX_NV * vl. */
+  void (*dw3d_plane)(const float *x, int64_t H, int64_t W, int64_t s, int64_t pt, int64_t pl,
+                     const float *w, float bias, const float *res, float lo, float hi, float *y,
+                     int64_t OH, int64_t OW);
   /* Max pooling on vl channels at once, the same layout and geometry:
    * o[(oh*OW + ow)*vl + l] = max over t of p[(oh*sh*Wp + ow*sw)*vl +
    * off[t] + l] (a NaN tap is passed over, as v_max does; the padding

@@ -11,7 +11,9 @@
  *   v_max(a, b) = a > b ? a : b  (so NaN in a yields b, as MAXPS does)
  *   v_min(a, b) = a < b ? a : b
  *   v_loadn/v_storen touch only the first n < VL lanes (the rest load 0,
- *   or `fill` with v_loadn_or).
+ *   or `fill` with v_loadn_or).  v_lanes(lo, hi) names the lanes lo <= i
+ *   < hi (0 <= lo, hi <= VL; none when hi <= lo); v_loadm(p, m) loads
+ *   those lanes from p + i and 0 in the rest, reading no other lane.
  *   v_even2(a, b) / v_odd2(a, b): the even / odd lanes of the 2*VL floats
  *   a then b (a[0] a[2] .. b[VL-2] / a[1] a[3] .. b[VL-1]).
  *   v_fma/v_fnma: a*b + c, c - a*b, fused where the ISA has FMA (portable C:
@@ -46,6 +48,9 @@ SIMD_FN vf v_load(const float *p) { return _mm512_loadu_ps(p); }
 SIMD_FN void v_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
 SIMD_FN vm v_firstn(int n) { return (vm)(n >= 16 ? 0xffff : ((1u << n) - 1)); }
 SIMD_FN vf v_loadn(const float *p, int n) { return _mm512_maskz_loadu_ps(v_firstn(n), p); }
+typedef __mmask16 vlm;
+SIMD_FN vlm v_lanes(int lo, int hi) { return (vlm)(v_firstn(hi) & ~v_firstn(lo)); }
+SIMD_FN vf v_loadm(const float *p, vlm m) { return _mm512_maskz_loadu_ps(m, p); }
 SIMD_FN void v_storen(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, v_firstn(n), v); }
 SIMD_FN vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 SIMD_FN vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
@@ -117,6 +122,9 @@ SIMD_FN __m256i v_firstn_i(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 SIMD_FN vf v_loadn(const float *p, int n) { return _mm256_maskload_ps(p, v_firstn_i(n)); }
+typedef __m256i vlm;
+SIMD_FN vlm v_lanes(int lo, int hi) { return _mm256_andnot_si256(v_firstn_i(lo), v_firstn_i(hi)); }
+SIMD_FN vf v_loadm(const float *p, vlm m) { return _mm256_maskload_ps(p, m); }
 SIMD_FN void v_storen(float *p, vf v, int n) { _mm256_maskstore_ps(p, v_firstn_i(n), v); }
 SIMD_FN vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 SIMD_FN vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
@@ -195,6 +203,9 @@ SIMD_FN vf v_set1(float x) { return x; }
 SIMD_FN vf v_load(const float *p) { return *p; }
 SIMD_FN void v_store(float *p, vf v) { *p = v; }
 SIMD_FN vf v_loadn(const float *p, int n) { return n > 0 ? *p : 0.f; }
+typedef int vlm;
+SIMD_FN vlm v_lanes(int lo, int hi) { return lo <= 0 && hi > 0; }
+SIMD_FN vf v_loadm(const float *p, vlm m) { return m ? *p : 0.f; }
 SIMD_FN vf v_even2(vf a, vf b) {
   (void)b;
   return a;

@@ -228,6 +228,20 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 3, 20, 95, 3, 3, 3, 3, 2, 2, 1, 1, 2, 2, 2, 2),
       mk(1, 2, 1, 50, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       mk(1, 3, 7, 81, 3, 3, 3, 3, 1, 1, 1, 1, 2, 0, 0, 2),
+      /* 3x3 taps read in place (dw3d_plane: stride 2 to rows of 12..128
+       * outputs at AVX-512, 24..64 at AVX2; stride 1 to 32..128 at
+       * AVX-512): the left and right padding masked, TF-style pads
+       * (bottom/right only), pads of 2 (whole padding rows and columns),
+       * a row of exactly 8 vectors, a partial last vector, batch 2, and
+       * stride 1 past 128 outputs (the ring) */
+      mk(1, 5, 29, 30, 5, 5, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1),
+      mk(2, 3, 23, 57, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+      mk(1, 2, 9, 50, 2, 2, 3, 3, 2, 2, 1, 1, 2, 2, 2, 2),
+      mk(1, 3, 10, 33, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 2, 4, 45, 2, 2, 3, 3, 1, 1, 1, 1, 2, 2, 2, 2),
+      mk(1, 2, 5, 128, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 3, 40, 81, 3, 3, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1),
+      mk(1, 2, 6, 150, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       /* blocked, several output pixels at a time (dw_blk) and its tail:
        * 5x5 stride 2 (mnasnet, efficientnet) to odd planes, 5x5 stride 1
        * on 14 and 7 with a partial channel block, 3x3 with an odd width,
