@@ -873,6 +873,18 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(fill_row)(const float *src, int6
   SIMD_NAME(set_run)(row + hi, n - hi, vp, cap - hi);
 }
 
+/* Output j.. of a depthwise row: + residual, clamp, store; rows go in
+ * order, so a partial last vector may spill onto the next row (cap:
+ * floats writable from the row's start). */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3_out)(vf v, const float *rr, vf vlo, vf vhi, float *yr, int64_t j,
+                                                        int64_t OW, int64_t cap) {
+  int r = OW - j < VL ? (int)(OW - j) : VL;
+  if (rr) v = v_add(v, r == VL ? v_load(rr + j) : v_loadn(rr + j, r));
+  v = SIMD_NAME(clampv)(v, vlo, vhi);
+  if (r == VL) v_store(yr + j, v);
+  else SIMD_NAME(store_tail)(yr + j, v, r, cap - j);
+}
+
 /* Depthwise 3x3 at stride 1 or 2 from one channel's plane through a ring
  * of eight zero-padded row copies (conv_kernels.h: dw3_plane), not a copy
  * of the whole plane: an output row reads three input rows, each copied
@@ -937,14 +949,9 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3_rows)(const float *x, int64_
     const float *p0 = SIMD_NAME(dw3_row)(x, H, W, pl, Wp, r0, ring, held);
     const float *p1 = SIMD_NAME(dw3_row)(x, H, W, pl, Wp, r0 + 1, ring, held);
     const float *p2 = SIMD_NAME(dw3_row)(x, H, W, pl, Wp, r0 + 2, ring, held);
-    for (int64_t j = 0; j < OW; j += VL) {
-      vf v = SIMD_NAME(dw3_vec)(p0 + j * S, p1 + j * S, p2 + j * S, wk, vb, S);
-      int r = OW - j < VL ? (int)(OW - j) : VL;
-      if (rr) v = v_add(v, r == VL ? v_load(rr + j) : v_loadn(rr + j, r));
-      v = SIMD_NAME(clampv)(v, vlo, vhi);
-      if (r == VL) v_store(yr + j, v);
-      else SIMD_NAME(store_tail)(yr + j, v, r, (OH - oh) * OW - j); /* rows go in order */
-    }
+    for (int64_t j = 0; j < OW; j += VL)
+      SIMD_NAME(dw3_out)(SIMD_NAME(dw3_vec)(p0 + j * S, p1 + j * S, p2 + j * S, wk, vb, S), rr, vlo, vhi, yr, j, OW,
+                         (OH - oh) * OW);
   }
 }
 
@@ -1010,12 +1017,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3d_rows)(const float *x, int64
       vf a0 = r0 ? SIMD_NAME(dw3d_row)(r0 + c, m[v], wk, vb, S) : vb;
       vf a1 = r1 ? SIMD_NAME(dw3d_row)(r1 + c, m[v], wk + 3, v_zero(), S) : v_zero();
       vf a2 = r2 ? SIMD_NAME(dw3d_row)(r2 + c, m[v], wk + 6, v_zero(), S) : v_zero();
-      vf o = v_add(v_add(a0, a1), a2);
-      int r = OW - j < VL ? (int)(OW - j) : VL;
-      if (rr) o = v_add(o, r == VL ? v_load(rr + j) : v_loadn(rr + j, r));
-      o = SIMD_NAME(clampv)(o, vlo, vhi);
-      if (r == VL) v_store(yr + j, o);
-      else SIMD_NAME(store_tail)(yr + j, o, r, (OH - oh) * OW - j); /* rows go in order */
+      SIMD_NAME(dw3_out)(v_add(v_add(a0, a1), a2), rr, vlo, vhi, yr, j, OW, (OH - oh) * OW);
     }
   }
 }
