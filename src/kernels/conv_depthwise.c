@@ -179,13 +179,18 @@ static void dwb_blocks(void *vctx, int64_t u0, int64_t u1) {
  * (1 thread, blocked vs rows), 3x3: 7x7 1.9x, 14x14 1.4x, 28x28 1.2x, 56x56
  * 0.9x; stride 2 to 7x7 2.6x, to 28x28 1.4x, to 56x56 1.1x.  5x5 and 7x7
  * (dw_blk's four pixels at a time): 56x56 1.6x, 112x112 1.15x. */
+static bool dwb_applies(const conv2d_weights *w, const conv2d_epilogue *ep) {
+  int vl = w->k->vl;
+  return vl > 1 && vl <= 16 && w->d.KH * w->d.KW <= 64 && !(ep && ep->residual);
+}
+
 static bool dwb_fits(const conv2d_weights *w, const conv2d_epilogue *ep) {
   const conv2d_desc *d = &w->d;
   int vl = w->k->vl;
   /* a big kernel up to 256x256 outputs (the copy and outputs of vl planes per thread stay a few MB) */
   bool big = d->KH * d->KW > 9 && d->OH * d->OW <= 65536;
   bool narrow = d->OW < 4 * vl || (d->sw > 1 && d->OW < 8 * vl) || big;
-  return vl > 1 && vl <= 16 && narrow && d->KH * d->KW <= 64 && !(ep && ep->residual);
+  return narrow && dwb_applies(w, ep);
 }
 
 static smelt_status dwb_run(smelt_pool *pool, const conv2d_weights *w, const float *X, const float *B,
@@ -202,32 +207,48 @@ static smelt_status dwb_run(smelt_pool *pool, const conv2d_weights *w, const flo
   return SMELT_OK;
 }
 
-/* ---- 3x3 at stride 1 or 2 over wide rows, through a ring of row copies ---- */
+/* ---- 3x3 at stride 1 or 2 by rows: through a ring of row copies
+ * (dw3_plane), or the taps read in place (dw3d_plane) ---- */
 
 typedef struct dw3_job {
   const conv2d_weights *w;
   const float *X, *B, *res;
   float *Y;
   float lo, hi;
-  int64_t ring_floats;
+  int64_t ring_floats; /* 0: in place */
   atomic_bool failed;
 } dw3_job;
 
 static void dw3_planes(void *vctx, int64_t q0, int64_t q1) {
   dw3_job *j = vctx;
   const conv2d_desc *d = &j->w->d;
+  const conv_kernels *k = j->w->k;
   int64_t HW = d->H * d->W, OHW = d->OH * d->OW;
-  float *ring = tensor_data_alloc(sizeof(float) * (size_t)j->ring_floats);
-  if (!ring) {
+  float *ring = NULL;
+  if (j->ring_floats && !(ring = tensor_data_alloc(sizeof(float) * (size_t)j->ring_floats))) {
     atomic_store(&j->failed, true);
     return;
   }
   for (int64_t q = q0; q < q1; q++) {
     int64_t c = q % d->C;
-    j->w->k->dw3_plane(j->X + q * HW, d->H, d->W, d->sh, d->pt, d->pl, j->w->data + c * 9, j->B ? j->B[c] : 0.f,
-                       j->res ? j->res + q * OHW : NULL, j->lo, j->hi, j->Y + q * OHW, d->OH, d->OW, ring);
+    const float *x = j->X + q * HW, *wc = j->w->data + c * 9, *res = j->res ? j->res + q * OHW : NULL;
+    float bias = j->B ? j->B[c] : 0.f, *y = j->Y + q * OHW;
+    if (ring) k->dw3_plane(x, d->H, d->W, d->sh, d->pt, d->pl, wc, bias, res, j->lo, j->hi, y, d->OH, d->OW, ring);
+    else k->dw3d_plane(x, d->H, d->W, d->sh, d->pt, d->pl, wc, bias, res, j->lo, j->hi, y, d->OH, d->OW);
   }
-  tensor_data_free(ring);
+  if (ring) tensor_data_free(ring);
+}
+
+/* Whether the row forms can run this call: 3x3, stride 1 or 2 both ways,
+ * no dilation (the in-place form: rows of at most CONV_DW3D_MAX_NV
+ * vectors, not the scalar level). */
+static bool dw3_applies(const conv2d_desc *d) {
+  return d->KH == 3 && d->KW == 3 && d->dh == 1 && d->dw == 1 && d->sh == d->sw && d->sh <= 2;
+}
+
+static bool dw3d_applies(const conv2d_weights *w) {
+  int vl = w->k->vl;
+  return dw3_applies(&w->d) && vl > 1 && w->d.OW <= CONV_DW3D_MAX_NV * vl;
 }
 
 /* Whether the 3x3 row-ring form (dw3_plane) takes this call: 3x3, stride
@@ -242,33 +263,19 @@ static void dw3_planes(void *vctx, int64_t q0, int64_t q1) {
  * Narrower rows pay the ring's per-row work over too few vectors. */
 static bool dw3_fits(const conv2d_weights *w) {
   const conv2d_desc *d = &w->d;
-  if (d->KH != 3 || d->KW != 3 || d->dh != 1 || d->dw != 1 || d->sh != d->sw) return false;
-  return (d->sh == 1 && d->OW >= 48) || (d->sh == 2 && d->OW >= 40);
+  return dw3_applies(d) && d->OW >= (d->sh == 1 ? 48 : 40);
 }
 
 static smelt_status dw3_run(smelt_pool *pool, const conv2d_weights *w, const float *X, const float *B,
-                            const conv2d_epilogue *ep, float *Y) {
+                            const conv2d_epilogue *ep, float *Y, bool in_place) {
   const conv2d_desc *d = &w->d;
   dw3_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
                .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
-  j.ring_floats = 8 * conv_dw3_row_floats(d->OW, d->sh, w->k->vl);
+  j.ring_floats = in_place ? 0 : 8 * conv_dw3_row_floats(d->OW, d->sh, w->k->vl);
   int64_t grain = 1 + 32768 / (d->OH * d->OW * 9 + 1);
   pool_parallel_for(pool, d->N * d->C, grain, dw3_planes, &j);
   if (atomic_load(&j.failed)) return err_nomem("depthwise rows", sizeof(float) * (size_t)j.ring_floats);
   return SMELT_OK;
-}
-
-/* ---- 3x3 at stride 1 or 2, the taps read in place (dw3d_plane) ---- */
-
-static void dw3d_planes(void *vctx, int64_t q0, int64_t q1) {
-  dw3_job *j = vctx;
-  const conv2d_desc *d = &j->w->d;
-  int64_t HW = d->H * d->W, OHW = d->OH * d->OW;
-  for (int64_t q = q0; q < q1; q++) {
-    int64_t c = q % d->C;
-    j->w->k->dw3d_plane(j->X + q * HW, d->H, d->W, d->sh, d->pt, d->pl, j->w->data + c * 9, j->B ? j->B[c] : 0.f,
-                        j->res ? j->res + q * OHW : NULL, j->lo, j->hi, j->Y + q * OHW, d->OH, d->OW);
-  }
 }
 
 /* Whether the in-place 3x3 form (dw3d_plane) takes this call.  Measured
@@ -287,9 +294,7 @@ static void dw3d_planes(void *vctx, int64_t q0, int64_t q1) {
 static bool dw3d_fits(const conv2d_weights *w) {
   const conv2d_desc *d = &w->d;
   int vl = w->k->vl;
-  if (d->KH != 3 || d->KW != 3 || d->dh != 1 || d->dw != 1 || d->sh != d->sw || d->sh > 2 || vl <= 1 ||
-      d->OW > CONV_DW3D_MAX_NV * vl)
-    return false;
+  if (!dw3d_applies(w)) return false;
   if (w->k->isa == ISA_AVX512) return d->sh == 2 ? d->OW >= 12 : d->OW >= 2 * vl;
   return d->sh == 2 && d->OW >= 3 * vl;
 }
@@ -309,19 +314,15 @@ static dw_form dw_forced(void) {
 }
 
 static dw_form dw_choose(const conv2d_weights *w, const conv2d_epilogue *ep) {
-  const conv2d_desc *d = &w->d;
-  int vl = w->k->vl;
-  bool k3 = d->KH == 3 && d->KW == 3 && d->dh == 1 && d->dw == 1 && d->sh == d->sw && d->sh <= 2;
-  bool blk_ok = vl > 1 && vl <= 16 && d->KH * d->KW <= 64 && !(ep && ep->residual);
   switch (dw_forced()) {
   case DW_DIRECT:
-    if (k3 && vl > 1 && d->OW <= CONV_DW3D_MAX_NV * vl) return DW_DIRECT;
+    if (dw3d_applies(w)) return DW_DIRECT;
     break;
   case DW_RING:
-    if (k3) return DW_RING;
+    if (dw3_applies(&w->d)) return DW_RING;
     break;
   case DW_BLK:
-    if (blk_ok) return DW_BLK;
+    if (dwb_applies(w, ep)) return DW_BLK;
     break;
   case DW_ROWS:
     return DW_ROWS;
@@ -338,13 +339,7 @@ smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float 
                          const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
   dw_form form = dw_choose(w, ep);
-  if (form == DW_DIRECT) {
-    dw3_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
-                 .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
-    pool_parallel_for(pool, d->N * d->C, 1 + 32768 / (d->OH * d->OW * 9 + 1), dw3d_planes, &j);
-    return SMELT_OK;
-  }
-  if (form == DW_RING) return dw3_run(pool, w, X, B, ep, Y);
+  if (form == DW_DIRECT || form == DW_RING) return dw3_run(pool, w, X, B, ep, Y, form == DW_DIRECT);
   if (form == DW_BLK) return dwb_run(pool, w, X, B, ep, Y);
   dw_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
               .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
