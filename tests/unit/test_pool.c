@@ -65,6 +65,51 @@ static void nested(void *ctx, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; i++) pool_parallel_for(p, 10, 1, add_range, NULL);
 }
 
+/* The chunks of a job (pool_set_observer): none past a quarter of an even
+ * home range, whole units of `grain` items but for the one ending at n,
+ * and each home range ending in a one-unit chunk, so a thread done early
+ * can take over all but a sliver of a slower one's rest. */
+typedef struct {
+  pthread_mutex_t mu;
+  int64_t b[4096], e[4096];
+  int n;
+} chunk_log;
+
+static void log_chunk(void *ctx, int64_t b, int64_t e, int64_t t0, int64_t t1) {
+  chunk_log *l = ctx;
+  (void)t0, (void)t1;
+  pthread_mutex_lock(&l->mu);
+  if (l->n < 4096) l->b[l->n] = b, l->e[l->n] = e, l->n++;
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void chunk_shapes(void) {
+  static chunk_log l = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0};
+  for (int threads = 2; threads <= 3; threads++) {
+    smelt_pool *p = NULL;
+    CHECK_OK(pool_create(threads, &p));
+    pool_set_observer(p, log_chunk, &l);
+    int64_t cases[][2] = {{1024, 1}, {1000, 3}, {37, 1}, {96, 4}};
+    for (int c = 0; c < 4; c++) {
+      int64_t n = cases[c][0], grain = cases[c][1], units = (n + grain - 1) / grain;
+      int64_t first = (units + threads * 4 - 1) / (threads * 4);
+      l.n = 0;
+      atomic_store(&total, 0);
+      pool_parallel_for(p, n, grain, add_range, NULL);
+      CHECK(atomic_load(&total) == n * (n - 1) / 2);
+      for (int i = 0; i < l.n; i++) {
+        int64_t size = l.e[i] - l.b[i];
+        CHECK(size >= 1 && size <= first * grain);
+        CHECK(l.b[i] % grain == 0 && (size % grain == 0 || l.e[i] == n));
+        for (int s = 1; s <= threads; s++) /* a home range's last chunk: one unit */
+          if (l.e[i] == (s == threads ? n : s * units / threads * grain)) CHECK(size <= grain);
+      }
+    }
+    pool_set_observer(p, NULL, NULL);
+    pool_free(p);
+  }
+}
+
 /* The contention score, fed by hand (no timing): late joins make the pool
  * dearer, joins on time and the passing of time make it cheap again. */
 static void contention(void) {
@@ -185,6 +230,7 @@ static void wake(void) {
 }
 
 int main(void) {
+  chunk_shapes();
   contention();
   wake();
   for (int threads = 1; threads <= 4; threads++) {
