@@ -31,6 +31,12 @@
 #define PMR (PCV * VL) /* output channels per packed pointwise panel */
 
 #define INLINE_ALWAYS __attribute__((always_inline)) inline
+/* Keeps p in one register from here on (an empty asm that "changes" it):
+ * loads at p + constant then address off it, instead of the compiler's
+ * strength reduction into an index register per constant. */
+#ifndef OPAQUE_PTR
+#define OPAQUE_PTR(p) __asm__("" : "+r"(p))
+#endif
 
 /* ---- direct conv tile ---- */
 
@@ -724,6 +730,10 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
 #pragma GCC unroll 4
     for (int v = 0; v < PCV; v++) wv[v] = v_load(w + k * PMR + v * VL);
     const float *xk = x + (xoff ? xoff[k] : k * ldx);
+    /* one base register with the positions as displacements: without the
+     * barrier gcc 12 turned xoff[k] + p into 14 index registers a step,
+     * spilling some (~30 integer instructions beside the 28 multiply-adds) */
+    OPAQUE_PTR(xk);
 #pragma GCC unroll 14
     for (int p = 0; p < np; p++) {
       vf b = v_set1(xk[p]);
