@@ -1118,6 +1118,25 @@ static SIMD_TARGET void SIMD_NAME(max_pool_row)(const float *x, int64_t xs, int6
   SIMD_NAME(pool_max_row)(ph, g->off, (int)g->KW, y, g->OW, cap);
 }
 
+#if SIMD_LEVEL == 2
+/* The max down `rows` rows (xs apart) of columns base .. base + VL - 1 of
+ * a row of W values, -inf for columns outside [0, W) (masked off: not
+ * read). */
+static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(vmax_cols)(const float *x, int64_t xs, int64_t rows, int64_t base,
+                                                         int64_t W) {
+  const vf ninf = v_set1(-INFINITY);
+  int64_t lo = base < 0 ? -base : 0, hi = W - base < VL ? W - base : VL;
+  vf a = ninf;
+  if (lo == 0 && hi == VL) {
+    for (int64_t r = 0; r < rows; r++) a = v_max(v_load(x + r * xs + base), a);
+  } else if (lo < hi) {
+    vlm m = v_lanes((int)lo, (int)hi);
+    for (int64_t r = 0; r < rows; r++) a = v_max(_mm512_mask_loadu_ps(ninf, m, x + r * xs + base), a);
+  }
+  return a;
+}
+#endif
+
 /* max_pool_row for 3 taps at stride 2 (g->KW == 3, g->sw == 2, no
  * dilation: the pools of squeezenet and resnet): the window max of the
  * vertical max t padded with -inf in place (tp[pl + i] = t[i]), read as
@@ -1130,7 +1149,28 @@ static SIMD_TARGET void SIMD_NAME(max_pool_row_k3s2)(const float *x, int64_t xs,
                                                      int64_t cap) {
   int64_t W = g->W, pl = g->pl, OW = g->OW, j = 0;
   const vf ninf = v_set1(-INFINITY);
-  for (int64_t i = 0; i < pl; i++) tp[i] = -INFINITY;
+#if SIMD_LEVEL == 2
+  /* In registers: output vector o takes columns 2o - pl .. 2o - pl + 2VL
+   * of the vertical max, two whole vectors and the first lane of the next,
+   * which is the next output vector's first: each column's vertical max is
+   * taken once, and nothing is stored and read back (a read of a vector
+   * across two just-stored ones waits for both stores to retire). */
+  (void)tp, (void)j;
+  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  vf v0 = SIMD_NAME(vmax_cols)(x, xs, rows, -pl, W);
+  for (int64_t o = 0; o < OW; o += VL) {
+    int64_t base = 2 * o - pl;
+    vf v1 = SIMD_NAME(vmax_cols)(x, xs, rows, base + VL, W), v2 = SIMD_NAME(vmax_cols)(x, xs, rows, base + 2 * VL, W);
+    vf e = _mm512_permutex2var_ps(v0, ev, v1), od = _mm512_permutex2var_ps(v0, odd, v1);
+    vf e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(e), 1));
+    vf m = v_max(e2, v_max(od, v_max(e, ninf)));
+    int r = OW - o < VL ? (int)(OW - o) : VL;
+    SIMD_NAME(store_tail)(y + o, m, r, cap - o);
+    v0 = v2;
+  }
+#else
+  for (int64_t i = 0; i < pl; i += VL) v_store(tp + i, ninf); /* t's stores below overwrite the excess */
   float *t = tp + pl;
   for (; j + VL <= W; j += VL) {
     vf a = ninf;
@@ -1145,7 +1185,7 @@ static SIMD_TARGET void SIMD_NAME(max_pool_row_k3s2)(const float *x, int64_t xs,
   }
   /* -inf from W on, over every value the windows' whole vectors read */
   int64_t end = 2 * (conv_cdiv(OW, VL) * VL) + 2 + 2 * VL;
-  for (int64_t i = pl + W; i < end; i++) tp[i] = -INFINITY;
+  for (int64_t i = pl + W; i < end; i += VL) v_store(tp + i, ninf); /* room: k3s2_len in pool2d.c */
   for (int64_t o = 0; o < OW; o += VL) {
     const float *p = tp + 2 * o;
 #if SIMD_LEVEL == 1
@@ -1153,18 +1193,13 @@ static SIMD_TARGET void SIMD_NAME(max_pool_row_k3s2)(const float *x, int64_t xs,
     vf e = _mm256_shuffle_ps(a, b, 0x88), od = _mm256_shuffle_ps(a, b, 0xdd), e2 = _mm256_shuffle_ps(c, d, 0x88);
     vf m = v_max(e2, v_max(od, v_max(e, ninf)));
     m = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(m), 0xd8));
-#elif SIMD_LEVEL == 2
-    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    vf a = v_load(p), b = v_load(p + VL), c = v_load(p + 2), d = v_load(p + 2 + VL);
-    vf m = v_max(_mm512_permutex2var_ps(c, ev, d),
-                 v_max(_mm512_permutex2var_ps(a, odd, b), v_max(_mm512_permutex2var_ps(a, ev, b), ninf)));
 #else
     vf m = v_max(p[2], v_max(p[1], v_max(p[0], ninf)));
 #endif
     int r = OW - o < VL ? (int)(OW - o) : VL;
     SIMD_NAME(store_tail)(y + o, m, r, cap - o);
   }
+#endif
 }
 
 static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,

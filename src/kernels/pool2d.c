@@ -6,8 +6,9 @@
  * its stride phases padded with -inf (conv_fill_phases on a 1-row plane)
  * and the max across the taps of contiguous runs of it.  3 taps at
  * stride 2 (squeezenet's and resnet's pools) skip the phase copy: the
- * row is padded in place and its even/odd values shuffled out of whole
- * vectors (max_pool_row_k3s2).  Everything
+ * even/odd values are shuffled out of whole vectors of the vertical max,
+ * kept in registers at AVX-512, padded in place in a row otherwise
+ * (max_pool_row_k3s2).  Everything
  * between input and output is a row or two in L1.  (The two-dimensional
  * form below, a padded copy of the whole plane and KH*KW taps per output,
  * was 1.5-2.3x slower on the pools of squeezenet and resnet.)

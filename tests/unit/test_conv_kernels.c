@@ -376,6 +376,8 @@ static void pool_cases(smelt_pool *pool) {
       }
       v = base, v.H = 5, v.W = 37, v.pt = v.pl = 0, v.pb = v.pr = 3;
       check_pool(v, pool);
+      v = base, v.H = 6, v.W = 40, v.pt = v.pl = 2, v.pb = v.pr = 2; /* 2 pads before two output vectors */
+      check_pool(v, pool);
       /* outputs of at most a vector (max: the blocked form), channels that
        * leave the last block partly empty: squeezenet's 27x27 -> 13x13 (ceil
        * overhang), 2x2/2, 5x5/1 with pads, batch 2, a row of one output */
