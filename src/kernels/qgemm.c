@@ -248,6 +248,20 @@ static void run_blocks(void *ctx, int64_t t0, int64_t t1) {
         } else {
           j->k.tile(rows, panels, a->qa + m * lq, lq, p0, panel, groups, acc);
         }
+        /* the lines of C the next step's tile of these rows stores into,
+         * fetched for writing now: C rows are ldc apart, each store of a
+         * tile lands on its own page, and a wide C (a language model's
+         * logits, 128 x 50257) is far past the caches, so without this
+         * every store waits for its line to be read in.  2-core Emerald
+         * Rapids, 128 x 768 x 50257, 2 threads, three runs each way: 11.2-
+         * 13.5 -> 8.9-10.1 ms */
+        if (n + step < w->N)
+          for (int r = 0; r < rows; r++) {
+            const float *c = a->C + (m + r) * a->ldc + n + step;
+            __builtin_prefetch(c, 1, 3);
+            __builtin_prefetch(c + 16, 1, 3);
+            __builtin_prefetch(c + step - 1, 1, 3);
+          }
         j->k.store(a, m, rows, n, cols, acc);
       }
     }
