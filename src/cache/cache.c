@@ -454,7 +454,15 @@ smelt_status cache_reserve(const smelt_cache *c, const cache_key *k, const char 
      * compile of bert_base or gpt2_small (340-480 MB of prepared weights)
      * took 0.29-1.19 s, half of it in the kernel's memset; without it 0.36-0.44 s
      * (2-core VM, six cold compiles each).  A later session maps the entry
-     * in 4 KiB pages: bert_base from the cache 13 -> 35-44 ms. */
+     * in 4 KiB pages: bert_base from the cache 13 -> 35-44 ms.
+     * MADV_RANDOM: no read-ahead either, so a store fault makes one 4 KiB
+     * folio, not a large one (ext4 read ahead up to 128 KiB-2 MiB folios
+     * and zeroed them).  Fresh large folios are what is slow on a VM whose
+     * host backs guest memory on demand: a gpt2_small session created
+     * after ONNX Runtime's in the same process packed its 470 MB in
+     * 1.3-1.7 s with read-ahead, 0.8-1.1 s without (the packer's faults
+     * were 31% of the process's samples, all in that zeroing). */
+    if (m != MAP_FAILED) madvise(m, len, MADV_RANDOM); /* advice only */
     if (m == MAP_FAILED) e = errno;
   }
   close(fd);

@@ -60,10 +60,11 @@ void tensor_data_free(void *p) {
   else bufcache_release(p);
 }
 
-static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, bool zero);
+enum { ALLOC_ZERO = 1, ALLOC_SMALL_PAGES = 2 };
+static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, unsigned how);
 
 smelt_status tensor_alloc(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
-  return alloc_shaped(t, dtype, rank, dims, true);
+  return alloc_shaped(t, dtype, rank, dims, ALLOC_ZERO);
 }
 
 /* SMELT_POISON=1 fills uninitialized tensors with 0xff bytes (NaN for
@@ -85,12 +86,18 @@ static bool poison_on(void) {
 }
 
 smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
-  TRY(alloc_shaped(t, dtype, rank, dims, false));
+  TRY(alloc_shaped(t, dtype, rank, dims, 0));
   if (poison_on()) memset(t->data, 0xff, t->nbytes);
   return SMELT_OK;
 }
 
-static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, bool zero) {
+smelt_status tensor_alloc_uninit_small_pages(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
+  TRY(alloc_shaped(t, dtype, rank, dims, ALLOC_SMALL_PAGES));
+  if (poison_on()) memset(t->data, 0xff, t->nbytes);
+  return SMELT_OK;
+}
+
+static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, unsigned how) {
   memset(t, 0, sizeof *t);
   if (rank < 0 || rank > SMELT_MAX_RANK)
     return err_set(SMELT_ERR_UNSUPPORTED, "rank %d is outside 0..%d", rank, SMELT_MAX_RANK);
@@ -105,13 +112,13 @@ static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const i
   size_t nb;
   /* Packed types round up to whole bytes (see ir/subbyte.h). */
   if (!dtype_nbytes(dtype, n, &nb) || nb > (SIZE_MAX >> 5)) return err_nomem("tensor", SIZE_MAX);
-  void *p = tensor_data_alloc(nb);
+  void *p = (how & ALLOC_SMALL_PAGES) && !cur_buffers ? bufcache_alloc_small_pages(nb) : tensor_data_alloc(nb);
   if (!p) {
     char what[192], b[128];
     snprintf(what, sizeof what, "tensor %s %s", dtype_name(dtype), shape_str(b, sizeof b, rank, dims, NULL));
     return err_nomem(what, nb);
   }
-  if (zero) memset(p, 0, nb);
+  if (how & ALLOC_ZERO) memset(p, 0, nb);
   t->dtype = dtype;
   t->rank = rank;
   if (rank) memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);

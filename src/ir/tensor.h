@@ -116,6 +116,10 @@ void *tensor_data_alloc(size_t n);
 /* tensor_alloc without clearing the data: for outputs a kernel writes in
  * full (operator outputs).  SMELT_POISON=1 fills it with 0xff bytes. */
 smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims);
+/* tensor_alloc_uninit in fresh small pages (bufcache_alloc_small_pages)
+ * when no device's buffer functions are current: for a large tensor
+ * written once and read rarely (an initializer's aligned copy). */
+smelt_status tensor_alloc_uninit_small_pages(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims);
 void tensor_data_free(void *p);
 
 /* Where tensor data comes from on this thread: a device's buffer functions

@@ -227,7 +227,9 @@ static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t 
     return SMELT_OK;
   }
   tensor shape = *t;
-  TRY(tensor_alloc_uninit(t, shape.dtype, shape.rank, shape.dims)); /* every byte is copied below */
+  /* every byte is copied below, once; most copies are read once more (by
+   * the packer), so fresh small pages: their first touch is the cost */
+  TRY(tensor_alloc_uninit_small_pages(t, shape.dtype, shape.rank, shape.dims));
   /* the copy is what every reader sees: when p is in the model file's
    * mapping, its pages need not stay resident beside it; nor, for an
    * initializer (imported once), in the model's copy of its bytes

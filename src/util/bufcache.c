@@ -286,6 +286,18 @@ void *bufcache_alloc(size_t n) {
   return fresh(sz);
 }
 
+void *bufcache_alloc_small_pages(size_t n) {
+  size_t sz = (n + 4095) & ~(size_t)4095;
+  if (sz == 0) sz = 4096;
+  if (sz < n) return NULL;
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, sz)) return NULL;
+#ifdef MADV_NOHUGEPAGE
+  if (sz >= HUGE_MIN) madvise(p, sz, MADV_NOHUGEPAGE); /* THP "always": advice only */
+#endif
+  return p;
+}
+
 /* p (sz bytes) into c, dropping the oldest blocks for room; freed when
  * it is over the cap. */
 static void release_into(bufcache *c, void *p, size_t sz) {

@@ -69,6 +69,24 @@ int main(void) {
   void *huge = bufcache_alloc((size_t)20 << 20);
   bufcache_release(huge);
   CHECK(bufcache_held(c) <= (size_t)16 << 20);
+  /* small pages: always fresh (the cached blocks of that size are left
+   * alone), page-aligned, all of it writable; released, a block is cached
+   * as any other and served to the next close request */
+  void *cached = bufcache_alloc((size_t)6 << 20);
+  bufcache_release(cached);
+  size_t held = bufcache_held(c);
+  unsigned char *sp = bufcache_alloc_small_pages(((size_t)6 << 20) - 100);
+  CHECK(sp && sp != cached && ((uintptr_t)sp & 4095) == 0 && bufcache_held(c) == held);
+  memset(sp, 0x5a, ((size_t)6 << 20) - 100);
+  CHECK(sp[0] == 0x5a && sp[((size_t)6 << 20) - 101] == 0x5a);
+  bufcache_release(sp);
+  void *x = bufcache_alloc(((size_t)6 << 20) - 200), *y = bufcache_alloc(((size_t)6 << 20) - 200);
+  CHECK((x == sp && y == cached) || (x == cached && y == sp));
+  bufcache_release(x);
+  bufcache_release(y);
+  void *again = bufcache_alloc_small_pages(10);
+  CHECK(again && ((uintptr_t)again & 4095) == 0);
+  bufcache_release(again);
   CHECK(bufcache_enter(NULL) == c);
   bufcache_free_all(c);
   /* cap 0: off */
