@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "onnx/import_internal.h"
+#include "util/copy_par.h"
 #include "util/err.h"
 #include "util/quote.h"
 #include "util/ro_map.h"
@@ -215,7 +216,18 @@ static smelt_status fill_typed(const pb_msg *tm, tensor *t, int field, pb_scalar
   }
 }
 
-/* Makes t hold [p, p+nbytes): a view when allowed and aligned, else a copy. */
+static void discard_copied(const void *src, size_t n, void *ctx) {
+  (void)ctx;
+  ro_map_discard(src, n);
+}
+
+static void release_copied(const void *src, size_t n, void *ctx) {
+  (void)ctx;
+  ro_map_release(src, n);
+}
+
+/* Makes t hold [p, p+nbytes): a view when allowed and aligned, else a copy
+ * (split over a few threads when large: util/copy_par.h). */
 static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t nbytes,
                                bool *viewed) {
   size_t es = dtype_size(t->dtype), align = es > 8 ? 8 : es ? es : 1; /* packed: bytes */
@@ -235,13 +247,7 @@ static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t 
    * initializer (imported once), in the model's copy of its bytes
    * (util/ro_map.h).  Dropped as the copy goes, so a large tensor is never
    * resident twice. */
-  enum { STEP = 8 << 20 };
-  for (size_t o = 0; o < nbytes; o += STEP) {
-    size_t n = nbytes - o < STEP ? nbytes - o : STEP;
-    memcpy((uint8_t *)t->data + o, p + o, n);
-    if (c->discard_copied) ro_map_discard(p + o, n);
-    else ro_map_release(p + o, n);
-  }
+  copy_par(t->data, p, nbytes, c->discard_copied ? discard_copied : release_copied, NULL);
   return SMELT_OK;
 }
 
