@@ -112,7 +112,10 @@ static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const i
   size_t nb;
   /* Packed types round up to whole bytes (see ir/subbyte.h). */
   if (!dtype_nbytes(dtype, n, &nb) || nb > (SIZE_MAX >> 5)) return err_nomem("tensor", SIZE_MAX);
-  void *p = (how & ALLOC_SMALL_PAGES) && !cur_buffers ? bufcache_alloc_small_pages(nb) : tensor_data_alloc(nb);
+  /* small pages for the large only: a smaller block is never on huge pages
+   * anyway, and a page-aligned block would waste most of a page on it */
+  bool small_pages = (how & ALLOC_SMALL_PAGES) && !cur_buffers && nb >= BUFCACHE_MIN;
+  void *p = small_pages ? bufcache_alloc_small_pages(nb) : tensor_data_alloc(nb);
   if (!p) {
     char what[192], b[128];
     snprintf(what, sizeof what, "tensor %s %s", dtype_name(dtype), shape_str(b, sizeof b, rank, dims, NULL));

@@ -117,7 +117,8 @@ void *tensor_data_alloc(size_t n);
  * full (operator outputs).  SMELT_POISON=1 fills it with 0xff bytes. */
 smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims);
 /* tensor_alloc_uninit in fresh small pages (bufcache_alloc_small_pages)
- * when no device's buffer functions are current: for a large tensor
+ * when no device's buffer functions are current and the data is at least
+ * BUFCACHE_MIN bytes (smaller: as tensor_alloc_uninit): for a large tensor
  * written once and read rarely (an initializer's aligned copy). */
 smelt_status tensor_alloc_uninit_small_pages(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims);
 void tensor_data_free(void *p);

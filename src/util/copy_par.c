@@ -40,6 +40,7 @@ static int cores(void) {
 
 int copy_par_parts(size_t n) {
   size_t by_size = n / COPY_PAR_MIN_PART;
+  if (by_size < 2) return 1; /* one part: no need to ask how many cores (a system call) */
   int k = cores();
   if (k > COPY_PAR_MAX_THREADS) k = COPY_PAR_MAX_THREADS;
   if (by_size < (size_t)k) k = (int)by_size;
