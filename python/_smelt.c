@@ -2,15 +2,25 @@
  * A thin layer over include/smelt.h: sessions, runs over buffer-protocol
  * inputs (read in place, no copy) and outputs handed out as Buffer objects
  * that own smelt's memory (numpy.asarray views them; the memory goes back
- * with smelt_tensor_release when the last view dies).  The GIL is released
+ * with smelt_tensor_release when the last view dies).  Built with NumPy's
+ * headers, run_arrays is the same run for NumPy arrays through NumPy's C API:
+ * the arrays read directly and the outputs made as NumPy arrays whose base
+ * is the Buffer (Session.run's fast path).  The GIL is released
  * while smelt runs.  Error classes come from smelt/errors.py (set_errors). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #include "smelt.h"
+
+#ifdef SMELT_PY_NUMPY /* NumPy's C API: Session.run's fast path (run_arrays) */
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL smelt_ARRAY_API
+#include <numpy/arrayobject.h>
+#endif
 
 static PyObject *error_classes; /* tuple indexed by smelt_status; [0] = smelt.Error */
 
@@ -151,6 +161,66 @@ static PyObject *buffer_new(smelt_tensor *t) {
   return (PyObject *)b;
 }
 
+#ifdef SMELT_PY_NUMPY
+/* The smelt dtype of a NumPy array's elements, SMELT_UNDEFINED if smelt has none. */
+static smelt_dtype npy_dtype(PyArrayObject *a) {
+  int item = (int)PyArray_ITEMSIZE(a);
+  switch (PyArray_DESCR(a)->kind) {
+    case 'f': return item == 4 ? SMELT_F32 : item == 8 ? SMELT_F64 : item == 2 ? SMELT_F16 : SMELT_UNDEFINED;
+    case 'i': return item == 1 ? SMELT_I8 : item == 2 ? SMELT_I16 : item == 4 ? SMELT_I32 : item == 8 ? SMELT_I64 : SMELT_UNDEFINED;
+    case 'u': return item == 1 ? SMELT_U8 : item == 2 ? SMELT_U16 : item == 4 ? SMELT_U32 : item == 8 ? SMELT_U64 : SMELT_UNDEFINED;
+    case 'b': return item == 1 ? SMELT_BOOL : SMELT_UNDEFINED;
+    default: return SMELT_UNDEFINED;
+  }
+}
+
+static int npy_type(smelt_dtype t) {
+  switch (t) {
+    case SMELT_F32: return NPY_FLOAT32;
+    case SMELT_F64: return NPY_FLOAT64;
+    case SMELT_F16: return NPY_FLOAT16;
+    case SMELT_I8: return NPY_INT8;
+    case SMELT_U8: return NPY_UINT8;
+    case SMELT_I16: return NPY_INT16;
+    case SMELT_U16: return NPY_UINT16;
+    case SMELT_I32: return NPY_INT32;
+    case SMELT_U32: return NPY_UINT32;
+    case SMELT_I64: return NPY_INT64;
+    case SMELT_U64: return NPY_UINT64;
+    case SMELT_BOOL: return NPY_BOOL;
+    default: return -1;
+  }
+}
+
+/* b (a new Buffer, stolen) as a writable NumPy array over its memory, whose
+ * base it becomes.  A dtype NumPy has no type for goes through
+ * numpy.asarray's own path (PyArray_FromAny), as the general run does: the
+ * same array or the same error. */
+static PyObject *buffer_ndarray(PyObject *b) {
+  BufferObject *bo = (BufferObject *)b;
+  int type = npy_type(bo->t.dtype);
+  if (type < 0) {
+    PyObject *a = PyArray_FromAny(b, NULL, 0, 0, 0, NULL);
+    Py_DECREF(b);
+    return a;
+  }
+  npy_intp dims[SMELT_MAX_RANK];
+  for (int i = 0; i < bo->t.rank; i++) dims[i] = (npy_intp)bo->t.dims[i];
+  PyObject *a = PyArray_New(&PyArray_Type, bo->t.rank, dims, type, NULL, bo->t.data, 0, NPY_ARRAY_CARRAY, NULL);
+  if (!a) {
+    Py_DECREF(b);
+    return NULL;
+  }
+  if (PyArray_SetBaseObject((PyArrayObject *)a, b) < 0) { /* steals b, on failure too */
+    Py_DECREF(a);
+    return NULL;
+  }
+  return a;
+}
+#else
+static PyObject *buffer_ndarray(PyObject *b) { return b; }
+#endif
+
 /* ---- Session ---- */
 
 typedef struct {
@@ -162,6 +232,7 @@ typedef struct {
   PyObject *out_names; /* tuple of str */
   int n_outputs;
   void *last_inputs[8]; /* data pointers of the last run's first inputs (tests: no copy) */
+  double last_run_s;    /* seconds the last smelt_session_run took (bench/py_overhead.py) */
   PyObject *consts;     /* list of memoryviews the model's bound constants view (kept until close) */
 } SessionObject;
 
@@ -349,6 +420,62 @@ static int check_open(SessionObject *s) {
   return -1;
 }
 
+/* Runs the session on ins[0..n) with the GIL released; the outputs as a new
+ * list: with nd, NumPy arrays viewing smelt's buffers wherever the dtype has a
+ * NumPy type (the array's base is the Buffer that owns the memory), else
+ * Buffer objects.  NULL with the error set on failure (outputs already made
+ * are released). */
+static PyObject *run_outputs(SessionObject *self, smelt_tensor *ins, Py_ssize_t n, int nd) {
+  int n_out = self->n_outputs;
+  smelt_tensor outs_stack[16];
+  smelt_tensor *outs = n_out <= 16 ? outs_stack : PyMem_Calloc((size_t)n_out, sizeof *outs);
+  if (!outs) return PyErr_NoMemory();
+  memset(outs, 0, (size_t)n_out * sizeof *outs);
+  smelt_status st;
+  const char *msg = NULL;
+  struct timespec t0, t1;
+  self->active++;
+  Py_BEGIN_ALLOW_THREADS
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  st = smelt_session_run(self->session, ins, (size_t)n, outs, (size_t)n_out);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (st) msg = smelt_last_error(); /* per thread: read it before taking the GIL back */
+  Py_END_ALLOW_THREADS
+  self->active--;
+  self->last_run_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  if (st) {
+    if (outs != outs_stack) PyMem_Free(outs);
+    return raise_status(st, msg);
+  }
+  PyObject *res = PyList_New(n_out);
+  for (int i = 0; i < n_out; i++) {
+    PyObject *b = res ? buffer_new(&outs[i]) : NULL;
+    if (b && nd) b = buffer_ndarray(b);
+    if (!b) {
+      for (int j = i + (res ? 1 : 0); j < n_out; j++) smelt_tensor_release(&outs[j]);
+      Py_XDECREF(res);
+      res = NULL;
+      break;
+    }
+    PyList_SET_ITEM(res, i, b);
+  }
+  if (outs != outs_stack) PyMem_Free(outs);
+  return res;
+}
+
+/* names: None or a sequence of str as long as the inputs; 0, or -1 with the
+ * error set.  *nseq: a new reference to the sequence, or NULL for None. */
+static int names_seq(PyObject *names, Py_ssize_t n, PyObject **nseq) {
+  *nseq = NULL;
+  if (names == Py_None) return 0;
+  *nseq = PySequence_Fast(names, "names must be a sequence of str");
+  if (!*nseq) return -1;
+  if (PySequence_Fast_GET_SIZE(*nseq) == n) return 0;
+  PyErr_SetString(PyExc_ValueError, "names and arrays differ in length");
+  Py_CLEAR(*nseq);
+  return -1;
+}
+
 /* run(arrays, names=None) -> list of Buffer.  arrays: a sequence of objects
  * exporting a C-contiguous buffer; names: None (by position) or a sequence of
  * str of the same length. */
@@ -359,15 +486,8 @@ static PyObject *session_run(SessionObject *self, PyObject *args) {
   PyObject *seq = PySequence_Fast(arrays, "inputs must be a sequence of arrays");
   if (!seq) return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  PyObject *nseq = NULL;
-  if (names != Py_None) {
-    nseq = PySequence_Fast(names, "names must be a sequence of str");
-    if (!nseq) goto fail_seq;
-    if (PySequence_Fast_GET_SIZE(nseq) != n) {
-      PyErr_SetString(PyExc_ValueError, "names and arrays differ in length");
-      goto fail_seq;
-    }
-  }
+  PyObject *nseq = NULL, *res = NULL;
+  if (names_seq(names, n, &nseq)) goto fail_seq;
   if (n > 64) {
     raise_status(SMELT_ERR_INVALID_ARGUMENT, "more than 64 inputs given");
     goto fail_seq;
@@ -406,49 +526,75 @@ static PyObject *session_run(SessionObject *self, PyObject *args) {
     t->nbytes = (size_t)v->len;
     if (got < 8) self->last_inputs[got] = v->buf;
   }
-  int n_out = self->n_outputs;
-  smelt_tensor outs_stack[16];
-  smelt_tensor *outs = n_out <= 16 ? outs_stack : PyMem_Calloc((size_t)n_out, sizeof *outs);
-  if (!outs) {
-    PyErr_NoMemory();
-    goto fail_views;
-  }
-  memset(outs, 0, (size_t)n_out * sizeof *outs);
-  smelt_status st;
-  const char *msg = NULL;
-  self->active++;
-  Py_BEGIN_ALLOW_THREADS
-  st = smelt_session_run(self->session, ins, (size_t)n, outs, (size_t)n_out);
-  if (st) msg = smelt_last_error(); /* per thread: read it before taking the GIL back */
-  Py_END_ALLOW_THREADS
-  self->active--;
-  for (Py_ssize_t i = 0; i < n; i++) PyBuffer_Release(&views[i]);
-  Py_DECREF(seq);
-  Py_XDECREF(nseq);
-  if (st) {
-    if (outs != outs_stack) PyMem_Free(outs);
-    return raise_status(st, msg);
-  }
-  PyObject *res = PyList_New(n_out);
-  for (int i = 0; i < n_out; i++) {
-    PyObject *b = res ? buffer_new(&outs[i]) : NULL;
-    if (!b) {
-      for (int j = i + (res ? 1 : 0); j < n_out; j++) smelt_tensor_release(&outs[j]);
-      Py_XDECREF(res);
-      res = NULL;
-      break;
-    }
-    PyList_SET_ITEM(res, i, b);
-  }
-  if (outs != outs_stack) PyMem_Free(outs);
-  return res;
-
+  res = run_outputs(self, ins, n, 0);
 fail_views:
   for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&views[i]);
 fail_seq:
   Py_DECREF(seq);
   Py_XDECREF(nseq);
-  return NULL;
+  return res;
+}
+
+/* run_arrays(arrays, names=None) -> list of numpy.ndarray, or NotImplemented.
+ * The fast path of Session.run: arrays a list or tuple of NumPy arrays, each
+ * C-contiguous, aligned, in native byte order and of a dtype smelt reads;
+ * their data is read in place, and the outputs come back as NumPy arrays
+ * over smelt's buffers.  Anything else answers NotImplemented before
+ * running, and the caller takes the general path (run).  Without NumPy's C
+ * API at build time, always NotImplemented.  (METH_FASTCALL: a run right
+ * after a long one finds the interpreter's caches cold, so every step here
+ * counts; bench/py_overhead.py.) */
+static PyObject *session_run_arrays(SessionObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs < 1 || nargs > 2) {
+    PyErr_SetString(PyExc_TypeError, "run_arrays(arrays, names=None)");
+    return NULL;
+  }
+  PyObject *arrays = args[0], *names = nargs > 1 ? args[1] : Py_None;
+  if (check_open(self)) return NULL;
+#ifdef SMELT_PY_NUMPY
+  if (!PyList_CheckExact(arrays) && !PyTuple_CheckExact(arrays)) Py_RETURN_NOTIMPLEMENTED;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(arrays);
+  if (n > 64) Py_RETURN_NOTIMPLEMENTED;
+  smelt_tensor ins[64];
+  PyObject *held[64]; /* a reference to each array while smelt reads it (the list may change meanwhile) */
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *a = PySequence_Fast_GET_ITEM(arrays, i);
+    if (!PyArray_Check(a)) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *arr = (PyArrayObject *)a;
+    int flags = PyArray_FLAGS(arr);
+    smelt_dtype dt = npy_dtype(arr);
+    if (!(flags & NPY_ARRAY_C_CONTIGUOUS) || !(flags & NPY_ARRAY_ALIGNED) || !PyArray_ISNOTSWAPPED(arr) ||
+        dt == SMELT_UNDEFINED || PyArray_NDIM(arr) > SMELT_MAX_RANK)
+      Py_RETURN_NOTIMPLEMENTED;
+    smelt_tensor *t = &ins[i];
+    memset(t, 0, sizeof *t);
+    t->dtype = dt;
+    t->rank = PyArray_NDIM(arr);
+    for (int d = 0; d < t->rank; d++) t->dims[d] = PyArray_DIMS(arr)[d];
+    t->data = PyArray_DATA(arr);
+    t->nbytes = (size_t)PyArray_NBYTES(arr);
+    held[i] = a;
+  }
+  PyObject *nseq = NULL;
+  if (names_seq(names, n, &nseq)) return NULL;
+  for (Py_ssize_t i = 0; nseq && i < n; i++)
+    if (!(ins[i].name = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(nseq, i)))) {
+      Py_DECREF(nseq);
+      return NULL;
+    }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_INCREF(held[i]);
+    if (i < 8) self->last_inputs[i] = ins[i].data;
+  }
+  PyObject *res = run_outputs(self, ins, n, 1);
+  for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(held[i]);
+  Py_XDECREF(nseq);
+  return res;
+#else
+  (void)arrays;
+  (void)names;
+  Py_RETURN_NOTIMPLEMENTED;
+#endif
 }
 
 static PyObject *session_close(SessionObject *self, PyObject *unused) {
@@ -517,6 +663,10 @@ static PyObject *session_stats(SessionObject *self, PyObject *unused) {
                        s.prepared_loaded, "prepared_saved", s.prepared_saved);
 }
 
+static PyObject *session_last_run_seconds(SessionObject *self, PyObject *unused) {
+  return PyFloat_FromDouble(self->last_run_s);
+}
+
 static PyObject *session_last_inputs(SessionObject *self, PyObject *unused) {
   PyObject *t = PyTuple_New(8);
   for (int i = 0; t && i < 8; i++) PyTuple_SET_ITEM(t, i, PyLong_FromVoidPtr(self->last_inputs[i]));
@@ -541,9 +691,13 @@ static PyObject *session_out_names(SessionObject *self, void *closure) {
 
 static PyMethodDef session_methods[] = {
     {"run", (PyCFunction)session_run, METH_VARARGS, "run(arrays, names=None) -> list of Buffer"},
+    {"run_arrays", (PyCFunction)(void (*)(void))session_run_arrays, METH_FASTCALL,
+     "run_arrays(arrays, names=None) -> list of numpy.ndarray, or NotImplemented (then use run)"},
     {"close", (PyCFunction)session_close, METH_NOARGS, "frees the session and its model"},
     {"value_infos", (PyCFunction)session_value_infos, METH_VARARGS, "value_infos(input) -> [(name, dtype, shape)]"},
     {"stats", (PyCFunction)session_stats, METH_NOARGS, "smelt_session_get_stats as a dict"},
+    {"_last_run_seconds", (PyCFunction)session_last_run_seconds, METH_NOARGS,
+     "seconds smelt_session_run took in the last run (bench/py_overhead.py: what Session.run adds)"},
     {"_last_input_addresses", (PyCFunction)session_last_inputs, METH_NOARGS,
      "data addresses smelt was given for the last run's first 8 inputs (tests: no copy)"},
     {NULL}};
@@ -830,6 +984,9 @@ static struct PyModuleDef smelt_module = {
     .m_methods = mod_methods};
 
 PyMODINIT_FUNC PyInit__smelt(void) {
+#ifdef SMELT_PY_NUMPY
+  import_array(); /* returns NULL with the error set when NumPy cannot be imported */
+#endif
   if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&SessionType) < 0 || PyType_Ready(&GeneratorType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&smelt_module);

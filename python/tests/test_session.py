@@ -110,6 +110,64 @@ def test_outputs_own_smelts_buffer():
     np.testing.assert_array_equal(out, expect)  # outputs outlive the session
 
 
+def cast_model(to, shape=(2, 3)):
+    """An ONNX model y = Cast(x, to) over float32 x."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=to)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info("y", to, list(shape))])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.parametrize("to", ["FLOAT", "DOUBLE", "FLOAT16", "INT8", "UINT8", "INT16", "UINT16", "INT32",
+                                "UINT32", "INT64", "UINT64", "BOOL"])
+def test_fast_path_matches_buffer_path(to):
+    """run_arrays (NumPy arrays through NumPy's C API) gives what the buffer
+    path gives, dtype and shape included, for every dtype NumPy has."""
+    from onnx import TensorProto
+    s = smelt.Session(cast_model(getattr(TensorProto, to)), mode="eager")
+    x = np.array([[-1.5, 0.0, 2.25], [3.0, 70.0, 1.0]], np.float32)
+    fast = s._s.run_arrays([x], None)
+    assert fast is not NotImplemented and type(fast[0]) is np.ndarray
+    assert isinstance(fast[0].base, smelt._smelt.Buffer) and fast[0].flags.writeable
+    slow = np.asarray(s._s.run([x], None)[0])
+    assert fast[0].dtype == slow.dtype and fast[0].shape == slow.shape
+    np.testing.assert_array_equal(fast[0], slow)
+    np.testing.assert_array_equal(s.run({"x": x})[0], slow)  # by name: the fast path too
+
+
+def test_fast_path_declines_what_it_cannot_read():
+    """Inputs run_arrays does not take in place answer NotImplemented before
+    anything runs; Session.run then takes the general path (a copy, or the
+    same error as before)."""
+    s = smelt.Session(MLP, mode="eager")
+    x = mlp_input(s, batch=4)
+    want = s.run([x])[0]
+    for other in (np.asfortranarray(x), x[::-1], x.astype(x.dtype.newbyteorder(">"))):
+        assert s._s.run_arrays([other], None) is NotImplemented
+    assert s._s.run_arrays(iter([x]), None) is NotImplemented  # not a list or tuple
+    assert s._s.run_arrays([x.tolist()], None) is NotImplemented  # not an array
+    np.testing.assert_array_equal(s.run([np.asfortranarray(x)])[0], want)  # copied to C order
+    np.testing.assert_array_equal(s.run((x,))[0], want)
+    with pytest.raises(smelt.InvalidArgumentError):  # not native byte order: refused as before
+        s.run([x.astype(x.dtype.newbyteorder(">"))])
+    with pytest.raises(ValueError):
+        s._s.run_arrays([x], ["a", "b"])  # names and arrays differ in length
+
+
+def test_fast_path_output_without_numpy_type():
+    """A bfloat16 output has no NumPy type: the fast path hands it to
+    numpy.asarray's own path (PyArray_FromAny), so it comes back as the
+    buffer path's np.asarray gives it."""
+    from onnx import TensorProto
+    s = smelt.Session(cast_model(TensorProto.BFLOAT16), mode="eager")
+    x = np.ones((2, 3), np.float32)
+    slow = np.asarray(s._s.run([x], None)[0])
+    fast = s._s.run_arrays([x], None)[0]
+    assert type(fast) is np.ndarray and (fast.dtype, fast.shape) == (slow.dtype, slow.shape)
+
+
 def test_torch_in_torch_out():
     torch = pytest.importorskip("torch")
     s = smelt.Session(MLP, mode="eager")

@@ -281,7 +281,7 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
     idx = frozen.tensor_idx
     names = [n for n in in_names if n in set(sess.input_names)]  # the exporter drops unused inputs
     pick = [idx[int(n[2:])] for n in names]
-    run = sess._s.run
+    run, run_arrays = sess._s.run, sess._s.run_arrays
     from_numpy = torch.from_numpy
     import numpy as np
     # the weights frozen into the model, with their version counters now
@@ -297,7 +297,10 @@ def smelt_backend(gm, example_inputs: Sequence[Any], options: Optional[Dict[str,
             if not t.is_contiguous():
                 t = t.contiguous()
             arrays.append(t.numpy())
-        return [from_numpy(np.asarray(b)) for b in run(arrays, names)]
+        outs = run_arrays(arrays, names)  # NumPy's C API path; NotImplemented: the buffer path
+        if outs is NotImplemented:
+            outs = [np.asarray(b) for b in run(arrays, names)]
+        return [from_numpy(o) for o in outs]
 
     def weights_changed() -> bool:
         for w, v in frozen_weights:

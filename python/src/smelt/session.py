@@ -159,9 +159,20 @@ class Session:
         buffers (no copy; freed when the last view dies), or torch tensors over
         the same memory when any input was a torch tensor.
         """
+        # The fast path: NumPy arrays smelt reads in place, handed over and
+        # returned through NumPy's C API (run_arrays answers NotImplemented
+        # for anything else).  A list is tried before the Mapping check.
+        kind = type(inputs)
+        if kind is list or kind is tuple:
+            outs = self._s.run_arrays(inputs, None)
+            if outs is not NotImplemented:
+                return outs
         if isinstance(inputs, Mapping):
             names: Optional[List[str]] = list(inputs.keys())
             values = list(inputs.values())
+            outs = self._s.run_arrays(values, names)
+            if outs is not NotImplemented:
+                return outs
         else:
             names = None
             values = inputs
