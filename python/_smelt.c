@@ -20,6 +20,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define PY_ARRAY_UNIQUE_SYMBOL smelt_ARRAY_API
 #include <numpy/arrayobject.h>
+static bool numpy_api; /* NumPy's C API imported (PyInit__smelt) */
 #endif
 
 static PyObject *error_classes; /* tuple indexed by smelt_status; [0] = smelt.Error */
@@ -552,7 +553,7 @@ static PyObject *session_run_arrays(SessionObject *self, PyObject *const *args, 
   PyObject *arrays = args[0], *names = nargs > 1 ? args[1] : Py_None;
   if (check_open(self)) return NULL;
 #ifdef SMELT_PY_NUMPY
-  if (!PyList_CheckExact(arrays) && !PyTuple_CheckExact(arrays)) Py_RETURN_NOTIMPLEMENTED;
+  if (!numpy_api || (!PyList_CheckExact(arrays) && !PyTuple_CheckExact(arrays))) Py_RETURN_NOTIMPLEMENTED;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(arrays);
   if (n > 64) Py_RETURN_NOTIMPLEMENTED;
   smelt_tensor ins[64];
@@ -985,7 +986,11 @@ static struct PyModuleDef smelt_module = {
 
 PyMODINIT_FUNC PyInit__smelt(void) {
 #ifdef SMELT_PY_NUMPY
-  import_array(); /* returns NULL with the error set when NumPy cannot be imported */
+  /* NumPy's C API for run_arrays; where it cannot be had (NumPy missing, or
+   * an ABI this build does not take) the module still loads and every run
+   * takes the buffer path */
+  if (_import_array() < 0) PyErr_Clear();
+  else numpy_api = true;
 #endif
   if (PyType_Ready(&BufferType) < 0 || PyType_Ready(&SessionType) < 0 || PyType_Ready(&GeneratorType) < 0)
     return NULL;
