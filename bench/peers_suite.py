@@ -4,7 +4,7 @@
 usage: bench/peers_suite.py MODEL_DIR... [--threads 1,2] [--runners LIST]
                             [--smelt-modes eager,default,max-autotune] [--runs N]
                             [--block K] [--warmup N] [--settle-ms MS] [--lib build/libsmelt.so]
-                            [--out DIR] [--load-core]
+                            [--out DIR] [--load-core] [--setup-alone]
 
 MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout; what
 ../shared/models/export.py OUT [--large] writes).  For each thread count and
@@ -19,6 +19,10 @@ runs, the starting runner rotating each round, until every runner has --runs
 timed runs.  Load from other processes falls on every runner alike; the ratio
 of medians is what to read.  Setup (session creation / compile; for smelt,
 cold, with an empty cache folder) and the first run are reported apart.
+--setup-alone also times each runner's setup in a child process of its own
+(nothing made before it), beside the figure from the shared process, where
+the runners are made in the order given and each pays for the memory the
+ones before it took.
 
 Reported per thread count: a Markdown table of the median ms of every runner
 on every model, each runner's speed relative to ONNX Runtime (ORT ms / runner
@@ -247,6 +251,39 @@ def measure_in(model_dir, threads, runners, args, cache_root):
     return [rows[n] for n in runners]
 
 
+def measure_setup(model_dir, threads, name, args):
+    """One runner's setup (session creation / conversion) in a process of its
+    own, nothing else made before it: --setup-alone."""
+    import numpy as np
+    files, names, arrays, dims = load_inputs(model_dir)
+    sm = oc.Smelt(args.lib)
+    cache_root = tempfile.mkdtemp(prefix="peers-suite-")
+    try:
+        t0 = time.perf_counter()
+        make_runner(name, model_dir, names, arrays, files, threads, np, sm, cache_root, dims)
+        return time.perf_counter() - t0
+    finally:
+        shutil.rmtree(cache_root, ignore_errors=True)
+
+
+def setup_alone(d, thr, runners, args, rows):
+    """--setup-alone: each runner's setup again, each in a child of its own,
+    into rows[i]["setup_alone_s"].  In the timed child the runners are made
+    one after another in one process, and the later ones' creation pays
+    for fresh memory the earlier ones' sessions took (on a VM whose host
+    backs guest memory on demand, that doubled smelt's bert_base creation,
+    which is always made last there)."""
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        cmd = [sys.executable, os.path.abspath(__file__), d, "--child", "setup", "--threads", str(thr),
+               "--runners", r["runner"], "--lib", args.lib]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=str(thr)))
+        line = next((l for l in p.stdout.splitlines() if l.startswith("SUITE-SETUP ")), None)
+        if line:
+            r["setup_alone_s"] = float(line.split()[1])
+
+
 # ---- the parent: one child per (model, threads), then the report ----
 
 def geomean(xs):
@@ -281,8 +318,11 @@ def report(results, runners, threads_list, out_dir, args):
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
         lines.append("| **geomean vs ORT** | " + " | ".join(
             f"**{g:.3f}**" if (g := geomean(ratios[n])) else "—" for n in runners) + " |")
+        alone = any("setup_alone_s" in r for res in results[thr].values() for r in res)
         lines += ["", "Setup s (session creation / conversion; smelt compiled modes: cold compile, "
-                  "empty cache) and max abs difference from ONNX Runtime:", "",
+                  "empty cache" + ("; each runner alone in a process of its own, then in the timed process "
+                                   "after the runners to its left" if alone else "") +
+                  ") and max abs difference from ONNX Runtime:", "",
                   "| model | " + " | ".join(runners) + " |",
                   "| --- | " + " | ".join("---" for _ in runners) + " |"]
         for model, res in results[thr].items():
@@ -294,7 +334,8 @@ def report(results, runners, threads_list, out_dir, args):
                     cells.append("—")
                     continue
                 d = r.get("max_abs_vs_ort")
-                cells.append(f"{r['setup_s']:.3f} s / " + (f"{d:.1e}" if isinstance(d, float) else str(d)))
+                a = f"{r['setup_alone_s']:.3f} s alone, " if "setup_alone_s" in r else ""
+                cells.append(a + f"{r['setup_s']:.3f} s / " + (f"{d:.1e}" if isinstance(d, float) else str(d)))
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
         lines.append("")
     md = "\n".join(lines)
@@ -358,6 +399,8 @@ def main():
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libsmelt.so"))
     ap.add_argument("--out", default="peers-suite")
     ap.add_argument("--load-core", action="store_true")
+    ap.add_argument("--setup-alone", action="store_true",
+                    help="also time each runner's setup in a process of its own (the setup table shows both)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     runners = []
@@ -372,6 +415,9 @@ def main():
         if n.startswith("smelt ") and n.split(" ", 1)[1] not in oc.MODES:
             ap.error(f"unknown smelt mode in '{n}'")
     threads_list = [int(t) for t in args.threads.split(",")]
+    if args.child == "setup":  # one runner's setup alone (--setup-alone)
+        print(f"SUITE-SETUP {measure_setup(args.models[0], threads_list[0], runners[0], args):.6f}")
+        return 0
     if args.child:  # one (model, threads): print the rows as JSON
         rows = measure(args.models[0], threads_list[0], runners, args)
         print("SUITE-RESULT " + json.dumps(rows))
@@ -395,6 +441,8 @@ def main():
                 line = next((l for l in p.stdout.splitlines() if l.startswith("SUITE-RESULT ")), None)
                 if line:
                     results[thr][model] = json.loads(line[len("SUITE-RESULT "):])
+                    if args.setup_alone:
+                        setup_alone(d, thr, runners, args, results[thr][model])
                 else:
                     tail = (p.stderr.strip().splitlines() or ["no output"])[-1][:300]
                     results[thr][model] = [{"runner": n, "status": "error",
