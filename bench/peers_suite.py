@@ -193,13 +193,15 @@ def maxdiff(np, ours, theirs):
 
 # ---- one (model, threads): the child process ----
 
-def measure(model_dir, threads, runners, args):
+def measure(model_dir, threads, runners, args, body=None):
+    """body (measure_in, or setup_in for --setup-alone) with a fresh smelt
+    cache folder, removed after."""
     # smelt's cold caches (hundreds of MB of prepared weights per model) go
     # when the model is done: left behind, their dirty pages slowed the next
     # models' cold session creation by writeback (bert_base 0.35 -> 1.3 s)
     cache_root = tempfile.mkdtemp(prefix="peers-suite-")
     try:
-        return measure_in(model_dir, threads, runners, args, cache_root)
+        return (body or measure_in)(model_dir, threads, runners, args, cache_root)
     finally:
         shutil.rmtree(cache_root, ignore_errors=True)
 
@@ -251,19 +253,15 @@ def measure_in(model_dir, threads, runners, args, cache_root):
     return [rows[n] for n in runners]
 
 
-def measure_setup(model_dir, threads, name, args):
-    """One runner's setup (session creation / conversion) in a process of its
-    own, nothing else made before it: --setup-alone."""
+def setup_in(model_dir, threads, runners, args, cache_root):
+    """The first runner's setup (session creation / conversion), nothing
+    else made before it in this process: --setup-alone."""
     import numpy as np
     files, names, arrays, dims = load_inputs(model_dir)
     sm = oc.Smelt(args.lib)
-    cache_root = tempfile.mkdtemp(prefix="peers-suite-")
-    try:
-        t0 = time.perf_counter()
-        make_runner(name, model_dir, names, arrays, files, threads, np, sm, cache_root, dims)
-        return time.perf_counter() - t0
-    finally:
-        shutil.rmtree(cache_root, ignore_errors=True)
+    t0 = time.perf_counter()
+    make_runner(runners[0], model_dir, names, arrays, files, threads, np, sm, cache_root, dims)
+    return time.perf_counter() - t0
 
 
 def setup_alone(d, thr, runners, args, rows):
@@ -416,7 +414,7 @@ def main():
             ap.error(f"unknown smelt mode in '{n}'")
     threads_list = [int(t) for t in args.threads.split(",")]
     if args.child == "setup":  # one runner's setup alone (--setup-alone)
-        print(f"SUITE-SETUP {measure_setup(args.models[0], threads_list[0], runners[0], args):.6f}")
+        print(f"SUITE-SETUP {measure(args.models[0], threads_list[0], runners, args, setup_in):.6f}")
         return 0
     if args.child:  # one (model, threads): print the rows as JSON
         rows = measure(args.models[0], threads_list[0], runners, args)

@@ -67,14 +67,20 @@ def test_symbolic_shapes():
     assert s.outputs[0].shape[-1] == 256
 
 
+def node_model(op, x_shape, y_type, y_shape, **attrs):
+    """An ONNX model y = op(x) over float32 x, the output declared y_type."""
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], **attrs)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+                          [helper.make_tensor_value_info("y", y_type, list(y_shape))])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
 def reduce_model(shape):
     """An ONNX model y = ReduceSum(x) with x of the given shape."""
     onnx = pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
-    g = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["y"], keepdims=0)], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [])])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    return node_model("ReduceSum", shape, onnx.TensorProto.FLOAT, [], keepdims=0)
 
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
@@ -112,12 +118,7 @@ def test_outputs_own_smelts_buffer():
 
 def cast_model(to, shape=(2, 3)):
     """An ONNX model y = Cast(x, to) over float32 x."""
-    pytest.importorskip("onnx")
-    from onnx import TensorProto, helper
-    g = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=to)], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
-                          [helper.make_tensor_value_info("y", to, list(shape))])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    return node_model("Cast", shape, to, shape, to=to)
 
 
 @pytest.mark.parametrize("to", ["FLOAT", "DOUBLE", "FLOAT16", "INT8", "UINT8", "INT16", "UINT16", "INT32",

@@ -85,16 +85,18 @@ static bool poison_on(void) {
   return v;
 }
 
-smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
-  TRY(alloc_shaped(t, dtype, rank, dims, 0));
+static smelt_status alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, unsigned how) {
+  TRY(alloc_shaped(t, dtype, rank, dims, how));
   if (poison_on()) memset(t->data, 0xff, t->nbytes);
   return SMELT_OK;
 }
 
+smelt_status tensor_alloc_uninit(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
+  return alloc_uninit(t, dtype, rank, dims, 0);
+}
+
 smelt_status tensor_alloc_uninit_small_pages(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims) {
-  TRY(alloc_shaped(t, dtype, rank, dims, ALLOC_SMALL_PAGES));
-  if (poison_on()) memset(t->data, 0xff, t->nbytes);
-  return SMELT_OK;
+  return alloc_uninit(t, dtype, rank, dims, ALLOC_SMALL_PAGES);
 }
 
 static smelt_status alloc_shaped(tensor *t, smelt_dtype dtype, int rank, const int64_t *dims, unsigned how) {
