@@ -257,6 +257,10 @@ SMELT_API size_t smelt_dtype_size(smelt_dtype t);
 
 /* ---- models ---- */
 /* Loads an ONNX model.  The file is memory-mapped; weights are viewed in place.
+ * Misaligned weights (inline in the protobuf) are copied -- or, when the
+ * cache holds an image of this file from an earlier load, viewed in it; a
+ * load without one writes one on a thread of its own at idle priority,
+ * which smelt_model_free waits for (README: the cache).
  * On success *out is owned by the caller: free with smelt_model_free. */
 SMELT_API smelt_status smelt_model_load(const char *path, smelt_model **out);
 /* Loads an ONNX model from memory (len bytes at data).  The model keeps its own

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/checked.h"
 #include "cache/evict.h"
 #include "parallel/pool.h"
 #include "util/err.h"
@@ -231,8 +232,9 @@ static bool parse_meta(const char *text, const cache_key *k, const char *kind, s
 /* Opens entry KEY.kind's data after checking its meta and its size: the
  * descriptor, or -1 (a miss; *why says why when the entry was rejected). */
 static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind, size_t *size,
-                      uint64_t *sum, struct stat *dst, char *why, size_t why_n) {
+                      uint64_t *sum, struct stat *dst, bool *noted, char *why, size_t why_n) {
   why[0] = 0;
+  if (noted) *noted = false;
   if (!c->enabled) return -1;
   char mpath[1200], dpath[1200], meta[META_MAX + 1];
   cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
@@ -255,6 +257,7 @@ static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind
     close(dfd);
     dfd = -1;
   } /* a missing data file is a plain miss: evicted between our two opens */
+  if (dfd >= 0 && noted) *noted = checked_meta_says(meta, &ds);
   /* A use for eviction's recency.  An entry whose checksum then fails is
    * rewritten by the caller at once, so touching it early costs nothing. */
   if (dfd >= 0) cache_touch(mfd, &ms.st_mtim);
@@ -263,54 +266,24 @@ static int open_entry(const smelt_cache *c, const cache_key *k, const char *kind
 #undef ds
 }
 
-/* ---- entries already checked ----
- * A process checksums a mapped entry once: after that (or after writing it)
- * it remembers the data file's identity -- device, inode, size, modification
- * and change times -- with the entry's checksum, and maps the same file again
- * without reading all of it.  Any write to the file changes its change time
- * (which no one can set back), a replaced file is another inode, so what was
- * checked is what is mapped.  A small direct-mapped table: an entry pushed
- * out is simply checked again. */
-#define CHECKED_SLOTS 1024
-
-typedef struct checked {
-  uint64_t id; /* hash of key and kind; 0: empty */
-  dev_t dev;
-  ino_t ino;
-  off_t size;
-  struct timespec mtim, ctim;
-  uint64_t sum;
-} checked;
-
-static pthread_mutex_t checked_mu = PTHREAD_MUTEX_INITIALIZER;
-static checked checked_tab[CHECKED_SLOTS];
-
-static uint64_t checked_id(const cache_key *k, const char *kind) {
-  uint64_t h = hash_str(k->hex);
-  h = hash_mix64(h ^ hash_str(kind));
-  return h ? h : 1;
+/* Writes entry (k, kind)'s meta for len bytes with checksum sum and, when ds
+ * (the data file) is given, the note that this boot checked it; *n (NULL
+ * ok): the meta's length. */
+static smelt_status write_meta(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
+                               uint64_t sum, const struct stat *ds, size_t *n) {
+  char mpath[1200], meta[META_MAX];
+  cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
+  int w = snprintf(meta, sizeof meta, "smelt-cache 3\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
+                   k->hex, kind, len, sum);
+  size_t used = (size_t)w;
+  if (ds) used += checked_meta_line(ds, meta + used, sizeof meta - used);
+  if (n) *n = used;
+  return file_write_atomic_ex(mpath, meta, used, false);
 }
 
-static bool same_time(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
-}
+static _Atomic uint64_t map_checks;
 
-static bool checked_known(const cache_key *k, const char *kind, const struct stat *st, uint64_t sum) {
-  uint64_t id = checked_id(k, kind);
-  pthread_mutex_lock(&checked_mu);
-  const checked *e = &checked_tab[id % CHECKED_SLOTS];
-  bool yes = e->id == id && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
-             same_time(&e->mtim, &st->st_mtim) && same_time(&e->ctim, &st->st_ctim) && e->sum == sum;
-  pthread_mutex_unlock(&checked_mu);
-  return yes;
-}
-
-static void checked_note(const cache_key *k, const char *kind, const struct stat *st, uint64_t sum) {
-  uint64_t id = checked_id(k, kind);
-  pthread_mutex_lock(&checked_mu);
-  checked_tab[id % CHECKED_SLOTS] = (checked){id, st->st_dev, st->st_ino, st->st_size, st->st_mtim, st->st_ctim, sum};
-  pthread_mutex_unlock(&checked_mu);
-}
+uint64_t cache_map_checks(void) { return map_checks; }
 
 void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8_t **data,
                size_t *len, bool *hit, char *why, size_t why_n) {
@@ -319,7 +292,7 @@ void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8
   *hit = false;
   size_t size = 0;
   uint64_t sum = 0;
-  int dfd = open_entry(c, k, kind, &size, &sum, NULL, why, why_n);
+  int dfd = open_entry(c, k, kind, &size, &sum, NULL, NULL, why, why_n);
   if (dfd < 0) return;
   uint8_t *buf = malloc(size + 1);
   bool ok = buf && read_fd(dfd, buf, size);
@@ -344,7 +317,8 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
   size_t size = 0;
   uint64_t sum = 0;
   struct stat ds;
-  int dfd = open_entry(c, k, kind, &size, &sum, &ds, why, why_n);
+  bool noted;
+  int dfd = open_entry(c, k, kind, &size, &sum, &ds, &noted, why, why_n);
   if (dfd < 0) return;
   if (size == 0) {
     close(dfd);
@@ -361,7 +335,9 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
     snprintf(why, why_n, "cannot map a '%s' entry of %zu bytes: %s", kind, size, strerror(errno));
     return;
   }
-  if (!checked_known(k, kind, &ds, sum)) {
+  if (noted) {
+    checked_note(k, kind, &ds, sum); /* checked in this boot (checked.h) */
+  } else if (!checked_known(k, kind, &ds, sum)) {
     if (cache_checksum_pool(pool, m, size) != sum) {
       char dpath[1200];
       cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
@@ -369,7 +345,10 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
       munmap(m, size);
       return;
     }
+    map_checks++;
     checked_note(k, kind, &ds, sum);
+    /* the next processes of this boot need not check it again: best effort */
+    (void)write_meta(c, k, kind, size, sum, &ds, NULL);
   }
   *data = m;
   *len = size;
@@ -400,15 +379,14 @@ static smelt_status put_allowed(const smelt_cache *c, const char *kind, size_t l
  * process's note that the entry needs no check, and eviction when due. */
 static smelt_status finish_put(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
                                uint64_t sum) {
-  char mpath[1200], dpath[1200], meta[META_MAX];
-  cache_entry_path(c, k, kind, true, mpath, sizeof mpath);
+  char dpath[1200];
   cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
-  int n = snprintf(meta, sizeof meta, "smelt-cache 3\nkey %s\nkind %s\nsize %zu\nsum %016" PRIx64 "\n",
-                   k->hex, kind, len, sum);
-  TRY(file_write_atomic_ex(mpath, meta, (size_t)n, false));
-  struct stat ds; /* what was just written needs no check when this process maps it */
-  if (!stat(dpath, &ds) && (size_t)ds.st_size == len) checked_note(k, kind, &ds, sum);
-  if (cache_evict_due(c->max_bytes, len + (size_t)n, k, kind)) {
+  struct stat ds; /* what was just written needs no check when this boot maps it */
+  bool have = !stat(dpath, &ds) && (size_t)ds.st_size == len;
+  size_t n;
+  TRY(write_meta(c, k, kind, len, sum, have ? &ds : NULL, &n));
+  if (have) checked_note(k, kind, &ds, sum);
+  if (cache_evict_due(c->max_bytes, len + n, k, kind)) {
     char keep[128];
     snprintf(keep, sizeof keep, "%s.%s", k->hex, kind);
     cache_evict(c, keep);

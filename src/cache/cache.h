@@ -12,10 +12,10 @@
  * others, and that size and checksum match; anything else is a miss (the
  * caller rebuilds and the new entry replaces the bad one): a corrupt,
  * truncated or foreign entry is never used.  cache_map checks an entry's
- * checksum once per process: an entry the process wrote, or mapped and
- * checked, is mapped again without reading it while its data file has the
- * same device, inode, size, modification and change time (any write to the
- * file changes the change time; a replaced file is another inode).
+ * checksum once per boot: an entry written or checked in this boot is mapped
+ * again without reading it while its data file has the same device, inode,
+ * size, modification and change time (any write to the file changes the
+ * change time; a replaced file is another inode; see checked.h).
  *
  * Size: SMELT_CACHE_MAX_MB caps the bytes of the entries' files (default
  * 2048; 0 = unlimited; anything but a whole number turns the cache off with
@@ -80,6 +80,8 @@ void cache_get(const smelt_cache *c, const cache_key *k, const char *kind, uint8
 void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const char *kind,
                const void **data, size_t *len, bool *hit, char *why, size_t why_n);
 void cache_unmap(const void *data, size_t len);
+/* Checksum passes cache_map has made in this process (tests). */
+uint64_t cache_map_checks(void);
 /* Writes entry KEY.kind atomically.  Failures are reported (the caller
  * warns); the entry is simply not cached. */
 smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kind, const void *data,

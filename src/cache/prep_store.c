@@ -83,10 +83,6 @@ void prep_store_set_hash_memo(prep_store *s, hash_memo *m) {
   if (s) s->memo = m;
 }
 
-/* Which hash a memo holds: cache_checksum_pool's (a new algorithm needs a new
- * seed). */
-#define SRC_HASH_SEED 0x736d656c74737263ull
-
 bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const void *desc, size_t desc_len,
                     const void *src, size_t src_len, size_t len, prep_key *out) {
   if (!s || !s->cache->enabled || len == 0) return false;
@@ -99,9 +95,9 @@ bool prep_store_key(prep_store *s, smelt_pool *pool, const char *kind, const voi
   key_add(&h, desc, desc_len);
   key_add_i64(&h, (int64_t)src_len);
   uint64_t sh;
-  if (!hash_memo_get(s->memo, src, src_len, SRC_HASH_SEED, &sh)) {
+  if (!hash_memo_get(s->memo, src, src_len, HASH_MEMO_CONTENT, &sh)) {
     sh = cache_checksum_pool(pool, src, src_len);
-    hash_memo_set(s->memo, src, src_len, SRC_HASH_SEED, sh);
+    hash_memo_set(s->memo, src, src_len, HASH_MEMO_CONTENT, sh);
   }
   key_add_i64(&h, (int64_t)sh);
   key_add_i64(&h, (int64_t)len);

@@ -94,6 +94,7 @@ static smelt_status map_file(onnx_imp *c, char *real, onnx_mapping **out) {
       ro_map_add(mp->addr, mp->len); /* weights viewed in it may be dropped once packed */
   }
   if (fd >= 0) close(fd);
+  if (!s && c->m->file_id) c->m->file_id = imp_file_id_mix(c->m->file_id, &st);
   if (s) {
     free(mp);
     free(real);

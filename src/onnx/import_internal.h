@@ -123,5 +123,9 @@ smelt_status imp_tensor_new(onnx_imp *c, const pb_msg *tm, tensor **out, pb_str 
 smelt_status imp_external(onnx_imp *c, pb_str location, uint64_t offset, int64_t length,
                           size_t nbytes, const uint8_t **data);
 void imp_unmap_all(onnx_mapping *list);
+/* id with file st's identity (device, inode, size, modification and change
+ * times) mixed in: onnx_model.file_id; never 0. */
+struct stat;
+uint64_t imp_file_id_mix(uint64_t id, const struct stat *st);
 
 #endif

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "onnx/image.h"
 #include "onnx/import_internal.h"
 #include "util/err.h"
 #include "util/quote.h"
@@ -157,8 +158,9 @@ static void unmap_model(void *map, size_t len) {
   munmap(map, len);
 }
 
-static smelt_status load(const void *buf, size_t len, const char *base_dir, void *map,
-                         const smelt_tensor *bound, size_t n_bound, onnx_model **out) {
+static smelt_status load(const void *buf, size_t len, const char *base_dir, void *map, uint64_t file_id,
+                         const onnx_image_source *src, const smelt_tensor *bound, size_t n_bound,
+                         onnx_model **out) {
   onnx_model *m = calloc(1, sizeof *m);
   if (!m) {
     if (map) unmap_model(map, len);
@@ -167,6 +169,15 @@ static smelt_status load(const void *buf, size_t len, const char *base_dir, void
   m->producer_name = m->producer_version = m->domain = "";
   m->map = map;
   m->map_len = map ? len : 0;
+  m->file_id = file_id; /* external files mix theirs in as they are mapped */
+  if (src && file_id && src->find(src->self, file_id, &m->image, &m->image_len)) {
+    m->image_release = src->release;
+    if (!onnx_image_valid(m->image, m->image_len, file_id)) { /* not ours after all: copy */
+      m->image_release(m->image, m->image_len);
+      m->image = NULL;
+      m->image_len = 0;
+    }
+  }
   onnx_imp c = {0};
   c.m = m;
   c.origin = buf;
@@ -193,7 +204,7 @@ smelt_status onnx_model_load_buffer(const void *buf, size_t len, const char *bas
   *out = NULL;
   if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "model buffer is NULL");
   if (!len) return err_set(SMELT_ERR_INVALID_MODEL, "empty buffer, not an ONNX model");
-  return load(buf, len, base_dir, NULL, NULL, 0, out);
+  return load(buf, len, base_dir, NULL, 0, NULL, NULL, 0, out);
 }
 
 smelt_status onnx_model_load_buffer_bound(const void *buf, size_t len, const smelt_tensor *bound, size_t n_bound,
@@ -202,7 +213,7 @@ smelt_status onnx_model_load_buffer_bound(const void *buf, size_t len, const sme
   if (!buf && len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "model buffer is NULL");
   if (!len) return err_set(SMELT_ERR_INVALID_MODEL, "empty buffer, not an ONNX model");
   if (n_bound && !bound) return err_set(SMELT_ERR_INVALID_ARGUMENT, "bound constants: NULL array of %zu", n_bound);
-  return load(buf, len, NULL, NULL, bound, n_bound, out);
+  return load(buf, len, NULL, NULL, 0, NULL, bound, n_bound, out);
 }
 
 /* The folder of path ("." when it has none), malloc'd. */
@@ -218,7 +229,7 @@ static char *dir_of(const char *path) {
   return d;
 }
 
-static smelt_status map_model(const char *path, void **map, size_t *len) {
+static smelt_status map_model(const char *path, void **map, size_t *len, uint64_t *file_id) {
   /* O_NONBLOCK: opening a FIFO must not hang; it is rejected below. */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return err_set(SMELT_ERR_IO, "cannot open: %s", strerror(errno));
@@ -236,6 +247,7 @@ static smelt_status map_model(const char *path, void **map, size_t *len) {
     s = err_set(SMELT_ERR_NOMEM, "file is too large to map");
   if (!s) {
     *len = (size_t)st.st_size;
+    *file_id = imp_file_id_mix(0, &st);
     *map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
     if (*map == MAP_FAILED) s = err_set(SMELT_ERR_IO, "cannot map: %s", strerror(errno));
     else ro_map_add(*map, *len); /* weights viewed in it may be dropped once packed */
@@ -245,18 +257,23 @@ static smelt_status map_model(const char *path, void **map, size_t *len) {
 }
 
 smelt_status onnx_model_load(const char *path, onnx_model **out) {
+  return onnx_model_load_imaged(path, NULL, out);
+}
+
+smelt_status onnx_model_load_imaged(const char *path, const onnx_image_source *src, onnx_model **out) {
   *out = NULL;
   if (!path) return err_set(SMELT_ERR_INVALID_ARGUMENT, "model path is NULL");
   void *map = NULL;
   size_t len = 0;
-  smelt_status s = map_model(path, &map, &len);
+  uint64_t file_id = 0;
+  smelt_status s = map_model(path, &map, &len, &file_id);
   if (s) return imp_prefix(s, "%s: ", path);
   char *dir = dir_of(path);
   if (!dir) {
     unmap_model(map, len);
     return err_nomem("path", strlen(path));
   }
-  s = load(map, len, dir, map, NULL, 0, out);
+  s = load(map, len, dir, map, file_id, src, NULL, 0, out);
   free(dir);
   return s ? imp_prefix(s, "%s: ", path) : SMELT_OK;
 }
@@ -266,5 +283,7 @@ void onnx_model_free(onnx_model *m) {
   ir_graph_free(m->graph);
   imp_unmap_all(m->ext);
   if (m->map) unmap_model(m->map, m->map_len);
+  if (m->image) m->image_release(m->image, m->image_len);
+  free(m->copies);
   free(m);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "onnx/import_internal.h"
+#include "onnx/image.h"
 #include "util/copy_par.h"
 #include "util/err.h"
 #include "util/quote.h"
@@ -226,8 +227,39 @@ static void release_copied(const void *src, size_t n, void *ctx) {
   ro_map_release(src, n);
 }
 
-/* Makes t hold [p, p+nbytes): a view when allowed and aligned, else a copy
- * (split over a few threads when large: util/copy_par.h). */
+/* A large graph initializer's bytes in the model file's own mapping (not
+ * an external file's): where an image (onnx/image.h) may hold them; its
+ * offset in *off. */
+static bool image_worthy(const onnx_imp *c, const uint8_t *p, size_t nbytes, uint64_t *off) {
+  const onnx_model *m = c->m;
+  if (!m || !c->discard_copied || !m->file_id || nbytes < ONNX_IMAGE_MIN_BYTES || !m->map) return false;
+  const uint8_t *base = m->map;
+  if (p < base || (size_t)(p - base) > m->map_len || nbytes > m->map_len - (size_t)(p - base)) return false;
+  *off = (uint64_t)(p - base);
+  return true;
+}
+
+/* Lists a copy for the image a later load may view (false without memory:
+ * then no image is made, which only costs the next load its copies). */
+static void note_copy(onnx_model *m, uint64_t off, const tensor *t) {
+  if (m->n_copies == m->cap_copies) {
+    int cap = m->cap_copies ? 2 * m->cap_copies : 64;
+    onnx_copy *a = realloc(m->copies, sizeof *a * (size_t)cap);
+    if (!a) {
+      free(m->copies);
+      m->copies = NULL;
+      m->n_copies = m->cap_copies = -1; /* never again for this model */
+      return;
+    }
+    m->copies = a;
+    m->cap_copies = cap;
+  }
+  if (m->n_copies >= 0) m->copies[m->n_copies++] = (onnx_copy){off, t->nbytes, t->data};
+}
+
+/* Makes t hold [p, p+nbytes): a view when allowed and aligned, else the
+ * same bytes in the model's image when it has them, else a copy (split
+ * over a few threads when large: util/copy_par.h). */
 static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t nbytes,
                                bool *viewed) {
   size_t es = dtype_size(t->dtype), align = es > 8 ? 8 : es ? es : 1; /* packed: bytes */
@@ -236,6 +268,17 @@ static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t 
     t->nbytes = nbytes;
     t->owns_data = false;
     *viewed = true;
+    return SMELT_OK;
+  }
+  uint64_t off;
+  bool worthy = !c->copy_data && image_worthy(c, p, nbytes, &off);
+  const void *img = worthy && c->m->image ? onnx_image_lookup(c->m->image, off, nbytes) : NULL;
+  if (img) {
+    t->data = (void *)img; /* a read-only mapping, unmapped with the model */
+    t->nbytes = nbytes;
+    t->owns_data = false;
+    *viewed = true;
+    c->m->n_imaged++;
     return SMELT_OK;
   }
   tensor shape = *t;
@@ -248,6 +291,7 @@ static smelt_status take_bytes(onnx_imp *c, tensor *t, const uint8_t *p, size_t 
    * (util/ro_map.h).  Dropped as the copy goes, so a large tensor is never
    * resident twice. */
   copy_par(t->data, p, nbytes, c->discard_copied ? discard_copied : release_copied, NULL);
+  if (worthy && !c->m->image) note_copy(c->m, off, t);
   return SMELT_OK;
 }
 

@@ -4,8 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "onnx/import_internal.h"
 #include "util/err.h"
+#include "util/hash.h"
+
+uint64_t imp_file_id_mix(uint64_t id, const struct stat *st) {
+  int64_t f[7] = {(int64_t)st->st_dev, (int64_t)st->st_ino, (int64_t)st->st_size,
+                  (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
+                  (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec};
+  uint64_t h = hash_mix64(hash_bytes(id ^ 0x66696c65ull, f, sizeof f));
+  return h ? h : 1;
+}
 
 smelt_status imp_bytes(const pb_msg *m, const pb_field *f, const char *what, pb_str *out) {
   const uint8_t *p;

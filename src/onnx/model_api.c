@@ -8,6 +8,7 @@
 #include "onnx/model_internal.h"
 #include "ops/infer.h"
 #include "util/err.h"
+#include "onnx/image.h"
 #include "util/hash_memo.h"
 #include "util/ro_map.h"
 
@@ -39,17 +40,25 @@ static void bytes_free(void *p, size_t mapped_len) {
   munmap(p, mapped_len);
 }
 
-/* The ranges worth remembering a hash for: constants of 4 KiB or more (what
- * the prepared-weight store keys packed weights by). */
-enum { MEMO_MIN_BYTES = 4 << 10 };
+bool model_hash_listed(const tensor *t) { return t && t->data && t->nbytes >= MODEL_MEMO_MIN_BYTES; }
 
-static hash_memo *list_constants(const ir_graph *g) {
+/* Lists the constants; with an image (onnx/image.h), the initializers'
+ * hashes it keeps are remembered at once: a session keys their prepared
+ * forms without reading them. */
+static hash_memo *list_constants(const onnx_model *onnx) {
+  const ir_graph *g = onnx->graph;
   hash_memo *m = hash_memo_new();
-  for (int v = 0; m && v < g->n_values; v++) {
-    const tensor *t = g->values[v].constant;
-    if (t && t->data && t->nbytes >= MEMO_MIN_BYTES) hash_memo_add(m, t->data, t->nbytes);
-  }
+  for (int v = 0; m && v < g->n_values; v++)
+    if (model_hash_listed(g->values[v].constant))
+      hash_memo_add(m, g->values[v].constant->data, g->values[v].constant->nbytes);
   hash_memo_seal(m);
+  for (int v = 0; m && onnx->image && v < g->n_values; v++) {
+    const ir_value *val = &g->values[v];
+    uint64_t h;
+    if (model_hash_listed(val->constant) && (val->flags & IR_VALUE_INITIALIZER) && val->name &&
+        onnx_image_hash(onnx->image, val->name, val->constant->nbytes, &h))
+      hash_memo_set(m, val->constant->data, val->constant->nbytes, HASH_MEMO_CONTENT, h);
+  }
   return m;
 }
 
@@ -73,16 +82,16 @@ static smelt_status finish_load(onnx_model *onnx, void *bytes, size_t bytes_len,
   m->onnx = onnx;
   m->bytes = bytes;
   m->bytes_len = bytes_len;
-  m->weight_hashes = list_constants(onnx->graph);
+  m->weight_hashes = list_constants(onnx);
   *out = m;
   return SMELT_OK;
 }
 
-smelt_status smelt_model_load(const char *path, smelt_model **out) {
+smelt_status model_load_path(const char *path, const onnx_image_source *src, smelt_model **out) {
   if (!out) return err_set(SMELT_ERR_INVALID_ARGUMENT, "smelt_model_load: out is NULL");
   *out = NULL;
   onnx_model *onnx = NULL;
-  smelt_status s = onnx_model_load(path, &onnx);
+  smelt_status s = onnx_model_load_imaged(path, src, &onnx);
   if (s) return s;
   return finish_load(onnx, NULL, 0, path, out);
 }
@@ -129,6 +138,7 @@ static smelt_status load_bytes(const void *data, size_t len, const smelt_tensor 
 
 void smelt_model_free(smelt_model *m) {
   if (!m) return;
+  if (m->on_free) m->on_free(m->on_free_ctx);
   hash_memo_free(m->weight_hashes);
   onnx_model_free(m->onnx);
   bytes_free(m->bytes, m->bytes_len);

@@ -14,6 +14,20 @@ struct smelt_model {
    * their hashes (the prepared-weight store's source keys) are computed once
    * per model, not once per session (util/hash_memo.h) */
   struct hash_memo *weight_hashes;
+  /* called first by smelt_model_free when set (session/model_image.c: the
+   * image writer, which reads the weights, ends before they go) */
+  void (*on_free)(void *ctx);
+  void *on_free_ctx;
 };
+
+/* The constants worth remembering a hash for (util/hash_memo.h): 4 KiB or
+ * more (what the prepared-weight store keys packed weights by). */
+#define MODEL_MEMO_MIN_BYTES ((size_t)4 << 10)
+bool model_hash_listed(const tensor *t);
+
+/* smelt_model_load with an image source (NULL: none; onnx/image.h).
+ * smelt_model_load itself is session/model_image.c's: it brings the
+ * cache. */
+smelt_status model_load_path(const char *path, const onnx_image_source *src, smelt_model **out);
 
 #endif

@@ -12,6 +12,24 @@
 
 #include "ir/ir.h"
 
+/* A weight copied at load because it was misaligned in the model file
+ * (onnx/image.h): where its bytes sat and the aligned copy. */
+typedef struct onnx_copy {
+  uint64_t file_off;
+  size_t nbytes;
+  const void *data; /* the initializer's data, owned by the graph */
+} onnx_copy;
+
+/* Where a load may find an image of the file's misaligned weights (a seam:
+ * session/model_image.c implements it over the cache).  find: the image
+ * for file_id, mapped read-only, or false; release unmaps it (with the
+ * model). */
+typedef struct onnx_image_source {
+  void *self;
+  bool (*find)(void *self, uint64_t file_id, const void **img, size_t *len);
+  void (*release)(const void *img, size_t len);
+} onnx_image_source;
+
 typedef struct onnx_model {
   ir_graph *graph;          /* the main graph; node->op resolved via ops_find (NULL if unknown) */
   int64_t ir_version;
@@ -25,10 +43,27 @@ typedef struct onnx_model {
   void *map;                 /* private: the mapping of the file */
   size_t map_len;
   struct onnx_mapping *ext;  /* private: external data mappings */
+  /* The identity of the files the weights came from (onnx_model_load: the
+   * model file's and every external data file's device, inode, size,
+   * modification and change times, hashed); 0 when loaded from memory.
+   * Same id, same weights: any write to a file changes its change time. */
+  uint64_t file_id;
+  /* With an image source: the image used (NULL: none) and the initializers
+   * viewed in it; else the copies an image would hold (file_id != 0, at
+   * least ONNX_IMAGE_MIN_BYTES each, in file order; owned array). */
+  const void *image;
+  size_t image_len;
+  void (*image_release)(const void *img, size_t len);
+  int n_imaged;
+  onnx_copy *copies;
+  int n_copies, cap_copies;
 } onnx_model;
 
 /* Loads and imports a model file.  *out is owned by the caller (onnx_model_free). */
 smelt_status onnx_model_load(const char *path, onnx_model **out);
+/* Same, viewing misaligned weights in an image when src (NULL: none) has
+ * one for the file, and otherwise listing the copies (onnx_model.copies). */
+smelt_status onnx_model_load_imaged(const char *path, const onnx_image_source *src, onnx_model **out);
 /* Same from memory (for fuzzing and embedding): buf must outlive the model.
  * base_dir resolves external data; NULL forbids external data. */
 smelt_status onnx_model_load_buffer(const void *buf, size_t len, const char *base_dir,

@@ -20,6 +20,11 @@
 
 typedef struct hash_memo hash_memo;
 
+/* The seed (which hash a value is) of cache_checksum_pool's hashes of the
+ * bytes: what the prepared-weight store keys by (a new algorithm needs a
+ * new seed). */
+#define HASH_MEMO_CONTENT 0x736d656c74737263ull
+
 /* NULL when out of memory (callers then simply hash every time). */
 hash_memo *hash_memo_new(void);
 void hash_memo_free(hash_memo *m); /* NULL ok */
