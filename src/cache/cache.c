@@ -406,6 +406,82 @@ smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_
   return finish_put(c, k, kind, len, sum);
 }
 
+/* cache_checksum of the concatenation of parts (total bytes), reading each
+ * byte once: a block inside one part is hashed in place, a block across
+ * parts through bounce (SUM_BLOCK bytes). */
+typedef struct part_cursor {
+  const cache_part *parts;
+  int n, i;
+  size_t off;
+} part_cursor;
+
+/* The next want bytes (want <= SUM_BLOCK, all there): in place or in bounce. */
+static const uint8_t *next_block(part_cursor *c, size_t want, uint8_t *bounce) {
+  while (c->i < c->n && c->off == c->parts[c->i].len) c->i++, c->off = 0;
+  if (c->i < c->n && c->parts[c->i].len - c->off >= want) {
+    const uint8_t *p = (const uint8_t *)c->parts[c->i].data + c->off;
+    c->off += want;
+    return p;
+  }
+  for (size_t got = 0; got < want;) {
+    while (c->off == c->parts[c->i].len) c->i++, c->off = 0;
+    size_t take = c->parts[c->i].len - c->off < want - got ? c->parts[c->i].len - c->off : want - got;
+    memcpy(bounce + got, (const uint8_t *)c->parts[c->i].data + c->off, take);
+    got += take, c->off += take;
+  }
+  return bounce;
+}
+
+static uint64_t checksum_parts(const cache_part *parts, int n, size_t total, uint8_t *bounce) {
+  part_cursor cur = {parts, n, 0, 0};
+  if (total <= SUM_BLOCK) return hash_fast(next_block(&cur, total, bounce), total); /* as cache_checksum_pool */
+  uint64_t acc = hash_mix64(total);
+  for (size_t at = 0; at < total; at += SUM_BLOCK) {
+    size_t want = total - at < SUM_BLOCK ? total - at : SUM_BLOCK;
+    acc = hash_mix64(acc ^ hash_fast(next_block(&cur, want, bounce), want));
+  }
+  return acc;
+}
+
+smelt_status cache_put_parts(const smelt_cache *c, const cache_key *k, const char *kind, const cache_part *parts,
+                             int n) {
+  if (!c->enabled) return SMELT_OK;
+  size_t len = 0;
+  for (int i = 0; i < n; i++) {
+    if (len + parts[i].len < len) return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_put_parts: size overflows");
+    len += parts[i].len;
+  }
+  TRY(put_allowed(c, kind, len));
+  uint8_t *bounce = malloc(SUM_BLOCK);
+  if (!bounce) return err_nomem("checksum block", SUM_BLOCK);
+  uint64_t sum = checksum_parts(parts, n, len, bounce);
+  free(bounce);
+  char dpath[1200];
+  cache_entry_path(c, k, kind, false, dpath, sizeof dpath);
+  int fd;
+  char *tmp;
+  TRY(file_create_temp(dpath, O_WRONLY, &fd, &tmp));
+  int e = 0;
+  for (int i = 0; i < n && !e; i++)
+    for (size_t done = 0; done < parts[i].len && !e;) {
+      ssize_t w = write(fd, (const uint8_t *)parts[i].data + done, parts[i].len - done);
+      if (w > 0) done += (size_t)w;
+      else if (w < 0 && errno != EINTR) e = errno;
+      else if (!w) e = EIO;
+    }
+  if (close(fd) && !e) e = errno;
+  /* no fsync, as cache_put: a torn entry fails its size or checksum check */
+  if (!e && rename(tmp, dpath)) e = errno;
+  if (e) {
+    smelt_status st = err_set(SMELT_ERR_IO, "cannot write %s (%zu bytes): %s", q_path(dpath), len, strerror(e));
+    unlink(tmp);
+    free(tmp);
+    return st;
+  }
+  free(tmp);
+  return finish_put(c, k, kind, len, sum);
+}
+
 smelt_status cache_reserve(const smelt_cache *c, const cache_key *k, const char *kind, size_t len,
                            cache_slot *slot) {
   memset(slot, 0, sizeof *slot);

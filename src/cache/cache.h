@@ -86,6 +86,15 @@ uint64_t cache_map_checks(void);
  * warns); the entry is simply not cached. */
 smelt_status cache_put(const smelt_cache *c, const cache_key *k, const char *kind, const void *data,
                        size_t len);
+/* cache_put of the concatenation of parts[0..n), written with write() from
+ * where they are (nothing is mapped, so the process's resident memory does
+ * not grow by the entry). */
+typedef struct cache_part {
+  const void *data;
+  size_t len;
+} cache_part;
+smelt_status cache_put_parts(const smelt_cache *c, const cache_key *k, const char *kind, const cache_part *parts,
+                             int n);
 /* cache_put with the checksum split over pool (NULL: this thread). */
 smelt_status cache_put_pool(const smelt_cache *c, smelt_pool *pool, const cache_key *k,
                             const char *kind, const void *data, size_t len);

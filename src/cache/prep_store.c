@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "util/err.h"
@@ -16,8 +19,16 @@ typedef struct mapping {
   size_t len;
 } mapping;
 
+/* A reserved buffer (prep_store_reserve): a new cache file mapped, which
+ * the writer commits; or (anon) memory of the store's, which the writer
+ * puts. */
+typedef struct reserved {
+  cache_slot cs;
+  bool anon;
+} reserved;
+
 /* A save waiting for the writer thread: data is the caller's, valid until
- * the store drains; or (slot >= 0) a reserved entry the writer commits. */
+ * the store drains; or (slot >= 0) a reserved buffer the writer saves. */
 typedef struct pending {
   prep_key key;
   const void *data;
@@ -32,7 +43,7 @@ struct prep_store {
   pthread_cond_t cv;   /* signalled when work arrives, a write ends or the store stops */
   mapping *maps;
   int n_maps, cap_maps;
-  cache_slot *slots;   /* reserved entries (their mappings are in maps too) */
+  reserved *slots;     /* reserved buffers (their mappings are in maps too) */
   int n_slots, cap_slots;
   int loaded, saved;
   bool warned;
@@ -71,8 +82,8 @@ void prep_store_free(prep_store *s) {
   for (int i = 0; i < s->n_maps; i++) cache_unmap(s->maps[i].p, s->maps[i].len);
   free(s->maps);
   for (int i = 0; i < s->n_slots; i++) { /* committed or aborted: NULL; else never filled */
-    if (s->slots[i].tmp) unlink(s->slots[i].tmp);
-    free(s->slots[i].tmp);
+    if (s->slots[i].cs.tmp) unlink(s->slots[i].cs.tmp);
+    free(s->slots[i].cs.tmp);
   }
   free(s->slots);
   pthread_mutex_destroy(&s->mu);
@@ -110,16 +121,25 @@ static bool same_key(const prep_key *a, const prep_key *b) {
 }
 
 /* A get for an entry still queued (or being written) waits for it, so that
- * what this store saved is found again as with a synchronous put. */
-static void wait_if_queued(prep_store *s, const prep_key *k) {
+ * what this store saved is found again as with a synchronous put -- but for
+ * a reserved buffer of the store's own memory, which is the entry's data
+ * already and is returned (NULL: go on to the cache). */
+static const void *wait_if_queued(prep_store *s, const prep_key *k) {
+  const void *own = NULL;
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    bool queued = s->writing && same_key(&s->cur.key, k);
-    for (int i = s->head; i < s->n_queue && !queued; i++) queued = same_key(&s->queue[i].key, k);
-    if (!queued) break;
+    const pending *q = s->writing && same_key(&s->cur.key, k) ? &s->cur : NULL;
+    for (int i = s->head; i < s->n_queue && !q; i++)
+      if (same_key(&s->queue[i].key, k)) q = &s->queue[i];
+    if (q && q->slot >= 0 && s->slots[q->slot].anon && s->slots[q->slot].cs.data) {
+      own = s->slots[q->slot].cs.data;
+      s->loaded++; /* found, not prepared again */
+    }
+    if (!q || own) break;
     pthread_cond_wait(&s->cv, &s->mu);
   }
   pthread_mutex_unlock(&s->mu);
+  return own;
 }
 
 /* Records a mapping to unmap at prep_store_free (lock held); false without memory. */
@@ -137,7 +157,8 @@ static bool keep_map(prep_store *s, const void *p, size_t len) {
 
 const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k) {
   size_t len = k->len;
-  wait_if_queued(s, k);
+  const void *own = wait_if_queued(s, k);
+  if (own) return own;
   const void *data;
   size_t got;
   bool hit;
@@ -160,13 +181,15 @@ const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k) {
  * held, and counts it; the first failure is logged. */
 static void write_entry(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data, int slot) {
   smelt_status st;
-  if (slot >= 0) {
+  pthread_mutex_lock(&s->mu);
+  reserved r = slot >= 0 ? s->slots[slot] : (reserved){0}; /* the array may move; the slot's own fields do not change meanwhile */
+  pthread_mutex_unlock(&s->mu);
+  if (slot >= 0 && r.anon) {
+    st = cache_put_pool(s->cache, pool, &k->key, k->kind, r.cs.data, r.cs.len);
+  } else if (slot >= 0) {
+    st = cache_commit(s->cache, pool, &k->key, k->kind, &r.cs);
     pthread_mutex_lock(&s->mu);
-    cache_slot cs = s->slots[slot]; /* the array may move; the slot's own fields do not change meanwhile */
-    pthread_mutex_unlock(&s->mu);
-    st = cache_commit(s->cache, pool, &k->key, k->kind, &cs);
-    pthread_mutex_lock(&s->mu);
-    s->slots[slot].tmp = NULL; /* freed by cache_commit */
+    s->slots[slot].cs.tmp = NULL; /* freed by cache_commit */
     pthread_mutex_unlock(&s->mu);
   } else {
     st = cache_put_pool(s->cache, pool, &k->key, k->kind, data, k->len);
@@ -183,6 +206,12 @@ static void write_entry(prep_store *s, smelt_pool *pool, const prep_key *k, cons
 
 static void *writer_main(void *arg) {
   prep_store *s = arg;
+#ifdef SYS_gettid
+  /* the lowest priority short of idle: the sessions' own threads first (a
+   * cold creation is not slowed by the saves it queued), yet never starved
+   * for good (a session's free waits for its saves) */
+  setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19); /* advice: fine if refused */
+#endif
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (s->head == s->n_queue && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
@@ -230,9 +259,23 @@ void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const vo
   if (s->sync || !enqueue(s, k, data, -1)) write_entry(s, pool, k, data, -1);
 }
 
+/* Fresh anonymous memory for a buffer the writer saves later: small pages
+ * (the packer first-touches every byte once; fresh huge pages were the
+ * slow part of that on a VM, see util/bufcache.h). */
+static bool reserve_anon(size_t len, cache_slot *cs) {
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+#ifdef MADV_NOHUGEPAGE
+  madvise(m, len, MADV_NOHUGEPAGE); /* advice only */
+#endif
+  *cs = (cache_slot){m, len, NULL};
+  return true;
+}
+
 void *prep_store_reserve(prep_store *s, const prep_key *k) {
   cache_slot cs;
-  if (!s || cache_reserve(s->cache, &k->key, k->kind, k->len, &cs)) {
+  bool anon = s && !s->sync;
+  if (!s || (anon ? !reserve_anon(k->len, &cs) : !!cache_reserve(s->cache, &k->key, k->kind, k->len, &cs))) {
     err_clear(); /* the caller prepares in memory instead */
     return NULL;
   }
@@ -240,14 +283,14 @@ void *prep_store_reserve(prep_store *s, const prep_key *k) {
   pthread_mutex_lock(&s->mu);
   if (s->n_slots == s->cap_slots) {
     int cap = s->cap_slots ? 2 * s->cap_slots : 16;
-    cache_slot *n = realloc(s->slots, sizeof *n * (size_t)cap);
+    reserved *n = realloc(s->slots, sizeof *n * (size_t)cap);
     if (n) {
       s->slots = n;
       s->cap_slots = cap;
     }
   }
   if (s->n_slots < s->cap_slots && keep_map(s, cs.data, cs.len)) {
-    s->slots[s->n_slots++] = cs;
+    s->slots[s->n_slots++] = (reserved){cs, anon};
     ok = true;
   }
   pthread_mutex_unlock(&s->mu);
@@ -258,7 +301,7 @@ void *prep_store_reserve(prep_store *s, const prep_key *k) {
 /* The index of the reserved slot at buf (lock held), or -1. */
 static int slot_of(const prep_store *s, const void *buf) {
   for (int i = 0; i < s->n_slots; i++)
-    if (s->slots[i].data == buf) return i;
+    if (s->slots[i].cs.data == buf) return i;
   return -1;
 }
 
@@ -267,6 +310,7 @@ void prep_store_commit(prep_store *s, smelt_pool *pool, const prep_key *k, void 
   int slot = slot_of(s, buf);
   pthread_mutex_unlock(&s->mu);
   if (slot < 0) return;
+  mprotect(buf, k->len, PROT_READ); /* filled: read-only from now on, like a mapped entry */
   if (s->sync || !enqueue(s, k, buf, slot)) write_entry(s, pool, k, buf, slot);
 }
 
@@ -275,9 +319,9 @@ void prep_store_abort(prep_store *s, void *buf) {
   int slot = slot_of(s, buf);
   cache_slot cs = {0};
   if (slot >= 0) {
-    cs = s->slots[slot];
-    s->slots[slot].tmp = NULL;
-    s->slots[slot].data = NULL; /* never found again */
+    cs = s->slots[slot].cs;
+    s->slots[slot].cs.tmp = NULL;
+    s->slots[slot].cs.data = NULL; /* never found again */
     for (int i = 0; i < s->n_maps; i++)
       if (s->maps[i].p == buf) {
         s->maps[i] = s->maps[--s->n_maps];

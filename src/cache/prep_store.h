@@ -60,19 +60,25 @@ const void *prep_store_get(prep_store *s, smelt_pool *pool, const prep_key *k);
  * (or no thread/memory for the queue) writes on the caller's thread at once. */
 void prep_store_put(prep_store *s, smelt_pool *pool, const prep_key *k, const void *data);
 
-/* Preparing straight into the cache instead of into memory and then a put:
- * a writable, zero-filled buffer of k->len bytes, a new file in the cache
+/* A buffer to prepare into that the store saves itself: a writable,
+ * zero-filled buffer of k->len bytes, fresh anonymous memory the store owns
+ * (small pages), which the writer thread saves after prep_store_commit --
+ * so a cold session is ready without waiting for the page cache, whose
+ * fresh pages were the slow part of a creation after other runtimes'
+ * sessions (bench/README.md) -- and which stays mapped, read-only, until
+ * prep_store_free.  Under SMELT_CACHE_WRITE=sync: a new file in the cache
  * mapped (cache_reserve), so the prepared array is written once, into the
- * page cache, and never copied.  NULL when that cannot be (the cache's cap,
- * a full disk, no mapping): prepare in memory and put instead.  The caller
- * fills all of it, then prep_store_commit (or, failing, prep_store_abort).
- * k: from prep_store_key on this store. */
+ * page cache, and never copied.  NULL when that cannot be (no memory; the
+ * cache's cap, a full disk): prepare in memory and put instead.  The
+ * caller fills all of it, then prep_store_commit (or, failing,
+ * prep_store_abort).  k: from prep_store_key on this store. */
 void *prep_store_reserve(prep_store *s, const prep_key *k);
 /* buf (from prep_store_reserve under k) is filled: it becomes the entry --
- * checksummed and renamed into place on the writer thread (at once under
- * SMELT_CACHE_WRITE=sync); a get of k waits for it.  buf stays mapped,
- * read-only, until prep_store_free, whether or not saving it succeeds (a
- * failure is logged once, as for put). */
+ * written (or, a cache file, checksummed and renamed) into place on the
+ * writer thread, at the lowest priority short of idle (at once under
+ * SMELT_CACHE_WRITE=sync); a get of k on this store waits for it.  buf
+ * stays mapped, read-only, until prep_store_free, whether or not saving it
+ * succeeds (a failure is logged once, as for put). */
 void prep_store_commit(prep_store *s, smelt_pool *pool, const prep_key *k, void *buf);
 /* buf (reserved, not committed) is dropped: unmapped, nothing saved. */
 void prep_store_abort(prep_store *s, void *buf);
@@ -80,7 +86,8 @@ void prep_store_abort(prep_store *s, void *buf);
 /* Waits until every put so far is written (or has failed).  NULL ok. */
 void prep_store_drain(prep_store *s);
 
-/* Entries mapped / written so far (drains first, so every put is counted). */
+/* Entries found (mapped from the cache, or a buffer of this store's still being
+ * saved) / written so far (drains first, so every put is counted). */
 void prep_store_counts(prep_store *s, int *loaded, int *saved);
 
 #endif

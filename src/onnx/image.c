@@ -90,35 +90,47 @@ static size_t n_copies(const onnx_model *m) {
   return (size_t)m->n_copies;
 }
 
-size_t onnx_image_size(const onnx_model *m, size_t n_hashes) {
-  uint64_t off = round_up(sizeof(image_head) + n_copies(m) * sizeof(copy_rec) + n_hashes * sizeof(onnx_image_hash_rec));
-  for (size_t i = 0; i < n_copies(m); i++) off = round_up(off + m->copies[i].nbytes);
-  return (size_t)off;
-}
-
 static int by_name_hash(const void *a, const void *b) {
   const onnx_image_hash_rec *x = a, *y = b;
   return x->name_hash < y->name_hash ? -1 : x->name_hash > y->name_hash;
 }
 
-void onnx_image_fill(const onnx_model *m, onnx_image_hash_rec *hashes, size_t n_hashes, void *dst) {
-  uint8_t *d = dst;
+static const uint8_t zeros[ALIGN];
+
+onnx_image_part *onnx_image_parts(const onnx_model *m, onnx_image_hash_rec *hashes, size_t n_hashes, int *n_parts) {
   size_t nc = n_copies(m);
-  image_head h = {IMAGE_MAGIC, m->file_id, nc, n_hashes};
-  memcpy(d, &h, sizeof h);
-  if (n_hashes) qsort(hashes, n_hashes, sizeof *hashes, by_name_hash);
-  size_t at = sizeof h + nc * sizeof(copy_rec);
-  if (n_hashes) memcpy(d + at, hashes, n_hashes * sizeof *hashes);
-  at += n_hashes * sizeof *hashes;
+  size_t at = sizeof(image_head) + nc * sizeof(copy_rec) + n_hashes * sizeof *hashes;
   uint64_t off = round_up(at);
-  memset(d + at, 0, (size_t)off - at);
+  onnx_image_part *parts = malloc(sizeof *parts * (1 + 2 * nc));
+  uint8_t *head = calloc(1, (size_t)off); /* the padding after the records: zeros */
+  if (!parts || !head) {
+    free(parts);
+    free(head);
+    return NULL;
+  }
+  image_head h = {IMAGE_MAGIC, m->file_id, nc, n_hashes};
+  memcpy(head, &h, sizeof h);
+  if (n_hashes) {
+    qsort(hashes, n_hashes, sizeof *hashes, by_name_hash);
+    memcpy(head + sizeof h + nc * sizeof(copy_rec), hashes, n_hashes * sizeof *hashes);
+  }
+  int n = 0;
+  parts[n++] = (onnx_image_part){head, (size_t)off};
   for (size_t i = 0; i < nc; i++) {
     const onnx_copy *c = &m->copies[i];
     copy_rec r = {c->file_off, c->nbytes, off};
-    memcpy(d + sizeof h + i * sizeof r, &r, sizeof r);
-    memcpy(d + off, c->data, c->nbytes);
+    memcpy(head + sizeof h + i * sizeof r, &r, sizeof r);
+    parts[n++] = (onnx_image_part){c->data, c->nbytes};
     uint64_t end = round_up(off + c->nbytes);
-    memset(d + off + c->nbytes, 0, (size_t)(end - off - c->nbytes));
+    if (end > off + c->nbytes) parts[n++] = (onnx_image_part){zeros, (size_t)(end - off - c->nbytes)};
     off = end;
   }
+  *n_parts = n;
+  return parts;
+}
+
+void onnx_image_parts_free(onnx_image_part *parts) {
+  if (!parts) return;
+  free((void *)parts[0].data);
+  free(parts);
 }

@@ -50,10 +50,16 @@ typedef struct onnx_image_hash_rec {
 } onnx_image_hash_rec;
 void onnx_image_hash_rec_set(onnx_image_hash_rec *r, const char *name, size_t nbytes, uint64_t hash);
 
-/* The image of m's copies (onnx_model.copies; none when there were too many
- * to list) and n_hashes hashes: its size. */
-size_t onnx_image_size(const onnx_model *m, size_t n_hashes);
-/* Writes it into dst (onnx_image_size bytes); sorts hashes. */
-void onnx_image_fill(const onnx_model *m, onnx_image_hash_rec *hashes, size_t n_hashes, void *dst);
+/* The image of m's copies (onnx_model.copies; none when they could not all
+ * be listed) and n_hashes hashes (sorted here), as pieces to write one
+ * after another -- the head and records, then each copy where it is, with
+ * zeros between -- so that writing it maps nothing: a malloc'd array of
+ * *n_parts (NULL without memory), freed with onnx_image_parts_free. */
+typedef struct onnx_image_part {
+  const void *data;
+  size_t len;
+} onnx_image_part;
+onnx_image_part *onnx_image_parts(const onnx_model *m, onnx_image_hash_rec *hashes, size_t n_hashes, int *n_parts);
+void onnx_image_parts_free(onnx_image_part *parts);
 
 #endif

@@ -10,9 +10,10 @@
  *
  * The image is written after the load, on a thread of its own at idle
  * priority (SCHED_IDLE: it takes only time no other thread wants, so the
- * session created next is not slowed), into a reserved cache entry
- * (cache_reserve: a full disk is an error, never SIGBUS) that is renamed
- * into place when complete.  It hashes what no session has hashed yet and
+ * session created next is not slowed), with write() from where the copies
+ * are (cache_put_parts: nothing mapped, so the process's resident memory
+ * does not grow by it), into a temporary file renamed into place when
+ * complete.  It hashes what no session has hashed yet and
  * reads the model's copies, so
  * smelt_model_free waits for it; a process that exits first leaves a
  * temporary file, which the cache removes after an hour. */
@@ -26,6 +27,7 @@
 #include "onnx/image.h"
 #include "onnx/model_internal.h"
 #include "util/env.h"
+#include "util/err.h"
 #include "util/hash_memo.h"
 
 #define IMAGE_KIND "weight-image"
@@ -90,18 +92,20 @@ static void *write_image(void *arg) {
   const onnx_model *o = w->model->onnx;
   size_t n_hashes;
   onnx_image_hash_rec *hashes = initializer_hashes(w->model, &n_hashes);
-  size_t size = onnx_image_size(o, n_hashes);
-  if (!n_hashes && o->n_copies <= 0) { /* nothing a load would be spared */
-    free(hashes);
-    return NULL;
+  int n_parts = 0;
+  onnx_image_part *parts = hashes && (n_hashes || o->n_copies > 0) /* else nothing a load would be spared */
+                               ? onnx_image_parts(o, hashes, n_hashes, &n_parts)
+                               : NULL;
+  cache_part *cp = parts ? malloc(sizeof *cp * (size_t)n_parts) : NULL;
+  if (cp) {
+    for (int i = 0; i < n_parts; i++) cp[i] = (cache_part){parts[i].data, parts[i].len};
+    cache_key k = image_key(o->file_id);
+    /* written, not mapped: the process's resident memory does not grow by
+     * the image; a failure (disk full) only costs the next load its copies */
+    if (cache_put_parts(&w->cache, &k, IMAGE_KIND, cp, n_parts)) err_clear();
   }
-  cache_key k = image_key(o->file_id);
-  cache_slot slot;
-  if (hashes && !cache_reserve(&w->cache, &k, IMAGE_KIND, size, &slot)) {
-    onnx_image_fill(o, hashes, n_hashes, slot.data);
-    (void)cache_commit(&w->cache, NULL, &k, IMAGE_KIND, &slot); /* a failure only costs the next load */
-    cache_abort(&slot); /* unmaps; without a commit, removes the temporary file too */
-  }
+  free(cp);
+  onnx_image_parts_free(parts);
   free(hashes);
   return NULL;
 }

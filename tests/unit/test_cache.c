@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/checked.h"
 #include "check.h"
+#include "util/file.h"
 #include "graph_builder.h"
 
 static char root[256];
@@ -196,6 +198,68 @@ static void test_reserve(void) {
   CHECK(count_files(dir, ".tmp") == 0 && count_files(dir, k2.hex) == 0);
 }
 
+/* cache_put_parts: the concatenation of its parts, with the checksum
+ * cache_checksum gives it (checked again as a new process would: parts
+ * across the checksum's 1 MiB blocks, one part, tiny parts, none). */
+static void test_put_parts(void) {
+  char dir[512];
+  fresh_dir(dir, sizeof dir, "parts");
+  smelt_cache c;
+  bool warn, hit;
+  cache_open(&c, dir, &warn);
+  CHECK(c.enabled);
+  enum { TOTAL = (3 << 20) + 12345 };
+  unsigned char *all = malloc(TOTAL);
+  if (!all) return;
+  for (int i = 0; i < TOTAL; i++) all[i] = (unsigned char)(i * 31 + (i >> 13));
+  const size_t cuts[][6] = {{7, 1 << 20, 3, (1 << 20) - 10, 65536, 0},
+                            {TOTAL, 0, 0, 0, 0, 0},
+                            {1, 2, 3, 0, 0, 0},
+                            {0, 0, 0, 0, 0, 0}};
+  const int n_cuts[] = {6, 1, 3, 0};
+  for (int t = 0; t < 4; t++) {
+    cache_part parts[6];
+    size_t at = 0;
+    for (int i = 0; i < n_cuts[t]; i++) {
+      size_t len = i == n_cuts[t] - 1 && t == 0 ? TOTAL - at : cuts[t][i]; /* case 0: the rest in the last */
+      parts[i] = (cache_part){all + at, len};
+      at += len;
+    }
+    key_hasher h;
+    key_init(&h);
+    key_add_i64(&h, t);
+    cache_key k = key_final(&h);
+    CHECK_OK(cache_put_parts(&c, &k, "prep", parts, n_cuts[t]));
+    checked_forget(); /* as a new process: the checksum is read again */
+    char mpath[1200];
+    cache_entry_path(&c, &k, "prep", true, mpath, sizeof mpath);
+    size_t mlen = 0;
+    uint8_t *meta = NULL;
+    CHECK_OK(file_read_all(mpath, &meta, &mlen, 0));
+    char *note = meta ? strstr((char *)meta, "\nchecked ") : NULL;
+    if (note) { /* and without this boot's note */
+      note[1] = 'X';
+      write_bytes(mpath, meta, mlen);
+    }
+    free(meta);
+    const void *m = NULL;
+    size_t len = 0;
+    char why[1400];
+    if (at) {
+      uint64_t checks = cache_map_checks();
+      cache_map(&c, NULL, &k, "prep", &m, &len, &hit, why, sizeof why);
+      CHECK(hit && len == at && !memcmp(m, all, at) && cache_map_checks() == checks + 1);
+      cache_unmap(m, len);
+    } else { /* nothing to map: the meta says 0 bytes */
+      uint8_t *d = NULL;
+      cache_get(&c, &k, "prep", &d, &len, &hit, why, sizeof why);
+      CHECK(hit && len == 0);
+      free(d);
+    }
+  }
+  free(all);
+}
+
 /* A compile through the cache: miss, then hit; a corrupt library is rebuilt. */
 static void test_compile_cache(void) {
   gb_env env;
@@ -260,6 +324,7 @@ int main(void) {
   test_open();
   test_entries();
   test_reserve();
+  test_put_parts();
   test_compile_cache();
   remove_all(root);
   return test_report("test_cache");
