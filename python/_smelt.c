@@ -238,10 +238,16 @@ typedef struct {
 } SessionObject;
 
 static void session_close_impl(SessionObject *s) {
-  smelt_session_free(s->session);
+  smelt_session *session = s->session;
+  smelt_model *model = s->model;
   s->session = NULL;
-  smelt_model_free(s->model);
   s->model = NULL;
+  /* both may wait for their cache writers (prepared weights, the model
+   * file's image): other Python threads go on meanwhile */
+  Py_BEGIN_ALLOW_THREADS
+  smelt_session_free(session);
+  smelt_model_free(model);
+  Py_END_ALLOW_THREADS
   Py_CLEAR(s->consts); /* after the model: it viewed them */
 }
 
