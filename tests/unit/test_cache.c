@@ -18,6 +18,21 @@ static void fresh_dir(char *out, size_t n, const char *name) {
   snprintf(out, n, "%s/%s", root, name);
 }
 
+/* A cache in folder name (dir: its path) and a key made of text. */
+static void open_in(const char *name, char *dir, size_t n, smelt_cache *c) {
+  bool warn;
+  fresh_dir(dir, n, name);
+  cache_open(c, dir, &warn);
+  CHECK(c->enabled);
+}
+
+static cache_key key_of(const char *text) {
+  key_hasher h;
+  key_init(&h);
+  key_add_str(&h, text);
+  return key_final(&h);
+}
+
 static void test_open(void) {
   char dir[512];
   fresh_dir(dir, sizeof dir, "a/b/smelt");
@@ -203,11 +218,9 @@ static void test_reserve(void) {
  * across the checksum's 1 MiB blocks, one part, tiny parts, none). */
 static void test_put_parts(void) {
   char dir[512];
-  fresh_dir(dir, sizeof dir, "parts");
   smelt_cache c;
-  bool warn, hit;
-  cache_open(&c, dir, &warn);
-  CHECK(c.enabled);
+  bool hit;
+  open_in("parts", dir, sizeof dir, &c);
   enum { TOTAL = (3 << 20) + 12345 };
   unsigned char *all = malloc(TOTAL);
   if (!all) return;
@@ -225,10 +238,9 @@ static void test_put_parts(void) {
       parts[i] = (cache_part){all + at, len};
       at += len;
     }
-    key_hasher h;
-    key_init(&h);
-    key_add_i64(&h, t);
-    cache_key k = key_final(&h);
+    char name[16];
+    snprintf(name, sizeof name, "parts %d", t);
+    cache_key k = key_of(name);
     CHECK_OK(cache_put_parts(&c, &k, "prep", parts, n_cuts[t]));
     checked_forget(); /* as a new process: the checksum is read again */
     char mpath[1200];
@@ -258,6 +270,52 @@ static void test_put_parts(void) {
     }
   }
   free(all);
+}
+
+/* An entry checked (or written) in this boot is mapped by a new process
+ * without a checksum pass; a note of another boot, or of a file since
+ * changed, is not trusted. */
+static void test_boot_note(void) {
+  char dir[512];
+  smelt_cache c;
+  bool hit;
+  open_in("notes", dir, sizeof dir, &c);
+  cache_key k = key_of("noted entry");
+  static unsigned char data[200000];
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (unsigned char)(i * 7);
+  CHECK_OK(cache_put(&c, &k, "prep", data, sizeof data));
+  char mpath[1200];
+  cache_entry_path(&c, &k, "prep", true, mpath, sizeof mpath);
+  size_t mlen = 0;
+  uint8_t *meta = NULL;
+  CHECK_OK(file_read_all(mpath, &meta, &mlen, 0));
+  bool has_boot = access("/proc/sys/kernel/random/boot_id", R_OK) == 0;
+  CHECK(meta && (strstr((char *)meta, "\nchecked ") != NULL) == has_boot);
+  const void *p;
+  size_t len;
+  char why[1400];
+  checked_forget();
+  uint64_t before = cache_map_checks();
+  cache_map(&c, NULL, &k, "prep", &p, &len, &hit, why, sizeof why);
+  CHECK(hit && len == sizeof data && !memcmp(p, data, sizeof data));
+  CHECK(cache_map_checks() == before + (has_boot ? 0 : 1));
+  cache_unmap(p, len);
+  /* a note of another boot: checked again, and noted anew */
+  if (meta && has_boot) {
+    char *at = strstr((char *)meta, "\nchecked ");
+    at[strlen("\nchecked ")] ^= 1; /* another boot id */
+    write_bytes(mpath, meta, mlen);
+    checked_forget();
+    before = cache_map_checks();
+    cache_map(&c, NULL, &k, "prep", &p, &len, &hit, why, sizeof why);
+    CHECK(hit && cache_map_checks() == before + 1);
+    cache_unmap(p, len);
+    checked_forget();
+    cache_map(&c, NULL, &k, "prep", &p, &len, &hit, why, sizeof why);
+    CHECK(hit && cache_map_checks() == before + 1); /* the note was written again */
+    cache_unmap(p, len);
+  }
+  free(meta);
 }
 
 /* A compile through the cache: miss, then hit; a corrupt library is rebuilt. */
@@ -325,6 +383,7 @@ int main(void) {
   test_entries();
   test_reserve();
   test_put_parts();
+  test_boot_note();
   test_compile_cache();
   remove_all(root);
   return test_report("test_cache");

@@ -2,9 +2,7 @@
  * session/model_image.c): the first load copies them and keeps an image in
  * the cache; the next load of the same file views them there, 64-byte
  * aligned, and runs to the same bits; a changed file, a damaged image or
- * SMELT_CACHE_WEIGHTS=off means copies again; a forged image is refused.
- * Also the boot note of the cache (cache/checked.h): an entry this boot
- * checked is mapped by a new process without a checksum pass. */
+ * SMELT_CACHE_WEIGHTS=off means copies again; a forged image is refused. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,62 +203,11 @@ static void test_valid(void) {
   CHECK(!onnx_image_valid(img, 128, 7));   /* more records than bytes */
 }
 
-/* An entry checked (or written) in this boot is mapped by a new process
- * without a checksum pass; a note of another boot, or of a file since
- * changed, is not trusted. */
-static void test_boot_note(const char *tmp) {
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/notes", tmp);
-  smelt_cache c;
-  bool warn, hit;
-  cache_open(&c, dir, &warn);
-  CHECK(c.enabled);
-  key_hasher h;
-  key_init(&h);
-  key_add_str(&h, "noted entry");
-  cache_key k = key_final(&h);
-  static unsigned char data[200000];
-  for (size_t i = 0; i < sizeof data; i++) data[i] = (unsigned char)(i * 7);
-  CHECK_OK(cache_put(&c, &k, "prep", data, sizeof data));
-  char mpath[1200];
-  cache_entry_path(&c, &k, "prep", true, mpath, sizeof mpath);
-  size_t mlen = 0;
-  uint8_t *meta = test_read_file(mpath, &mlen);
-  bool has_boot = access("/proc/sys/kernel/random/boot_id", R_OK) == 0;
-  CHECK(meta && (strstr((char *)meta, "\nchecked ") != NULL) == has_boot);
-  const void *p;
-  size_t len;
-  char why[1400];
-  checked_forget();
-  uint64_t before = cache_map_checks();
-  cache_map(&c, NULL, &k, "prep", &p, &len, &hit, why, sizeof why);
-  CHECK(hit && len == sizeof data && !memcmp(p, data, sizeof data));
-  CHECK(cache_map_checks() == before + (has_boot ? 0 : 1));
-  cache_unmap(p, len);
-  /* a note of another boot: checked again, and noted anew */
-  if (meta && has_boot) {
-    char *at = strstr((char *)meta, "\nchecked ");
-    at[strlen("\nchecked ")] ^= 1; /* another boot id */
-    CHECK(test_write_file(mpath, meta, mlen) == 0);
-    checked_forget();
-    before = cache_map_checks();
-    cache_map(&c, NULL, &k, "prep", &p, &len, &hit, why, sizeof why);
-    CHECK(hit && cache_map_checks() == before + 1);
-    cache_unmap(p, len);
-    checked_forget();
-    cache_map(&c, NULL, &k, "prep", &p, &len, &hit, why, sizeof why);
-    CHECK(hit && cache_map_checks() == before + 1); /* the note was written again */
-    cache_unmap(p, len);
-  }
-  free(meta);
-}
-
 int main(void) {
   char tmp[] = "/tmp/smelt_image_XXXXXX";
   CHECK(mkdtemp(tmp) != NULL);
   test_valid();
   test_image(tmp);
-  test_boot_note(tmp);
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
   CHECK(system(cmd) == 0);
