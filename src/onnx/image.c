@@ -80,14 +80,13 @@ void onnx_image_hash_rec_set(onnx_image_hash_rec *r, const char *name, size_t nb
   *r = (onnx_image_hash_rec){hash_str(name), nbytes, hash};
 }
 
-/* The copies an image holds: all of them, listed in import order, which
- * is file order for the initializers of one graph; in any other order
- * (never seen), or when they could not all be listed, none. */
-static size_t n_copies(const onnx_model *m) {
-  if (m->n_copies <= 0) return 0;
-  for (int i = 1; i < m->n_copies; i++)
-    if (m->copies[i].file_off <= m->copies[i - 1].file_off) return 0;
-  return (size_t)m->n_copies;
+/* The copies an image holds: all of them (none when they could not all be
+ * listed). */
+static size_t n_copies(const onnx_model *m) { return m->n_copies > 0 ? (size_t)m->n_copies : 0; }
+
+static int by_file_off(const void *a, const void *b) {
+  const onnx_copy *x = a, *y = b;
+  return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
 }
 
 static int by_name_hash(const void *a, const void *b) {
@@ -98,7 +97,18 @@ static int by_name_hash(const void *a, const void *b) {
 static const uint8_t zeros[ALIGN];
 
 onnx_image_part *onnx_image_parts(const onnx_model *m, onnx_image_hash_rec *hashes, size_t n_hashes, int *n_parts) {
+  /* the copies in file order, as a load looks them up (import order is file
+   * order within a graph; a subgraph's initializers may come after its
+   * parent's), each range once */
   size_t nc = n_copies(m);
+  onnx_copy *sorted = malloc(sizeof *sorted * (nc ? nc : 1));
+  if (!sorted) return NULL;
+  if (nc) memcpy(sorted, m->copies, sizeof *sorted * nc);
+  qsort(sorted, nc, sizeof *sorted, by_file_off);
+  size_t kept = 0;
+  for (size_t i = 0; i < nc; i++)
+    if (!kept || sorted[i].file_off != sorted[kept - 1].file_off) sorted[kept++] = sorted[i];
+  nc = kept;
   size_t at = sizeof(image_head) + nc * sizeof(copy_rec) + n_hashes * sizeof *hashes;
   uint64_t off = round_up(at);
   onnx_image_part *parts = malloc(sizeof *parts * (1 + 2 * nc));
@@ -106,6 +116,7 @@ onnx_image_part *onnx_image_parts(const onnx_model *m, onnx_image_hash_rec *hash
   if (!parts || !head) {
     free(parts);
     free(head);
+    free(sorted);
     return NULL;
   }
   image_head h = {IMAGE_MAGIC, m->file_id, nc, n_hashes};
@@ -117,7 +128,7 @@ onnx_image_part *onnx_image_parts(const onnx_model *m, onnx_image_hash_rec *hash
   int n = 0;
   parts[n++] = (onnx_image_part){head, (size_t)off};
   for (size_t i = 0; i < nc; i++) {
-    const onnx_copy *c = &m->copies[i];
+    const onnx_copy *c = &sorted[i];
     copy_rec r = {c->file_off, c->nbytes, off};
     memcpy(head + sizeof h + i * sizeof r, &r, sizeof r);
     parts[n++] = (onnx_image_part){c->data, c->nbytes};
@@ -125,6 +136,7 @@ onnx_image_part *onnx_image_parts(const onnx_model *m, onnx_image_hash_rec *hash
     if (end > off + c->nbytes) parts[n++] = (onnx_image_part){zeros, (size_t)(end - off - c->nbytes)};
     off = end;
   }
+  free(sorted);
   *n_parts = n;
   return parts;
 }

@@ -50,7 +50,7 @@ typedef struct onnx_model {
   uint64_t file_id;
   /* With an image source: the image used (NULL: none) and the initializers
    * viewed in it; else the copies an image would hold (file_id != 0, at
-   * least ONNX_IMAGE_MIN_BYTES each, in file order; owned array). */
+   * least ONNX_IMAGE_MIN_BYTES each, in import order; owned array). */
   const void *image;
   size_t image_len;
   void (*image_release)(const void *img, size_t len);

@@ -46,7 +46,6 @@ smelt_status session_compiler_create(smelt_session *s, session_compiler **out) {
       return st;
     }
     prep_store_set_hash_memo(sc->prep, s->model->weight_hashes);
-    prep_store_set_hash_memo(sc->prep, s->model->weight_hashes);
     sc->prep_if = weight_store_over(sc->prep);
     sc->op_cache->store = &sc->prep_if;
   }
