@@ -369,6 +369,9 @@ static smelt_status put_allowed(const smelt_cache *c, const char *kind, size_t l
   if (!cache_kind_ok(kind))
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "cache_put: kind %s is not 1 to 32 letters, digits, '_' or '-'",
                    q(kind));
+  if (len > DATA_MAX) /* never read back (open_entry): not written either */
+    return err_set(SMELT_ERR_IO, "a '%s' cache entry of %zu bytes is over the cache's limit of %zu bytes per entry",
+                   kind, len, DATA_MAX);
   if (c->max_bytes && (len > c->max_bytes || c->max_bytes - len < META_MAX))
     return err_set(SMELT_ERR_IO, "a '%s' cache entry of %zu bytes does not fit the cache's cap of %" PRIu64
                    " MB (SMELT_CACHE_MAX_MB)", kind, len, c->max_bytes >> 20);

@@ -17,7 +17,8 @@
  * size, modification and change time (any write to the file changes the
  * change time; a replaced file is another inode; see checked.h).
  *
- * Size: SMELT_CACHE_MAX_MB caps the bytes of the entries' files (default
+ * Size: an entry is at most 1 GiB (a larger one is neither written nor
+ * read).  SMELT_CACHE_MAX_MB caps the bytes of the entries' files (default
  * 2048; 0 = unlimited; anything but a whole number turns the cache off with
  * a warning, so that a cap meant to bound the disk is never ignored).  A hit
  * touches the entry's meta (its mtime is the entry's last use, updated at

@@ -269,6 +269,10 @@ static void test_put_parts(void) {
       free(d);
     }
   }
+  /* over 1 GiB: refused before anything is read or written */
+  cache_part huge = {all, ((size_t)1 << 30) + 1};
+  cache_key kh = key_of("huge");
+  CHECK(cache_put_parts(&c, &kh, "prep", &huge, 1) == SMELT_ERR_IO && strstr(smelt_last_error(), "per entry"));
   free(all);
 }
 
