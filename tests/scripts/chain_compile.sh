@@ -22,3 +22,5 @@ export SMELT_CACHE=off
 out=$("$smelt" compile "$dir/chain3/model.onnx" --explain)
 echo "$out" | grep -q '^fused groups: 1 -> 1 generated kernels' || { echo "FAIL: smelt compile --explain: $out"; exit 1; }
 echo "$out" | grep -q "^  kernel 0 over \[4\], 3 nodes" || { echo "FAIL: smelt compile --explain: $out"; exit 1; }
+# ... and, with the cache off, that no image of the model file is kept
+echo "$out" | grep -q '^model image: not kept' || { echo "FAIL: smelt compile --explain (model image): $out"; exit 1; }

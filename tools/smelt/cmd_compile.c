@@ -86,6 +86,18 @@ static void print_report(const smelt_session *s, const compile_report *r) {
   } else {
     printf("cache: off (%s)\n", sc->cache.why_off);
   }
+  /* the model file's image (session/model_image.c) */
+  const onnx_model *o = s->model->onnx;
+  double copied = 0;
+  for (int i = 0; i < o->n_copies; i++) copied += (double)o->copies[i].nbytes;
+  if (o->image)
+    printf("model image: %d misaligned weights viewed in the cache's image of this file, initializer hashes "
+           "taken from it\n", o->n_imaged);
+  else if (s->model->on_free)
+    printf("model image: none yet; %d misaligned weights copied (%.2f MB); one is being written for the next load\n",
+           o->n_copies, copied / (1 << 20));
+  else
+    printf("model image: not kept (cache off, SMELT_CACHE_WEIGHTS=off, or a model not loaded from a file)\n");
 }
 
 int cmd_compile(int argc, char **argv) {
