@@ -348,7 +348,7 @@ void cache_map(const smelt_cache *c, smelt_pool *pool, const cache_key *k, const
     map_checks++;
     checked_note(k, kind, &ds, sum);
     /* the next processes of this boot need not check it again: best effort */
-    (void)write_meta(c, k, kind, size, sum, &ds, NULL);
+    if (checked_can_note()) (void)write_meta(c, k, kind, size, sum, &ds, NULL);
   }
   *data = m;
   *len = size;
@@ -465,13 +465,7 @@ smelt_status cache_put_parts(const smelt_cache *c, const cache_key *k, const cha
   char *tmp;
   TRY(file_create_temp(dpath, O_WRONLY, &fd, &tmp));
   int e = 0;
-  for (int i = 0; i < n && !e; i++)
-    for (size_t done = 0; done < parts[i].len && !e;) {
-      ssize_t w = write(fd, (const uint8_t *)parts[i].data + done, parts[i].len - done);
-      if (w > 0) done += (size_t)w;
-      else if (w < 0 && errno != EINTR) e = errno;
-      else if (!w) e = EIO;
-    }
+  for (int i = 0; i < n && !e; i++) e = file_write_fd(fd, parts[i].data, parts[i].len);
   if (close(fd) && !e) e = errno;
   /* no fsync, as cache_put: a torn entry fails its size or checksum check */
   if (!e && rename(tmp, dpath)) e = errno;

@@ -97,8 +97,10 @@ static int ident_text(const struct stat *st, char *buf, size_t n) {
                   (long)st->st_ctim.tv_nsec);
 }
 
+bool checked_can_note(void) { return this_boot()[0] != 0; }
+
 size_t checked_meta_line(const struct stat *st, char *buf, size_t n) {
-  if (!this_boot()[0]) return 0;
+  if (!checked_can_note()) return 0;
   char id[256];
   ident_text(st, id, sizeof id);
   int w = snprintf(buf, n, "checked %s\n", id);
@@ -106,7 +108,7 @@ size_t checked_meta_line(const struct stat *st, char *buf, size_t n) {
 }
 
 bool checked_meta_says(const char *meta, const struct stat *st) {
-  if (!this_boot()[0]) return false;
+  if (!checked_can_note()) return false;
   const char *p = strstr(meta, "\nchecked ");
   if (!p) return false;
   p += strlen("\nchecked ");

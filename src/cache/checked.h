@@ -34,6 +34,8 @@ void checked_note(const cache_key *k, const char *kind, const struct stat *st, u
 /* Forgets every note of this process (tests: as a new process would start). */
 void checked_forget(void);
 
+/* Whether this system has a boot id to note (else no meta carries a note). */
+bool checked_can_note(void);
 /* The meta's note line for data file st ("checked BOOT DEV INO SIZE
  * MTIME CTIME\n") into buf: its length, or 0 without a boot id (or room). */
 size_t checked_meta_line(const struct stat *st, char *buf, size_t n);

@@ -308,9 +308,12 @@ static int slot_of(const prep_store *s, const void *buf) {
 void prep_store_commit(prep_store *s, smelt_pool *pool, const prep_key *k, void *buf) {
   pthread_mutex_lock(&s->mu);
   int slot = slot_of(s, buf);
+  bool anon = slot >= 0 && s->slots[slot].anon;
   pthread_mutex_unlock(&s->mu);
   if (slot < 0) return;
-  mprotect(buf, k->len, PROT_READ); /* filled: read-only from now on, like a mapped entry */
+  /* filled: read-only from now on, like a mapped entry (cache_commit does
+   * it for a cache file) */
+  if (anon) mprotect(buf, k->len, PROT_READ);
   if (s->sync || !enqueue(s, k, buf, slot)) write_entry(s, pool, k, buf, slot);
 }
 

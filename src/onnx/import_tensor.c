@@ -239,8 +239,9 @@ static bool image_worthy(const onnx_imp *c, const uint8_t *p, size_t nbytes, uin
   return true;
 }
 
-/* Lists a copy for the image a later load may view (false without memory:
- * then no image is made, which only costs the next load its copies). */
+/* Lists a copy for the image a later load may view (without memory, the
+ * list is given up: the image then holds no copies, which only costs the
+ * next load its copies). */
 static void note_copy(onnx_model *m, uint64_t off, const tensor *t) {
   if (m->n_copies == m->cap_copies) {
     int cap = m->cap_copies ? 2 * m->cap_copies : 64;

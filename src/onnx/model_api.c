@@ -7,8 +7,8 @@
 
 #include "onnx/model_internal.h"
 #include "ops/infer.h"
-#include "util/err.h"
 #include "onnx/image.h"
+#include "util/err.h"
 #include "util/hash_memo.h"
 #include "util/ro_map.h"
 
@@ -42,6 +42,10 @@ static void bytes_free(void *p, size_t mapped_len) {
 
 bool model_hash_listed(const tensor *t) { return t && t->data && t->nbytes >= MODEL_MEMO_MIN_BYTES; }
 
+bool model_image_hashes(const ir_value *v) {
+  return model_hash_listed(v->constant) && (v->flags & IR_VALUE_INITIALIZER) && v->name;
+}
+
 /* Lists the constants; with an image (onnx/image.h), the initializers'
  * hashes it keeps are remembered at once: a session keys their prepared
  * forms without reading them. */
@@ -55,8 +59,7 @@ static hash_memo *list_constants(const onnx_model *onnx) {
   for (int v = 0; m && onnx->image && v < g->n_values; v++) {
     const ir_value *val = &g->values[v];
     uint64_t h;
-    if (model_hash_listed(val->constant) && (val->flags & IR_VALUE_INITIALIZER) && val->name &&
-        onnx_image_hash(onnx->image, val->name, val->constant->nbytes, &h))
+    if (model_image_hashes(val) && onnx_image_hash(onnx->image, val->name, val->constant->nbytes, &h))
       hash_memo_set(m, val->constant->data, val->constant->nbytes, HASH_MEMO_CONTENT, h);
   }
   return m;

@@ -24,6 +24,9 @@ struct smelt_model {
  * more (what the prepared-weight store keys packed weights by). */
 #define MODEL_MEMO_MIN_BYTES ((size_t)4 << 10)
 bool model_hash_listed(const tensor *t);
+/* Whether v is an initializer whose hash a model file's image keeps (by
+ * name): what the image's writer stores and a load looks up. */
+bool model_image_hashes(const ir_value *v);
 
 /* smelt_model_load with an image source (NULL: none; onnx/image.h).
  * smelt_model_load itself is session/model_image.c's: it brings the

@@ -32,10 +32,6 @@
 
 #define IMAGE_KIND "weight-image"
 
-typedef struct image_cache {
-  smelt_cache cache;
-} image_cache;
-
 static cache_key image_key(uint64_t file_id) {
   key_hasher h;
   key_init(&h);
@@ -46,11 +42,11 @@ static cache_key image_key(uint64_t file_id) {
 }
 
 static bool find_image(void *self, uint64_t file_id, const void **img, size_t *len) {
-  image_cache *ic = self;
+  const smelt_cache *c = self;
   cache_key k = image_key(file_id);
   bool hit;
   char why[1400];
-  cache_map(&ic->cache, NULL, &k, IMAGE_KIND, img, len, &hit, why, sizeof why);
+  cache_map(c, NULL, &k, IMAGE_KIND, img, len, &hit, why, sizeof why);
   return hit;
 }
 
@@ -72,7 +68,7 @@ static onnx_image_hash_rec *initializer_hashes(const smelt_model *m, size_t *n) 
   for (int v = 0; r && v < g->n_values; v++) {
     const ir_value *val = &g->values[v];
     const tensor *t = val->constant;
-    if (!model_hash_listed(t) || !(val->flags & IR_VALUE_INITIALIZER) || !val->name) continue;
+    if (!model_image_hashes(val)) continue;
     uint64_t h;
     if (!hash_memo_get(m->weight_hashes, t->data, t->nbytes, HASH_MEMO_CONTENT, &h)) {
       h = cache_checksum_pool(NULL, t->data, t->nbytes);
@@ -132,12 +128,12 @@ static void start_writer(smelt_model *m, const smelt_cache *c) {
 }
 
 smelt_status smelt_model_load(const char *path, smelt_model **out) {
-  image_cache ic;
+  smelt_cache c;
   bool warn = false;
-  cache_open(&ic.cache, NULL, &warn); /* a cache that is off is simply not used */
-  if (!ic.cache.enabled || !env_flag_on("SMELT_CACHE_WEIGHTS")) return model_load_path(path, NULL, out);
-  onnx_image_source src = {&ic, find_image, release_image};
+  cache_open(&c, NULL, &warn); /* a cache that is off is simply not used */
+  if (!c.enabled || !env_flag_on("SMELT_CACHE_WEIGHTS")) return model_load_path(path, NULL, out);
+  onnx_image_source src = {&c, find_image, release_image};
   smelt_status s = model_load_path(path, &src, out);
-  if (!s && !(*out)->onnx->image && (*out)->onnx->file_id) start_writer(*out, &ic.cache);
+  if (!s && !(*out)->onnx->image && (*out)->onnx->file_id) start_writer(*out, &c);
   return s;
 }

@@ -133,7 +133,8 @@ static void sync_parent_dir(const char *path) {
   free(dir);
 }
 
-static int write_full(int fd, const uint8_t *p, size_t len) {
+int file_write_fd(int fd, const void *buf, size_t len) {
+  const uint8_t *p = buf;
   while (len) {
     ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
     if (w < 0 && errno == EINTR) continue;
@@ -181,7 +182,7 @@ smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool
   int fd;
   TRY(file_create_temp(path, O_WRONLY, &fd, &tmp));
   const char *step = "writing";
-  int e = write_full(fd, buf, len);
+  int e = file_write_fd(fd, buf, len);
   if (!e && durable && fsync(fd)) e = errno, step = "syncing";
   if (close(fd) && !e) e = errno, step = "closing";
   if (e) {

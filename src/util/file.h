@@ -41,5 +41,8 @@ smelt_status file_write_temp(const char *path, const void *buf, size_t len, bool
  * caller renames or unlinks it and frees the name). */
 smelt_status file_create_temp(const char *path, int access, int *fd, char **tmp);
 void file_sync_dir_of(const char *path);
+/* Writes all of buf[0..len) to fd (retrying short writes and EINTR): 0, or
+ * the errno that stopped it (ENOSPC for a write of nothing). */
+int file_write_fd(int fd, const void *buf, size_t len);
 
 #endif

@@ -95,7 +95,7 @@ static void print_report(const smelt_session *s, const compile_report *r) {
            "taken from it\n", o->n_imaged);
   else if (s->model->on_free)
     printf("model image: none yet; %d misaligned weights copied (%.2f MB); one is being written for the next load\n",
-           o->n_copies, copied / (1 << 20));
+           o->n_copies > 0 ? o->n_copies : 0, copied / (1 << 20));
   else
     printf("model image: not kept (cache off, SMELT_CACHE_WEIGHTS=off, or a model not loaded from a file)\n");
 }
