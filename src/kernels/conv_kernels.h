@@ -22,6 +22,9 @@ typedef struct pool_row_geom {
 #define CONV_DIRECT_MAX_NV 4
 /* dw3d_plane: output rows of at most this many vectors */
 #define CONV_DW3D_MAX_NV 8
+/* max_pool_plane_k3s2 keeps an output row's column maxes in registers up to
+ * this many output vectors (AVX-512) */
+#define CONV_POOL_PLANE_NV 3
 
 typedef struct conv_kernels {
   isa_level isa;
@@ -185,6 +188,10 @@ typedef struct conv_kernels {
    * it (room: g->pl + g->W + 2 * g->OW + 4 * vl floats, rounded up). */
   void (*max_pool_row_k3s2)(const float *x, int64_t xs, int64_t rows, const struct pool_row_geom *g,
                             float *tp, float *y, int64_t cap);
+  /* max_pool_row_k3s2 over every output row of a plane (OH rows, H input
+   * rows, top pad pt; rows 2 * oh - pt .. + 2 inside [0, H)); tp as there. */
+  void (*max_pool_plane_k3s2)(const float *x, int64_t H, int64_t pt, const struct pool_row_geom *g, float *tp,
+                              float *y, int64_t OH);
   void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
                        float s, float *y, int64_t n, int64_t cap);
   /* sum of x[0..n) in double (vector partial sums over short blocks) */

@@ -1,5 +1,7 @@
-/* Vectorized 2-D pooling, planes in parallel.  (Max over output rows of
- * at most one vector runs blocked: maxb_run below.)
+/* Vectorized 2-D pooling, planes in parallel.  (3x3/2 max pools over
+ * output rows of up to three vectors run a plane per call at AVX-512:
+ * plane_k3s2_fits; other max pools over output rows of at most one vector
+ * run blocked: maxb_run below.)
  *
  * Max is separable: per output row, the max down the window's input rows
  * (max_rows, whole vectors along the row), then that one row split into
@@ -56,6 +58,10 @@ static void max_planes(void *vctx, int64_t q0, int64_t q1) {
   for (int64_t q = q0; q < q1; q++) {
     const float *x = j->X + q * d->H * d->W;
     float *y = j->Y + q * d->OH * d->OW;
+    if (k3s2 && d->KH == 3 && d->sh == 2 && d->dh == 1) { /* the plane in one call */
+      j->k->max_pool_plane_k3s2(x, d->H, d->pt, &j->row, t, y, d->OH);
+      continue;
+    }
     for (int64_t oh = 0; oh < d->OH; oh++) { /* in order: a row may spill onto the next */
       int64_t st = oh * d->sh - d->pt;       /* input row of tap 0; taps inside: [k0, k1) */
       int64_t k0 = ceil_div0(-st, d->dh), k1 = ceil_div0(d->H - st, d->dh);
@@ -186,6 +192,18 @@ static void maxb_blocks(void *vctx, int64_t u0, int64_t u1) {
   tensor_data_free(buf);
 }
 
+/* Whether a 3x3/2 max pool (no dilation) runs a plane per call in
+ * registers (conv_kernels.h: max_pool_plane_k3s2, AVX-512, output rows of
+ * up to CONV_POOL_PLANE_NV vectors).  Measured (1 thread, hot, against the
+ * row form / the blocked form): 256 ch 27x27 -> 13x13 0.022 / 0.043 /
+ * 0.045 ms, 512 ch 14 -> 7 0.021 / 0.042 / 0.023, 96 ch 28 -> 14 0.009 /
+ * 0.018 / 0.021, 128 ch 55 -> 27 0.044 / 0.069, 256 ch 56 -> 28 0.146 /
+ * 0.158; at 4 vectors (112 -> 56) it was no faster than the row form. */
+static bool plane_k3s2_fits(const pool2d_desc *d, const conv_kernels *k) {
+  return d->is_max && k->isa == ISA_AVX512 && d->KH == 3 && d->KW == 3 && d->sh == 2 && d->sw == 2 &&
+         d->dh == 1 && d->dw == 1 && d->OW <= CONV_POOL_PLANE_NV * k->vl;
+}
+
 /* Output rows of at most one vector, and windows of at most 64 taps.
  * Measured, 3x3/2 pools, blocked against the row form (1 thread / 2
  * threads, AVX-512, 2-core Emerald Rapids): 512ch 14x14 -> 7x7 0.32 /
@@ -194,7 +212,7 @@ static void maxb_blocks(void *vctx, int64_t u0, int64_t u1) {
  * fill whole vectors and the transposes cost more than they save. */
 static bool maxb_fits(const pool2d_desc *d, const conv_kernels *k) {
   int vl = k->vl;
-  return d->is_max && vl > 1 && vl <= 16 && d->OW <= vl && d->KH * d->KW <= 64;
+  return d->is_max && vl > 1 && vl <= 16 && d->OW <= vl && d->KH * d->KW <= 64 && !plane_k3s2_fits(d, k);
 }
 
 static smelt_status maxb_run(smelt_pool *pool, const pool2d_desc *d, const conv_kernels *k, const float *X,

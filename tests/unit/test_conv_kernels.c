@@ -389,6 +389,20 @@ static void pool_cases(smelt_pool *pool) {
       check_pool(v, pool);
       v = base, v.C = 5, v.H = 6, v.W = 2, v.pt = v.pl = 0, v.pb = v.pr = 0;
       check_pool(v, pool);
+      /* 3x3/2 a plane per call (max_pool_plane_k3s2): output rows of
+       * exactly 1, 2 and 3 vectors and one past them (15, 16, 32, 48, 49
+       * outputs), begin pads of 0-2, a ceil overhang, planes of 2-4 rows
+       * (windows cut by both pads), a window in the padding only */
+      {
+        static const int64_t geo[][5] = {{31, 31, 0, 0, 0}, {33, 9, 0, 0, 0}, {64, 64, 1, 1, 1},
+                                         {96, 7, 1, 1, 1},  {97, 6, 0, 0, 0}, {95, 3, 1, 1, 2},
+                                         {40, 2, 2, 2, 2},  {17, 4, 2, 0, 3}};
+        for (size_t g = 0; g < sizeof geo / sizeof *geo; g++) {
+          v = base, v.C = 3, v.W = geo[g][0], v.H = geo[g][1], v.pl = v.pr = geo[g][2], v.pt = geo[g][3];
+          v.pb = geo[g][4];
+          check_pool(v, pool);
+        }
+      }
     }
   /* global average: planes of 1, 49, 37 and 1000 values */
   int64_t sizes[] = {1, 49, 37, 1000, 4099};
