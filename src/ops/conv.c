@@ -692,12 +692,45 @@ smelt_status conv_op_prepare(op_ctx *c) {
   return SMELT_OK;
 }
 
+bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
+  if (nd->n_inputs < 4 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->inputs[1] < 0 || nd->inputs[3] < 0)
+    return false;
+  const ir_value *xv = &g->values[nd->inputs[0]], *wv = &g->values[nd->inputs[1]];
+  if (xv->dtype != SMELT_F32 || wv->dtype != SMELT_F32 || xv->rank < 3 || wv->rank != xv->rank) return false;
+  for (int i = 0; i < xv->rank; i++)
+    if (!dim_known(xv->dims[i]) || !dim_known(wv->dims[i])) return false;
+  tensor x, w, y, *in[2] = {&x, &w}, *out[1] = {&y};
+  tensor_view(&x, xv->dtype, xv->rank, xv->dims, NULL);
+  tensor_view(&w, wv->dtype, wv->rank, wv->dims, NULL);
+  memset(&y, 0, sizeof y);
+  op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = 2, .n_out = 1, .in = in, .out = out,
+              .static_infer = true};
+  conv_geom cg = {0};
+  if (conv_plan(&c, &cg)) {
+    err_clear();
+    return false;
+  }
+  return !conv_bf16_for(&c, &cg) && conv_pw_route(&cg);
+}
+
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
                              const float *B, float *Y, const conv_epilogue *ep) {
   bool bf16 = conv_bf16_for(c, g); /* conv_fast takes it */
   conv_geom g2;
+  bool pw = !bf16 && conv_pw_route(g);
+  if (ep->residual == Y && !pw) { /* an output over its residual (conv_residual_in_place) off the 1x1 route */
+    size_t bytes = sizeof(float) * (size_t)(g->N * g->M * g->S_out);
+    float *r = tensor_data_alloc(bytes ? bytes : sizeof(float));
+    if (!r) return err_nomem("conv residual", bytes);
+    memcpy(r, Y, bytes);
+    conv_epilogue e2 = *ep;
+    e2.residual = r;
+    smelt_status st = conv_f32(c, g, X, W, B, Y, &e2);
+    tensor_data_free(r);
+    return st;
+  }
   if (!bf16 && c->cache && conv_pw_subsample(g, &g2)) return conv_subsampled(c, g, &g2, X, W, B, Y, ep);
-  if (!bf16 && conv_pw_route(g)) return conv_pw_run(c, g, X, W, B, ep, Y);
+  if (pw) return conv_pw_run(c, g, X, W, B, ep, Y);
   const gemm_packed *wt = !bf16 && W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
   if (wt) return conv_pw_t_ep(c, g, g->C, X, W, wt, B, ep, Y);
   const gemm_packed *wc = !bf16 && W == c->in[1]->data ? conv_col_t_weights(c, g) : NULL;

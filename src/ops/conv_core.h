@@ -19,6 +19,13 @@ smelt_status conv_op_infer(op_ctx *c);
 smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e);
 /* op_def.prepare of Conv and smelt.Conv: the fast kernel's weights into the cache. */
 smelt_status conv_op_prepare(op_ctx *c);
+/* Whether a smelt.Conv node of graph g (its input and weight shapes known)
+ * takes the 1x1 route, whose kernels read each residual value just before
+ * they write its output over it: compile/schedule.c then gives the output
+ * the residual's buffer when the residual is last read there.  On any
+ * other route conv_op_run, handed such an output, copies the residual
+ * aside first, so a wrong answer here costs a copy, never a wrong result. */
+bool conv_residual_in_place(const ir_graph *g, const ir_node *nd);
 /* op_describe_fn of Conv and smelt.Conv: the geometry, the element type and
  * the kernel conv_op_run takes ("1x1 pointwise on X in place", "winograd
  * F(4x4,3x3)", "bf16 on AMX tiles", ...). */
