@@ -1137,6 +1137,20 @@ static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(vmax_cols)(const float *x, int64_t
 }
 #endif
 
+#if SIMD_LEVEL == 2
+/* The 3-tap stride-2 window maxes of VL outputs from three consecutive
+ * vectors of column maxes c0, c1, c2 (output i: columns 2i, 2i + 1, 2i + 2
+ * of c0 c1 and the first lane of c2): the even, odd and next even values
+ * (max(x, acc) order, as the reference's). */
+static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(k3s2_vec)(vf c0, vf c1, vf c2) {
+  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  vf e = _mm512_permutex2var_ps(c0, ev, c1), od = _mm512_permutex2var_ps(c0, odd, c1);
+  vf e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(c2), _mm512_castps_si512(e), 1));
+  return v_max(e2, v_max(od, v_max(e, v_set1(-INFINITY))));
+}
+#endif
+
 /* max_pool_row for 3 taps at stride 2 (g->KW == 3, g->sw == 2, no
  * dilation: the pools of squeezenet and resnet): the window max of the
  * vertical max t padded with -inf in place (tp[pl + i] = t[i]), read as
@@ -1155,16 +1169,12 @@ static SIMD_TARGET void SIMD_NAME(max_pool_row_k3s2)(const float *x, int64_t xs,
    * which is the next output vector's first: each column's vertical max is
    * taken once, and nothing is stored and read back (a read of a vector
    * across two just-stored ones waits for both stores to retire). */
-  (void)tp, (void)j;
-  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  (void)tp, (void)j, (void)ninf;
   vf v0 = SIMD_NAME(vmax_cols)(x, xs, rows, -pl, W);
   for (int64_t o = 0; o < OW; o += VL) {
     int64_t base = 2 * o - pl;
     vf v1 = SIMD_NAME(vmax_cols)(x, xs, rows, base + VL, W), v2 = SIMD_NAME(vmax_cols)(x, xs, rows, base + 2 * VL, W);
-    vf e = _mm512_permutex2var_ps(v0, ev, v1), od = _mm512_permutex2var_ps(v0, odd, v1);
-    vf e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(e), 1));
-    vf m = v_max(e2, v_max(od, v_max(e, ninf)));
+    vf m = SIMD_NAME(k3s2_vec)(v0, v1, v2);
     int r = OW - o < VL ? (int)(OW - o) : VL;
     SIMD_NAME(store_tail)(y + o, m, r, cap - o);
     v0 = v2;
@@ -1213,8 +1223,6 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(k3s2_plane_nv)(const float *x, i
                                                               int64_t pl, const vlm *m, const vlm *st_m,
                                                               float *y, int64_t OH, int64_t OW, const int NV) {
   const vf ninf = v_set1(-INFINITY);
-  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   for (int64_t oh = 0; oh < OH; oh++) {
     int64_t st = 2 * oh - pt, k0 = st < 0 ? -st : 0, k1 = H - st < 3 ? H - st : 3;
     const float *xr = x + (st + k0) * W - pl;
@@ -1231,12 +1239,8 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(k3s2_plane_nv)(const float *x, i
         for (int64_t r = 0; r < k1 - k0; r++) col[i] = v_max(_mm512_mask_loadu_ps(ninf, m[i], xr + r * W + i * VL), col[i]);
       }
     }
-    for (int v = 0; v < NV; v++) {
-      vf e = _mm512_permutex2var_ps(col[2 * v], ev, col[2 * v + 1]);
-      vf od = _mm512_permutex2var_ps(col[2 * v], odd, col[2 * v + 1]);
-      vf e2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(col[2 * v + 2]), _mm512_castps_si512(e), 1));
-      _mm512_mask_storeu_ps(y + oh * OW + v * VL, st_m[v], v_max(e2, v_max(od, v_max(e, ninf))));
-    }
+    for (int v = 0; v < NV; v++)
+      _mm512_mask_storeu_ps(y + oh * OW + v * VL, st_m[v], SIMD_NAME(k3s2_vec)(col[2 * v], col[2 * v + 1], col[2 * v + 2]));
   }
 }
 #endif
