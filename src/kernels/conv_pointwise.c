@@ -9,7 +9,8 @@
  * multiply-adds rather than on copying the B panel and a second pass over
  * Y for the epilogue.  Work items are (image, block of pixels, chunk of
  * output-channel panels): a block's K x PB slice of X stays in L1 while
- * every panel of W passes over it. */
+ * every panel of W passes over it (in L2 for an expansion, whose longer
+ * blocks stream Y better: pw_run). */
 #include <math.h>
 #include <stdlib.h>
 
