@@ -1243,42 +1243,30 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(k3s2_plane_nv)(const float *x, i
       _mm512_mask_storeu_ps(y + oh * OW + v * VL, st_m[v], SIMD_NAME(k3s2_vec)(col[2 * v], col[2 * v + 1], col[2 * v + 2]));
   }
 }
-#endif
 
-/* max_pool_row_k3s2 over a whole plane (conv_kernels.h: max_pool_plane_k3s2):
- * the loop over output rows inside the kernel.  At AVX-512, on rows of up
- * to CONV_POOL_PLANE_NV output vectors, each column load's lane mask is
- * made once a plane and an output row's column maxes stay in registers
- * (k3s2_plane_nv): squeezenet's 256 ch 27x27 -> 13x13 ran 19 us against
- * 43-45 for the row form (a call per row, its constants and masks made
- * again each time) and the blocked form (1 thread, hot).  The other
- * levels, and wider rows, call the row form per row. */
+/* A 3x3/2 max pool over a whole plane (conv_kernels.h: max_pool_plane_k3s2,
+ * AVX-512 only): the loop over output rows inside the kernel, each column
+ * load's lane mask made once a plane and an output row's column maxes in
+ * registers (k3s2_plane_nv), for rows of up to CONV_POOL_PLANE_NV output
+ * vectors.  squeezenet's 256 ch 27x27 -> 13x13 ran 19 us against 43-45 for
+ * the row form (a call per row, its constants and masks made again each
+ * time) and the blocked form (1 thread, hot). */
 static SIMD_TARGET void SIMD_NAME(max_pool_plane_k3s2)(const float *x, int64_t H, int64_t pt,
-                                                       const pool_row_geom *g, float *tp, float *y,
-                                                       int64_t OH) {
-  int64_t W = g->W, OW = g->OW;
-#if SIMD_LEVEL == 2
-  int64_t nv = conv_cdiv(OW, VL);
-  if (nv <= CONV_POOL_PLANE_NV) {
-    vlm m[2 * CONV_POOL_PLANE_NV + 1], st_m[CONV_POOL_PLANE_NV];
-    for (int64_t i = 0; i <= 2 * nv; i++) {
-      int64_t c0 = i * VL - g->pl, lo = c0 < 0 ? -c0 : 0, hi = W - c0 < VL ? W - c0 : VL;
-      m[i] = lo < hi ? v_lanes((int)lo, (int)hi) : 0;
-    }
-    for (int64_t v = 0; v < nv; v++) st_m[v] = v_lanes(0, OW - v * VL < VL ? (int)(OW - v * VL) : VL);
-    switch (nv) {
-    case 1: SIMD_NAME(k3s2_plane_nv)(x, H, pt, W, g->pl, m, st_m, y, OH, OW, 1); return;
-    case 2: SIMD_NAME(k3s2_plane_nv)(x, H, pt, W, g->pl, m, st_m, y, OH, OW, 2); return;
-    default: SIMD_NAME(k3s2_plane_nv)(x, H, pt, W, g->pl, m, st_m, y, OH, OW, 3); return;
-    }
+                                                       const pool_row_geom *g, float *y, int64_t OH) {
+  int64_t W = g->W, OW = g->OW, nv = conv_cdiv(OW, VL);
+  vlm m[2 * CONV_POOL_PLANE_NV + 1], st_m[CONV_POOL_PLANE_NV];
+  for (int64_t i = 0; i <= 2 * nv; i++) {
+    int64_t c0 = i * VL - g->pl, lo = c0 < 0 ? -c0 : 0, hi = W - c0 < VL ? W - c0 : VL;
+    m[i] = lo < hi ? v_lanes((int)lo, (int)hi) : 0;
   }
-#endif
-  for (int64_t oh = 0; oh < OH; oh++) { /* in order: a row may spill onto the next */
-    int64_t st = 2 * oh - pt, k0 = st < 0 ? -st : 0, k1 = H - st < 3 ? H - st : 3;
-    int64_t rows = k1 > k0 ? k1 - k0 : 0;
-    SIMD_NAME(max_pool_row_k3s2)(rows ? x + (st + k0) * W : x, W, rows, g, tp, y + oh * OW, (OH - oh) * OW);
+  for (int64_t v = 0; v < nv; v++) st_m[v] = v_lanes(0, OW - v * VL < VL ? (int)(OW - v * VL) : VL);
+  switch (nv) {
+  case 1: SIMD_NAME(k3s2_plane_nv)(x, H, pt, W, g->pl, m, st_m, y, OH, OW, 1); return;
+  case 2: SIMD_NAME(k3s2_plane_nv)(x, H, pt, W, g->pl, m, st_m, y, OH, OW, 2); return;
+  default: SIMD_NAME(k3s2_plane_nv)(x, H, pt, W, g->pl, m, st_m, y, OH, OW, 3); return;
   }
 }
+#endif
 
 static SIMD_TARGET void SIMD_NAME(pool_avg_row)(const float *p, const int64_t *off, int taps,
                                                 const float *scale, float s, float *y, int64_t n,
@@ -1347,7 +1335,9 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
     .pool_max_row = SIMD_NAME(pool_max_row),
     .max_pool_row = SIMD_NAME(max_pool_row),
     .max_pool_row_k3s2 = SIMD_NAME(max_pool_row_k3s2),
+#if SIMD_LEVEL == 2
     .max_pool_plane_k3s2 = SIMD_NAME(max_pool_plane_k3s2),
+#endif
     .pool_avg_row = SIMD_NAME(pool_avg_row),
     .row_sum = SIMD_NAME(row_sum),
 };

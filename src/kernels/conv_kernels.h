@@ -189,9 +189,11 @@ typedef struct conv_kernels {
   void (*max_pool_row_k3s2)(const float *x, int64_t xs, int64_t rows, const struct pool_row_geom *g,
                             float *tp, float *y, int64_t cap);
   /* max_pool_row_k3s2 over every output row of a plane (OH rows, H input
-   * rows, top pad pt; rows 2 * oh - pt .. + 2 inside [0, H)); tp as there. */
-  void (*max_pool_plane_k3s2)(const float *x, int64_t H, int64_t pt, const struct pool_row_geom *g, float *tp,
-                              float *y, int64_t OH);
+   * rows, top pad pt; rows 2 * oh - pt .. + 2 inside [0, H)), output rows
+   * of at most CONV_POOL_PLANE_NV vectors; NULL where a level has none
+   * (only AVX-512 does) */
+  void (*max_pool_plane_k3s2)(const float *x, int64_t H, int64_t pt, const struct pool_row_geom *g, float *y,
+                              int64_t OH);
   void (*pool_avg_row)(const float *p, const int64_t *off, int taps, const float *scale,
                        float s, float *y, int64_t n, int64_t cap);
   /* sum of x[0..n) in double (vector partial sums over short blocks) */

@@ -45,6 +45,18 @@ typedef struct pool_job {
 
 static int64_t ceil_div0(int64_t a, int64_t b) { return a > 0 ? (a + b - 1) / b : 0; }
 
+/* Whether a 3x3/2 max pool (no dilation) runs a plane per call in
+ * registers (conv_kernels.h: max_pool_plane_k3s2, AVX-512 only, output
+ * rows of up to CONV_POOL_PLANE_NV vectors).  Measured (1 thread, hot, against the
+ * row form / the blocked form): 256 ch 27x27 -> 13x13 0.022 / 0.043 /
+ * 0.045 ms, 512 ch 14 -> 7 0.021 / 0.042 / 0.023, 96 ch 28 -> 14 0.009 /
+ * 0.018 / 0.021, 128 ch 55 -> 27 0.044 / 0.069, 256 ch 56 -> 28 0.146 /
+ * 0.158; at 4 vectors (112 -> 56) it was no faster than the row form. */
+static bool plane_k3s2_fits(const pool2d_desc *d, const conv_kernels *k) {
+  return d->is_max && k->max_pool_plane_k3s2 && d->KH == 3 && d->KW == 3 && d->sh == 2 && d->sw == 2 &&
+         d->dh == 1 && d->dw == 1 && d->OW <= CONV_POOL_PLANE_NV * k->vl;
+}
+
 static void max_planes(void *vctx, int64_t q0, int64_t q1) {
   pool_job *j = vctx;
   const pool2d_desc *d = j->d;
@@ -55,11 +67,12 @@ static void max_planes(void *vctx, int64_t q0, int64_t q1) {
   }
   float *t = buf, *ph = buf + (d->W + 32) / 16 * 16; /* t: whole vectors of any ISA */
   bool k3s2 = d->KW == 3 && d->sw == 2 && d->dw == 1; /* t then holds the padded row (row_len) */
+  bool plane = plane_k3s2_fits(d, j->k);
   for (int64_t q = q0; q < q1; q++) {
     const float *x = j->X + q * d->H * d->W;
     float *y = j->Y + q * d->OH * d->OW;
-    if (k3s2 && d->KH == 3 && d->sh == 2 && d->dh == 1) { /* the plane in one call */
-      j->k->max_pool_plane_k3s2(x, d->H, d->pt, &j->row, t, y, d->OH);
+    if (plane) { /* the plane in one call */
+      j->k->max_pool_plane_k3s2(x, d->H, d->pt, &j->row, y, d->OH);
       continue;
     }
     for (int64_t oh = 0; oh < d->OH; oh++) { /* in order: a row may spill onto the next */
@@ -190,18 +203,6 @@ static void maxb_blocks(void *vctx, int64_t u0, int64_t u1) {
     k->blk_to_rows(obuf, d->OH * d->OW, dst, NULL);
   }
   tensor_data_free(buf);
-}
-
-/* Whether a 3x3/2 max pool (no dilation) runs a plane per call in
- * registers (conv_kernels.h: max_pool_plane_k3s2, AVX-512, output rows of
- * up to CONV_POOL_PLANE_NV vectors).  Measured (1 thread, hot, against the
- * row form / the blocked form): 256 ch 27x27 -> 13x13 0.022 / 0.043 /
- * 0.045 ms, 512 ch 14 -> 7 0.021 / 0.042 / 0.023, 96 ch 28 -> 14 0.009 /
- * 0.018 / 0.021, 128 ch 55 -> 27 0.044 / 0.069, 256 ch 56 -> 28 0.146 /
- * 0.158; at 4 vectors (112 -> 56) it was no faster than the row form. */
-static bool plane_k3s2_fits(const pool2d_desc *d, const conv_kernels *k) {
-  return d->is_max && k->isa == ISA_AVX512 && d->KH == 3 && d->KW == 3 && d->sh == 2 && d->sw == 2 &&
-         d->dh == 1 && d->dw == 1 && d->OW <= CONV_POOL_PLANE_NV * k->vl;
 }
 
 /* Output rows of at most one vector, and windows of at most 64 taps.
