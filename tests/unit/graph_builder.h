@@ -160,6 +160,39 @@ static inline compile_options gb_opts(gb_env *e, smelt_mode mode) {
   return o;
 }
 
+/* Runs g eagerly once and plan p `runs` times on the same inputs (p NULL:
+ * the eager run only); returns the worst error over outputs and runs (see
+ * gb_err), or 1e30 on any failure.  For plans whose arena is reused run
+ * after run. */
+static inline double gb_rerun(gb_env *env, const ir_graph *g, tensor *const *in, compiled_plan *p, int runs) {
+  int no = g->n_outputs;
+  tensor *ref = calloc((size_t)no, sizeof(tensor)), *got = calloc((size_t)no, sizeof(tensor));
+  eager_plan ep;
+  double worst = 1e30;
+  if (ref && got && eager_plan_build(g, &ep) == SMELT_OK) {
+    if (eager_run(&ep, env->pool, NULL, in, ref, NULL) == SMELT_OK) {
+      worst = 0;
+      for (int r = 0; p && r < runs && worst < 1e30; r++) {
+        if (plan_run(p, in, got) != SMELT_OK) {
+          fprintf(stderr, "gb_rerun: %s\n", smelt_last_error());
+          worst = 1e30;
+          break;
+        }
+        for (int k = 0; k < no; k++) {
+          double w = gb_err(&got[k], &ref[k], 1e-4, 1e-5);
+          if (w > worst) worst = w;
+          tensor_release(&got[k]);
+        }
+      }
+    }
+    eager_plan_free(&ep);
+  }
+  for (int k = 0; ref && k < no; k++) tensor_release(&ref[k]);
+  free(ref);
+  free(got);
+  return worst;
+}
+
 /* Runs g eagerly and compiled (options o) on the same inputs; returns the
  * worst error over outputs (see gb_err), or 1e30 on any failure. */
 static inline double gb_compare(gb_env *env, const ir_graph *g, tensor *const *in, const compile_options *o,

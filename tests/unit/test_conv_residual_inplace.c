@@ -73,18 +73,7 @@ static void run(int64_t N, int64_t C, int64_t H, int64_t K, smelt_mode mode, boo
   if (got_in_place != want)
     fprintf(stderr, "N=%lld C=%lld H=%lld K=%lld mode %d: in place %d, expected %d\n", (long long)N, (long long)C,
             (long long)H, (long long)K, mode, got_in_place, want);
-  eager_plan ep;
-  tensor ref = {0};
-  CHECK_OK(eager_plan_build(b.g, &ep));
-  CHECK_OK(eager_run(&ep, env.pool, NULL, pin, &ref, NULL));
-  for (int r = 0; p && r < 3; r++) {
-    tensor got = {0};
-    CHECK_OK(plan_run(p, pin, &got));
-    CHECK(gb_err(&got, &ref, 1e-4, 1e-5) <= 1);
-    tensor_release(&got);
-  }
-  tensor_release(&ref);
-  eager_plan_free(&ep);
+  CHECK(gb_rerun(&env, b.g, pin, p, 3) <= 1);
   compiled_plan_free(p);
   compile_report_free(&rep);
   tensor_release(&in);
