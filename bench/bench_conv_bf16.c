@@ -5,7 +5,9 @@
  * them alike.  Default shapes: ResNet-50's convolutions (C, M, input plane,
  * kernel, stride; the stem's 3 channels in the gathered form), batch 1.
  *
- * usage: bench_conv_bf16 [--threads N] [--reps R]
+ * usage: bench_conv_bf16 [--threads N] [--reps R] [--shapes C:M:H:K:S,...]
+ * (--shapes: these layers instead, square input plane H, kernel K x K,
+ * stride S, padding K/2)
  * The bf16 column runs on AMX, else vdpbf16ps (AVX512_BF16; SMELT_AMX=0
  * picks it on an AMX CPU); elsewhere it says n/a unless SMELT_CONV_BF16=1
  * (the scalar block kernel: a check, not a speed). */
@@ -33,13 +35,28 @@ static const layer resnet50[] = {
 };
 
 int main(int argc, char **argv) {
-  int threads = 1, reps = 21;
+  int threads = 1, reps = 21, bad = 0;
+  layer given[64];
+  const layer *layers = resnet50;
+  size_t n_layers = sizeof resnet50 / sizeof *resnet50;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--shapes")) {
+      n_layers = 0, layers = given;
+      for (const char *s = argv[i + 1]; *s && !bad; s += *s == ',') {
+        layer *l = &given[n_layers];
+        int used = 0;
+        long long c, m, h, k, st;
+        if (n_layers == 64 || sscanf(s, "%lld:%lld:%lld:%lld:%lld%n", &c, &m, &h, &k, &st, &used) != 5 || c < 1 ||
+            m < 1 || k < 1 || st < 1 || h < k)
+          bad = 1;
+        else *l = (layer){c, m, h, k, st}, n_layers++, s += used;
+      }
+    } else bad = 1;
   }
-  if (threads < 1 || reps < 1 || reps > 1000) {
-    fprintf(stderr, "usage: bench_conv_bf16 [--threads N] [--reps R]\n");
+  if (threads < 1 || reps < 1 || reps > 1000 || bad || !n_layers) {
+    fprintf(stderr, "usage: bench_conv_bf16 [--threads N] [--reps R] [--shapes C:M:H:K:S,...]\n");
     return 2;
   }
   isa_level isa = isa_active();
@@ -51,11 +68,11 @@ int main(int argc, char **argv) {
   }
   printf("threads %d, isa %s, bf16 on %s; median of %d runs\n", threads, isa_name(isa),
          !bf16 ? "n/a" : bf16dp_amx_hw(isa) ? "AMX" : bf16dp_hw(isa) ? "vdpbf16ps" : "the scalar kernel (forced)", reps);
-  printf("| C | M | plane | k | s | fp32 algo | fp32 ms | bf16 ms | bf16/fp32 speed-up | bf16 GMAC/s |\n");
-  printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  printf("| C | M | plane | k | s | fp32 algo | fp32 ms | bf16 ms | bf16/fp32 speed-up | bf16 GMAC/s | --precision bf16 runs |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   double sum32 = 0, sum16 = 0;
-  for (size_t li = 0; li < sizeof resnet50 / sizeof *resnet50; li++) {
-    const layer *l = &resnet50[li];
+  for (size_t li = 0; li < n_layers; li++) {
+    const layer *l = &layers[li];
     int64_t pad = l->K / 2, OH = (l->H + 2 * pad - l->K) / l->s + 1;
     conv2d_desc d = {.N = 1, .C = l->C, .H = l->H, .W = l->H, .M = l->M, .G = 1, .KH = l->K, .KW = l->K,
                      .OH = OH, .OW = OH, .sh = l->s, .sw = l->s, .dh = 1, .dw = 1, .pt = pad, .pl = pad};
@@ -84,8 +101,10 @@ int main(int argc, char **argv) {
     sum32 += m32, sum16 += m16;
     printf("| %lld | %lld | %lld | %lld | %lld | %s | %.3f | ", (long long)l->C, (long long)l->M, (long long)l->H,
            (long long)l->K, (long long)l->s, conv_algo_name(a32), m32);
-    if (w16) printf("%.3f | %.2fx | %.0f |\n", m16, m32 / m16, macs / (m16 * 1e-3) * 1e-9);
-    else printf("n/a | n/a | n/a |\n");
+    /* what a convolution marked bf16 runs (kernels/conv_bf16.h: by cost on vdpbf16ps) */
+    conv_algo pick = conv2d_select(&d, isa, threads, bf16 ? CONV_ALGO_BF16 : CONV_ALGO_AUTO, true);
+    if (w16) printf("%.3f | %.2fx | %.0f | %s |\n", m16, m32 / m16, macs / (m16 * 1e-3) * 1e-9, conv_algo_name(pick));
+    else printf("n/a | n/a | n/a | %s |\n", conv_algo_name(pick));
     conv2d_weights_free(w32), conv2d_weights_free(w16);
     free(X), free(W), free(Y), free(Bv);
   }

@@ -11,6 +11,10 @@
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
+/* Bytes of converted input a group of items shares (cb_item): a quarter
+ * of a 1 MiB L2, beside the weights and the output rows. */
+#define CB_GROUP_BYTES (256 << 10)
+
 /* x rounded up to a multiple of m */
 static int64_t round_up(int64_t x, int64_t m) { return conv_cdiv(x, m) * m; }
 
@@ -25,7 +29,8 @@ bool conv_bf16_channels(int64_t C, int64_t taps) {
  * the work by 10; 3 x 7 x 7 = 147 -> 160 adds 9%).  The fill gathers each
  * virtual channel's shifted input row; the weights are W as it lies
  * ([M][C*KH*KW], one tap). */
-static bool cb_gathered(const conv2d_desc *d) { return d->C < CONV_BF16_MIN_C; }
+bool conv_bf16_gathered(const conv2d_desc *d) { return d->C < CONV_BF16_MIN_C; }
+static bool cb_gathered(const conv2d_desc *d) { return conv_bf16_gathered(d); }
 
 bool conv_bf16_shape(const conv2d_desc *d) {
   return d->G == 1 && d->M >= 1 && conv_bf16_channels(d->C, d->KH * d->KW) &&
@@ -37,6 +42,11 @@ bool conv_bf16_wanted(isa_level isa) {
   if (e && !strcmp(e, "0")) return false;
   if (e && !strcmp(e, "1")) return true;
   return bf16dp_amx_hw(isa) || bf16dp_hw(isa);
+}
+
+bool conv_bf16_by_cost(isa_level isa) {
+  const char *e = getenv("SMELT_CONV_BF16");
+  return !(e && !strcmp(e, "1")) && !bf16dp_amx_hw(isa) && bf16dp_hw(isa);
 }
 
 int64_t conv_bf16_words(const conv2d_desc *d) {
@@ -162,7 +172,8 @@ void cb_items_scalar(void *ctx, int64_t it0, int64_t it1) {
   const cb_job *j = ctx;
   float acc[CB_BLOCK * CB_BLOCK];
   for (int64_t it = it0; it < it1; it++) {
-    int64_t mb = it / j->nfb, fb = it % j->nfb;
+    int64_t mb, fb;
+    cb_item(j, it, j->nmb, &mb, &fb);
     memset(acc, 0, sizeof acc);
     for (int64_t t = 0; t < j->taps; t++)
       for (int64_t q = 0; q < j->Cq; q++) {
@@ -202,6 +213,11 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
   j.L = j.Hq * j.Wq;
   if (j.L < j.nfb * CB_BLOCK + reach) j.L = j.nfb * CB_BLOCK + reach;
   j.L = round_up(j.L, 16); /* planes start on a cache line */
+  /* a group's position blocks of every channel pair (and phase) within
+   * CB_GROUP_BYTES, so that it stays in the core's L2 while each
+   * output-channel block passes over it (cb_item) */
+  int64_t block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * CB_BLOCK;
+  j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
   size_t xp_bytes = sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
   int64_t *toff = malloc(sizeof *toff * (size_t)j.taps);

@@ -61,6 +61,18 @@ bool conv_bf16_shape(const conv2d_desc *d);
  * AVX512_BF16 (bf16dp_hw), or everywhere with SMELT_CONV_BF16=1 (scalar
  * where neither is); never with SMELT_CONV_BF16=0. */
 bool conv_bf16_wanted(isa_level isa);
+/* Whether a convolution marked bf16 runs in bf16 only where the cost model
+ * (kernels/conv_select.c) prices it below the fp32 algorithm: on the
+ * vdpbf16ps kernel (no AMX, SMELT_CONV_BF16 not 1).  There bf16 does at
+ * most twice the fp32 FMA's multiply-adds (isa_bf16_dot_fast) and pays for
+ * converting the input, so fp32 Winograd (2.25-4x fewer products) and the
+ * direct fp32 stem beat it: 2-core Zen 4, 1 thread, resnet50's 3x3/1 layers
+ * 0.55-0.82x in bf16, the 3-channel 7x7/2 stem 0.65x, the other layers
+ * 1.3-2.3x.  On AMX (3.8x over those layers) and when forced, every marked
+ * convolution runs in bf16. */
+bool conv_bf16_by_cost(isa_level isa);
+/* The gathered form (C < CONV_BF16_MIN_C, kernels/conv_bf16.c). */
+bool conv_bf16_gathered(const conv2d_desc *d);
 /* 32-bit words of the prepared weights for d's C, M, KH, KW. */
 int64_t conv_bf16_words(const conv2d_desc *d);
 /* W [M, C, KH, KW] into the prepared form (conv_bf16_words(d) words), on pool. */

@@ -13,6 +13,7 @@ typedef struct cb_job {
   int64_t P, L;        /* phase planes per channel pair, words per plane */
   int64_t Hq, Wq;      /* rows and columns of a phase plane */
   int64_t F, nfb, nmb; /* flat positions OH*Wq, their blocks, output-channel blocks */
+  int64_t gfb;         /* position blocks per group (cb_item) */
   int64_t taps, S;     /* KH*KW (1 in the gathered form), OH*OW */
   int64_t taps_v;      /* the gathered form (kernels/conv_bf16.c): KH*KW; else 0 */
   const int64_t *toff; /* per tap: its word offset in a channel pair's P*L words */
@@ -24,6 +25,19 @@ typedef struct cb_job {
   float lo, hi;
   float *Y;            /* this image, [M][OH*OW] */
 } cb_job;
+
+/* Item `it` of nvb output-channel blocks x nfb position blocks: the
+ * position blocks run in groups of gfb, and within a group every
+ * output-channel block goes over the group's position blocks before the
+ * next one starts.  A group's slice of the converted input (gfb blocks of
+ * every channel pair: kernels/conv_bf16.c sizes it for L2) is so read from
+ * memory once and reused from the cache by each output-channel block,
+ * while the weights are read once per group. */
+static inline void cb_item(const cb_job *j, int64_t it, int64_t nvb, int64_t *vb, int64_t *fb) {
+  int64_t g = it / (nvb * j->gfb), r = it - g * nvb * j->gfb, f0 = g * j->gfb;
+  int64_t gn = j->nfb - f0 < j->gfb ? j->nfb - f0 : j->gfb; /* the last group may be short */
+  *vb = r / gn, *fb = f0 + r % gn;
+}
 
 /* A run of an item's flat positions that are outputs: acc columns c ..
  * c + len - 1 are Y positions y0 .. y0 + len - 1 (columns past OW and rows

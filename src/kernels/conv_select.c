@@ -7,7 +7,7 @@
 
 #include "ir/tensor.h"
 #include "kernels/bf16dp.h"
-#include "kernels/conv_bf16.h"
+#include "kernels/conv_bf16_impl.h" /* CB_VR */
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
@@ -186,6 +186,22 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
          CM_CALL;
 }
 
+/* bf16 on the vdpbf16ps kernel (kernels/conv_bf16.c): blocks of CB_VR
+ * output channels x 32 flat positions (row padding Wq included) over the
+ * channels padded to 32, at twice the fp32 rate (conv2d_select prices it
+ * only where isa_bf16_dot_fast), plus the bf16 weights and the converted
+ * input (written, then read back). */
+static double cm_bf16(const conv2d_desc *d, const cm_ctx *c) {
+  int64_t Wq = d->OW + (d->KW - 1) * d->dw / d->sw, Hq = d->OH + (d->KH - 1) * d->dh / d->sh;
+  int64_t cp = conv_cdiv(d->C, 32) * 32, taps = d->KH * d->KW;
+  double flops = 2.0 * d->N * conv_cdiv(d->M, CB_VR) * CB_VR * conv_cdiv(d->OH * Wq, 32) * 32 * (double)cp * taps;
+  double bytes = 2.0 * taps * conv_cdiv(d->M, CB_VR) * CB_VR * cp + 4.0 * d->N * cp * d->sh * d->sw * Hq * Wq;
+  /* 0.75 (the fp32 kernels' 0.85 less the stores from the accumulator
+   * block): 2-core Zen 4, 1 thread, resnet50's 256 -> 256 3x3 at 14x14 ran
+   * 1.28 ms in bf16 against Winograd F(2x2)'s 1.09 */
+  return flops / (c->rate * 2.0 * 0.75) + bytes / c->bw + CM_CALL;
+}
+
 static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
   switch (a) {
     case CONV_ALGO_DIRECT: return cm_direct(d, c);
@@ -193,6 +209,7 @@ static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
     case CONV_ALGO_WINO2: return cm_wino(d, c, 2);
     case CONV_ALGO_WINO4: return cm_wino(d, c, 4);
     case CONV_ALGO_DIRECT_CV: return cm_dcv(d, c);
+    case CONV_ALGO_BF16: return cm_bf16(d, c);
     default: return 0;
   }
 }
@@ -250,6 +267,16 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
   if (requested == CONV_ALGO_WINOGRAD && wino_shape(d)) {
     static const conv_algo w[] = {CONV_ALGO_WINO4, CONV_ALGO_WINO2};
     return pick_cheapest(d, &c, w, 2);
+  }
+  if (requested == CONV_ALGO_BF16 && conv2d_supports(d, requested) && conv_bf16_by_cost(isa)) {
+    /* vdpbf16ps (kernels/conv_bf16.h, conv_bf16_by_cost): fp32 where it
+     * does no more multiply-adds per cycle, for the gathered stem, and
+     * where fp32 Winograd is cheaper; bf16 over the other fp32 kernels
+     * (1.3-2.7x faster on resnet50's other layers, 1 and 2 threads) */
+    conv_algo f = conv2d_select(d, isa, threads, CONV_ALGO_AUTO, cached);
+    if (!isa_bf16_dot_fast() || conv_bf16_gathered(d)) return f;
+    bool wino = f == CONV_ALGO_WINO2 || f == CONV_ALGO_WINO4;
+    return wino && cm_cost(d, &c, f) < cm_bf16(d, &c) ? f : CONV_ALGO_BF16;
   }
   if (requested != CONV_ALGO_AUTO && requested != CONV_ALGO_WINOGRAD &&
       conv2d_supports(d, requested))

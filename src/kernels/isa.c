@@ -94,6 +94,17 @@ static bool probe_amx_bf16(void) {
   return (d & (1u << 22)) && (d & (1u << 24)) && (read_xcr0() & (3u << 17)) == (3u << 17);
 }
 
+static bool probe_bf16_dot_fast(void) {
+  unsigned a, b, c, d;
+  if (!isa_has_avx512bf16() || !__get_cpuid(0, &a, &b, &c, &d)) return false;
+  return b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "Auth" "enti" "cAMD" */
+}
+
+bool isa_bf16_dot_fast(void) {
+  static atomic_int cached = -1;
+  return cached_probe(&cached, probe_bf16_dot_fast);
+}
+
 bool isa_has_f16c(void) {
   static atomic_int cached = -1;
   return cached_probe(&cached, probe_f16c);
@@ -119,6 +130,7 @@ bool isa_has_f16c(void) { return false; }
 bool isa_has_avx512bf16(void) { return false; }
 bool isa_has_avx512vnni(void) { return false; }
 bool isa_has_amx_bf16(void) { return false; }
+bool isa_bf16_dot_fast(void) { return false; }
 #endif
 
 const char *isa_name(isa_level l) {

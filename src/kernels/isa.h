@@ -48,6 +48,14 @@ bool isa_has_avx512vnni(void);
  * beside AVX512_BF16.  Whether Linux grants this process the tile data is a
  * separate request (kernels/x86/bf16dp_amx.c). */
 bool isa_has_amx_bf16(void);
+/* vdpbf16ps does twice the multiply-adds of an fp32 FMA per cycle on this
+ * CPU, so bf16 arithmetic can double a compute-bound kernel's speed: AMD
+ * cores with AVX512_BF16 (Zen 4 and later; CPUID vendor AuthenticAMD).  On
+ * Intel cores (Cooper Lake, Sapphire/Emerald Rapids without AMX) it issues
+ * on one port where the FMA has two, the same multiply-adds per cycle:
+ * measured on an Emerald Rapids Xeon, the bf16 GEMM at 0.57-0.78x the fp32
+ * one (README, precision bf16).  False without AVX512_BF16. */
+bool isa_bf16_dot_fast(void);
 /* Reads SMELT_ISA on every call. */
 isa_choice isa_choose(void);
 isa_level isa_active(void);

@@ -375,8 +375,14 @@ static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_al
  * autocast, bf16 convolution wanted at this level (AMX, or forced), and a
  * 1-D or 2-D shape the kernel takes (one group, enough channels). */
 static bool conv_bf16_for(op_ctx *c, const conv_geom *g) {
-  return c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") && g->w.nsp <= 2 &&
-         g->G == 1 && g->Kdim > 0 && conv_bf16_channels(g->C, g->Kk) && conv_bf16_wanted(isa_active());
+  if (!c->node || strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") || g->w.nsp > 2 || g->G != 1 ||
+      g->Kdim <= 0 || !conv_bf16_channels(g->C, g->Kk) || !conv_bf16_wanted(isa_active()))
+    return false;
+  /* and the kernel's cost model keeps it in bf16 (kernels/conv_bf16.h:
+   * conv_bf16_by_cost); otherwise it takes the fp32 routes below */
+  conv2d_desc d;
+  conv_desc_of(g, &d);
+  return conv2d_select(&d, isa_active(), pool_threads(c->pool), CONV_ALGO_BF16, true) == CONV_ALGO_BF16;
 }
 
 /* The fast kernel's algorithm for the shape (d filled), or IM2COL: none. */

@@ -113,6 +113,10 @@ static void shapes(smelt_pool *pool3) {
       geom(1, 17, 9, 1, 50, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2),
       geom(1, 70, 1, 6, 6, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0),
       geom(1, 32, 32, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      /* more position blocks than one group of items holds (cb_item: 16
+       * and 12 blocks a group here), the last group short */
+      geom(1, 256, 20, 24, 24, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),
+      geom(1, 300, 13, 20, 22, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       /* the gathered form (fewer than 16 channels): a 7x7 stride-2 stem, a
        * 3x3 stride-2 one, a 2x3 dilated one with uneven pads, a 1-D one */
       geom(1, 3, 20, 23, 21, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3),
@@ -135,6 +139,38 @@ static void run_path(const char *name, bool has, const char *why_not, smelt_pool
   shapes(pool);
   printf("%s: %ld values, %ld past the tolerance; largest difference %.3g\n", name, n_values, n_bad - before,
          max_err);
+}
+
+/* Which convolutions a session marked bf16 runs in bf16 (kernels/conv_bf16.h:
+ * conv_bf16_by_cost): on AMX or when forced every one; on vdpbf16ps only
+ * where it does twice the FMA's work, and there not the gathered stem nor a
+ * 3x3/1 layer that fp32 Winograd does with fewer products. */
+static void selection(void) {
+  conv2d_desc wino = geom(1, 64, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  conv2d_desc pw = geom(1, 256, 512, 14, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  conv2d_desc s2 = geom(1, 128, 128, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
+  conv2d_desc stem = geom(1, 3, 64, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3);
+  const conv2d_desc *all[] = {&wino, &pw, &s2, &stem};
+  setenv("SMELT_CONV_BF16", "1", 1);
+  CHECK(!conv_bf16_by_cost(ISA_AVX512));
+  for (int i = 0; i < 4; i++) CHECK(conv2d_select(all[i], ISA_AVX512, 2, CONV_ALGO_BF16, true) == CONV_ALGO_BF16);
+  unsetenv("SMELT_CONV_BF16");
+  if (!conv_bf16_by_cost(ISA_AVX512)) {
+    printf("selection by cost: not this CPU (%s)\n", bf16dp_amx_hw(ISA_AVX512) ? "AMX: every marked conv in bf16"
+                                                                              : "no AVX512_BF16");
+    return;
+  }
+  bool fast = isa_bf16_dot_fast();
+  for (int t = 1; t <= 2; t++) {
+    conv_algo a[4];
+    for (int i = 0; i < 4; i++) a[i] = conv2d_select(all[i], ISA_AVX512, t, CONV_ALGO_BF16, true);
+    printf("selection by cost (%d thread(s), vdpbf16ps %s): 3x3/1 %s, 1x1 %s, 3x3/2 %s, 7x7/2 stem %s\n", t,
+           fast ? "at twice the FMA's rate" : "at the FMA's rate", conv_algo_name(a[0]), conv_algo_name(a[1]),
+           conv_algo_name(a[2]), conv_algo_name(a[3]));
+    CHECK(a[0] == CONV_ALGO_WINO2 || a[0] == CONV_ALGO_WINO4);
+    CHECK(a[3] != CONV_ALGO_BF16);
+    CHECK((a[1] == CONV_ALGO_BF16) == fast && (a[2] == CONV_ALGO_BF16) == fast);
+  }
 }
 
 static float squeeze_in[3 * 224 * 224];
@@ -207,6 +243,7 @@ int main(void) {
   run_path("AMX", bf16dp_amx_hw(ISA_AVX512), "this CPU/OS offers no AMX", pool3);
   CHECK(n_bad == 0);
   pool_free(pool3);
+  selection();
   squeezenet();
   return test_report("test_conv_bf16");
 }

@@ -30,7 +30,8 @@ CB_TARGET void cb_items_amx(void *ctx, int64_t it0, int64_t it1) {
   const int64_t PL = j->P * j->L;
   const long a_stride = 4 * (long)j->Cq, b_stride = 4 * (long)PL;
   for (int64_t it = it0; it < it1; it++) {
-    int64_t mb = it / j->nfb, fb = it % j->nfb;
+    int64_t mb, fb;
+    cb_item(j, it, j->nmb, &mb, &fb);
     amx_block_zero();
     for (int64_t t = 0; t < j->taps; t++) {
       const uint32_t *A0 = j->w + (t * j->Mp + mb * CB_BLOCK) * j->Cq, *A1 = A0 + 16 * j->Cq;

@@ -149,7 +149,9 @@ CB_TARGET void cb_items_vdp(void *ctx, int64_t it0, int64_t it1) {
   float acc[VR * CB_BLOCK] __attribute__((aligned(64)));
   const int64_t PL = j->P * j->L, MC = j->Mp * j->Cq;
   for (int64_t it = it0; it < it1; it++) {
-    int64_t vb = it / j->nfb, fb = it % j->nfb, m0 = vb * VR;
+    int64_t vb, fb;
+    cb_item(j, it, (j->d->M + VR - 1) / VR, &vb, &fb);
+    int64_t m0 = vb * VR;
     int64_t rows = j->d->M - m0 < VR ? j->d->M - m0 : VR;
     const uint32_t *w0 = j->w + m0 * j->Cq; /* row r: w0 + r Cq (rows past M: the last one again) */
     int64_t roff[VR];
