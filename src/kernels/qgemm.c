@@ -44,7 +44,7 @@ float qgemm_scale_of(float amax, float *inv) {
   return amax / 127.f;
 }
 
-float qgemm_range(float lo, float hi, int32_t *zero, float *inv) {
+float qgemm_range(float lo, float hi, int levels, int32_t *zero, float *inv) {
   *zero = 0;
   *inv = 0.f;
   if (isnan(lo) || isnan(hi)) return NAN;
@@ -53,10 +53,10 @@ float qgemm_range(float lo, float hi, int32_t *zero, float *inv) {
   float span = hi - lo;
   if (!(span <= 3.4e38f)) return NAN; /* NaN, an infinity, or a span past float */
   if (span == 0.f) return 0.f;
-  float s = span / 127.f;
-  *inv = 127.f / span;
+  float L = (float)levels, s = span / L;
+  *inv = L / span;
   float z = nearbyintf(-lo * *inv);
-  *zero = (int32_t)(z > 127.f ? 127.f : z);
+  *zero = (int32_t)(z > L ? L : z);
   return s;
 }
 
@@ -113,7 +113,7 @@ void qgemm_quantize_b(smelt_pool *pool, bool trans_b, int64_t K, int64_t N, cons
   pool_parallel_for(pool, j.w.Np / QGEMM_NR, 1, quantize_panels, &j);
 }
 
-void qgemm_quantize_row_scalar(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero) {
+void qgemm_quantize_row_scalar(int64_t K, const float *a, int levels, uint8_t *q, float *scale, int32_t *zero) {
   float lo = 0.f, hi = 0.f, inv;
   bool bad = false;
   for (int64_t k = 0; k < K; k++) {
@@ -121,19 +121,21 @@ void qgemm_quantize_row_scalar(int64_t K, const float *a, uint8_t *q, float *sca
     hi = a[k] > hi ? a[k] : hi;
     bad |= isnan(a[k]);
   }
-  *scale = qgemm_range(bad ? NAN : lo, hi, zero, &inv);
+  *scale = qgemm_range(bad ? NAN : lo, hi, levels, zero, &inv);
   if (inv == 0.f) { /* all zero, or not finite (scale NaN) */
     memset(q, 0, (size_t)K);
     return;
   }
+  float L = (float)levels;
   for (int64_t k = 0; k < K; k++) {
     float v = nearbyintf(a[k] * inv) + (float)*zero;
-    q[k] = (uint8_t)(v > 127.f ? 127.f : v < 0.f ? 0.f : v);
+    q[k] = (uint8_t)(v > L ? L : v < 0.f ? 0.f : v);
   }
 }
 
 typedef struct qa_job {
-  void (*row)(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);
+  void (*row)(int64_t K, const float *a, int levels, uint8_t *q, float *scale, int32_t *zero);
+  int levels;
   int64_t K, lda, lq;
   const float *A;
   uint8_t *qa;
@@ -145,14 +147,26 @@ static void quantize_rows(void *ctx, int64_t m0, int64_t m1) {
   qa_job *j = ctx;
   for (int64_t m = m0; m < m1; m++) {
     uint8_t *q = j->qa + m * j->lq;
-    j->row(j->K, j->A + m * j->lda, q, &j->sa[m], &j->za[m]);
+    j->row(j->K, j->A + m * j->lda, j->levels, q, &j->sa[m], &j->za[m]);
     memset(q + j->K, 0, (size_t)(j->lq - j->K));
   }
 }
 
+/* the VNNI kernels (pick_kernel) sum u8 x s8 in int32: no pair saturates */
+static bool vnni_kernels(isa_level isa) {
+#ifdef SMELT_X86
+  return isa >= ISA_AVX512 && isa_has_avx512vnni();
+#else
+  (void)isa;
+  return false;
+#endif
+}
+
+int qgemm_a_levels(isa_level isa, int64_t K) { return vnni_kernels(isa) && K <= QGEMM_MAX_K8 ? 255 : 127; }
+
 void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, const float *A, int64_t lda,
                       uint8_t *qa, float *sa, int32_t *za) {
-  qa_job j = {.row = qgemm_quantize_row_scalar, .K = K, .lda = lda, .lq = qgemm_row_len(K), .A = A, .qa = qa,
+  qa_job j = {.row = qgemm_quantize_row_scalar, .levels = qgemm_a_levels(isa, K), .K = K, .lda = lda, .lq = qgemm_row_len(K), .A = A, .qa = qa,
               .sa = sa, .za = za};
 #ifdef SMELT_X86
   if (isa >= ISA_AVX2) j.row = qgemm_quantize_row_avx2;
@@ -276,7 +290,7 @@ static qgemm_kernel pick_kernel(isa_level isa, int64_t M) {
   bool gemv = M <= QGEMM_GEMV_M;
   qgemm_kernel k = {qgemm_tile_scalar, 6, gemv ? 1 : 2, qgemm_store_scalar, NULL};
 #ifdef SMELT_X86
-  if (isa >= ISA_AVX512 && isa_has_avx512vnni())
+  if (vnni_kernels(isa))
     k = gemv ? (qgemm_kernel){qgemm_gemv_vnni, QGEMM_GEMV_M, 1, qgemm_store_avx512, NULL}
              : (qgemm_kernel){qgemm_tile_vnni, 8, 4, qgemm_store_avx512, qgemm_tile_vnni_pf};
   else if (isa >= ISA_AVX2)

@@ -5,20 +5,24 @@
  * B (the constant weight, op(B) K x N) is quantized once per output channel
  * (column n), symmetric int8: sb[n] = max_k |B[k][n]| / 127, qb = round(B /
  * sb) in [-127, 127].  A is quantized per row at run time, asymmetric
- * unsigned 7-bit: the row's range [min(0, lo), max(0, hi)] maps onto
- * [0, 127], sa[m] = (hi - lo) / 127, zero point za[m] = round(-lo / sa),
- * qa = round(a / sa) + za.  The products are summed exactly in int32 and
- * dequantized in an fp32 epilogue:
+ * unsigned: the row's range [min(0, lo), max(0, hi)] maps onto [0, L] with
+ * L = qgemm_a_levels (255 or 127), sa[m] = (hi - lo) / L, zero point za[m] =
+ * round(-lo / sa), qa = round(a / sa) + za.  The products are summed
+ * exactly in int32 and dequantized in an fp32 epilogue:
  *   C[m][n] = alpha * sa[m] * sb[n] * (sum_k qa qb - za[m] * colsum[n]) + bias[n]
  * (colsum[n] = sum_k qb[k][n], kept with the weights).
  *
- * Why 7 bits for A: the AVX2 kernel multiplies with vpmaddubsw (u8 x s8,
- * pairs of products summed into int16 with saturation).  With qa <= 127
- * and |qb| <= 127 a pair is at most 2 * 127 * 127 = 32258 < 32767, so it
- * never saturates (full 8-bit activations could reach 64770: ONNX
- * Runtime's reduce_range exists for this).  vpmaddwd with ones then widens
- * to int32.  The int32 sum stays exact while K * 127 * 127 < 2^31:
- * K <= QGEMM_MAX_K.
+ * L = 255 (8-bit activations, as ONNX Runtime's u8) where the AVX512_VNNI
+ * kernels run: vpdpbusd adds four u8 x s8 products straight into int32.
+ * Elsewhere L = 127: the AVX2 kernel multiplies with vpmaddubsw (pairs of
+ * products summed into int16 with saturation), and with qa <= 127 and
+ * |qb| <= 127 a pair is at most 2 * 127 * 127 = 32258 < 32767, so it never
+ * saturates (full 8-bit activations could reach 64770: ONNX Runtime's
+ * reduce_range exists for this).  vpmaddwd with ones then widens to int32.
+ * The int32 sum stays exact while K * L * 127 < 2^31: K <= QGEMM_MAX_K8
+ * for L = 255, K <= QGEMM_MAX_K for 127.  Half the step of A halves A's
+ * share of the error below: bert_base's output cosine against fp32 went
+ * 0.999853 -> 0.999949 on a Zen 4 (ONNX Runtime's u8: 0.999893).
  *
  * Error: |a b - a^ b^| <= |a| sb/2 + |b| sa/2 + sa sb/4 per product (the
  * rounding of each side is at most half its step), summed over K.
@@ -40,6 +44,7 @@
 #include "parallel/pool.h"
 
 #define QGEMM_MAX_K ((int64_t)131072)
+#define QGEMM_MAX_K8 ((int64_t)65536)
 #define QGEMM_NR 8 /* columns per packed panel */
 #define QGEMM_KG 4 /* k per group */
 
@@ -61,9 +66,13 @@ void qgemm_weights_view(int64_t K, int64_t N, const void *blob, qgemm_weights *o
 
 /* Bytes per quantized row of A (K rounded up to a multiple of 4). */
 static inline int64_t qgemm_row_len(int64_t K) { return (K + QGEMM_KG - 1) / QGEMM_KG * QGEMM_KG; }
+/* The levels L of a quantized row of A (see above) for the kernel qgemm_run
+ * picks at `isa`: 255 with AVX512_VNNI and K <= QGEMM_MAX_K8, else 127. */
+int qgemm_a_levels(isa_level isa, int64_t K);
 /* Quantizes rows of A (M x K, row stride lda) into qa (M x qgemm_row_len(K),
  * padding 0), sa (M scales) and za (M zero points) with the row kernel of
- * `isa`.  A row holding NaN or an infinity gets scale NaN. */
+ * `isa`, onto qgemm_a_levels(isa, K) levels: pass qgemm_run the same isa.
+ * A row holding NaN or an infinity gets scale NaN. */
 void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, const float *A, int64_t lda,
                       uint8_t *qa, float *sa, int32_t *za);
 
@@ -124,13 +133,14 @@ void qgemm_store_scalar(const qgemm_args *a, int64_t m0, int rows, int64_t n0, i
                         int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
 void qgemm_store_avx512(const qgemm_args *a, int64_t m0, int rows, int64_t n0, int cols,
                         int32_t acc[QGEMM_MR][QGEMM_TILE_N]);
-/* One row of A: K quantized values, its scale and zero point (qgemm_range). */
-void qgemm_quantize_row_scalar(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);
-void qgemm_quantize_row_avx2(int64_t K, const float *a, uint8_t *q, float *scale, int32_t *zero);
-/* A row's range lo..hi (NaN if it held NaN or an infinity) -> its scale,
- * zero point and the step's inverse (0, 0, 0 for an all-zero row; NaN, 0, 0
- * for a non-finite one). */
-float qgemm_range(float lo, float hi, int32_t *zero, float *inv);
+/* One row of A: K quantized values in [0, levels] (127 or 255), its scale
+ * and zero point (qgemm_range). */
+void qgemm_quantize_row_scalar(int64_t K, const float *a, int levels, uint8_t *q, float *scale, int32_t *zero);
+void qgemm_quantize_row_avx2(int64_t K, const float *a, int levels, uint8_t *q, float *scale, int32_t *zero);
+/* A row's range lo..hi (NaN if it held NaN or an infinity) onto [0, levels]
+ * -> its scale, zero point and the step's inverse (0, 0, 0 for an all-zero
+ * row; NaN, 0, 0 for a non-finite one). */
+float qgemm_range(float lo, float hi, int levels, int32_t *zero, float *inv);
 /* A weight column's max |x| -> its scale and the step's inverse. */
 float qgemm_scale_of(float amax, float *inv);
 

@@ -9,8 +9,9 @@
  *   - accuracy against the fp32 product: |C - ref| <= alpha * sum_k (|a| sb/2
  *     + |b| sa/2 + sa sb / 4) (each quantized side is off by at most half
  *     its step) plus 1e-5 of the magnitudes for fp32 rounding;
- *   - the quantization itself: A's values in [0, 127], the row's minimum at
- *     0 and its maximum at 126 or 127 (the zero point's rounding), the weights'
+ *   - the quantization itself: A's values in [0, L] (L = qgemm_a_levels: 255
+ *     on the VNNI kernels, else 127), the row's minimum at 0 and its maximum
+ *     at L - 1 or L (the zero point's rounding), the weights'
  *     column sums, all-zero rows give scale 0 and C = bias, a row with NaN
  *     gives NaN outputs in that row only;
  *   - the two row quantizers agree, and K past QGEMM_MAX_K is refused. */
@@ -64,17 +65,18 @@ static void run_case(isa_level isa, smelt_pool *pool, const qcase *q) {
   qgemm_args args = {.M = M, .qa = qa, .sa = sa, .za = za, .w = &w, .alpha = q->alpha, .bias = q->bias ? bias : NULL,
                      .accumulate = q->acc, .C = C, .ldc = N};
   qgemm_run(pool, isa, &args);
-  int bad_exact = 0, bad_bound = 0, bad_q = 0;
+  int bad_exact = 0, bad_bound = 0, bad_q = 0, L = qgemm_a_levels(isa, K);
+  CHECK(L == (isa >= ISA_AVX512 && isa_has_avx512vnni() ? 255 : 127));
   for (int64_t m = 0; m < M; m++) {
     int qmax = 0, qmin = 255;
     for (int64_t k = 0; k < K; k++) {
       int v = qa[m * lq + k];
-      bad_q += v > 127;
+      bad_q += v > L;
       qmax = v > qmax ? v : qmax, qmin = v < qmin ? v : qmin;
     }
     bool zero_row = M > 2 && m == 1, both_signs = false;
     for (int64_t k = 1; k < K; k++) both_signs |= A[m * K + k] * A[m * K] < 0;
-    bad_q += zero_row ? (sa[m] != 0.f || qmax != 0 || za[m] != 0) : both_signs && (qmax < 126 || qmin != 0);
+    bad_q += zero_row ? (sa[m] != 0.f || qmax != 0 || za[m] != 0) : both_signs && (qmax < L - 1 || qmin != 0);
     for (int64_t n = 0; n < N; n++) {
       int64_t isum = 0;
       double ref = 0, mag = 0, bound = 0, sb = w.scale[n];
@@ -129,20 +131,24 @@ static void nan_row(isa_level isa) {
 
 static void rows_agree(void) {
   if (isa_detect() < ISA_AVX2) return;
-  for (int64_t K = 1; K < 72; K += 3) {
-    float *a = randn(K);
-    uint8_t q1[72], q2[72];
-    float s1, s2;
-    int32_t z1, z2;
-    a[K / 2] *= 3.7f;
-    qgemm_quantize_row_scalar(K, a, q1, &s1, &z1);
-    qgemm_quantize_row_avx2(K, a, q2, &s2, &z2);
-    CHECK(s1 == s2 && z1 == z2);
-    int diff = 0;
-    for (int64_t k = 0; k < K; k++) diff += q1[k] != q2[k];
-    CHECK(diff == 0);
-    free(a);
-  }
+  for (int levels = 127; levels <= 255; levels += 128)
+    for (int64_t K = 1; K < 72; K += 3) {
+      float *a = randn(K);
+      uint8_t q1[72], q2[72];
+      float s1, s2;
+      int32_t z1, z2;
+      a[K / 2] *= 3.7f;
+      qgemm_quantize_row_scalar(K, a, levels, q1, &s1, &z1);
+      qgemm_quantize_row_avx2(K, a, levels, q2, &s2, &z2);
+      CHECK(s1 == s2 && z1 == z2);
+      int diff = 0, top = 0;
+      float hi = 0.f;
+      for (int64_t k = 0; k < K; k++)
+        diff += q1[k] != q2[k], top = q1[k] > top ? q1[k] : top, hi = a[k] > hi ? a[k] : hi;
+      CHECK(diff == 0);
+      CHECK(top <= levels && (hi == 0.f || top >= levels - 1)); /* a positive maximum reaches the top */
+      free(a);
+    }
 }
 
 int main(void) {

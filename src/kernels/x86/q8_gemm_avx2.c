@@ -87,7 +87,7 @@ Q8_INLINE __m256i quant8(const float *a, __m256 inv, __m256i zero) {
   return _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(a), inv)), zero);
 }
 
-SMELT_TARGET_AVX2 void qgemm_quantize_row_avx2(int64_t K, const float *a, uint8_t *q, float *scale,
+SMELT_TARGET_AVX2 void qgemm_quantize_row_avx2(int64_t K, const float *a, int levels, uint8_t *q, float *scale,
                                                int32_t *zero) {
   __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), vnan = _mm256_setzero_ps();
   int64_t k = 0;
@@ -108,24 +108,25 @@ SMELT_TARGET_AVX2 void qgemm_quantize_row_avx2(int64_t K, const float *a, uint8_
     bad |= a[t] != a[t];
   }
   float inv;
-  *scale = qgemm_range(bad ? NAN : lo, hi, zero, &inv);
+  *scale = qgemm_range(bad ? NAN : lo, hi, levels, zero, &inv);
   if (inv == 0.f) { /* all zero, or not finite (scale NaN) */
     memset(q, 0, (size_t)K);
     return;
   }
-  /* x * inv + zero lands in [0, 127] (up to rounding at the top: clamped) */
+  /* x * inv + zero lands in [0, levels] (up to rounding at the top:
+   * clamped; at 255 by packus's unsigned saturation) */
   __m256 vinv = _mm256_set1_ps(inv);
   __m256i vz = _mm256_set1_epi32(*zero), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (k = 0; k + 32 <= K; k += 32) {
     __m256i w01 = _mm256_packs_epi32(quant8(a + k, vinv, vz), quant8(a + k + 8, vinv, vz));
     __m256i w23 = _mm256_packs_epi32(quant8(a + k + 16, vinv, vz), quant8(a + k + 24, vinv, vz));
     __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w01, w23), order);
-    b = _mm256_min_epu8(b, _mm256_set1_epi8(127)); /* rounding may give 128 at the top */
+    b = _mm256_min_epu8(b, _mm256_set1_epi8((char)levels)); /* rounding may give levels + 1 at the top */
     _mm256_storeu_si256((__m256i *)(q + k), b);
   }
   for (; k < K; k++) {
     int32_t v = _mm_cvtss_si32(_mm_set_ss(a[k] * inv)) + *zero; /* the same rounding as above */
-    q[k] = (uint8_t)(v > 127 ? 127 : v < 0 ? 0 : v);
+    q[k] = (uint8_t)(v > levels ? levels : v < 0 ? 0 : v);
   }
 }
 #endif

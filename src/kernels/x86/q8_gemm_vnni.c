@@ -7,7 +7,7 @@
  * A zmm holds 16 columns x 4 k: the group g of two neighbouring 8-column
  * panels side by side (one 256-bit load and one inserted from the next
  * panel, shared by every row).  Per group of 4 k, a row's 4 quantized
- * bytes (u8, 0..127) are broadcast as one 32-bit lane and vpdpbusd adds
+ * bytes (u8, 0..255: qgemm_a_levels) are broadcast as one 32-bit lane and vpdpbusd adds
  * the four u8 x s8 products of each lane to its int32 accumulator: exact
  * (no 16-bit intermediate, no saturation), one instruction where the AVX2
  * kernel needs three.
