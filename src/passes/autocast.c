@@ -159,6 +159,8 @@ static const char *conv_check(rewriter *w, int id) {
     return "fewer than 16 input channels x taps (a 1x1 over few channels is memory-bound)";
   if (!conv_bf16_wanted(isa_active()))
     return "this CPU has neither AMX nor AVX512_BF16 (SMELT_CONV_BF16=1 forces a slow scalar kernel)";
+  if (conv_bf16_by_cost(isa_active()) && !isa_bf16_dot_fast())
+    return "vdpbf16ps does no more multiply-adds per cycle than the fp32 FMA on this CPU (no AMX)";
   return NULL;
 }
 

@@ -49,7 +49,8 @@ bool cli_bytes(const char *flag, const char *s, size_t *out);
   "  --precision P    fp32 (default), int8 (constant-weight MatMul/Gemm as dynamically\n" \
   "                   quantized int8 GEMMs; the rest fp32), bf16 (those weights stored in\n" \
   "                   bf16, activations and sums fp32; with AVX512_BF16 the activations too,\n" \
-  "                   and on AMX the 1-group convolutions), fp16 (likewise in IEEE fp16; a weight\n" \
+  "                   and the 1-group convolutions on AMX, or on AMD's AVX512_BF16 where\n" \
+  "                   bf16 is the cheaper kernel), fp16 (likewise in IEEE fp16; a weight\n" \
   "                   past fp16's range stays fp32), int4 (those weights in int4 groups\n" \
   "                   of 32 with an fp32 scale; decode activations int8 per group of 32)\n"
 /* A device name (--device): true if this library has it; else prints why not. */
