@@ -158,9 +158,13 @@ static void test_conv_shapes(smelt_pool *pool) {
   check_conv(pool, SMELT_F32, (conv_case){1, 3, 2, 5, 1, {13}, {4}, {3}, {1}, {2, 1}, NULL, true});
   check_conv(pool, SMELT_F32, (conv_case){1, 1, 4, 4, 4, {31}, {3}, {1}, {2}, {2, 2}, NULL, true});
   check_conv(pool, SMELT_F32, (conv_case){3, 1, 2, 3, 1, {5, 6, 4}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 1}, NULL, true});
-  /* several im2col tiles (Kdim 1152 -> tiles of 227 positions), many tasks */
+  /* several im2col tiles (ops/conv.c's conv_im2col_tile: whole 32-column
+   * panels, at least 64 positions, at least 4 tasks a thread where the
+   * positions allow), many tasks; a 1-D stride-2 one over 700 positions
+   * (tiles of 160 on one thread, the last one short) */
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 128, 5, 1, {17, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, true});
   check_conv(pool, SMELT_F32, (conv_case){2, 8, 16, 8, 4, {9, 7}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, NULL, true});
+  check_conv(pool, SMELT_F32, (conv_case){1, 1, 520, 24, 1, {1401}, {3}, {2}, {1}, {0, 0}, NULL, true});
   /* empty batch */
   check_conv(pool, SMELT_F32, (conv_case){2, 0, 3, 4, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {0}, NULL, true});
   /* other dtypes */
