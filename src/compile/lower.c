@@ -58,7 +58,7 @@ static const pw_def *find_pw(const ir_node *nd) {
 
 static const char *const view_ops[] = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", NULL};
 
-typedef enum rk { RK_NONE, RK_SOFTMAX, RK_LOGSOFTMAX, RK_LN, RK_RMS, RK_RSUM, RK_RMEAN, RK_RMAX,
+typedef enum rk { RK_NONE, RK_SOFTMAX, RK_LOGSOFTMAX, RK_LN, RK_RMS, RK_IN, RK_RSUM, RK_RMEAN, RK_RMAX,
                   RK_RMIN, RK_RSUMSQ, RK_RL1, RK_RL2, RK_RLSE, RK_GAP, RK_GMP } rk;
 
 static rk find_red(const ir_node *nd) {
@@ -66,7 +66,7 @@ static rk find_red(const ir_node *nd) {
     const char *name;
     rk kind;
   } t[] = {{"Softmax", RK_SOFTMAX}, {"LogSoftmax", RK_LOGSOFTMAX}, {"LayerNormalization", RK_LN},
-           {"RMSNormalization", RK_RMS}, {"ReduceSum", RK_RSUM}, {"ReduceMean", RK_RMEAN},
+           {"RMSNormalization", RK_RMS}, {"InstanceNormalization", RK_IN}, {"ReduceSum", RK_RSUM}, {"ReduceMean", RK_RMEAN},
            {"ReduceMax", RK_RMAX}, {"ReduceMin", RK_RMIN}, {"ReduceSumSquare", RK_RSUMSQ},
            {"ReduceL1", RK_RL1}, {"ReduceL2", RK_RL2}, {"ReduceLogSumExp", RK_RLSE},
            {"GlobalAveragePool", RK_GAP}, {"GlobalMaxPool", RK_GMP}};
@@ -97,6 +97,7 @@ static bool is_f32(smelt_dtype t) { return t == SMELT_F32; }
 /* The trailing reduced dims of a reduction node, or -1 if not of that form. */
 static int red_axes_k(const cgraph *cg, const ir_node *nd, rk kind, int rank) {
   if (kind == RK_GAP || kind == RK_GMP) return rank >= 2 ? 2 : -1;
+  if (kind == RK_IN) return rank >= 3 ? 2 : -1;
   if (kind == RK_SOFTMAX || kind == RK_LOGSOFTMAX) {
     int64_t axis = ir_attr_int(nd, "axis", nd->opset >= 13 ? -1 : 1);
     if (rank == 0) return nd->opset >= 13 ? -1 : 0;
@@ -473,6 +474,20 @@ static bool lower_pw(lower_state *ls, const ir_node *nd, int rout, const int64_t
   return true;
 }
 
+/* Input i of nd, a vector of C values (InstanceNormalization's scale and
+ * B), read along axis 1 of x's shape: as if it were [C, 1, ..., 1]. */
+static int channel_operand(lower_state *ls, const ir_node *nd, int i, const ir_value *xv) {
+  int v = i < nd->n_inputs ? nd->inputs[i] : -1;
+  if (v < 0 || ls->vexpr[v] >= 0) return -1;
+  const ir_value *val = &ls->cg->g->values[v];
+  if (val->rank != 1 || val->dims[0] != xv->dims[1] || !kir_dtype_ok(val->dtype)) return -1;
+  int64_t dims[SMELT_MAX_RANK], stride[SMELT_MAX_RANK];
+  dims[0] = val->dims[0];
+  for (int d = 1; d < xv->rank - 1; d++) dims[d] = 1;
+  if (!operand_strides(ls->kg, xv->rank, xv->dims, 0, xv->rank - 1, dims, stride)) return -1;
+  return kir_load(ls->kg, v, val->dtype, stride);
+}
+
 /* Reduction node over its input x (row domain, shape I). */
 static bool lower_red(lower_state *ls, const ir_node *nd) {
   kir_group *kg = ls->kg;
@@ -510,6 +525,16 @@ static bool lower_red(lower_state *ls, const ir_node *nd) {
       }
       if (kind == RK_LN) o1 = mean, o2 = inv;
       else o1 = inv;
+      break;
+    }
+    case RK_IN: { /* per (image, channel) row: (x - mean) / sqrt(var + eps) * scale[c] + B[c] */
+      int mean = kir_binary(kg, KF_MUL, kir_reduce(kg, KR_SUM, x), invL);
+      int d = kir_binary(kg, KF_SUB, x, mean);
+      int var = kir_binary(kg, KF_MUL, kir_reduce(kg, KR_SUM, kir_binary(kg, KF_MUL, d, d)), invL);
+      int eps = kir_const(kg, SMELT_F32, (double)ir_attr_float(nd, "epsilon", 1e-5f));
+      int inv = kir_unary(kg, KF_RSQRT, kir_binary(kg, KF_ADD, var, eps));
+      int sc = channel_operand(ls, nd, 1, xv), b = channel_operand(ls, nd, 2, xv);
+      r = sc < 0 || b < 0 ? -1 : kir_binary(kg, KF_ADD, kir_binary(kg, KF_MUL, kir_binary(kg, KF_MUL, d, inv), sc), b);
       break;
     }
     case RK_RSUM: r = kir_reduce(kg, KR_SUM, x); break;

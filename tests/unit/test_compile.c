@@ -126,6 +126,37 @@ static void test_softmax_prologue(void) {
   }
 }
 
+/* InstanceNormalization as a row kernel over the trailing dims (lower.c's
+ * RK_IN), its scale and B read per channel, with the activation after it in
+ * the same kernel; ranks 3 to 5, channels and planes that are not whole
+ * vectors, a plane of one value (variance 0). */
+static void test_instancenorm(void) {
+  const int64_t shapes[][5] = {{3, 2, 5, 1, 1}, {3, 1, 17, 1, 1}, {4, 2, 7, 9, 11}, {4, 1, 3, 33, 1},
+                               {5, 1, 19, 2, 3}, {4, 1, 40, 1, 1}};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    int rank = (int)shapes[i][0];
+    int64_t d[5] = {shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], 1};
+    gb b;
+    gb_init(&b, 17);
+    int x = gb_input(&b, "x", SMELT_F32, rank, d);
+    int sc = gb_input(&b, "scale", SMELT_F32, 1, I64(d[1]));
+    int bi = gb_input(&b, "B", SMELT_F32, 1, I64(d[1]));
+    ir_attr ea = attr_f("epsilon", 1e-3f);
+    int in = gb_node(&b, "InstanceNormalization", 3, IDS(x, sc, bi), &ea, 1);
+    int act = gb_node(&b, "Relu", 1, IDS(in), NULL, 0);
+    gb_output(&b, act);
+    CHECK_OK(gb_finish(&b));
+    compile_report rep;
+    memset(&rep, 0, sizeof rep);
+    double w = run_case(&b, SMELT_MODE_DEFAULT, false, &rep);
+    CHECK(w <= 1);
+    if (w > 1) fprintf(stderr, "instancenorm case %zu: error %g\n", i, w);
+    CHECK(rep.kernels == 1); /* the normalization and the Relu in one row kernel */
+    compile_report_free(&rep);
+    gb_free(&b);
+  }
+}
+
 /* LayerNorm after a residual add; and the same computed from ReduceMean
  * (variance form), which must become one row kernel too. */
 static void test_layernorm(void) {
@@ -621,6 +652,7 @@ int main(void) {
   test_select_cast();
   test_softmax_prologue();
   test_layernorm();
+  test_instancenorm();
   test_pow_small();
   test_reductions();
   test_modes();
