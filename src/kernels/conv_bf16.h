@@ -65,10 +65,12 @@ bool conv_bf16_wanted(isa_level isa);
  * (kernels/conv_select.c) prices it below the fp32 algorithm: on the
  * vdpbf16ps kernel (no AMX, SMELT_CONV_BF16 not 1).  There bf16 does at
  * most twice the fp32 FMA's multiply-adds (isa_bf16_dot_fast) and pays for
- * converting the input, so fp32 Winograd (2.25-4x fewer products) and the
- * direct fp32 stem beat it: 2-core Zen 4, 1 thread, resnet50's 3x3/1 layers
- * 0.55-0.82x in bf16, the 3-channel 7x7/2 stem 0.65x, the other layers
- * 1.3-2.3x.  On AMX (3.8x over those layers) and when forced, every marked
+ * converting the input, so fp32 Winograd (2.25-4x fewer products), the
+ * direct fp32 stem and layers whose channels padded to 32 (and output
+ * channels to CB_VR) leave under 1.3x of that rate beat it: 2-core Zen 4,
+ * 1 thread, resnet50's 3x3/1 layers 0.55-0.82x in bf16, the 3-channel
+ * 7x7/2 stem 0.65x, the other layers 1.3-2.3x; squeezenet (16-channel
+ * expand layers) 0.92x its fp32 before the padding rule, 1.1x after.  On AMX (3.8x over those layers) and when forced, every marked
  * convolution runs in bf16. */
 bool conv_bf16_by_cost(isa_level isa);
 /* The gathered form (C < CONV_BF16_MIN_C, kernels/conv_bf16.c). */

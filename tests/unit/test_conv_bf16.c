@@ -143,17 +143,19 @@ static void run_path(const char *name, bool has, const char *why_not, smelt_pool
 
 /* Which convolutions a session marked bf16 runs in bf16 (kernels/conv_bf16.h:
  * conv_bf16_by_cost): on AMX or when forced every one; on vdpbf16ps only
- * where it does twice the FMA's work, and there not the gathered stem nor a
- * 3x3/1 layer that fp32 Winograd does with fewer products. */
+ * where it does twice the FMA's work, and there not the gathered stem, a
+ * layer whose channels padded to 32 halve the gain, nor a 3x3/1 layer that
+ * fp32 Winograd does with fewer products. */
 static void selection(void) {
   conv2d_desc wino = geom(1, 64, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   conv2d_desc pw = geom(1, 256, 512, 14, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   conv2d_desc s2 = geom(1, 128, 128, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
   conv2d_desc stem = geom(1, 3, 64, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3);
-  const conv2d_desc *all[] = {&wino, &pw, &s2, &stem};
+  conv2d_desc thin = geom(1, 16, 64, 55, 55, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0); /* 16 channels padded to 32 */
+  const conv2d_desc *all[] = {&wino, &pw, &s2, &stem, &thin};
   setenv("SMELT_CONV_BF16", "1", 1);
   CHECK(!conv_bf16_by_cost(ISA_AVX512));
-  for (int i = 0; i < 4; i++) CHECK(conv2d_select(all[i], ISA_AVX512, 2, CONV_ALGO_BF16, true) == CONV_ALGO_BF16);
+  for (int i = 0; i < 5; i++) CHECK(conv2d_select(all[i], ISA_AVX512, 2, CONV_ALGO_BF16, true) == CONV_ALGO_BF16);
   unsetenv("SMELT_CONV_BF16");
   if (!conv_bf16_by_cost(ISA_AVX512)) {
     printf("selection by cost: not this CPU (%s)\n", bf16dp_amx_hw(ISA_AVX512) ? "AMX: every marked conv in bf16"
@@ -162,13 +164,14 @@ static void selection(void) {
   }
   bool fast = isa_bf16_dot_fast();
   for (int t = 1; t <= 2; t++) {
-    conv_algo a[4];
-    for (int i = 0; i < 4; i++) a[i] = conv2d_select(all[i], ISA_AVX512, t, CONV_ALGO_BF16, true);
-    printf("selection by cost (%d thread(s), vdpbf16ps %s): 3x3/1 %s, 1x1 %s, 3x3/2 %s, 7x7/2 stem %s\n", t,
-           fast ? "at twice the FMA's rate" : "at the FMA's rate", conv_algo_name(a[0]), conv_algo_name(a[1]),
-           conv_algo_name(a[2]), conv_algo_name(a[3]));
+    conv_algo a[5];
+    for (int i = 0; i < 5; i++) a[i] = conv2d_select(all[i], ISA_AVX512, t, CONV_ALGO_BF16, true);
+    printf("selection by cost (%d thread(s), vdpbf16ps %s): 3x3/1 %s, 1x1 %s, 3x3/2 %s, 7x7/2 stem %s, "
+           "1x1 over 16 channels %s\n",
+           t, fast ? "at twice the FMA's rate" : "at the FMA's rate", conv_algo_name(a[0]), conv_algo_name(a[1]),
+           conv_algo_name(a[2]), conv_algo_name(a[3]), conv_algo_name(a[4]));
     CHECK(a[0] == CONV_ALGO_WINO2 || a[0] == CONV_ALGO_WINO4);
-    CHECK(a[3] != CONV_ALGO_BF16);
+    CHECK(a[3] != CONV_ALGO_BF16 && a[4] != CONV_ALGO_BF16);
     CHECK((a[1] == CONV_ALGO_BF16) == fast && (a[2] == CONV_ALGO_BF16) == fast);
   }
 }
