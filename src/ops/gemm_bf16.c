@@ -34,6 +34,10 @@ bool gemm_bf16dp_for(const ir_node *nd, int64_t M) {
   return M > WBF16_SMALL_M && gemm_bf16_marked(nd) && bf16dp_wanted(isa_active());
 }
 
+bool gemm_half_as_f32_for(const ir_node *nd, int64_t M) {
+  return M > WBF16_SMALL_M && (gemm_bf16_marked(nd) || gemm_f16_marked(nd)) && !gemm_bf16dp_for(nd, M);
+}
+
 static void dp_view(int64_t K, int64_t N, const void *blob, void *out) { bf16dp_weights_view(K, N, blob, out); }
 
 static const gemm_prep_kind dp_kind = {"gemm-bf16dp", 'd', sizeof(bf16dp_weights), bf16dp_weights_bytes,

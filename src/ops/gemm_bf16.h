@@ -34,6 +34,14 @@ smelt_status gemm_bf16_run(op_ctx *c, const wbf16_weights *w, int64_t M, const f
  * own in the op cache and the prep store ("gemm-bf16dp"): a session that
  * runs both kinds of products (prefill and decode) keeps both forms. */
 bool gemm_bf16dp_for(const ir_node *nd, int64_t M);
+/* A node marked "bf16" or "fp16" whose product has more than WBF16_SMALL_M
+ * rows and no bf16 arithmetic to run on (not gemm_bf16dp_for): the 16-bit
+ * weight saves nothing there (the product is compute-bound) and widening it
+ * per call cost more than the product (bert_base at 2 threads: 169 ms against
+ * fp32's 108, SMELT_BF16DP=0 on a Zen 4), so it runs the fp32 GEMM over the
+ * fp32 weight packed once, as an fp32 node; fewer rows (decode) keep the
+ * 16-bit weight, read at half the bytes. */
+bool gemm_half_as_f32_for(const ir_node *nd, int64_t M);
 /* As gemm_bf16_weights, in bf16dp's pair layout. */
 const bf16dp_weights *gemm_bf16dp_weights(op_ctx *c, int i, bool trans_b, int64_t K, int64_t N);
 /* As gemm_bf16_run. */

@@ -176,6 +176,10 @@ static smelt_status half_run(const gemm_step *gs, const gemm_io *io, smelt_pool 
   return s;
 }
 
+/* Many rows of a bf16-weight product where there is no bf16 arithmetic
+ * (ops/gemm_bf16.h: gemm_half_as_f32_for): the f32 entry's prepare and run. */
+static bool no_bf16dp(isa_level isa) { return !bf16dp_wanted(isa); }
+
 static const gemm_kernel table[] = {
     {"f32 gemm (kernels/gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F32, ISA_SCALAR, GEMM_SHAPES_ALL,
      f32_prepare, f32_run, NULL},
@@ -183,10 +187,15 @@ static const gemm_kernel table[] = {
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"bf16 dot-product gemm, A rounded to bf16 (kernels/bf16dp.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16,
      ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, dp_prepare, dp_run, bf16dp_wanted},
+    {"f32 gemm over the fp32 weight packed once: many rows, no bf16 arithmetic (kernels/gemm.h, ops/gemm_bf16.h)",
+     SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run,
+     no_bf16dp},
     {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
+    {"f32 gemm over the fp32 weight packed once: many rows of fp16 weights (kernels/gemm.h, ops/gemm_bf16.h)",
+     SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run, NULL},
     {"fp16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"f16 through f32 panels (kernels/gemm.h)", SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_SCALAR,
