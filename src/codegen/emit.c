@@ -372,9 +372,18 @@ static void emit_stores(em *m, const char *j0, const char *j1) {
   if (!any_row) return;
   emit_hoisted(m, need, "    ");
   /* Each j reads its own elements and writes y[j] alone (an output shares
-   * memory with an input only element for element): a SIMD loop (cc.c). */
-  sb_printf(m->sb, "    #pragma omp simd\n");
-  emit_unroll(m, "    ");
+   * memory with an input only element for element): a SIMD loop (cc.c).
+   * gcc takes no "GCC unroll" between "omp simd" and its loop (nor before
+   * it): the unrolled variants (max-autotune) say ivdep instead, which
+   * leaves the loop as free to vectorize.  With both pragmas every unit
+   * holding such a variant failed to compile, and max-autotune ran all the
+   * fused groups on their reference kernels. */
+  if (m->o->unroll > 0) {
+    emit_unroll(m, "    ");
+    sb_printf(m->sb, "    #pragma GCC ivdep\n");
+  } else {
+    sb_printf(m->sb, "    #pragma omp simd\n");
+  }
   sb_printf(m->sb, "    for (int64_t j = %s; j < %s; j++) {\n", j0, j1);
   emit_varying(m, need, "j", "      ");
   for (int s = 0; s < g->n_st; s++)
