@@ -23,14 +23,7 @@
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-bool igemm_vnni_usable(isa_level isa) {
-#ifdef SMELT_X86
-  return isa >= ISA_AVX512 && isa_has_avx512vnni();
-#else
-  (void)isa;
-  return false;
-#endif
-}
+bool igemm_vnni_usable(isa_level isa) { return isa_avx512vnni_at(isa); }
 
 size_t igemm_vnni_b_bytes(int64_t K, int64_t N) {
   int64_t Kp = round_up(K, VN_KG), Np = round_up(N, VN_NR);

@@ -133,6 +133,8 @@ bool isa_has_amx_bf16(void) { return false; }
 bool isa_bf16_dot_fast(void) { return false; }
 #endif
 
+bool isa_avx512vnni_at(isa_level isa) { return isa >= ISA_AVX512 && isa_has_avx512vnni(); }
+
 const char *isa_name(isa_level l) {
   switch (l) {
     case ISA_SCALAR: return "scalar";

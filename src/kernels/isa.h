@@ -44,6 +44,9 @@ bool isa_has_avx512bf16(void);
  * beside the AVX-512 level above.  Only what the hardware offers, as for
  * isa_has_avx512bf16. */
 bool isa_has_avx512vnni(void);
+/* The VNNI kernels (vpdpbusd) run at `isa`: the level is avx512 and the
+ * CPU has AVX512_VNNI. */
+bool isa_avx512vnni_at(isa_level isa);
 /* The CPU has AMX-BF16 and AMX-TILE and the OS saves the tile state (XCR0),
  * beside AVX512_BF16.  Whether Linux grants this process the tile data is a
  * separate request (kernels/x86/bf16dp_amx.c). */

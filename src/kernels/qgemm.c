@@ -153,16 +153,7 @@ static void quantize_rows(void *ctx, int64_t m0, int64_t m1) {
 }
 
 /* the VNNI kernels (pick_kernel) sum u8 x s8 in int32: no pair saturates */
-static bool vnni_kernels(isa_level isa) {
-#ifdef SMELT_X86
-  return isa >= ISA_AVX512 && isa_has_avx512vnni();
-#else
-  (void)isa;
-  return false;
-#endif
-}
-
-int qgemm_a_levels(isa_level isa, int64_t K) { return vnni_kernels(isa) && K <= QGEMM_MAX_K8 ? 255 : 127; }
+int qgemm_a_levels(isa_level isa, int64_t K) { return isa_avx512vnni_at(isa) && K <= QGEMM_MAX_K8 ? 255 : 127; }
 
 void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, const float *A, int64_t lda,
                       uint8_t *qa, float *sa, int32_t *za) {
@@ -290,7 +281,7 @@ static qgemm_kernel pick_kernel(isa_level isa, int64_t M) {
   bool gemv = M <= QGEMM_GEMV_M;
   qgemm_kernel k = {qgemm_tile_scalar, 6, gemv ? 1 : 2, qgemm_store_scalar, NULL};
 #ifdef SMELT_X86
-  if (vnni_kernels(isa))
+  if (isa_avx512vnni_at(isa))
     k = gemv ? (qgemm_kernel){qgemm_gemv_vnni, QGEMM_GEMV_M, 1, qgemm_store_avx512, NULL}
              : (qgemm_kernel){qgemm_tile_vnni, 8, 4, qgemm_store_avx512, qgemm_tile_vnni_pf};
   else if (isa >= ISA_AVX2)

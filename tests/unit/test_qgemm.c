@@ -66,7 +66,7 @@ static void run_case(isa_level isa, smelt_pool *pool, const qcase *q) {
                      .accumulate = q->acc, .C = C, .ldc = N};
   qgemm_run(pool, isa, &args);
   int bad_exact = 0, bad_bound = 0, bad_q = 0, L = qgemm_a_levels(isa, K);
-  CHECK(L == (isa >= ISA_AVX512 && isa_has_avx512vnni() ? 255 : 127));
+  CHECK(L == (isa_avx512vnni_at(isa) ? 255 : 127));
   for (int64_t m = 0; m < M; m++) {
     int qmax = 0, qmin = 255;
     for (int64_t k = 0; k < K; k++) {
