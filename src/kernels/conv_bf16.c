@@ -30,7 +30,6 @@ bool conv_bf16_channels(int64_t C, int64_t taps) {
  * virtual channel's shifted input row; the weights are W as it lies
  * ([M][C*KH*KW], one tap). */
 bool conv_bf16_gathered(const conv2d_desc *d) { return d->C < CONV_BF16_MIN_C; }
-static bool cb_gathered(const conv2d_desc *d) { return conv_bf16_gathered(d); }
 
 bool conv_bf16_shape(const conv2d_desc *d) {
   return d->G == 1 && d->M >= 1 && conv_bf16_channels(d->C, d->KH * d->KW) &&
@@ -51,7 +50,7 @@ bool conv_bf16_by_cost(isa_level isa) {
 
 int64_t conv_bf16_words(const conv2d_desc *d) {
   int64_t taps = d->KH * d->KW;
-  if (cb_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
+  if (conv_bf16_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
   return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
 }
 
@@ -80,7 +79,7 @@ static void pack_rows(void *ctx, int64_t m0, int64_t m1) {
 
 void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, const float *W, uint32_t *out) {
   conv2d_desc v = *d; /* the gathered form: [M][C*KH*KW] as one tap */
-  if (cb_gathered(d)) v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1;
+  if (conv_bf16_gathered(d)) v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1;
   pack_job j = {&v, W, out, round_up(v.M, CB_BLOCK), round_up(v.C, 32) / 2};
   pool_parallel_for(pool, j.Mp, 4, pack_rows, &j);
 }
@@ -201,7 +200,7 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
                    (long long)d->C, (long long)d->G);
   if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
   cb_job j = {.d = d, .w = wts, .B = B};
-  bool gathered = cb_gathered(d);
+  bool gathered = conv_bf16_gathered(d);
   j.taps = d->KH * d->KW, j.S = d->OH * d->OW, j.Mp = round_up(d->M, CB_BLOCK);
   j.Cq = round_up(d->C * (gathered ? j.taps : 1), 32) / 2;
   j.P = gathered ? 1 : d->sh * d->sw;

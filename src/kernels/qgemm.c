@@ -157,8 +157,8 @@ int qgemm_a_levels(isa_level isa, int64_t K) { return isa_avx512vnni_at(isa) && 
 
 void qgemm_quantize_a(smelt_pool *pool, isa_level isa, int64_t M, int64_t K, const float *A, int64_t lda,
                       uint8_t *qa, float *sa, int32_t *za) {
-  qa_job j = {.row = qgemm_quantize_row_scalar, .levels = qgemm_a_levels(isa, K), .K = K, .lda = lda, .lq = qgemm_row_len(K), .A = A, .qa = qa,
-              .sa = sa, .za = za};
+  qa_job j = {.row = qgemm_quantize_row_scalar, .levels = qgemm_a_levels(isa, K), .K = K, .lda = lda,
+              .lq = qgemm_row_len(K), .A = A, .qa = qa, .sa = sa, .za = za};
 #ifdef SMELT_X86
   if (isa >= ISA_AVX2) j.row = qgemm_quantize_row_avx2;
 #else

@@ -368,30 +368,31 @@ static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_al
   return SMELT_OK;
 }
 
-/* The algorithm for the shape and, unless it is im2col, its prepared
- * weights: from the session's op cache, from the store on disk, or made now
- * (*own: the caller frees them; otherwise the cache holds them). */
-/* The node runs its convolution in bf16 (kernels/conv_bf16.h): marked so by
- * autocast, bf16 convolution wanted at this level (AMX, or forced), and a
- * 1-D or 2-D shape the kernel takes (one group, enough channels). */
-static bool conv_bf16_for(op_ctx *c, const conv_geom *g) {
-  if (!c->node || strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") || g->w.nsp > 2 || g->G != 1 ||
-      g->Kdim <= 0 || !conv_bf16_channels(g->C, g->Kk) || !conv_bf16_wanted(isa_active()))
-    return false;
-  /* and the kernel's cost model keeps it in bf16 (kernels/conv_bf16.h:
-   * conv_bf16_by_cost); otherwise it takes the fp32 routes below */
-  conv2d_desc d;
-  conv_desc_of(g, &d);
-  return conv2d_select(&d, isa_active(), pool_threads(c->pool), CONV_ALGO_BF16, true) == CONV_ALGO_BF16;
+/* The node asks for its convolution in bf16 (kernels/conv_bf16.h): marked
+ * so by autocast, bf16 convolution wanted at this level (AMX, AVX512_BF16,
+ * or forced), and a 1-D or 2-D shape the kernel takes (one group, enough
+ * channels).  Whether it runs so is the cost model's answer (conv_bf16_for). */
+static bool conv_bf16_marked(op_ctx *c, const conv_geom *g) {
+  return c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") && g->w.nsp <= 2 &&
+         g->G == 1 && g->Kdim > 0 && conv_bf16_channels(g->C, g->Kk) && conv_bf16_wanted(isa_active());
 }
 
-/* The fast kernel's algorithm for the shape (d filled), or IM2COL: none. */
+/* The fast kernel's algorithm for the shape (d filled), or IM2COL: none.
+ * A convolution marked bf16 asks for bf16, and conv2d_select keeps it fp32
+ * where that is cheaper (kernels/conv_bf16.h: conv_bf16_by_cost). */
 static conv_algo conv_fast_algo(op_ctx *c, const conv_geom *g, conv2d_desc *d) {
   if (g->w.nsp > 2 || g->Kdim <= 0) return CONV_ALGO_IM2COL;
   conv_desc_of(g, d);
   bool cacheable = c->cache && op_input_is_constant(c, 1);
-  conv_algo req = conv_bf16_for(c, g) ? CONV_ALGO_BF16 : conv_algo_from_env();
+  conv_algo req = conv_bf16_marked(c, g) ? CONV_ALGO_BF16 : conv_algo_from_env();
   return conv2d_select(d, isa_active(), pool_threads(c->pool), req, cacheable);
+}
+
+/* The node runs its convolution in bf16: marked, and conv_fast_algo picks
+ * it; otherwise it takes the fp32 routes below. */
+static bool conv_bf16_for(op_ctx *c, const conv_geom *g) {
+  conv2d_desc d;
+  return conv_bf16_marked(c, g) && conv_fast_algo(c, g, &d) == CONV_ALGO_BF16;
 }
 
 /* algo's prepared weights for W (d filled): from the session's op cache,

@@ -62,7 +62,7 @@ CB_TARGET static void fill_row(const float *x0, int64_t off0, const float *x1, i
   }
 }
 
-/* The small-channel form (kernels/conv_bf16.c: cb_gathered): virtual channel
+/* The small-channel form (kernels/conv_bf16.c: conv_bf16_gathered): virtual channel
  * cv = (c, kh, kw) is input channel c shifted by the tap, over the output plane. */
 CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
   const conv2d_desc *d = j->d;
