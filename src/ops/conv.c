@@ -383,7 +383,9 @@ static bool conv_bf16_marked(op_ctx *c, const conv_geom *g) {
 static conv_algo conv_fast_algo(op_ctx *c, const conv_geom *g, conv2d_desc *d) {
   if (g->w.nsp > 2 || g->Kdim <= 0) return CONV_ALGO_IM2COL;
   conv_desc_of(g, d);
-  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  /* a shape-only context (the scheduler's conv_residual_in_place) asks what
+   * a compiled run, which has an op cache, would pick */
+  bool cacheable = (c->cache || c->static_infer) && op_input_is_constant(c, 1);
   conv_algo req = conv_bf16_marked(c, g) ? CONV_ALGO_BF16 : conv_algo_from_env();
   return conv2d_select(d, isa_active(), pool_threads(c->pool), req, cacheable);
 }
@@ -725,7 +727,7 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
     if (!dim_known(xv->dims[i]) || !dim_known(wv->dims[i])) return false;
   tensor x, w, y, *in[2] = {&x, &w}, *out[1] = {&y};
   tensor_view(&x, xv->dtype, xv->rank, xv->dims, NULL);
-  tensor_view(&w, wv->dtype, wv->rank, wv->dims, NULL);
+  tensor_view(&w, wv->dtype, wv->rank, wv->dims, wv->constant ? wv->constant->data : NULL);
   memset(&y, 0, sizeof y);
   op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = 2, .n_out = 1, .in = in, .out = out,
               .static_infer = true};
@@ -734,7 +736,9 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
     err_clear();
     return false;
   }
-  return !conv_bf16_for(&c, &cg) && conv_pw_route(&cg);
+  /* the 1x1 route and the bf16 kernel's store read each residual value
+   * just before writing their output over it */
+  return conv_bf16_for(&c, &cg) || conv_pw_route(&cg);
 }
 
 static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
@@ -742,7 +746,7 @@ static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, cons
   bool bf16 = conv_bf16_for(c, g); /* conv_fast takes it */
   conv_geom g2;
   bool pw = !bf16 && conv_pw_route(g);
-  if (ep->residual == Y && !pw) { /* an output over its residual (conv_residual_in_place) off the 1x1 route */
+  if (ep->residual == Y && !pw && !bf16) { /* an output over its residual (conv_residual_in_place) off the routes that take it */
     size_t bytes = sizeof(float) * (size_t)(g->N * g->M * g->S_out);
     float *r = tensor_data_alloc(bytes ? bytes : sizeof(float));
     if (!r) return err_nomem("conv residual", bytes);

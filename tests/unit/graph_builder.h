@@ -164,7 +164,8 @@ static inline compile_options gb_opts(gb_env *e, smelt_mode mode) {
  * the eager run only); returns the worst error over outputs and runs (see
  * gb_err), or 1e30 on any failure.  For plans whose arena is reused run
  * after run. */
-static inline double gb_rerun(gb_env *env, const ir_graph *g, tensor *const *in, compiled_plan *p, int runs) {
+static inline double gb_rerun_tol(gb_env *env, const ir_graph *g, tensor *const *in, compiled_plan *p, int runs,
+                                  double rtol, double atol) {
   int no = g->n_outputs;
   tensor *ref = calloc((size_t)no, sizeof(tensor)), *got = calloc((size_t)no, sizeof(tensor));
   eager_plan ep;
@@ -179,7 +180,7 @@ static inline double gb_rerun(gb_env *env, const ir_graph *g, tensor *const *in,
           break;
         }
         for (int k = 0; k < no; k++) {
-          double w = gb_err(&got[k], &ref[k], 1e-4, 1e-5);
+          double w = gb_err(&got[k], &ref[k], rtol, atol);
           if (w > worst) worst = w;
           tensor_release(&got[k]);
         }
@@ -191,6 +192,9 @@ static inline double gb_rerun(gb_env *env, const ir_graph *g, tensor *const *in,
   free(ref);
   free(got);
   return worst;
+}
+static inline double gb_rerun(gb_env *env, const ir_graph *g, tensor *const *in, compiled_plan *p, int runs) {
+  return gb_rerun_tol(env, g, in, p, runs, 1e-4, 1e-5);
 }
 
 /* Runs g eagerly and compiled (options o) on the same inputs; returns the

@@ -144,13 +144,37 @@ CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, in
 #define VR CB_VR
 #define AS_BH(v) ((__m512bh)(v))
 
+/* The lines of Y (for writing) and of the residual that item `it`'s store
+ * touches, asked for while the item before it computes: the store reads
+ * VR rows a block wide, S floats apart, a pattern the hardware prefetchers
+ * do not follow (resnet50's 256 -> 1024 layer with its residual, in the
+ * model: 0.35 ms of 0.95 went on those reads). */
+static inline void vdp_prefetch_store(const cb_job *j, int64_t it, int64_t nvb) {
+  int64_t vb, fb;
+  cb_item(j, it, nvb, &vb, &fb);
+  int64_t f = fb * CB_BLOCK, oh = f / j->Wq, ow = f % j->Wq;
+  if (oh >= j->d->OH) return;
+  int64_t y0 = oh * j->d->OW + (ow < j->d->OW ? ow : j->d->OW - 1);
+  int64_t rows = j->d->M - vb * VR < VR ? j->d->M - vb * VR : VR;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t o = (vb * VR + r) * j->S + y0;
+    _mm_prefetch((const char *)(j->Y + o), _MM_HINT_ET0);
+    _mm_prefetch((const char *)(j->Y + o + CB_BLOCK - 1), _MM_HINT_ET0);
+    if (j->res) {
+      _mm_prefetch((const char *)(j->res + o), _MM_HINT_T0);
+      _mm_prefetch((const char *)(j->res + o + CB_BLOCK - 1), _MM_HINT_T0);
+    }
+  }
+}
+
 CB_TARGET void cb_items_vdp(void *ctx, int64_t it0, int64_t it1) {
   const cb_job *j = ctx;
   float acc[VR * CB_BLOCK] __attribute__((aligned(64)));
-  const int64_t PL = j->P * j->L, MC = j->Mp * j->Cq;
+  const int64_t PL = j->P * j->L, MC = j->Mp * j->Cq, nvb = (j->d->M + VR - 1) / VR;
   for (int64_t it = it0; it < it1; it++) {
     int64_t vb, fb;
-    cb_item(j, it, (j->d->M + VR - 1) / VR, &vb, &fb);
+    cb_item(j, it, nvb, &vb, &fb);
+    if (it + 1 < it1) vdp_prefetch_store(j, it + 1, nvb);
     int64_t m0 = vb * VR;
     int64_t rows = j->d->M - m0 < VR ? j->d->M - m0 : VR;
     const uint32_t *w0 = j->w + m0 * j->Cq; /* row r: w0 + r Cq (rows past M: the last one again) */
