@@ -1,5 +1,5 @@
-/* Vectorized f32 math: exp, erf, tanh, sigmoid and GELU (erf and tanh
- * forms) over arrays, and the Softmax / LayerNormalization row kernels built
+/* Vectorized f32 math: exp, erf, tanh, sigmoid, SiLU and GELU (erf and
+ * tanh forms) over arrays, and the Softmax / LayerNormalization row kernels built
  * on them.  One template (kernels/vmath_impl.h) compiled for AVX-512, AVX2
  * and portable C; every path uses the same polynomials.
  *
@@ -12,7 +12,7 @@
  * portable path (unfused multiply-adds) is within 0.15 ulp of them:
  *
  *   exp 1.00 [1.5]   erf 2.46 [3]   tanh 1.30 [2]   sigmoid 2.73 [3]
- *   gelu (erf) 4.50 [5]   gelu (tanh) 3.51 [4]
+ *   gelu (erf) 4.50 [5]   gelu (tanh) 3.51 [4]   silu 3.34 [4]
  *
  * NaN in gives NaN out; infinities give the limits libm gives (the GELUs
  * give NaN at -inf, as x/2 (1 + erf(x/sqrt2)) does).
@@ -21,7 +21,9 @@
  * polynomial on r and scales by 2^n in two steps (so subnormal results are
  * right).  tanh uses an odd polynomial below 0.625 and 1 - 2/(e^{2|x|}+1)
  * above.  sigmoid is 1/(1+e) or e/(1+e) with e = exp(-|x|) (no overflow,
- * full relative accuracy in both tails).  erf uses an odd polynomial below
+ * full relative accuracy in both tails); SiLU is x/(1+e) or x e/(1+e), one
+ * division instead of sigmoid's and a multiply (x e kept normal by carrying
+ * e 2^8 to the last multiply).  erf uses an odd polynomial below
  * 0.921875 and 1 - erfc above, erfc(t) = exp(-t^2) (1/t) S(1/t) with t^2
  * split exactly (FMA) into hi + lo.  GELU(erf) uses erfc directly for x < 0
  * (no cancellation), with x^2/2 exact; GELU(tanh) is x sigmoid(2u),
@@ -41,6 +43,7 @@ typedef enum vmath_op {
   VMATH_SIGMOID,
   VMATH_GELU_ERF,  /* 0.5 x (1 + erf(x / sqrt 2)) */
   VMATH_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+  VMATH_SILU,      /* x sigmoid(x) */
   VMATH_OP_COUNT
 } vmath_op;
 

@@ -66,6 +66,16 @@ VM_INLINE vf SIMD_NAME(vm_sigmoid)(vf x) {
   return v_sel(v_lt(x, v_zero()), v_mul(e, s), s);
 }
 
+/* x sigmoid(x) in one division: x / (1 + e) for x >= 0, x e / (1 + e) for
+ * x < 0, e = exp(-|x|) <= 1; e carried as e 2^8 so that x e stays normal
+ * until the last multiply where the result is subnormal (x < -87). */
+VM_INLINE vf SIMD_NAME(vm_silu)(vf x) {
+  vf ek = SIMD_NAME(vm_exp_k)(v_sub(v_zero(), v_abs(x)), 8);
+  vf d = v_fma(ek, v_set1(1.0f / 256), v_set1(1.0f));
+  vf y = v_div(v_sel(v_lt(x, v_zero()), v_mul(x, ek), x), d);
+  return v_sel(v_lt(x, v_zero()), v_mul(y, v_set1(1.0f / 256)), y);
+}
+
 /* ---- erf, erfc ---- */
 
 #define ERF_SPLIT 0.921875f
@@ -180,6 +190,7 @@ VM_ARRAY(vmath_tanh, vm_tanh)
 VM_ARRAY(vmath_sigmoid, vm_sigmoid)
 VM_ARRAY(vmath_gelu_erf, vm_gelu_erf)
 VM_ARRAY(vmath_gelu_tanh, vm_gelu_tanh)
+VM_ARRAY(vmath_silu, vm_silu)
 
 /* ---- rows ---- */
 
@@ -291,7 +302,7 @@ const vmath_kernels SIMD_NAME(vmath_kernels) = {
     .op = {[VMATH_EXP] = SIMD_NAME(vmath_exp), [VMATH_ERF] = SIMD_NAME(vmath_erf),
            [VMATH_TANH] = SIMD_NAME(vmath_tanh), [VMATH_SIGMOID] = SIMD_NAME(vmath_sigmoid),
            [VMATH_GELU_ERF] = SIMD_NAME(vmath_gelu_erf),
-           [VMATH_GELU_TANH] = SIMD_NAME(vmath_gelu_tanh)},
+           [VMATH_GELU_TANH] = SIMD_NAME(vmath_gelu_tanh), [VMATH_SILU] = SIMD_NAME(vmath_silu)},
     .softmax_row = SIMD_NAME(softmax_row),
     .layernorm_row = SIMD_NAME(layernorm_row),
     .row_max = SIMD_NAME(row_max),

@@ -19,6 +19,6 @@ const vmath_kernels *vmath_for_ops(void) {
 
 const char *vmath_op_name(vmath_op op) {
   static const char *const names[VMATH_OP_COUNT] = {"exp", "erf", "tanh", "sigmoid", "gelu_erf",
-                                                    "gelu_tanh"};
+                                                    "gelu_tanh", "silu"};
   return op >= 0 && op < VMATH_OP_COUNT ? names[op] : "?";
 }

@@ -71,16 +71,9 @@ void fused_act_apply(const fused_act *a, float *y, int64_t n) {
         for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(y[i]);
       return;
     case FUSED_ACT_SILU:
-      if (vm) { /* sigmoid of a stretch into t, then the products: x * sigmoid(x) as Sigmoid + Mul */
-        float t[256];
-        for (int64_t i = 0; i < n; i += 256) {
-          int64_t m = n - i < 256 ? n - i : 256;
-          vm->op[VMATH_SIGMOID](y + i, t, m);
-          for (int64_t j = 0; j < m; j++) y[i + j] *= t[j];
-        }
-      } else {
+      if (vm) vm->op[VMATH_SILU](y, y, n);
+      else
         for (int64_t i = 0; i < n; i++) y[i] *= sigmoid_f(y[i]);
-      }
       return;
     case FUSED_ACT_TANH:
       for (int64_t i = 0; i < n; i++) y[i] = tanhf(y[i]);

@@ -3,8 +3,9 @@
  * "tanh" | "gelu" (the exact, erf form) | "silu" (x * sigmoid(x), ONNX's
  * Sigmoid + Mul), with `clip_min` / `clip_max` for clip (defaults: -inf /
  * +inf).  Relu and clip run inside the GEMM's epilogue while the tile is in
- * registers; the others on each block right after it (sigmoid and silu on
- * the vectorized sigmoid, kernels/vmath.h, as the eager Sigmoid). */
+ * registers; the others on each block right after it (sigmoid on the
+ * vectorized sigmoid, kernels/vmath.h, as the eager Sigmoid; silu on
+ * vmath's silu, x / (1 + e^-x) in one division). */
 #ifndef SMELT_OPS_FUSED_ACT_H
 #define SMELT_OPS_FUSED_ACT_H
 

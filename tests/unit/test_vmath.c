@@ -17,7 +17,7 @@
 /* The bound each function must meet, in ulps (the measured worst is printed). */
 static const double max_ulp[VMATH_OP_COUNT] = {
     [VMATH_EXP] = 1.5, [VMATH_ERF] = 3, [VMATH_TANH] = 2,
-    [VMATH_SIGMOID] = 3, [VMATH_GELU_ERF] = 5, [VMATH_GELU_TANH] = 4};
+    [VMATH_SIGMOID] = 3, [VMATH_GELU_ERF] = 5, [VMATH_GELU_TANH] = 4, [VMATH_SILU] = 4};
 
 static double ref(vmath_op op, double x) {
   switch (op) {
@@ -30,6 +30,7 @@ static double ref(vmath_op op, double x) {
       double y = 2 * 0.79788456080286535588 * (x + 0.044715 * x * x * x);
       return y >= 0 ? x / (1 + exp(-y)) : x * exp(y) / (1 + exp(y));
     }
+    case VMATH_SILU: return x >= 0 ? x / (1 + exp(-x)) : x * exp(x) / (1 + exp(x));
     default: return NAN;
   }
 }
