@@ -78,6 +78,13 @@ void bf16dp_tile_scalar(int rows, int cols, int64_t kp, const uint32_t *a, const
  * bf16dp_hw says so. */
 void bf16dp_tile_avx512(int rows, int cols, int64_t kp, const uint32_t *a, const uint32_t *b, const bf16dp_epi *e,
                         float *C, int64_t ldc);
+/* bf16dp_tile_avx512 that also asks for kp cache lines from pf on into L2
+ * (a line a pair row: the next panel while this one runs). */
+void bf16dp_tile_avx512_pf(int rows, int cols, int64_t kp, const uint32_t *a, const uint32_t *b,
+                           const bf16dp_epi *e, float *C, int64_t ldc, const void *pf);
+/* bf16dp_pack_a_tile on AVX-512 BF16 (where bf16dp_hw), for that kernel
+ * (a denormal float becomes 0, which its vdpbf16ps makes of it anyway). */
+void bf16dp_pack_a_tile_avx512(int rows, int64_t K, const float *A, int64_t lda, uint32_t *tile);
 
 /* The CPU has AVX512_BF16 and isa (the active level) allows AVX-512. */
 bool bf16dp_hw(isa_level isa);

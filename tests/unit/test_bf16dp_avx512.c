@@ -7,7 +7,11 @@
  *   - each tile shape, rows 1..12 x cols 1..32, kp 1, 2, 7, 384, with and
  *     without bias, alpha 1 / -0.5, writing or accumulating into C (ldc
  *     past the columns: what lies beyond them must stay as it was);
- *   - the whole driver (bf16dp_run) on awkward shapes, 1 and 3 threads;
+ *   - A's tiles packed by vcvtne2ps2bf16 (bf16dp_pack_a_tile_avx512) word
+ *     for word as the scalar packing, K 1..70 and 768, rows 1..12, with
+ *     infinities, NaN and -0; a denormal becomes 0 (the kernel flushes it);
+ *   - the whole driver (bf16dp_run) on awkward shapes, 1 and 3 threads
+ *     (its AVX-512 runs pack A so and prefetch the next weight panel);
  *   - inputs are normal numbers, so the instruction's flushing of denormal
  *     inputs and results changes nothing: expected bit for bit; the check
  *     allows the fp32 sums' rounding, 2 (kp + 2) 2^-24 (|alpha| sum |a b| +
@@ -86,6 +90,30 @@ static void tiles(void) {
   }
 }
 
+static void pack_a(void) {
+  enum { LDA = 800 };
+  float *A = malloc(sizeof(float) * BF16DP_MR * LDA);
+  uint32_t *ts = malloc(sizeof(uint32_t) * BF16DP_MR * LDA), *tv = malloc(sizeof(uint32_t) * BF16DP_MR * LDA);
+  for (int64_t K = 1; K <= 768; K = K < 70 ? K + 1 : K + 698) { /* 1 .. 70, 768 */
+    for (int64_t j = 0; j < BF16DP_MR * LDA; j++) A[j] = frand() * 3.f;
+    A[0] = INFINITY, A[LDA + 1] = -INFINITY, A[2 * LDA] = NAN, A[K - 1] = -0.f;
+    for (int rows = 1; rows <= BF16DP_MR; rows += K % 5 + 1) {
+      int64_t kp = (K + 1) / 2;
+      memset(ts, 0xab, sizeof(uint32_t) * (size_t)(kp * BF16DP_MR));
+      memset(tv, 0xcd, sizeof(uint32_t) * (size_t)(kp * BF16DP_MR));
+      bf16dp_pack_a_tile(rows, K, A, LDA, ts);
+      bf16dp_pack_a_tile_avx512(rows, K, A, LDA, tv);
+      bool same = !memcmp(ts, tv, sizeof(uint32_t) * (size_t)(kp * BF16DP_MR));
+      CHECK(same);
+      if (!same) fprintf(stderr, "pack_a: K %lld rows %d differ\n", (long long)K, rows);
+    }
+  }
+  A[0] = 1e-40f, A[1] = -1e-39f; /* denormals: 0 with the sign (the kernel would flush them) */
+  bf16dp_pack_a_tile_avx512(1, 2, A, LDA, tv);
+  CHECK((tv[0] & 0x7fff7fffu) == 0);
+  free(A), free(ts), free(tv);
+}
+
 static void driver(smelt_pool *pool, int64_t M, int64_t N, int64_t K, bool tb, int i) {
   float alpha = i % 2 ? -0.5f : 1.f;
   bool acc = i % 3 == 1;
@@ -129,6 +157,7 @@ int main(void) {
   }
   CHECK(bf16dp_tile_for(isa_active()) == bf16dp_tile_avx512);
   tiles();
+  pack_a();
   smelt_pool *pool = NULL;
   CHECK_OK(pool_create(3, &pool));
   static const int64_t Ms[] = {1, 5, 12, 13, 37, 128};

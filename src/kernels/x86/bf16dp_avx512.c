@@ -34,15 +34,17 @@
 #define UNROLL_ROWS
 #else
 #define UNROLL_ROWS _Pragma("GCC unroll 12")
+
 #endif
 
 DP_INLINE void tile_rows(const int R, int cols, int64_t kp, const uint32_t *a, const uint32_t *b,
-                         const bf16dp_epi *e_arg, float *C, int64_t ldc) {
+                         const bf16dp_epi *e_arg, float *C, int64_t ldc, const char *pf) {
   const bf16dp_epi e_copy = *e_arg, *e = &e_copy; /* C's stores cannot alias it */
   __m512 acc[BF16DP_MR][2];
 UNROLL_ROWS
   for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t q = 0; q < kp; q++, a += BF16DP_MR, b += BF16DP_NR) {
+    if (pf) _mm_prefetch(pf + q * 64, _MM_HINT_T1); /* a line of the next panel into L2 per pair row */
     __m512i b0 = _mm512_loadu_si512((const void *)b), b1 = _mm512_loadu_si512((const void *)(b + 16));
 UNROLL_ROWS
     for (int r = 0; r < R; r++) {
@@ -63,22 +65,56 @@ UNROLL_ROWS
   }
 }
 
+static DP_TARGET void tile_any(int rows, int cols, int64_t kp, const uint32_t *a, const uint32_t *b,
+                               const bf16dp_epi *e, float *C, int64_t ldc, const char *pf) {
+  switch (rows) {
+    case 1: tile_rows(1, cols, kp, a, b, e, C, ldc, pf); return;
+    case 2: tile_rows(2, cols, kp, a, b, e, C, ldc, pf); return;
+    case 3: tile_rows(3, cols, kp, a, b, e, C, ldc, pf); return;
+    case 4: tile_rows(4, cols, kp, a, b, e, C, ldc, pf); return;
+    case 5: tile_rows(5, cols, kp, a, b, e, C, ldc, pf); return;
+    case 6: tile_rows(6, cols, kp, a, b, e, C, ldc, pf); return;
+    case 7: tile_rows(7, cols, kp, a, b, e, C, ldc, pf); return;
+    case 8: tile_rows(8, cols, kp, a, b, e, C, ldc, pf); return;
+    case 9: tile_rows(9, cols, kp, a, b, e, C, ldc, pf); return;
+    case 10: tile_rows(10, cols, kp, a, b, e, C, ldc, pf); return;
+    case 11: tile_rows(11, cols, kp, a, b, e, C, ldc, pf); return;
+    case 12: tile_rows(12, cols, kp, a, b, e, C, ldc, pf); return;
+    default: return;
+  }
+}
+
 DP_TARGET void bf16dp_tile_avx512(int rows, int cols, int64_t kp, const uint32_t *a, const uint32_t *b,
                                   const bf16dp_epi *e, float *C, int64_t ldc) {
-  switch (rows) {
-    case 1: tile_rows(1, cols, kp, a, b, e, C, ldc); return;
-    case 2: tile_rows(2, cols, kp, a, b, e, C, ldc); return;
-    case 3: tile_rows(3, cols, kp, a, b, e, C, ldc); return;
-    case 4: tile_rows(4, cols, kp, a, b, e, C, ldc); return;
-    case 5: tile_rows(5, cols, kp, a, b, e, C, ldc); return;
-    case 6: tile_rows(6, cols, kp, a, b, e, C, ldc); return;
-    case 7: tile_rows(7, cols, kp, a, b, e, C, ldc); return;
-    case 8: tile_rows(8, cols, kp, a, b, e, C, ldc); return;
-    case 9: tile_rows(9, cols, kp, a, b, e, C, ldc); return;
-    case 10: tile_rows(10, cols, kp, a, b, e, C, ldc); return;
-    case 11: tile_rows(11, cols, kp, a, b, e, C, ldc); return;
-    case 12: tile_rows(12, cols, kp, a, b, e, C, ldc); return;
-    default: return;
+  tile_any(rows, cols, kp, a, b, e, C, ldc, NULL);
+}
+
+DP_TARGET void bf16dp_tile_avx512_pf(int rows, int cols, int64_t kp, const uint32_t *a, const uint32_t *b,
+                                     const bf16dp_epi *e, float *C, int64_t ldc, const void *pf) {
+  tile_any(rows, cols, kp, a, b, e, C, ldc, pf);
+}
+
+/* bf16dp_pack_a_tile with vcvtne2ps2bf16: 32 floats of a row to 16 pairs
+ * at a time (round to nearest even, as f32_to_bf16; a denormal becomes 0,
+ * as vdpbf16ps takes it anyway), then the pairs to the tile's column. */
+DP_TARGET void bf16dp_pack_a_tile_avx512(int rows, int64_t K, const float *A, int64_t lda, uint32_t *tile) {
+  int64_t kp = (K + 1) / 2;
+  uint32_t buf[16] __attribute__((aligned(64)));
+  for (int r = 0; r < BF16DP_MR; r++) {
+    uint32_t *d = tile + r;
+    if (r >= rows) {
+      for (int64_t q = 0; q < kp; q++) d[q * BF16DP_MR] = 0;
+      continue;
+    }
+    const float *a = A + r * lda;
+    for (int64_t k = 0; k < K; k += 32) {
+      int64_t n = K - k < 32 ? K - k : 32;
+      __m512 lo = _mm512_maskz_loadu_ps(avx512_mask((int)n), a + k);
+      __m512 hi = _mm512_maskz_loadu_ps(avx512_mask((int)n - 16), a + k + 16);
+      _mm512_store_si512((void *)buf, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      uint32_t *o = d + k / 2 * BF16DP_MR;
+      for (int64_t i = 0; i < (n + 1) / 2; i++) o[i * BF16DP_MR] = buf[i];
+    }
   }
 }
 #endif
