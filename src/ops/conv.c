@@ -320,14 +320,8 @@ static int64_t conv_im2col_tile(int64_t Kdim, int64_t groups, int64_t S, int thr
  * strided ones take it.  A constant float32 W, with an op cache, only;
  * not where the cost model picks direct-cv (kernels/conv_direct_cv.c: no
  * im2col, no transposed copy; the same two layers 1.25 and 1.17 ms). */
-typedef struct col_job {
-  const conv_geom *g;
-  const float *X;
-  float *dst;
-} col_job;
-
 static void col_rows(void *vctx, int64_t i0, int64_t i1) {
-  const col_job *j = vctx;
+  const conv_xcopy_job *j = vctx;
   const conv_geom *g = j->g;
   for (int64_t i = i0; i < i1; i++) { /* item: (image, channel) */
     int64_t n = i / g->C, ch = i % g->C;
@@ -355,7 +349,7 @@ smelt_status conv_route_col_t_run(const conv_kernel *k, const conv_query *q, con
   size_t bytes = sizeof(float) * (size_t)(g->N * g->Kdim * g->S_out);
   float *col = tensor_data_alloc(bytes);
   if (!col) return err_nomem("conv: the column matrix", bytes);
-  col_job cj = {g, a->X, col};
+  conv_xcopy_job cj = {g, a->X, col};
   pool_parallel_for(a->c->pool, g->N * g->C, 8, col_rows, &cj);
   smelt_status st = conv_pw_t_ep(a->c, g, g->Kdim, col, a->W, wt, a->B, a->ep, a->Y);
   tensor_data_free(col);

@@ -29,6 +29,14 @@ typedef struct conv_call {
   const conv_epilogue *ep;
 } conv_call;
 
+/* A copy out of X (the subsampled input, the column matrix) into dst,
+ * split over items on the pool. */
+typedef struct conv_xcopy_job {
+  const conv_geom *g;
+  const float *X;
+  float *dst;
+} conv_xcopy_job;
+
 /* The query for g on c's node (its precision mark, the session's cache,
  * isa_active(), the pool's threads, SMELT_CONV), computing in f32 (or f64
  * for a float64 conv). */

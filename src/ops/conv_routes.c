@@ -204,14 +204,8 @@ void conv_route_fast_describe(const conv_kernel *k, const conv_query *q, const c
 
 /* ---- the strided 1x1 over its subsampled input ---- */
 
-typedef struct sub_job {
-  const conv_geom *g;
-  const float *X;
-  float *dst;
-} sub_job;
-
 static void subsample_planes(void *ctx, int64_t p0, int64_t p1) {
-  const sub_job *j = ctx;
+  const conv_xcopy_job *j = ctx;
   const nn_window *w = &j->g->w;
   int64_t oh = w->nsp == 2 ? w->out[0] : 1, ow = w->out[w->nsp - 1];
   int64_t sh = w->nsp == 2 ? w->stride[0] : 1, sw = w->stride[w->nsp - 1], iw = w->in[w->nsp - 1];
@@ -241,7 +235,7 @@ smelt_status conv_route_sub_run(const conv_kernel *k, const conv_query *q, const
   size_t bytes = sizeof(float) * (size_t)(g->N * g->C * g->S_out);
   float *Xs = tensor_data_alloc(bytes);
   if (!Xs) return err_nomem("conv: the subsampled input of a strided 1x1 conv", bytes);
-  sub_job j = {g, a->X, Xs};
+  conv_xcopy_job j = {g, a->X, Xs};
   pool_parallel_for(g->N * g->C * g->S_out >= (1 << 15) ? a->c->pool : NULL, g->N * g->C, 8, subsample_planes, &j);
   smelt_status st = conv_f32(a->c, &g2, Xs, a->W, a->B, a->Y, a->ep);
   tensor_data_free(Xs);
