@@ -21,6 +21,7 @@
 #include "kernels/conv.h"
 #include "kernels/conv_bf16.h"
 #include "kernels/isa.h"
+#include "ops/conv_registry.h"
 #include "parallel/pool.h"
 
 typedef struct layer { int64_t C, M, H, K, s; } layer;
@@ -82,7 +83,7 @@ int main(int argc, char **argv) {
     if (!X || !W || !Y || !Bv) return 1;
     for (size_t i = 0; i < nx; i++) X[i] = sinf((float)i * 0.01f);
     for (size_t i = 0; i < nw; i++) W[i] = cosf((float)i * 0.007f) * 0.05f;
-    conv_algo a32 = conv2d_select(&d, isa, threads, CONV_ALGO_AUTO, true);
+    conv_algo a32 = conv_select_desc(&d, isa, threads, CONV_ALGO_AUTO, true);
     if (a32 == CONV_ALGO_IM2COL) a32 = CONV_ALGO_DIRECT; /* the benchmark runs a prepared kernel */
     conv2d_weights *w32 = NULL, *w16 = NULL;
     if (conv2d_prepare(pool, &d, a32, isa, W, &w32)) return 1;
@@ -102,7 +103,7 @@ int main(int argc, char **argv) {
     printf("| %lld | %lld | %lld | %lld | %lld | %s | %.3f | ", (long long)l->C, (long long)l->M, (long long)l->H,
            (long long)l->K, (long long)l->s, conv_algo_name(a32), m32);
     /* what a convolution marked bf16 runs (kernels/conv_bf16.h: by cost on vdpbf16ps) */
-    conv_algo pick = conv2d_select(&d, isa, threads, bf16 ? CONV_ALGO_BF16 : CONV_ALGO_AUTO, true);
+    conv_algo pick = conv_select_desc(&d, isa, threads, bf16 ? CONV_ALGO_BF16 : CONV_ALGO_AUTO, true);
     if (w16) printf("%.3f | %.2fx | %.0f | %s |\n", m16, m32 / m16, macs / (m16 * 1e-3) * 1e-9, conv_algo_name(pick));
     else printf("n/a | n/a | n/a | %s |\n", conv_algo_name(pick));
     conv2d_weights_free(w32), conv2d_weights_free(w16);

@@ -155,10 +155,12 @@ static const char *kernel_dtypes(const kir_group *kg, char *buf, size_t n) {
 static void explain_gemm(strbuf *e, const gemm_step *gs) {
   static const char *const shapes[GEMM_SHAPE_COUNT] = {"gemv", "small-M", "large"};
   const gemm_params *p = &gs->tmpl;
-  sb_printf(e, " gemm %s x %s -> %s, %s%s, %lldx%lldx%lld (%s): %s", dtype_name(gs->dt_a), dtype_name(gs->dt_b),
-            dtype_name(gs->dt_y), gs->w == GEMM_W_F32 ? "weights as stored" : gemm_wform_name(gs->w),
-            gs->w == GEMM_W_F32 ? "" : " weights", (long long)p->M, (long long)p->N, (long long)p->K,
-            shapes[gemm_shape_of(p->M, p->N, p->K)], gs->kern->name);
+  char bt[96];
+  ir_quant_describe(&gs->bq, gs->dt_b, bt, sizeof bt); /* B's element type: int8 / int4 with their scales */
+  sb_printf(e, " gemm %s x %s -> %s, %s%s, %lldx%lldx%lld (%s): %s", dtype_name(gs->dt_a), bt, dtype_name(gs->dt_y),
+            gs->w == GEMM_W_F32 ? "weights as stored" : gemm_wform_name(gs->w), gs->w == GEMM_W_F32 ? "" : " weights",
+            (long long)p->M, (long long)p->N, (long long)p->K, shapes[gemm_shape_of(p->M, p->N, p->K)],
+            gs->kern->name);
 }
 
 static void explain_groups(const cgraph *cg, const fusion *fu, strbuf *e) {

@@ -151,6 +151,7 @@ static smelt_status values_copy(copy_job *j) {
     dv->kind = sv->kind;
     dv->outer_id = sv->outer_id; /* ids in the parent: unchanged by either copy of this graph */
     dv->flags = sv->flags & ~(uint32_t)(IR_VALUE_INPUT | IR_VALUE_OUTPUT); /* set by add_input/output */
+    dv->quant = sv->quant; /* its scale / zero-point ids are mapped below, once every value has its id */
     if (j->move) dv->constant = sv->constant;
     else TRY(tensor_view_copy(sv->constant, &dv->constant));
     j->vmap[v] = id;
@@ -188,7 +189,12 @@ static smelt_status nodes_copy(copy_job *j) {
                        q(s->values[sn->inputs[k]].name), q(sn->name));
   }
   for (int v = 0; v < s->n_values; v++)
-    if (j->vmap[v] >= 0) j->dst->values[j->vmap[v]].producer = map_id(j->nmap, s->values[v].producer);
+    if (j->vmap[v] >= 0) {
+      ir_value *dv = &j->dst->values[j->vmap[v]];
+      dv->producer = map_id(j->nmap, s->values[v].producer);
+      if (dv->quant.scale >= 0 && dv->quant.scheme) dv->quant.scale = j->vmap[dv->quant.scale];
+      if (dv->quant.zero_point >= 0 && dv->quant.scheme) dv->quant.zero_point = j->vmap[dv->quant.zero_point];
+    }
   return SMELT_OK;
 }
 

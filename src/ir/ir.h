@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ir/quant.h"
 #include "ir/tensor.h"
 #include "util/arena.h"
 
@@ -37,6 +38,7 @@ typedef struct ir_value {
   int producer;           /* node index, -1 for inputs/initializers/outer */
   int outer_id;           /* with IR_VALUE_OUTER: the value id in graph->parent */
   uint32_t flags;
+  ir_quant quant;         /* the element type a reader computes with (ir/quant.h); scheme NONE: dtype's */
 } ir_value;
 
 typedef enum ir_attr_type {

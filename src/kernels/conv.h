@@ -1,6 +1,7 @@
 /* Fast f32 2-D convolution (1-D runs as H = 1), NCHW in and out.
  *
- * Algorithms, chosen per shape by conv2d_select (SMELT_CONV=auto|im2col|
+ * Algorithms, chosen per shape by the kernel registry (ops/conv_registry.h;
+ * SMELT_CONV=auto|im2col|
  * direct|chanvec|winograd|winograd2|winograd4 forces one where it applies):
  *  - direct:   im2col-free implicit GEMM.  The input is copied once into a
  *              zero-padded, stride-phase-split buffer, in which every tap of
@@ -17,7 +18,7 @@
  *              taps' reach columns and round a row up to whole tiles (a
  *              7x7 plane: 72 positions for 49).  Chosen for grouped
  *              convolutions of whole vectors of output channels per group
- *              over small planes (conv2d_select says which).
+ *              over small planes (the registry says which).
  *  - depthwise: group == C == M (multiplier 1), a vectorized direct loop
  *              (kernels/conv_depthwise.c).
  *  - pointwise: 1x1, stride 1, unpadded, one group, few input channels
@@ -82,13 +83,23 @@ bool conv_algo_parse(const char *s, conv_algo *out);
 
 /* Whether algo can run desc (WINOGRAD means either Winograd variant). */
 bool conv2d_supports(const conv2d_desc *d, conv_algo algo);
-/* The algorithm for desc on isa with `threads` threads: `requested` when it
- * applies, otherwise (and for AUTO) the cost model's choice.  Never returns
- * AUTO or WINOGRAD.  cached: the prepared weights are kept across runs;
- * when they are not, the cost model leaves Winograd out (its weight
- * transform costs more than one run saves). */
-conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested,
-                        bool cached);
+/* The cost model (kernels/conv_select.c): seconds, roughly, for algo
+ * (IM2COL, DIRECT, WINO2, WINO4, DIRECT_CV, BF16; 0 for the others) to run
+ * desc on isa with `threads` threads; it only ranks the algorithms.  The
+ * choice is the kernel registry's (ops/conv_registry.h), which filters by
+ * element type, weight form, ISA and shape class and takes the cheapest. */
+double conv2d_cost(const conv2d_desc *d, isa_level isa, int threads, conv_algo algo);
+/* The level the conv kernels run at for isa (the cost model's). */
+isa_level conv2d_kernel_isa(isa_level isa);
+/* Whether the cost model prefers chanvec over the direct kernel (a grouped
+ * conv of whole vectors of output channels per group over short rows, AVX2). */
+bool conv2d_chanvec_suits(const conv2d_desc *d, isa_level isa);
+/* Whether a convolution marked bf16 runs in bf16 on the vdpbf16ps kernel
+ * (kernels/conv_bf16.h: conv_bf16_by_cost) rather than on f, the fp32
+ * algorithm the registry picks for it: twice the rate of the FMA
+ * (isa_bf16_dot_fast), not the gathered stem, a gain of 1.3x after the
+ * padding of C to 32 and M to CB_VR, and f not a Winograd priced cheaper. */
+bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_algo f);
 /* SMELT_CONV's value (AUTO when unset or not understood). */
 conv_algo conv_algo_from_env(void);
 

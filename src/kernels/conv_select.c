@@ -1,5 +1,7 @@
-/* Conv algorithm choice (a cost model per shape), SMELT_CONV, and the
- * prepare/run entry points that dispatch to the drivers. */
+/* The conv algorithms' facts for the kernel registry (ops/conv_registry.c,
+ * which chooses): names, what each supports, the cost model per shape,
+ * SMELT_CONV; and the prepare/run entry points that dispatch to the
+ * drivers. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +190,7 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
 
 /* bf16 on the vdpbf16ps kernel (kernels/conv_bf16.c): blocks of CB_VR
  * output channels x 32 flat positions (row padding Wq included) over the
- * channels padded to 32, at twice the fp32 rate (conv2d_select prices it
+ * channels padded to 32, at twice the fp32 rate (the registry prices it
  * only where isa_bf16_dot_fast), plus the bf16 weights and the converted
  * input (written, then read back). */
 static double cm_bf16(const conv2d_desc *d, const cm_ctx *c) {
@@ -212,18 +214,6 @@ static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
     case CONV_ALGO_BF16: return cm_bf16(d, c);
     default: return 0;
   }
-}
-
-static conv_algo pick_cheapest(const conv2d_desc *d, const cm_ctx *c, const conv_algo *cand,
-                               int n) {
-  conv_algo best = CONV_ALGO_IM2COL;
-  double best_cost = -1;
-  for (int i = 0; i < n; i++) {
-    if (!conv2d_supports(d, cand[i])) continue;
-    double cost = cm_cost(d, c, cand[i]);
-    if (best_cost < 0 || cost < best_cost) best = cand[i], best_cost = cost;
-  }
-  return best;
 }
 
 /* Chanvec (kernels/conv_cvec.c) over the direct kernel, AVX2: grouped
@@ -250,8 +240,8 @@ static bool chanvec_suits(const conv2d_desc *d, const conv_kernels *k) {
   return (double)(d->C / d->G) * d->sh * d->sw * rows * cols <= (double)(1 << 20);
 }
 
-conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_algo requested,
-                        bool cached) {
+/* The cost model's context for isa (as the kernels run it) and threads. */
+static cm_ctx cm_ctx_of(isa_level isa, int threads) {
   cm_ctx c = {conv_kernels_get(isa), 0, 0, threads > 1 ? threads : 1};
   isa = c.k->isa;
   c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * c.threads;
@@ -264,36 +254,33 @@ conv_algo conv2d_select(const conv2d_desc *d, isa_level isa, int threads, conv_a
    * library before the change, resnet50 7-18%, resnet18 13-28%, squeezenet 5-16%
    * faster at 4, 8 and 16 threads (docs/PARALLEL.md). */
   c.bw = CM_BW * (c.threads > 2 ? (c.threads < 16 ? c.threads : 16) / 2.0 : 1);
-  if (requested == CONV_ALGO_WINOGRAD && wino_shape(d)) {
-    static const conv_algo w[] = {CONV_ALGO_WINO4, CONV_ALGO_WINO2};
-    return pick_cheapest(d, &c, w, 2);
-  }
-  if (requested == CONV_ALGO_BF16 && conv2d_supports(d, requested) && conv_bf16_by_cost(isa)) {
-    /* vdpbf16ps (kernels/conv_bf16.h, conv_bf16_by_cost): fp32 where it
-     * does no more multiply-adds per cycle, for the gathered stem, and
-     * where fp32 Winograd is cheaper; bf16 over the other fp32 kernels
-     * (1.3-2.7x faster on resnet50's other layers, 1 and 2 threads) */
-    conv_algo f = conv2d_select(d, isa, threads, CONV_ALGO_AUTO, cached);
-    if (!isa_bf16_dot_fast() || conv_bf16_gathered(d)) return f;
-    /* twice the rate, less the zero channels (C padded to 32) and output
-     * rows (M to CB_VR) it computes: under 1.3x it does not pay for the
-     * input's conversion (squeezenet, whose expand layers read 16
-     * channels: 5.33 ms in bf16 against 4.90 in fp32, 2 threads) */
-    double gain = 2.0 * d->C / (double)(conv_cdiv(d->C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
-    if (gain < 1.3) return f;
-    bool wino = f == CONV_ALGO_WINO2 || f == CONV_ALGO_WINO4;
-    return wino && cm_cost(d, &c, f) < cm_bf16(d, &c) ? f : CONV_ALGO_BF16;
-  }
-  if (requested != CONV_ALGO_AUTO && requested != CONV_ALGO_WINOGRAD &&
-      conv2d_supports(d, requested))
-    return requested;
-  if (conv2d_supports(d, CONV_ALGO_DEPTHWISE)) return CONV_ALGO_DEPTHWISE;
-  if (chanvec_suits(d, c.k)) return CONV_ALGO_CHANVEC;
-  conv_algo cand[5] = {CONV_ALGO_IM2COL, CONV_ALGO_DIRECT};
-  int n = 2;
-  if (cached) cand[n++] = CONV_ALGO_WINO2, cand[n++] = CONV_ALGO_WINO4;
-  cand[n++] = CONV_ALGO_DIRECT_CV; /* priced only where dcv_suits */
-  return pick_cheapest(d, &c, cand, n);
+  return c;
+}
+
+isa_level conv2d_kernel_isa(isa_level isa) { return conv_kernels_get(isa)->isa; }
+
+double conv2d_cost(const conv2d_desc *d, isa_level isa, int threads, conv_algo algo) {
+  cm_ctx c = cm_ctx_of(isa, threads);
+  return cm_cost(d, &c, algo);
+}
+
+bool conv2d_chanvec_suits(const conv2d_desc *d, isa_level isa) { return chanvec_suits(d, conv_kernels_get(isa)); }
+
+bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_algo f) {
+  /* vdpbf16ps (kernels/conv_bf16.h, conv_bf16_by_cost): fp32 where it
+   * does no more multiply-adds per cycle, for the gathered stem, and
+   * where fp32 Winograd is cheaper; bf16 over the other fp32 kernels
+   * (1.3-2.7x faster on resnet50's other layers, 1 and 2 threads) */
+  if (!isa_bf16_dot_fast() || conv_bf16_gathered(d)) return false;
+  /* twice the rate, less the zero channels (C padded to 32) and output
+   * rows (M to CB_VR) it computes: under 1.3x it does not pay for the
+   * input's conversion (squeezenet, whose expand layers read 16
+   * channels: 5.33 ms in bf16 against 4.90 in fp32, 2 threads) */
+  double gain = 2.0 * d->C / (double)(conv_cdiv(d->C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
+  if (gain < 1.3) return false;
+  cm_ctx c = cm_ctx_of(isa, threads);
+  bool wino = f == CONV_ALGO_WINO2 || f == CONV_ALGO_WINO4;
+  return !(wino && cm_cost(d, &c, f) < cm_bf16(d, &c));
 }
 
 /* ---- prepare / run ---- */

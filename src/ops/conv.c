@@ -11,17 +11,13 @@
  * tasks each runs whole on one thread, otherwise im2col and GEMM use the pool.
  * f16/bf16 compute via f32 copies, f64 on a direct reference loop.
  *
- * A 1x1 stride-1 unpadded one-group conv with few input channels
- * (kernels/conv.h: conv_pointwise_suits) runs on the pointwise kernel
- * instead (X and the raw W read in place, epilogue fused), before all else;
- * one over a plane the GEMM's column panels fit badly (7x7:
- * conv_pointwise_t_suits) as the transposed GEMM, pixels as its rows, over
- * W^T packed once per session.
- *
- * 1-D and 2-D f32 convolutions first try the fast kernels (kernels/conv.h:
- * direct implicit GEMM, Winograd, depthwise), which pick an algorithm per
- * shape; their packed weights are kept in the session's per-node cache when
- * W is a constant.  The im2col path here stays the general fallback.  The
+ * Which route runs a conv is the kernel registry's choice (conv_registry.h:
+ * the fast kernels of kernels/conv.h over prepared weights kept in the
+ * session's per-node cache, the 1x1 routes and the strided 1x1 of
+ * conv_routes.c, and the routes here: im2col + GEMM, the general fallback,
+ * the depthwise loop, im2col then the transposed GEMM for strided convs
+ * over small planes, the float64 loop).  Run, prepare and --explain ask it
+ * the same question (conv_f32, conv_prepare_geom, conv_describe_geom).  The
  * fast kernels apply smelt.Conv's residual and a Relu/Clip themselves
  * (conv2d_run_ep); other activations run in one pass over Y after them. */
 #include <math.h>
@@ -30,24 +26,11 @@
 #include <string.h>
 
 #include "kernels/conv.h"
-#include "kernels/conv_bf16.h"
 #include "kernels/gemm.h"
+#include "ops/conv_route.h"
 #include "ops/gemm_weights.h"
-#include "ops/conv_core.h"
-#include "ops/nn_util.h"
 #include "ops/op_cache.h"
-#include "parallel/run_ctl.h"
 #include "util/err.h"
-#include "util/ro_map.h"
-
-/* Positions up to which conv_col_t_route may take a conv (a 16x16 plane) */
-#define CONV_COL_T_MAX_S 256
-
-typedef struct conv_geom {
-  nn_window w;
-  int64_t N, C, M, G, Cg, Mg;
-  int64_t S_in, S_out, Kk, Kdim; /* spatial in/out sizes, taps, GEMM depth Cg*Kk */
-} conv_geom;
 
 static const smelt_dtype conv_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT_F64, SMELT_UNDEFINED};
 
@@ -305,229 +288,6 @@ static void depthwise_planes(void *vctx, int64_t q0, int64_t q1) {
   }
 }
 
-/* ---- fast kernels ---- */
-
-typedef struct epi_after_job {
-  const conv_epilogue *ep;
-  float *y;
-} epi_after_job;
-
-static void epi_after_chunk(void *ctx, int64_t b, int64_t e) {
-  const epi_after_job *j = ctx;
-  float *y = j->y + b;
-  if (j->ep->residual) {
-    const float *r = j->ep->residual + b;
-    for (int64_t i = 0; i < e - b; i++) y[i] += r[i];
-  }
-  fused_act_apply(&j->ep->act, y, e - b);
-}
-
-/* Y = act(Y + residual) over n elements, in cache-sized chunks on the pool
- * (after a fast kernel: the activations it does not apply itself). */
-static void conv_epilogue_after(smelt_pool *pool, const conv_epilogue *ep, float *y, int64_t n) {
-  if (!ep->residual && ep->act.kind == FUSED_ACT_NONE) return;
-  epi_after_job j = {ep, y};
-  pool_parallel_for(pool, n, 16384, epi_after_chunk, &j);
-}
-
-/* What cached prepared weights were made from (compared bytewise). */
-typedef struct conv_cache_key {
-  const void *w;
-  int32_t algo, isa, dtype, pad_;
-  int64_t C, M, G, KH, KW;
-} conv_cache_key;
-
-static void conv_desc_of(const conv_geom *g, conv2d_desc *d) {
-  const nn_window *w = &g->w;
-  int two = w->nsp == 2; /* 1-D runs as H = 1 */
-  *d = (conv2d_desc){.N = g->N, .C = g->C, .H = two ? w->in[0] : 1, .W = w->in[two],
-                     .M = g->M, .G = g->G, .KH = two ? w->kernel[0] : 1, .KW = w->kernel[two],
-                     .OH = two ? w->out[0] : 1, .OW = w->out[two], .sh = two ? w->stride[0] : 1,
-                     .sw = w->stride[two], .dh = two ? w->dil[0] : 1, .dw = w->dil[two],
-                     .pt = two ? w->pad_lo[0] : 0, .pl = w->pad_lo[two]};
-}
-
-/* Prepared weights through the session's store on disk (op_cache.store,
- * ops/op_cache.h): a saved copy is mapped instead of transforming W again. */
-typedef struct conv_prep_desc {
-  int64_t algo, isa, C, M, G, KH, KW, layout;
-} conv_prep_desc;
-
-static smelt_status conv_prepare_stored(op_ctx *c, const conv2d_desc *d, conv_algo algo, isa_level isa,
-                                        const float *W, conv2d_weights **pw) {
-  if (!c->cache || !c->cache->store) return conv2d_prepare(c->pool, d, algo, isa, W, pw);
-  conv_prep_desc pd = {algo, isa, d->C, d->M, d->G, d->KH, d->KW, conv2d_prepared_layout(d, algo, isa)};
-  size_t w_bytes = sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW);
-  int64_t n = 0;
-  TRY(conv2d_prepared_floats(d, algo, isa, &n));
-  op_prep_key k;
-  const float *saved = op_prep_get(c->cache, c->pool, "conv", &pd, sizeof pd, W, w_bytes, sizeof(float) * (size_t)n, &k);
-  if (saved) return conv2d_weights_wrap(d, algo, isa, saved, n, pw);
-  TRY(conv2d_prepare(c->pool, d, algo, isa, W, pw));
-  if (k.stored) op_prep_put(c->cache, c->pool, &k, conv2d_weights_data(*pw, &n));
-  return SMELT_OK;
-}
-
-/* The node asks for its convolution in bf16 (kernels/conv_bf16.h): marked
- * so by autocast, bf16 convolution wanted at this level (AMX, AVX512_BF16,
- * or forced), and a 1-D or 2-D shape the kernel takes (one group, enough
- * channels).  Whether it runs so is the cost model's answer (conv_bf16_for). */
-static bool conv_bf16_marked(op_ctx *c, const conv_geom *g) {
-  return c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") && g->w.nsp <= 2 &&
-         g->G == 1 && g->Kdim > 0 && conv_bf16_channels(g->C, g->Kk) && conv_bf16_wanted(isa_active());
-}
-
-/* The fast kernel's algorithm for the shape (d filled), or IM2COL: none.
- * A convolution marked bf16 asks for bf16, and conv2d_select keeps it fp32
- * where that is cheaper (kernels/conv_bf16.h: conv_bf16_by_cost). */
-static conv_algo conv_fast_algo(op_ctx *c, const conv_geom *g, conv2d_desc *d) {
-  if (g->w.nsp > 2 || g->Kdim <= 0) return CONV_ALGO_IM2COL;
-  conv_desc_of(g, d);
-  /* a shape-only context (the scheduler's conv_residual_in_place) asks what
-   * a compiled run, which has an op cache, would pick */
-  bool cacheable = (c->cache || c->static_infer) && op_input_is_constant(c, 1);
-  conv_algo req = conv_bf16_marked(c, g) ? CONV_ALGO_BF16 : conv_algo_from_env();
-  return conv2d_select(d, isa_active(), pool_threads(c->pool), req, cacheable);
-}
-
-/* The node runs its convolution in bf16: marked, and conv_fast_algo picks
- * it; otherwise it takes the fp32 routes below. */
-static bool conv_bf16_for(op_ctx *c, const conv_geom *g) {
-  conv2d_desc d;
-  return conv_bf16_marked(c, g) && conv_fast_algo(c, g, &d) == CONV_ALGO_BF16;
-}
-
-/* algo's prepared weights for W (d filled): from the session's op cache,
- * from the store on disk, or made now (*own: the caller frees them;
- * otherwise the cache holds them). */
-static smelt_status conv_weights_algo(op_ctx *c, const float *W, const conv2d_desc *d, conv_algo algo,
-                                      conv2d_weights **pw, bool *own) {
-  *pw = NULL;
-  *own = false;
-  isa_level isa = isa_active();
-  bool cacheable = c->cache && op_input_is_constant(c, 1);
-  conv_cache_key key;
-  memset(&key, 0, sizeof key);
-  key = (conv_cache_key){.w = c->in[1]->data, .algo = algo, .isa = isa,
-                         .dtype = c->in[1]->dtype, .C = d->C, .M = d->M, .G = d->G, .KH = d->KH,
-                         .KW = d->KW};
-  *pw = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
-  if (*pw) return SMELT_OK;
-  /* kept for later runs (and maybe on disk): a run stopping now must not cut it short */
-  run_ctl *saved = run_ctl_enter(NULL);
-  smelt_status st = cacheable ? conv_prepare_stored(c, d, algo, isa, W, pw)
-                              : conv2d_prepare(c->pool, d, algo, isa, W, pw);
-  run_ctl_enter(saved);
-  TRY(st);
-  void *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, *pw, conv2d_weights_free_v) : NULL;
-  if (kept) { /* the kernel runs from *pw now: W's pages, a view of the model file, go back to it */
-    *pw = kept;
-    ro_map_release(W, sizeof(float) * (size_t)(d->M * (d->C / d->G) * d->KH * d->KW));
-  } else {
-    *own = true;
-    op_prep_drain(c->cache); /* the caller frees *pw, which the store may still be saving */
-  }
-  return SMELT_OK;
-}
-
-/* The fast algorithm for the shape and, unless it is im2col, its prepared
- * weights (conv_weights_algo). */
-static smelt_status conv_weights_for(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
-                                     conv_algo *algo, conv2d_weights **pw, bool *own) {
-  *pw = NULL;
-  *own = false;
-  *algo = conv_fast_algo(c, g, d);
-  if (*algo == CONV_ALGO_IM2COL) return SMELT_OK;
-  return conv_weights_algo(c, W, d, *algo, pw, own);
-}
-
-/* The part of ep the fast kernels apply themselves (residual, and Relu /
- * Clip as a clamp); *rest: the activation left for a pass after them. */
-static conv2d_epilogue conv_kernel_epilogue(const conv_epilogue *ep, fused_act *rest) {
-  conv2d_epilogue k = {ep->residual, -INFINITY, INFINITY};
-  *rest = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY};
-  if (ep->act.kind == FUSED_ACT_RELU) k.lo = 0.f;
-  else if (ep->act.kind == FUSED_ACT_CLIP) k.lo = ep->act.lo, k.hi = ep->act.hi;
-  else *rest = ep->act;
-  return k;
-}
-
-/* Runs the convolution and its epilogue on a fast kernel when one is
- * chosen for the shape (*done); otherwise leaves it to the im2col path. */
-static smelt_status conv_fast(op_ctx *c, const conv_geom *g, const float *X, const float *W,
-                              const float *B, const conv_epilogue *ep, float *Y, bool *done) {
-  *done = false;
-  conv2d_desc d;
-  conv_algo algo;
-  conv2d_weights *pw;
-  bool own;
-  TRY(conv_weights_for(c, g, W, &d, &algo, &pw, &own));
-  if (algo == CONV_ALGO_IM2COL) return SMELT_OK;
-  conv_epilogue rest = {0};
-  conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
-  smelt_status st = conv2d_run_ep(c->pool, &d, pw, X, B, &kep, Y);
-  if (own) conv2d_weights_free(pw);
-  if (!st) conv_epilogue_after(c->pool, &rest, Y, g->N * g->M * g->S_out);
-  *done = true;
-  return st;
-}
-
-/* 1x1, stride 1, no pads, one group: X is the GEMM's B as it lies. */
-static bool conv_pw_shape(const conv_geom *g) {
-  if (g->G != 1 || g->Kdim <= 0 || g->Kdim != g->C) return false;
-  for (int i = 0; i < g->w.nsp; i++)
-    if (g->w.kernel[i] != 1 || g->w.stride[i] != 1 || g->w.pad_lo[i] != 0 || g->w.pad_hi[i] != 0)
-      return false;
-  return g->S_in == g->S_out;
-}
-
-/* A strided 1x1 conv (one group, no pads, 1-D or 2-D: ResNet's downsample
- * shortcuts) is a stride-1 one over the input subsampled: *g2 is that
- * geometry.  Copying the kept positions (a quarter of the input at stride 2)
- * and taking the 1x1 routes costs far less than the direct kernel's strided
- * form, which ran at half their rate (resnet50's 256->512 stride-2 shortcut
- * at 28x28, 2 threads on an AVX-512 Xeon: 1.57 ms, the stride-1 1x1 layers
- * of the same size 0.39 ms for half the work). */
-static bool conv_strided(const conv_geom *g) {
-  bool s = false;
-  for (int i = 0; i < g->w.nsp; i++) s |= g->w.stride[i] > 1;
-  return s;
-}
-
-static bool conv_pw_subsample(const conv_geom *g, conv_geom *g2) {
-  if (g->G != 1 || g->Kdim <= 0 || g->Kdim != g->C || g->w.nsp < 1 || g->w.nsp > 2 || !conv_strided(g))
-    return false;
-  for (int i = 0; i < g->w.nsp; i++)
-    if (g->w.kernel[i] != 1 || g->w.pad_lo[i] != 0 || g->w.pad_hi[i] != 0 || g->w.stride[i] < 1 ||
-        g->w.out[i] != (g->w.in[i] - 1) / g->w.stride[i] + 1)
-      return false;
-  *g2 = *g;
-  for (int i = 0; i < g->w.nsp; i++) g2->w.stride[i] = 1, g2->w.in[i] = g->w.out[i];
-  g2->S_in = g->S_out;
-  return true;
-}
-
-/* A copy out of X (the subsampled input, the column matrix) into dst,
- * split over items on the pool. */
-typedef struct xcopy_job {
-  const conv_geom *g;
-  const float *X;
-  float *dst;
-} xcopy_job;
-
-static void subsample_planes(void *ctx, int64_t p0, int64_t p1) {
-  const xcopy_job *j = ctx;
-  const nn_window *w = &j->g->w;
-  int64_t oh = w->nsp == 2 ? w->out[0] : 1, ow = w->out[w->nsp - 1];
-  int64_t sh = w->nsp == 2 ? w->stride[0] : 1, sw = w->stride[w->nsp - 1], iw = w->in[w->nsp - 1];
-  for (int64_t p = p0; p < p1; p++) {
-    const float *x = j->X + p * j->g->S_in;
-    float *y = j->dst + p * j->g->S_out;
-    for (int64_t r = 0; r < oh; r++)
-      for (int64_t q = 0; q < ow; q++) y[r * ow + q] = x[r * sh * iw + q * sw];
-  }
-}
-
 /* Positions per im2col tile (one GEMM task): ~1 MiB of im2col, so it stays
  * in cache next to the GEMM's panels; whole 32-column panels of the widest
  * GEMM tile (a partial panel costs its full width: wav2vec2's 512 -> 512
@@ -543,92 +303,6 @@ static int64_t conv_im2col_tile(int64_t Kdim, int64_t groups, int64_t S, int thr
   if (threads > 1 && spread < t) t = spread;
   t = t / 32 * 32;
   return t < 64 ? 64 : t;
-}
-
-static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
-                             const float *B, float *Y, const conv_epilogue *ep);
-
-/* The strided 1x1 conv as conv_pw_subsample says: X's kept positions into
- * scratch, then the stride-1 conv over them. */
-static smelt_status conv_subsampled(op_ctx *c, const conv_geom *g, const conv_geom *g2, const float *X,
-                                    const float *W, const float *B, float *Y, const conv_epilogue *ep) {
-  size_t bytes = sizeof(float) * (size_t)(g->N * g->C * g->S_out);
-  float *Xs = tensor_data_alloc(bytes);
-  if (!Xs) return err_nomem("conv: the subsampled input of a strided 1x1 conv", bytes);
-  xcopy_job j = {g, X, Xs};
-  pool_parallel_for(g->N * g->C * g->S_out >= (1 << 15) ? c->pool : NULL, g->N * g->C, 8, subsample_planes, &j);
-  smelt_status st = conv_f32(c, g2, Xs, W, B, Y, ep);
-  tensor_data_free(Xs);
-  return st;
-}
-
-/* Whether the 1x1 route (kernels/conv.h: conv_pointwise_run) takes this
- * conv: a pointwise shape with few input channels (or a small plane, or
- * any plane from 14x14 up on AVX-512: conv_pointwise_route), or any
- * pointwise shape under SMELT_CONV=pointwise. */
-static bool conv_pw_route(const conv_geom *g) {
-  return conv_pw_shape(g) &&
-         (conv_pointwise_route(isa_active(), g->C, g->M, g->S_out) || conv_algo_from_env() == CONV_ALGO_POINTWISE);
-}
-
-/* The transposed 1x1 route (kernels/conv.h: conv_pointwise_t_run) for a
- * plane the GEMM's column panels fit badly (7x7): W^T packed once per
- * session as the GEMM's B (ops/gemm_weights.h), a constant float32 W only;
- * NULL: not this route. */
-static bool conv_pw_t_route(op_ctx *c, const conv_geom *g) {
-  return conv_pw_shape(g) && !conv_pw_route(g) && c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) &&
-         conv_pointwise_t_suits(isa_active(), g->C, g->M, g->S_out);
-}
-
-/* Y = W X over C rows of X (the input's channels, or an im2col's rows) on
- * the transposed route over W^T packed (wt), with the fused epilogue. */
-static smelt_status conv_pw_t_ep(op_ctx *c, const conv_geom *g, int64_t C, const float *X, const float *W,
-                                 const gemm_packed *wt, const float *B, const conv_epilogue *ep, float *Y) {
-  conv_epilogue rest = {0};
-  conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
-  TRY(conv_pointwise_t_run(c->pool, isa_active(), g->N, C, g->M, g->S_out, X, W, wt, B, &kep, Y));
-  conv_epilogue_after(c->pool, &rest, Y, g->N * g->M * g->S_out);
-  return SMELT_OK;
-}
-
-static const gemm_packed *conv_pw_t_weights(op_ctx *c, const conv_geom *g) {
-  if (!conv_pw_t_route(c, g)) return NULL;
-  return gemm_weights_b(c->cache, c->pool, true, g->C, g->M, c->in[1]->data);
-}
-
-/* Whether the 1x1 route packs W once (a constant float32 W of a 1-D or
- * 2-D conv in a session with an op cache), or reads it as stored. */
-static bool conv_pw_packs(op_ctx *c, const conv_geom *g) {
-  return c->cache && c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) && g->w.nsp <= 2;
-}
-
-/* The 1x1 route's weights packed once per session (CONV_ALGO_POINTWISE,
- * cached and stored like the other algorithms' prepared weights) when
- * conv_pw_packs; *pw NULL: W is read as it is. */
-static smelt_status conv_pw_weights(op_ctx *c, const conv_geom *g, const float *W, conv2d_desc *d,
-                                    conv2d_weights **pw, bool *own) {
-  *pw = NULL;
-  *own = false;
-  if (W != c->in[1]->data || !conv_pw_packs(c, g)) return SMELT_OK;
-  conv_desc_of(g, d);
-  if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) return SMELT_OK;
-  return conv_weights_algo(c, W, d, CONV_ALGO_POINTWISE, pw, own);
-}
-
-static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, const float *W,
-                                const float *B, const conv_epilogue *ep, float *Y) {
-  conv_epilogue rest = {0};
-  conv2d_epilogue kep = conv_kernel_epilogue(ep, &rest.act);
-  conv2d_desc d;
-  conv2d_weights *pw;
-  bool own;
-  TRY(conv_pw_weights(c, g, W, &d, &pw, &own));
-  smelt_status st = pw ? conv2d_run_ep(c->pool, &d, pw, X, B, &kep, Y)
-                       : conv_pointwise_run(c->pool, isa_active(), g->N, g->C, g->M, g->S_out, X, W, B, &kep, Y);
-  if (own) conv2d_weights_free(pw);
-  TRY(st);
-  conv_epilogue_after(c->pool, &rest, Y, g->N * g->M * g->S_out);
-  return SMELT_OK;
 }
 
 /* A strided one-group convolution with taps (3x3, 7x7, ...) over a plane
@@ -647,7 +321,7 @@ static smelt_status conv_pw_run(op_ctx *c, const conv_geom *g, const float *X, c
  * not where the cost model picks direct-cv (kernels/conv_direct_cv.c: no
  * im2col, no transposed copy; the same two layers 1.25 and 1.17 ms). */
 static void col_rows(void *vctx, int64_t i0, int64_t i1) {
-  const xcopy_job *j = vctx;
+  const conv_xcopy_job *j = vctx;
   const conv_geom *g = j->g;
   for (int64_t i = i0; i < i1; i++) { /* item: (image, channel) */
     int64_t n = i / g->C, ch = i % g->C;
@@ -656,30 +330,38 @@ static void col_rows(void *vctx, int64_t i0, int64_t i1) {
   }
 }
 
-static bool conv_col_t_route(op_ctx *c, const conv_geom *g) {
-  conv2d_desc d;
-  return c->cache && g->G == 1 && g->Kk > 1 && g->Kdim == g->C * g->Kk && conv_strided(g) &&
-         c->in[1]->dtype == SMELT_F32 && op_input_is_constant(c, 1) && g->S_out <= CONV_COL_T_MAX_S &&
-         conv_pointwise_t_suits(isa_active(), g->Kdim, g->M, g->S_out) &&
-         conv_fast_algo(c, g, &d) != CONV_ALGO_DIRECT_CV;
+static const gemm_packed *col_t_weights(const conv_call *a) {
+  return gemm_weights_b(a->c->cache, a->c->pool, true, a->g->Kdim, a->g->M, a->c->in[1]->data);
 }
 
-static const gemm_packed *conv_col_t_weights(op_ctx *c, const conv_geom *g) {
-  if (!conv_col_t_route(c, g)) return NULL;
-  return gemm_weights_b(c->cache, c->pool, true, g->Kdim, g->M, c->in[1]->data);
+smelt_status conv_route_col_t_prepare(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
+  (void)k, (void)q;
+  *taken = col_t_weights(a) != NULL;
+  return SMELT_OK;
 }
 
-static smelt_status conv_col_t_run(op_ctx *c, const conv_geom *g, const float *X, const float *W,
-                                   const gemm_packed *wt, const float *B, const conv_epilogue *ep, float *Y) {
+smelt_status conv_route_col_t_run(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
+  (void)k, (void)q;
+  const conv_geom *g = a->g;
+  const gemm_packed *wt = a->W == a->c->in[1]->data ? col_t_weights(a) : NULL;
+  *taken = wt != NULL;
+  if (!wt) return SMELT_OK;
   size_t bytes = sizeof(float) * (size_t)(g->N * g->Kdim * g->S_out);
   float *col = tensor_data_alloc(bytes);
   if (!col) return err_nomem("conv: the column matrix", bytes);
-  xcopy_job cj = {g, X, col};
-  pool_parallel_for(c->pool, g->N * g->C, 8, col_rows, &cj);
-  smelt_status st = conv_pw_t_ep(c, g, g->Kdim, col, W, wt, B, ep, Y);
+  conv_xcopy_job cj = {g, a->X, col};
+  pool_parallel_for(a->c->pool, g->N * g->C, 8, col_rows, &cj);
+  smelt_status st = conv_pw_t_ep(a->c, g, g->Kdim, col, a->W, wt, a->B, a->ep, a->Y);
   tensor_data_free(col);
   return st;
 }
+
+void conv_route_col_t_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
+  (void)k, (void)q, (void)a;
+  snprintf(buf, n, "f32 im2col, then the transposed GEMM over W^T packed once (ops/conv.c, kernels/conv_pointwise.c)");
+}
+
+/* ---- the im2col family: im2col + GEMM, the depthwise loop ---- */
 
 /* The weight as the im2col GEMM's A (M x Kdim), packed once per session
  * (ops/gemm_weights.h): one group only, a constant float32 W. */
@@ -689,33 +371,129 @@ static const gemm_packed *conv_packed_a(op_ctx *c, const conv_geom *g) {
   return gemm_weights_a(c->cache, c->pool, false, g->M, g->Kdim, w->data);
 }
 
+smelt_status conv_route_im2col_prepare(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
+  (void)k, (void)q;
+  *taken = true;
+  (void)conv_packed_a(a->c, a->g);
+  return SMELT_OK;
+}
+
+static conv_job job_of(const conv_call *a) {
+  conv_job j = {.g = a->g, .X = a->X, .W = a->W, .B = a->B, .Y = a->Y, .ep = a->ep};
+  if (a->W == a->c->in[1]->data) j.packed_a = conv_packed_a(a->c, a->g);
+  return j;
+}
+
+smelt_status conv_route_dw_loop_run(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
+  (void)k, (void)q;
+  *taken = true;
+  conv_job j = job_of(a);
+  pool_parallel_for(a->c->pool, a->g->N * a->g->C, 1, depthwise_planes, &j);
+  return SMELT_OK;
+}
+
+void conv_route_dw_loop_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
+  (void)k, (void)q, (void)a;
+  snprintf(buf, n, "f32 depthwise loop (ops/conv.c)");
+}
+
+smelt_status conv_route_im2col_run(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
+  (void)k, (void)q;
+  *taken = true;
+  const conv_geom *g = a->g;
+  conv_job j = job_of(a);
+  j.pointwise = true;
+  for (int i = 0; i < g->w.nsp; i++)
+    j.pointwise &= g->w.kernel[i] == 1 && g->w.stride[i] == 1 && g->w.pad_lo[i] == 0 &&
+                   g->w.pad_hi[i] == 0;
+  int threads = pool_threads(a->c->pool);
+  j.tile = j.pointwise ? g->S_out : conv_im2col_tile(g->Kdim, g->N * g->G, g->S_out, threads);
+  if (j.tile > g->S_out) j.tile = g->S_out;
+  j.ntiles = (g->S_out + j.tile - 1) / j.tile;
+  int64_t ntasks = g->N * g->G * j.ntiles;
+  if (threads > 1 && ntasks >= 2 * threads) {
+    pool_parallel_for(a->c->pool, ntasks, 1, conv_tasks, &j);
+    if (atomic_load(&j.failed)) return err_nomem("im2col (or a rejected GEMM)", (size_t)(g->Kdim * j.tile) * 4);
+    return SMELT_OK;
+  }
+  float *col = NULL;
+  if (!j.pointwise) TRY(nn_alloc((void **)&col, g->Kdim * j.tile, sizeof(float), "im2col"));
+  for (int64_t t = 0; t < ntasks; t++) conv_task(&j, t, col, a->c->pool);
+  free(col);
+  if (atomic_load(&j.failed)) return err_set(SMELT_ERR_INTERNAL, "conv: the GEMM rejected its arguments");
+  return SMELT_OK;
+}
+
+void conv_route_im2col_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
+  (void)k, (void)q, (void)a;
+  snprintf(buf, n, "f32 im2col + GEMM (ops/conv.c)");
+}
+
+/* ---- the registry's choice ---- */
+
+static smelt_status no_kernel(const conv_query *q) {
+  return err_set(SMELT_ERR_UNSUPPORTED, "conv: no kernel in the registry takes %s x %s -> %s (weight %s, %s, %s)",
+                 dtype_name(q->x), dtype_name(q->w), dtype_name(q->y), conv_wform_name(q->wf),
+                 conv_shape_name(q->shape), isa_name(q->isa));
+}
+
+smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W, const float *B, float *Y,
+                      const conv_epilogue *ep) {
+  conv_query q;
+  conv_query_of(c, g, &q);
+  conv_call a = {c, g, X, W, B, Y, ep};
+  for (unsigned skip = 0;;) {
+    const conv_kernel *k = conv_select(&q, skip);
+    if (!k) return no_kernel(&q);
+    if (ep->residual == Y && !k->residual_in_place) { /* an output over its residual (conv_residual_in_place) */
+      size_t bytes = sizeof(float) * (size_t)(g->N * g->M * g->S_out);
+      float *r = tensor_data_alloc(bytes ? bytes : sizeof(float));
+      if (!r) return err_nomem("conv residual", bytes);
+      memcpy(r, Y, bytes);
+      conv_epilogue e2 = *ep;
+      e2.residual = r;
+      smelt_status st = conv_f32(c, g, X, W, B, Y, &e2);
+      tensor_data_free(r);
+      return st;
+    }
+    bool taken = true;
+    smelt_status st = k->run(k, &q, &a, &taken);
+    if (st || taken) return st;
+    skip |= 1u << conv_kernel_index(k); /* no cache or memory for its weights: the next entry */
+  }
+}
+
+smelt_status conv_prepare_geom(op_ctx *c, const conv_geom *g) {
+  conv_query q;
+  conv_query_of(c, g, &q);
+  conv_call a = {.c = c, .g = g, .W = c->in[1]->data};
+  for (unsigned skip = 0;;) {
+    const conv_kernel *k = conv_select(&q, skip);
+    if (!k || !k->prepare) return SMELT_OK;
+    bool taken = true;
+    smelt_status st = k->prepare(k, &q, &a, &taken);
+    if (st || taken) return st;
+    skip |= 1u << conv_kernel_index(k);
+  }
+}
+
+void conv_describe_geom(op_ctx *c, const conv_geom *g, char *buf, size_t n) {
+  conv_query q;
+  conv_query_of(c, g, &q);
+  conv_call a = {.c = c, .g = g};
+  const conv_kernel *k = conv_select(&q, 0);
+  if (k) k->describe(k, &q, &a, buf, n);
+  else snprintf(buf, n, "no kernel (%s weight, %s)", conv_wform_name(q.wf), conv_shape_name(q.shape));
+}
+
 smelt_status conv_op_prepare(op_ctx *c) {
   const tensor *x = c->in[0], *w = c->in[1];
   if (!c->cache || !op_input_is_constant(c, 1) || x->dtype != SMELT_F32 || w->dtype != SMELT_F32)
     return SMELT_OK;
-  conv_geom g, gs;
+  conv_geom g;
   TRY(conv_plan(c, &g));
   if (x->rank < 0 || tensor_numel(x) <= 0 || tensor_numel(w) <= 0) return SMELT_OK;
-  bool bf16 = conv_bf16_for(c, &g);
-  if (!bf16 && conv_pw_subsample(&g, &gs)) g = gs; /* runs as the stride-1 conv over the subsampled input */
-  if (!bf16 && conv_pw_route(&g)) { /* W packed for the 1x1 kernel */
-    conv2d_desc d;
-    conv2d_weights *pw;
-    bool own;
-    TRY(conv_pw_weights(c, &g, w->data, &d, &pw, &own));
-    if (own) conv2d_weights_free(pw);
-    return SMELT_OK;
-  }
-  if (!bf16 && conv_pw_t_weights(c, &g)) return SMELT_OK; /* W^T packed */
-  if (!bf16 && conv_col_t_weights(c, &g)) return SMELT_OK; /* W^T packed for the im2col route */
-  conv2d_desc d;
-  conv_algo algo;
-  conv2d_weights *pw;
-  bool own;
-  TRY(conv_weights_for(c, &g, w->data, &d, &algo, &pw, &own));
-  if (own) conv2d_weights_free(pw);
-  if (algo == CONV_ALGO_IM2COL) (void)conv_packed_a(c, &g);
-  return SMELT_OK;
+  return conv_prepare_geom(c, &g);
 }
 
 bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
@@ -736,62 +514,10 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
     err_clear();
     return false;
   }
-  /* the 1x1 route and the bf16 kernel's store read each residual value
-   * just before writing their output over it */
-  return conv_bf16_for(&c, &cg) || conv_pw_route(&cg);
-}
-
-static smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W,
-                             const float *B, float *Y, const conv_epilogue *ep) {
-  bool bf16 = conv_bf16_for(c, g); /* conv_fast takes it */
-  conv_geom g2;
-  bool pw = !bf16 && conv_pw_route(g);
-  if (ep->residual == Y && !pw && !bf16) { /* an output over its residual (conv_residual_in_place) off the routes that take it */
-    size_t bytes = sizeof(float) * (size_t)(g->N * g->M * g->S_out);
-    float *r = tensor_data_alloc(bytes ? bytes : sizeof(float));
-    if (!r) return err_nomem("conv residual", bytes);
-    memcpy(r, Y, bytes);
-    conv_epilogue e2 = *ep;
-    e2.residual = r;
-    smelt_status st = conv_f32(c, g, X, W, B, Y, &e2);
-    tensor_data_free(r);
-    return st;
-  }
-  if (!bf16 && c->cache && conv_pw_subsample(g, &g2)) return conv_subsampled(c, g, &g2, X, W, B, Y, ep);
-  if (pw) return conv_pw_run(c, g, X, W, B, ep, Y);
-  const gemm_packed *wt = !bf16 && W == c->in[1]->data ? conv_pw_t_weights(c, g) : NULL;
-  if (wt) return conv_pw_t_ep(c, g, g->C, X, W, wt, B, ep, Y);
-  const gemm_packed *wc = !bf16 && W == c->in[1]->data ? conv_col_t_weights(c, g) : NULL;
-  if (wc) return conv_col_t_run(c, g, X, W, wc, B, ep, Y);
-  bool done;
-  TRY(conv_fast(c, g, X, W, B, ep, Y, &done));
-  if (done) return SMELT_OK;
-  conv_job j = {.g = g, .X = X, .W = W, .B = B, .Y = Y, .ep = ep};
-  if (W == c->in[1]->data) j.packed_a = conv_packed_a(c, g);
-  if (g->w.nsp == 2 && g->G == g->C && g->G == g->M) {
-    pool_parallel_for(c->pool, g->N * g->C, 1, depthwise_planes, &j);
-    return SMELT_OK;
-  }
-  j.pointwise = true;
-  for (int i = 0; i < g->w.nsp; i++)
-    j.pointwise &= g->w.kernel[i] == 1 && g->w.stride[i] == 1 && g->w.pad_lo[i] == 0 &&
-                   g->w.pad_hi[i] == 0;
-  int threads = pool_threads(c->pool);
-  j.tile = j.pointwise ? g->S_out : conv_im2col_tile(g->Kdim, g->N * g->G, g->S_out, threads);
-  if (j.tile > g->S_out) j.tile = g->S_out;
-  j.ntiles = (g->S_out + j.tile - 1) / j.tile;
-  int64_t ntasks = g->N * g->G * j.ntiles;
-  if (threads > 1 && ntasks >= 2 * threads) {
-    pool_parallel_for(c->pool, ntasks, 1, conv_tasks, &j);
-    if (atomic_load(&j.failed)) return err_nomem("im2col (or a rejected GEMM)", (size_t)(g->Kdim * j.tile) * 4);
-    return SMELT_OK;
-  }
-  float *col = NULL;
-  if (!j.pointwise) TRY(nn_alloc((void **)&col, g->Kdim * j.tile, sizeof(float), "im2col"));
-  for (int64_t t = 0; t < ntasks; t++) conv_task(&j, t, col, c->pool);
-  free(col);
-  if (atomic_load(&j.failed)) return err_set(SMELT_ERR_INTERNAL, "conv: the GEMM rejected its arguments");
-  return SMELT_OK;
+  conv_query q;
+  conv_query_of(&c, &cg, &q);
+  const conv_kernel *k = conv_select(&q, 0);
+  return k && k->residual_in_place;
 }
 
 smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
@@ -810,33 +536,9 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
     o += snprintf(geo + o, sizeof geo - (size_t)o, "%s%lld", i ? "," : " stride ", (long long)g.w.stride[i]);
   if (g.G > 1 && o < (int)sizeof geo) o += snprintf(geo + o, sizeof geo - (size_t)o, " group %lld", (long long)g.G);
   if (o < (int)sizeof geo) snprintf(geo + o, sizeof geo - (size_t)o, ", %lld positions", (long long)g.S_out);
-  const char *how;
-  char alg[128];
-  bool bf16 = conv_bf16_for(c, &g);
-  conv2d_desc d;
-  conv_geom gs;
-  const char *sub = "";
-  if (!bf16 && c->cache && conv_pw_subsample(&g, &gs)) {
-    g = gs;
-    sub = "the strided input subsampled, then ";
-  }
-  if (x->dtype == SMELT_F64) how = "float64 reference loop (ops/conv.c)";
-  else if (!bf16 && conv_pw_route(&g))
-    how = conv_pw_packs(c, &g) ? conv_algo_desc(CONV_ALGO_POINTWISE, isa_active())
-              : "f32 1x1 pointwise on X in place, W as stored (kernels/conv_pointwise.c)";
-  else if (!bf16 && conv_pw_t_route(c, &g)) how = "f32 1x1 as the transposed GEMM over W^T packed once (kernels/conv_pointwise.c)";
-  else if (!bf16 && conv_col_t_route(c, &g))
-    how = "f32 im2col, then the transposed GEMM over W^T packed once (ops/conv.c, kernels/conv_pointwise.c)";
-  else {
-    conv_algo a = conv_fast_algo(c, &g, &d);
-    if (a != CONV_ALGO_IM2COL) {
-      snprintf(alg, sizeof alg, "%s", conv_algo_desc(a, isa_active()));
-      how = alg;
-    } else if (g.w.nsp == 2 && g.G == g.C && g.G == g.M) how = "f32 depthwise loop (ops/conv.c)";
-    else how = "f32 im2col + GEMM (ops/conv.c)";
-  }
-  snprintf(buf, n, "%s%s: %s%s", geo, x->dtype == SMELT_F32 || x->dtype == SMELT_F64 ? "" : " (via f32 copies)", sub,
-           how);
+  char how[256];
+  conv_describe_geom(c, &g, how, sizeof how);
+  snprintf(buf, n, "%s%s: %s", geo, x->dtype == SMELT_F32 || x->dtype == SMELT_F64 ? "" : " (via f32 copies)", how);
   return SMELT_OK;
 }
 
@@ -874,10 +576,18 @@ static void conv_f64(const conv_geom *g, const double *X, const double *W, const
     }
 }
 
-static smelt_status conv_run_f64(op_ctx *c, const conv_geom *g) {
+smelt_status conv_route_f64_run(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
+  (void)k, (void)q;
+  op_ctx *c = a->c;
   const tensor *b = op_in(c, 2);
-  conv_f64(g, c->in[0]->data, c->in[1]->data, b ? b->data : NULL, c->out[0]->data);
+  *taken = true;
+  conv_f64(a->g, c->in[0]->data, c->in[1]->data, b ? b->data : NULL, c->out[0]->data);
   return SMELT_OK;
+}
+
+void conv_route_f64_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
+  (void)k, (void)q, (void)a;
+  snprintf(buf, n, "float64 reference loop (ops/conv.c)");
 }
 
 smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) {
@@ -889,7 +599,15 @@ smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) {
   bool plain = !e->residual && e->act.kind == FUSED_ACT_NONE;
   if (!plain && y->dtype != SMELT_F32)
     return err_set(SMELT_ERR_UNSUPPORTED, "a fused conv epilogue needs float32, not %s", dtype_name(y->dtype));
-  if (y->dtype == SMELT_F64) return conv_run_f64(c, &g);
+  if (y->dtype == SMELT_F64) { /* the registry's float64 entry */
+    conv_query q;
+    conv_query_of(c, &g, &q);
+    const conv_kernel *k = conv_select(&q, 0);
+    if (!k) return no_kernel(&q);
+    conv_call a = {.c = c, .g = &g};
+    bool taken;
+    return k->run(k, &q, &a, &taken);
+  }
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
   float *X = NULL, *W = NULL, *B = NULL, *Y = NULL;
   smelt_status st = nn_f32_acquire(x, &X);

@@ -24,7 +24,10 @@
  *   initializer that is not a graph input) with K <= QGEMM_MAX_K.  MatMul
  *   and Gemm become smelt.Gemm; the node gets precision = "int8", which
  *   ops/fused_gemm.c reads (weights quantized per output channel once,
- *   activations per row at run time, fp32 out: kernels/qgemm.h).
+ *   activations per row at run time, fp32 out: kernels/qgemm.h), and its
+ *   weight is declared int8 with per-channel scales (int4: int4 with
+ *   scales per group of 32 along K), ir/quant.h, ops/gemm_quant.h: the
+ *   element type the compiled path's GEMM steps read.
  *
  * Stays fp32 -- the keep-list, with the reason logged per node for GEMMs:
  *   - products of two activations (attention's Q K^T and P V, any MatMul
@@ -53,6 +56,7 @@
 #include "kernels/conv_bf16.h"
 #include "kernels/isa.h"
 #include "kernels/qgemm.h"
+#include "ops/gemm_quant.h"
 #include "passes/rewrite.h"
 #include "util/err.h"
 
@@ -140,6 +144,24 @@ static smelt_status to_lowp(rewriter *w, int id, const ac_plan *p, const char *p
   TRY(rw_set_input(w, nid, 1, b));
   TRY(rw_set_input(w, nid, 2, bias));
   return rw_set_input(w, nid, 3, res);
+}
+
+/* Declares the weight b of a GEMM lowered to int8 / int4 as that element
+ * type; a weight another GEMM declared otherwise (shared, other transB)
+ * keeps the first declaration and this node its mark (logged). */
+static void declare_weight(rewriter *w, int id, int b, bool int8, bool trans_b) {
+  ir_value *v = rw_val(w, b);
+  ir_quant q = gemm_weight_quant(int8 ? IR_QUANT_INT8_CHANNEL : IR_QUANT_INT4_GROUP, trans_b);
+  char nb[160], qb[96];
+  if (v->quant.scheme && memcmp(&v->quant, &q, sizeof q)) {
+    pass_log(w->r, "autocast: %s: its weight is declared %s already (shared); the node's mark says %s",
+             rw_name(w, id, nb, sizeof nb), ir_quant_describe(&v->quant, v->dtype, qb, sizeof qb),
+             ir_quant_type_name((ir_quant_scheme)q.scheme));
+    return;
+  }
+  v->quant = q;
+  pass_log(w->r, "autocast: %s: weight %s is %s", rw_name(w, id, nb, sizeof nb), v->name[0] ? v->name : "?",
+           ir_quant_describe(&q, v->dtype, qb, sizeof qb));
 }
 
 /* NULL when Conv / smelt.Conv node id can run in bf16 (kernels/conv_bf16.h:
@@ -257,7 +279,10 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
     }
     pass_log(r, "autocast: %s (%s%s) -> %s: constant weight, K %lld", rw_name(&w, id, nb, sizeof nb),
              fused ? "smelt." : "", nd->op_type, pname, (long long)p.K);
+    bool tb = (fused || rw_is_op(&w, id, "Gemm")) && ir_attr_int(nd, "transB", 0);
+    int b = nd->inputs[1];
     s = to_lowp(&w, id, &p, pname);
+    if (!s && (int8 || o->precision == SMELT_PRECISION_INT4)) declare_weight(&w, id, b, int8, tb);
     w.changes++;
     n_int8++;
   }

@@ -181,34 +181,34 @@ static smelt_status half_run(const gemm_step *gs, const gemm_io *io, smelt_pool 
 static bool no_bf16dp(isa_level isa) { return !bf16dp_wanted(isa); }
 
 static const gemm_kernel table[] = {
-    {"f32 gemm (kernels/gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F32, ISA_SCALAR, GEMM_SHAPES_ALL,
+    {"f32 gemm (kernels/gemm.h)", SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_F32, ISA_SCALAR, GEMM_SHAPES_ALL,
      f32_prepare, f32_run, NULL},
-    {"int8 u8s8 gemm (kernels/qgemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT8, ISA_SCALAR,
+    {"int8 u8s8 gemm (kernels/qgemm.h)", SMELT_F32, SMELT_F32, IR_QUANT_INT8_CHANNEL, SMELT_F32, GEMM_W_INT8, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
-    {"bf16 dot-product gemm, A rounded to bf16 (kernels/bf16dp.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16,
+    {"bf16 dot-product gemm, A rounded to bf16 (kernels/bf16dp.h)", SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_BF16,
      ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, dp_prepare, dp_run, bf16dp_wanted},
     {"f32 gemm over the fp32 weight packed once: many rows, no bf16 arithmetic (kernels/gemm.h, ops/gemm_bf16.h)",
-     SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run,
+     SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_BF16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run,
      no_bf16dp},
-    {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
+    {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
-    {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,
+    {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, IR_QUANT_INT4_GROUP, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"f32 gemm over the fp32 weight packed once: many rows of fp16 weights (kernels/gemm.h, ops/gemm_bf16.h)",
-     SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run, NULL},
-    {"fp16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, SMELT_F32, GEMM_W_F16, ISA_SCALAR,
+     SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_F16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run, NULL},
+    {"fp16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_F16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
-    {"f16 through f32 panels (kernels/gemm.h)", SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_SCALAR,
+    {"f16 through f32 panels (kernels/gemm.h)", SMELT_F16, SMELT_F16, IR_QUANT_NONE, SMELT_F16, GEMM_W_F32, ISA_SCALAR,
      GEMM_SHAPES_ALL, half_prepare, half_run, NULL},
-    {"bf16 through f32 panels (kernels/gemm.h)", SMELT_BF16, SMELT_BF16, SMELT_BF16, GEMM_W_F32, ISA_SCALAR,
+    {"bf16 through f32 panels (kernels/gemm.h)", SMELT_BF16, SMELT_BF16, IR_QUANT_NONE, SMELT_BF16, GEMM_W_F32, ISA_SCALAR,
      GEMM_SHAPES_ALL, half_prepare, half_run, NULL},
 };
 
-const gemm_kernel *gemm_kernel_select(smelt_dtype a, smelt_dtype b, smelt_dtype y, gemm_wform w, isa_level isa,
-                                      gemm_shape_class shape) {
+const gemm_kernel *gemm_kernel_select(smelt_dtype a, smelt_dtype b, ir_quant_scheme bq, smelt_dtype y, gemm_wform w,
+                                      isa_level isa, gemm_shape_class shape) {
   for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
     const gemm_kernel *k = &table[i];
-    if (k->a == a && k->b == b && k->y == y && k->w == w && isa >= k->min_isa && (k->shapes >> shape & 1u) &&
+    if (k->a == a && k->b == b && k->bq == bq && k->y == y && k->w == w && isa >= k->min_isa && (k->shapes >> shape & 1u) &&
         (!k->usable || k->usable(isa)))
       return k;
   }

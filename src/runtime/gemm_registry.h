@@ -1,7 +1,10 @@
 /* The GEMM kernel registry of the compiled path: a GEMM step (gemm_step.h)
  * does not call a kernel by name; it looks one up by the element types of
- * A, B and Y, the form its weight takes (the node's precision mark from
- * passes/autocast.c: fp32, int8, bf16, fp16, int4), the ISA and the shape class,
+ * A, B and Y -- B's with its quantization (ir/quant.h: int8 with a scale
+ * per output channel, int4 with a scale per group of 32 along K, declared
+ * on the weight by passes/autocast.c, ops/gemm_quant.h) --, the form a
+ * float weight takes (bf16, fp16: the node's precision mark), the ISA and
+ * the shape class,
  * in the spirit of XNNPACK's per-(datatype, ISA) kernel configs.  A new
  * element type or ISA gets an entry here; the plan, the schedule and
  * max-autotune do not change.
@@ -50,7 +53,9 @@ typedef struct gemm_io {
 
 typedef struct gemm_kernel {
   const char *name;
-  smelt_dtype a, b, y;    /* element types of A, B (as stored in the graph), Y */
+  smelt_dtype a, b;       /* element types of A, B (as stored in the graph) */
+  ir_quant_scheme bq;     /* B's quantization (ir/quant.h): with b, B's element type as the kernel reads it */
+  smelt_dtype y;          /* Y's element type */
   gemm_wform w;           /* the weight's form */
   isa_level min_isa;      /* runs at this level and above */
   unsigned shapes;        /* mask of 1 << gemm_shape_class */
@@ -64,9 +69,10 @@ typedef struct gemm_kernel {
 } gemm_kernel;
 
 gemm_shape_class gemm_shape_of(int64_t M, int64_t N, int64_t K);
-/* The first entry that takes these types, form, ISA and shape; NULL if none. */
-const gemm_kernel *gemm_kernel_select(smelt_dtype a, smelt_dtype b, smelt_dtype y, gemm_wform w, isa_level isa,
-                                      gemm_shape_class shape);
+/* The first entry that takes these types (B: b with quantization bq),
+ * form, ISA and shape; NULL if none. */
+const gemm_kernel *gemm_kernel_select(smelt_dtype a, smelt_dtype b, ir_quant_scheme bq, smelt_dtype y, gemm_wform w,
+                                      isa_level isa, gemm_shape_class shape);
 const char *gemm_wform_name(gemm_wform w);
 
 #endif

@@ -10,6 +10,7 @@
 #include "ops/gemm_bf16.h"
 #include "ops/gemm_int4.h"
 #include "ops/gemm_int8.h"
+#include "ops/gemm_quant.h"
 #include "util/err.h"
 
 static const ir_value *in_val(const ir_graph *g, const ir_node *nd, int i) {
@@ -66,16 +67,20 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
   if (bias) p->epilogue.bias_kind = GEMM_BIAS_COL;
   gs->isa = isa_active();
   gs->dt_a = a->dtype, gs->dt_b = b->dtype, gs->dt_y = y->dtype;
-  /* precision int8 / bf16 / int4 (passes/autocast.c) as the op takes it
-   * (ops/fused_gemm.c): a smelt.Gemm without transA */
+  /* reduced weights (passes/autocast.c) as the op takes them
+   * (ops/fused_gemm.c), for a smelt.Gemm without transA: B's quantized
+   * element type (int8 with per-channel scales, int4 with group scales:
+   * ops/gemm_quant.h), or the node's mark for the bf16 / fp16 forms */
   gs->w = GEMM_W_F32;
   if (fused && !p->trans_a) {
-    if (gemm_int8_marked(nd)) gs->w = GEMM_W_INT8;
+    ir_quant_scheme s = gemm_weight_scheme(g, nd, p->trans_b, &gs->bq);
+    if (s == IR_QUANT_INT8_CHANNEL) gs->w = GEMM_W_INT8;
+    else if (s == IR_QUANT_INT4_GROUP) gs->w = GEMM_W_INT4;
     else if (gemm_bf16_marked(nd)) gs->w = GEMM_W_BF16;
     else if (gemm_f16_marked(nd)) gs->w = GEMM_W_F16;
-    else if (gemm_int4_marked(nd)) gs->w = GEMM_W_INT4;
   }
-  gs->kern = gemm_kernel_select(gs->dt_a, gs->dt_b, gs->dt_y, gs->w, gs->isa, gemm_shape_of(p->M, p->N, p->K));
+  gs->kern = gemm_kernel_select(gs->dt_a, gs->dt_b, (ir_quant_scheme)gs->bq.scheme, gs->dt_y, gs->w, gs->isa,
+                                gemm_shape_of(p->M, p->N, p->K));
   return gs->kern != NULL;
 }
 

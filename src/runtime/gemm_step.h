@@ -19,7 +19,8 @@ typedef struct gemm_step {
   isa_level isa;
   const gemm_packed *packed_b; /* f32: B packed ahead (owned by the op cache), or NULL */
   smelt_dtype dt_a, dt_b, dt_y; /* element types from the IR */
-  gemm_wform w;                 /* B's form: the node's precision mark */
+  ir_quant bq;                  /* B's quantized element type (ops/gemm_quant.h); scheme NONE: dt_b */
+  gemm_wform w;                 /* B's form: from bq (int8, int4), else the node's mark (bf16, fp16) */
   fused_act act;                /* the node's activation (reduced forms apply it after the GEMM) */
   const gemm_kernel *kern;      /* chosen from the registry (gemm_registry.h) */
 } gemm_step;

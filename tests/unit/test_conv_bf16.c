@@ -32,6 +32,7 @@
 #include "ir/tensor.h"
 #include "kernels/bf16dp.h"
 #include "kernels/conv_bf16.h"
+#include "ops/conv_registry.h"
 #include "parallel/pool.h"
 #include "smelt.h"
 
@@ -155,7 +156,7 @@ static void selection(void) {
   const conv2d_desc *all[] = {&wino, &pw, &s2, &stem, &thin};
   setenv("SMELT_CONV_BF16", "1", 1);
   CHECK(!conv_bf16_by_cost(ISA_AVX512));
-  for (int i = 0; i < 5; i++) CHECK(conv2d_select(all[i], ISA_AVX512, 2, CONV_ALGO_BF16, true) == CONV_ALGO_BF16);
+  for (int i = 0; i < 5; i++) CHECK(conv_select_desc(all[i], ISA_AVX512, 2, CONV_ALGO_BF16, true) == CONV_ALGO_BF16);
   unsetenv("SMELT_CONV_BF16");
   if (!conv_bf16_by_cost(ISA_AVX512)) {
     printf("selection by cost: not this CPU (%s)\n", bf16dp_amx_hw(ISA_AVX512) ? "AMX: every marked conv in bf16"
@@ -165,7 +166,7 @@ static void selection(void) {
   bool fast = isa_bf16_dot_fast();
   for (int t = 1; t <= 2; t++) {
     conv_algo a[5];
-    for (int i = 0; i < 5; i++) a[i] = conv2d_select(all[i], ISA_AVX512, t, CONV_ALGO_BF16, true);
+    for (int i = 0; i < 5; i++) a[i] = conv_select_desc(all[i], ISA_AVX512, t, CONV_ALGO_BF16, true);
     printf("selection by cost (%d thread(s), vdpbf16ps %s): 3x3/1 %s, 1x1 %s, 3x3/2 %s, 7x7/2 stem %s, "
            "1x1 over 16 channels %s\n",
            t, fast ? "at twice the FMA's rate" : "at the FMA's rate", conv_algo_name(a[0]), conv_algo_name(a[1]),

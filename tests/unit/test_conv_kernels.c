@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "kernels/conv.h"
+#include "ops/conv_registry.h"
 #include "kernels/conv_internal.h"
 #include "kernels/pool2d.h"
 #include "ops/op_cache.h"
@@ -452,7 +453,7 @@ static void cache_cases(void) {
 static void guard_cases(void) {
   conv2d_desc d = mk(1, 4, 9, 9, 4, 1, 3, 3, 1000000000, 1000000000, 1, 1, 0, 0, 0, 0);
   CHECK(d.OH == 1 && !conv2d_supports(&d, CONV_ALGO_DIRECT));
-  CHECK(conv2d_select(&d, ISA_AVX512, 2, CONV_ALGO_DIRECT, true) == CONV_ALGO_IM2COL);
+  CHECK(conv_select_desc(&d, ISA_AVX512, 2, CONV_ALGO_DIRECT, true) == CONV_ALGO_IM2COL);
   d = mk(1, 4, 9, 9, 4, 1, 3, 3, 1, 1, 1000000000, 1, 0, 0, 1000000000 * 2LL, 0);
   CHECK(!conv2d_supports(&d, CONV_ALGO_DIRECT));
   pool2d_desc p = {.N = 1, .C = 1, .H = 5, .W = 5, .KH = 2, .KW = 2, .OH = 1, .OW = 1,
@@ -475,9 +476,9 @@ static void select_cases(void) {
   conv2d_desc proj = mk(1, 256, 56, 56, 512, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0);
   conv2d_desc grouped = mk(1, 128, 56, 56, 128, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   for (int t = 1; t <= 2; t++) {
-    CHECK(conv2d_select(&wave, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_IM2COL);
-    CHECK(conv2d_select(&proj, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_IM2COL);
-    CHECK(conv2d_select(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+    CHECK(conv_select_desc(&wave, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_IM2COL);
+    CHECK(conv_select_desc(&proj, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_IM2COL);
+    CHECK(conv_select_desc(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
   }
   /* chanvec (AVX2; conv_select.c: chanvec_suits): grouped convs of whole
    * vectors of output channels per group over rows under two vectors
@@ -489,17 +490,17 @@ static void select_cases(void) {
   conv2d_desc g4_7 = mk(1, 128, 7, 7, 128, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   if (isa_detect() >= ISA_AVX2)
     for (int t = 1; t <= 2; t++) {
-      CHECK(conv2d_select(&rg7, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_CHANVEC);
-      CHECK(conv2d_select(&rx14, ISA_AVX2, t, CONV_ALGO_AUTO, false) == CONV_ALGO_CHANVEC);
-      CHECK(conv2d_select(&rx28, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
-      CHECK(conv2d_select(&g4_7, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
-      CHECK(conv2d_select(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+      CHECK(conv_select_desc(&rg7, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_CHANVEC);
+      CHECK(conv_select_desc(&rx14, ISA_AVX2, t, CONV_ALGO_AUTO, false) == CONV_ALGO_CHANVEC);
+      CHECK(conv_select_desc(&rx28, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+      CHECK(conv_select_desc(&g4_7, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+      CHECK(conv_select_desc(&grouped, ISA_AVX2, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
     }
   /* a tall plane (a group's copy past 1 Mi floats) stays direct, which cuts it into chunks */
   conv2d_desc tall = mk(1, 64, 40000, 7, 64, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
-  if (isa_detect() >= ISA_AVX2) CHECK(conv2d_select(&tall, ISA_AVX2, 2, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
-  CHECK(conv2d_select(&rg7, ISA_SCALAR, 1, CONV_ALGO_AUTO, true) != CONV_ALGO_CHANVEC);
-  CHECK(conv2d_select(&rg7, ISA_SCALAR, 1, CONV_ALGO_CHANVEC, true) == CONV_ALGO_CHANVEC);
+  if (isa_detect() >= ISA_AVX2) CHECK(conv_select_desc(&tall, ISA_AVX2, 2, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT);
+  CHECK(conv_select_desc(&rg7, ISA_SCALAR, 1, CONV_ALGO_AUTO, true) != CONV_ALGO_CHANVEC);
+  CHECK(conv_select_desc(&rg7, ISA_SCALAR, 1, CONV_ALGO_CHANVEC, true) == CONV_ALGO_CHANVEC);
   /* AVX-512 (the cost model reads the AVX-512 table only where the CPU has
    * it): resnet50's stride-2 3x3 layers to 7x7 and 14x14 and its 3x3 at 7x7
    * go to direct-cv (no lane spent past a row's end: 1.2-1.45x the direct
@@ -510,12 +511,12 @@ static void select_cases(void) {
   conv2d_desc s2_7 = mk(1, 512, 14, 14, 512, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
   conv2d_desc s1_7 = mk(1, 512, 7, 7, 512, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   conv2d_desc s2_14 = mk(1, 256, 28, 28, 256, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
-  if (isa_detect() >= ISA_AVX2) CHECK(conv2d_select(&s2_7, ISA_AVX2, 1, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
+  if (isa_detect() >= ISA_AVX2) CHECK(conv_select_desc(&s2_7, ISA_AVX2, 1, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
   if (isa_detect() >= ISA_AVX512)
     for (int t = 1; t <= 16; t *= 16) {
-      CHECK(conv2d_select(&s2_7, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
-      CHECK(conv2d_select(&s2_14, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
-      CHECK(t == 1 || conv2d_select(&s1_7, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
+      CHECK(conv_select_desc(&s2_7, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
+      CHECK(conv_select_desc(&s2_14, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
+      CHECK(t == 1 || conv_select_desc(&s1_7, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_DIRECT_CV);
     }
   /* squeezenet's 16 -> 64 3x3 at 55x55 and 64 -> 256 at 13x13 stay on
    * Winograd at 2 threads as at 1 (the tiles' scratch priced at each
@@ -525,8 +526,8 @@ static void select_cases(void) {
   conv2d_desc sq13 = mk(1, 64, 13, 13, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   if (isa_detect() >= ISA_AVX512)
     for (int t = 1; t <= 2; t++) {
-      CHECK(conv2d_select(&sq55, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO4);
-      CHECK(conv2d_select(&sq13, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO2);
+      CHECK(conv_select_desc(&sq55, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO4);
+      CHECK(conv_select_desc(&sq13, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO2);
     }
 }
 

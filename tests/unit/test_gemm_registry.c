@@ -20,16 +20,24 @@ static gb_env env;
 static void test_select(void) {
   for (int s = 0; s < GEMM_SHAPE_COUNT; s++)
     for (int w = 0; w < GEMM_W_COUNT; w++) {
-      const gemm_kernel *k = gemm_kernel_select(SMELT_F32, SMELT_F32, SMELT_F32, (gemm_wform)w, ISA_SCALAR,
+      /* B's element type: int8 / int4 are f32 weights declared quantized (ir/quant.h) */
+      ir_quant_scheme bq = w == GEMM_W_INT8 ? IR_QUANT_INT8_CHANNEL : w == GEMM_W_INT4 ? IR_QUANT_INT4_GROUP
+                                                                                      : IR_QUANT_NONE;
+      const gemm_kernel *k = gemm_kernel_select(SMELT_F32, SMELT_F32, bq, SMELT_F32, (gemm_wform)w, ISA_SCALAR,
                                                 (gemm_shape_class)s);
-      CHECK(k && k->w == (gemm_wform)w && k->name && k->run && k->prepare);
+      CHECK(k && k->w == (gemm_wform)w && k->bq == bq && k->name && k->run && k->prepare);
+      /* the form without B's quantization (or with another) takes no entry */
+      if (bq) CHECK(!gemm_kernel_select(SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, (gemm_wform)w, ISA_SCALAR,
+                                        (gemm_shape_class)s));
     }
-  CHECK(gemm_kernel_select(SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE) != NULL);
-  CHECK(gemm_kernel_select(SMELT_BF16, SMELT_BF16, SMELT_BF16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_GEMV) != NULL);
+  CHECK(!gemm_kernel_select(SMELT_F32, SMELT_F32, IR_QUANT_INT4_GROUP, SMELT_F32, GEMM_W_INT8, ISA_SCALAR,
+                            GEMM_SHAPE_LARGE));
+  CHECK(gemm_kernel_select(SMELT_F16, SMELT_F16, IR_QUANT_NONE, SMELT_F16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE) != NULL);
+  CHECK(gemm_kernel_select(SMELT_BF16, SMELT_BF16, IR_QUANT_NONE, SMELT_BF16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_GEMV) != NULL);
   /* no entry for mixed types, integer products or reduced weights on f16: library steps */
-  CHECK(!gemm_kernel_select(SMELT_F16, SMELT_F32, SMELT_F16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
-  CHECK(!gemm_kernel_select(SMELT_F16, SMELT_F16, SMELT_F16, GEMM_W_INT8, ISA_AVX2, GEMM_SHAPE_LARGE));
-  CHECK(!gemm_kernel_select(SMELT_I32, SMELT_I32, SMELT_I32, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
+  CHECK(!gemm_kernel_select(SMELT_F16, SMELT_F32, IR_QUANT_NONE, SMELT_F16, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
+  CHECK(!gemm_kernel_select(SMELT_F16, SMELT_F16, IR_QUANT_NONE, SMELT_F16, GEMM_W_INT8, ISA_AVX2, GEMM_SHAPE_LARGE));
+  CHECK(!gemm_kernel_select(SMELT_I32, SMELT_I32, IR_QUANT_NONE, SMELT_I32, GEMM_W_F32, ISA_AVX2, GEMM_SHAPE_LARGE));
   CHECK(gemm_shape_of(1, 64, 64) == GEMM_SHAPE_GEMV && gemm_shape_of(8, 64, 64) == GEMM_SHAPE_SMALL_M &&
         gemm_shape_of(100, 64, 64) == GEMM_SHAPE_LARGE);
   CHECK(!strcmp(gemm_wform_name(GEMM_W_INT4), "int4"));
@@ -84,6 +92,9 @@ static void test_reduced_steps(void) {
         const gemm_step *gs = p->steps[s].gemm;
         if (!gs) continue;
         CHECK(gs->kern && gs->w == forms[f] && gs->kern->w == forms[f]);
+        /* int8 / int4: B's element type as autocast declared it (ir/quant.h), scales made at prepare */
+        ir_quant_scheme want = f == 0 ? IR_QUANT_INT8_CHANNEL : f == 2 ? IR_QUANT_INT4_GROUP : IR_QUANT_NONE;
+        CHECK(gs->bq.scheme == want && gs->kern->bq == want && (!want || gs->bq.scale == -1));
         n_red += gs->w == forms[f];
       }
       CHECK(n_red == 2); /* both GEMMs are plan steps in the reduced form */

@@ -26,6 +26,7 @@
 #include "kernels/gemm.h"
 #include "kernels/isa.h"
 #include "kernels/vmath.h"
+#include "ops/conv_registry.h"
 #include "ops/op.h"
 #include "ops/node_run.h"
 #include "ops/op_cache.h"
@@ -297,7 +298,7 @@ static void bench_conv_algo(bk *b, const conv_shape *cs, conv_algo algo, bool dw
     char kernel[48], shape[96];
     conv2d_desc d = {1, cs->C, cs->H, cs->H, cs->M, G, cs->k, cs->k, OH, OH, cs->s, cs->s, 1, 1, pad, pad};
     snprintf(kernel, sizeof kernel, "conv_%s", conv_algo_name(algo));
-    conv_algo chosen = conv2d_select(&d, isa_active(), b->threads, algo, true);
+    conv_algo chosen = conv_select_desc(&d, isa_active(), b->threads, algo, true);
     if (algo == CONV_ALGO_AUTO)
       snprintf(kernel, sizeof kernel, "conv_auto(%s)", conv_algo_name(chosen));
     snprintf(shape, sizeof shape, "%s %lldx%lldx%lld>%lld", cs->name, (long long)cs->C,

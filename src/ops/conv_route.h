@@ -1,0 +1,83 @@
+/* The Conv op's routes, as the kernel registry (conv_registry.h) calls
+ * them: internal to ops/conv*.c.  ops/conv.c owns the geometry, the
+ * im2col + GEMM driver, the depthwise loop, the im2col + transposed GEMM
+ * route and the float64 loop; ops/conv_routes.c the fast kernels over
+ * prepared weights (kernels/conv.h), the 1x1 routes and the strided 1x1
+ * over its subsampled input. */
+#ifndef SMELT_OPS_CONV_ROUTE_H
+#define SMELT_OPS_CONV_ROUTE_H
+
+#include "ops/conv_core.h"
+#include "ops/conv_registry.h"
+#include "ops/nn_util.h"
+
+/* Positions up to which the im2col + transposed GEMM route takes a conv (a 16x16 plane) */
+#define CONV_COL_T_MAX_S 256
+
+typedef struct conv_geom {
+  nn_window w;
+  int64_t N, C, M, G, Cg, Mg;
+  int64_t S_in, S_out, Kk, Kdim; /* spatial in/out sizes, taps, GEMM depth Cg*Kk */
+} conv_geom;
+
+/* A run's operands (prepare: X, B, Y and ep NULL, W the node's). */
+typedef struct conv_call {
+  op_ctx *c;
+  const conv_geom *g;
+  const float *X, *W, *B;
+  float *Y;
+  const conv_epilogue *ep;
+} conv_call;
+
+/* A copy out of X (the subsampled input, the column matrix) into dst,
+ * split over items on the pool. */
+typedef struct conv_xcopy_job {
+  const conv_geom *g;
+  const float *X;
+  float *dst;
+} conv_xcopy_job;
+
+/* The query for g on c's node (its precision mark, the session's cache,
+ * isa_active(), the pool's threads, SMELT_CONV), computing in f32 (or f64
+ * for a float64 conv). */
+void conv_query_of(op_ctx *c, const conv_geom *g, conv_query *q);
+void conv_desc_of(const conv_geom *g, conv2d_desc *d);
+/* The strided 1x1 conv g as a stride-1 one over its subsampled input (*g2); false: not one. */
+bool conv_pw_subsample(const conv_geom *g, conv_geom *g2);
+/* Runs g on the registry's entry for it (and the next when one declines). */
+smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W, const float *B, float *Y,
+                      const conv_epilogue *ep);
+/* Prepares g's weights on the registry's entry for it. */
+smelt_status conv_prepare_geom(op_ctx *c, const conv_geom *g);
+/* What conv_f32 runs g on, for --explain. */
+void conv_describe_geom(op_ctx *c, const conv_geom *g, char *buf, size_t n);
+
+/* The part of ep the fast kernels apply themselves (residual, and Relu /
+ * Clip as a clamp); *rest: the activation left for a pass after them. */
+conv2d_epilogue conv_kernel_epilogue(const conv_epilogue *ep, fused_act *rest);
+/* Y = act(Y + residual) over n elements on the pool. */
+void conv_epilogue_after(smelt_pool *pool, const conv_epilogue *ep, float *y, int64_t n);
+/* Y = W X over C rows of X on the transposed route over W^T packed (wt). */
+struct gemm_packed;
+smelt_status conv_pw_t_ep(op_ctx *c, const conv_geom *g, int64_t C, const float *X, const float *W,
+                          const struct gemm_packed *wt, const float *B, const conv_epilogue *ep, float *Y);
+
+/* The registry's hooks (conv_kernel's prepare, run, describe). */
+#define CONV_ROUTE(name)                                                                                         \
+  smelt_status conv_route_##name##_prepare(const conv_kernel *k, const conv_query *q, const conv_call *a,       \
+                                           bool *taken);                                                       \
+  smelt_status conv_route_##name##_run(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken); \
+  void conv_route_##name##_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf,   \
+                                    size_t n)
+CONV_ROUTE(fast);
+CONV_ROUTE(sub);
+CONV_ROUTE(pw);
+CONV_ROUTE(pw_t);
+CONV_ROUTE(col_t);
+CONV_ROUTE(im2col);
+CONV_ROUTE(dw_loop);
+CONV_ROUTE(f64);
+#undef CONV_ROUTE
+void conv_route_pw_raw_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,24 @@
+/* The quantized element type of a GEMM's weight (gemm_quant.h). */
+#include "ops/gemm_quant.h"
+
+#include <string.h>
+
+#include "kernels/q4gemm.h"
+#include "ops/gemm_int4.h"
+#include "ops/gemm_int8.h"
+
+ir_quant gemm_weight_quant(ir_quant_scheme scheme, bool trans_b) {
+  if (scheme == IR_QUANT_INT4_GROUP) return (ir_quant){IR_QUANT_INT4_GROUP, (int8_t)(trans_b ? 1 : 0), Q4_GROUP, -1, -1};
+  return (ir_quant){IR_QUANT_INT8_CHANNEL, (int8_t)(trans_b ? 0 : 1), 0, -1, -1};
+}
+
+ir_quant_scheme gemm_weight_scheme(const ir_graph *g, const ir_node *nd, bool trans_b, ir_quant *q) {
+  ir_quant_scheme s = gemm_int8_marked(nd) ? IR_QUANT_INT8_CHANNEL : gemm_int4_marked(nd) ? IR_QUANT_INT4_GROUP
+                                                                                          : IR_QUANT_NONE;
+  memset(q, 0, sizeof *q);
+  if (s == IR_QUANT_NONE) return s;
+  *q = gemm_weight_quant(s, trans_b);
+  const ir_quant *d = nd->n_inputs > 1 && nd->inputs[1] >= 0 ? &g->values[nd->inputs[1]].quant : NULL;
+  if (d && !memcmp(d, q, sizeof *q)) *q = *d;
+  return s;
+}
