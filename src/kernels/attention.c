@@ -25,8 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attention_bf16.h"
 #include "kernels/attention_tile.h"
+#include "kernels/bf16dp.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_kernels.h" /* SMELT_X86 */
 #include "kernels/vmath.h"
 #include "util/err.h"
 
@@ -40,6 +43,7 @@ typedef struct attn_scratch {
   float *s;   /* [BQ][BK] scores, then probabilities */
   float *acc; /* [BQ][Dv] */
   float *m, *l, *corr; /* [BQ] */
+  uint32_t *qtp, *kw, *ptp, *vp; /* bf16 pairs (attention_bf16.h), when the products run in bf16 */
   const vmath_kernels *vm; /* NULL: libm (the portable path) */
 } attn_scratch;
 
@@ -47,12 +51,14 @@ typedef struct attn_job {
   const attn_params *p;
   const vmath_kernels *vm;
   const attn_tile_kernels *tk; /* the tiled path; NULL: the GEMM path */
+  bool bf16;                   /* the tiled path's products in bf16 (attention_bf16.h) */
   int64_t bq, nqb; /* query rows per task (<= ATTN_BQ), blocks per (batch, head) */
   atomic_bool failed;
 } attn_job;
 
-static bool scratch_alloc(const attn_params *p, attn_scratch *s) {
-  size_t d = (size_t)p->D, dv = (size_t)p->Dv;
+static bool scratch_alloc(const attn_params *p, bool bf16, attn_scratch *s) {
+  size_t d = (size_t)p->D, dv = (size_t)p->Dv, dp = (d + 1) / 2, kp = ATTN_BK / 2;
+  s->qtp = s->kw = s->ptp = s->vp = NULL;
   s->qb = malloc(sizeof(float) * (d * ATTN_BQ + 1));
   s->kb = malloc(sizeof(float) * (d * ATTN_BK + 1));
   s->vb = malloc(sizeof(float) * (dv * ATTN_BK + 1));
@@ -61,6 +67,13 @@ static bool scratch_alloc(const attn_params *p, attn_scratch *s) {
   s->m = malloc(sizeof(float) * ATTN_BQ);
   s->l = malloc(sizeof(float) * ATTN_BQ);
   s->corr = malloc(sizeof(float) * ATTN_BQ);
+  if (bf16) {
+    s->qtp = malloc(sizeof(uint32_t) * (dp * ATTN_BQ + 1));
+    s->kw = malloc(sizeof(uint32_t) * (dp * ATTN_BK + 1));
+    s->ptp = malloc(sizeof(uint32_t) * kp * ATTN_BQ);
+    s->vp = malloc(sizeof(uint32_t) * (kp * dv + 1));
+    if (!s->qtp || !s->kw || !s->ptp || !s->vp) return false;
+  }
   return s->qb && s->kb && s->vb && s->s && s->acc && s->m && s->l && s->corr;
 }
 
@@ -73,6 +86,10 @@ static void scratch_free(attn_scratch *s) {
   free(s->m);
   free(s->l);
   free(s->corr);
+  free(s->qtp);
+  free(s->kw);
+  free(s->ptp);
+  free(s->vp);
 }
 
 /* Rows [0, n) of a strided [rows][cols] view (row stride rs, column stride
@@ -260,7 +277,32 @@ static void mask_block_t(const attn_params *p, int64_t b, int64_t h, int64_t i0,
   }
 }
 
-static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, int64_t t, int64_t bq,
+#ifdef SMELT_X86
+/* One key block's products in bf16 (attention_bf16.h): K's rows and V's
+ * key pairs converted, Q.K^T, the fp32 masks and softmax, P^T's key pairs,
+ * P.V.  s->qtp holds the query block's Q^T pairs. */
+static void key_block_bf16(const attn_params *p, const attn_tile_kernels *tk, int64_t b, int64_t h, int64_t i0,
+                           int64_t nq, int64_t nqp, int64_t j0, int64_t n, const float *k, int64_t ldk,
+                           const float *v, int64_t ldv, attn_scratch *s) {
+  int64_t dpn = (p->D + 1) / 2, njp = (n + 1) / 2;
+  for (int64_t r = 0; r < n; r++) attn_bf16_pairs_seq(k + r * ldk, p->D, s->kw + r * dpn);
+  attn_bf16_qk(s->qtp, nqp, dpn, s->kw, dpn, n, s->s);
+  mask_block_t(p, b, h, i0, nq, j0, n, s->s, tk->vl, nqp);
+  tk->softmax(s->s, nqp, n, s->m, s->l, s->corr);
+  for (int64_t p0 = 0; p0 < nqp; p0 += 2 * tk->vl) { /* each panel's key pairs */
+    int64_t pw = nqp - p0 < 2 * tk->vl ? nqp - p0 : 2 * tk->vl;
+    const float *pan = s->s + p0 * n;
+    for (int64_t jp = 0; jp < njp; jp++)
+      attn_bf16_pairs_rows(pan + 2 * jp * pw, 2 * jp + 1 < n ? pan + (2 * jp + 1) * pw : NULL, pw,
+                           s->ptp + p0 * njp + jp * pw);
+  }
+  for (int64_t jp = 0; jp < njp; jp++)
+    attn_bf16_pairs_rows(v + 2 * jp * ldv, 2 * jp + 1 < n ? v + (2 * jp + 1) * ldv : NULL, p->Dv, s->vp + jp * p->Dv);
+  attn_bf16_pv(s->ptp, nqp, njp, s->vp, p->Dv, p->Dv, s->corr, s->acc);
+}
+#endif
+
+static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, bool bf16, int64_t t, int64_t bq,
                             int64_t nqb, attn_scratch *s) {
   int64_t qb = t % nqb, bh = t / nqb, h = bh % p->H, b = bh / p->H;
   int64_t i0 = qb * bq, nq = p->Sq - i0 < bq ? p->Sq - i0 : bq;
@@ -272,6 +314,11 @@ static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, i
     for (int64_t r = 0; r < nq; r++) qt[r] = qscale * q[r * p->q_str[2] + d * p->q_str[3]];
     for (int64_t r = nq; r < nqp; r++) qt[r] = 0.f;
   }
+#ifdef SMELT_X86
+  if (bf16) /* Q^T's rows in pairs */
+    for (int64_t d = 0; d < D; d += 2)
+      attn_bf16_pairs_rows(s->qb + d * nqp, d + 1 < D ? s->qb + (d + 1) * nqp : NULL, nqp, s->qtp + d / 2 * nqp);
+#endif
   for (int64_t r = 0; r < nqp; r++) {
     s->m[r] = -INFINITY;
     s->l[r] = 0.f;
@@ -289,6 +336,12 @@ static bool attn_task_tiled(const attn_params *p, const attn_tile_kernels *tk, i
                                p->k_str[2], p->k_str[3], s->kb, &ldk);
     const float *v = rows_view(p->v + b * p->v_str[0] + hk * p->v_str[1] + j0 * p->v_str[2], n, Dv,
                                p->v_str[2], p->v_str[3], s->vb, &ldv);
+#ifdef SMELT_X86
+    if (bf16) {
+      key_block_bf16(p, tk, b, h, i0, nq, nqp, j0, n, k, ldk, v, ldv, s);
+      continue;
+    }
+#endif
     tk->qk(s->qb, nqp, D, k, ldk, n, s->s);
     mask_block_t(p, b, h, i0, nq, j0, n, s->s, tk->vl, nqp);
     tk->softmax(s->s, nqp, n, s->m, s->l, s->corr);
@@ -307,13 +360,13 @@ static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
   attn_job *j = ctx;
   attn_scratch s;
   s.vm = j->vm;
-  if (!scratch_alloc(j->p, &s)) {
+  if (!scratch_alloc(j->p, j->bf16, &s)) {
     scratch_free(&s);
     atomic_store(&j->failed, true);
     return;
   }
   for (int64_t t = t0; t < t1; t++)
-    if (!(j->tk ? attn_task_tiled(j->p, j->tk, t, j->bq, j->nqb, &s)
+    if (!(j->tk ? attn_task_tiled(j->p, j->tk, j->bf16, t, j->bq, j->nqb, &s)
                 : attn_task(j->p, t, j->bq, j->nqb, &s)))
       atomic_store(&j->failed, true);
   scratch_free(&s);
@@ -347,6 +400,8 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
    * than lanes (a decode step) the GEMM path wastes less. */
   const attn_tile_kernels *tk = attn_tile_get(isa_active());
   if (p->Sq >= tk->vl) j.tk = tk;
+  /* bf16 products: the AVX-512 tiled path on a CPU with AVX512_BF16 */
+  j.bf16 = p->bf16 && j.tk && tk->isa == ISA_AVX512 && bf16dp_hw(isa_active());
   j.bq = attn_query_block(p->B * p->H, p->Sq, pool_threads(pool));
   j.nqb = (p->Sq + j.bq - 1) / j.bq;
   int64_t ntasks = p->B * p->H * j.nqb;

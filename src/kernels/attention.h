@@ -39,6 +39,8 @@ typedef struct attn_params {
   float mask_fill;
   bool zero_empty_rows; /* a row whose every key is masked yields zeros, not NaN (the graph's
                            Where(IsNaN(P), 0, P) guard after the softmax) */
+  bool bf16; /* Q.K^T and P.V in bf16 with fp32 sums (kernels/attention_bf16.h) where the CPU has
+                AVX512_BF16 (bf16dp_hw) and the tiled path runs; else ignored */
 } attn_params;
 
 /* Like the unfused graph: a query row whose every key is masked by -inf

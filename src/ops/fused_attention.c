@@ -312,6 +312,8 @@ static smelt_status attn_run(op_ctx *c) {
     mask_strides(m, r, p.mask_str);
     p.mask_fill = op_attr_float(c, "mask_fill", -INFINITY);
   }
+  /* autocast's bf16 mark: the products in bf16 where the CPU has AVX512_BF16 */
+  p.bf16 = c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16");
   return attention_f32(c->pool, &p);
 }
 

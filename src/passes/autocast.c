@@ -2,7 +2,12 @@
  * decides.  Under BF16, one-group Conv / smelt.Conv nodes with a constant
  * float32 weight and at least CONV_BF16_MIN_C input channels get
  * precision = "bf16" too, where the bf16 convolution runs (AMX or
- * AVX512_BF16: kernels/conv_bf16.h); the log names why any other stays fp32.  With pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
+ * AVX512_BF16: kernels/conv_bf16.h); the log names why any other stays fp32.
+ * Under BF16 on a CPU with AVX512_BF16, smelt.Attention nodes get precision
+ * = "bf16": their Q.K^T and P.V on vdpbf16ps with Q, K, the probabilities
+ * and V rounded to bf16 and fp32 sums, masks and softmax fp32
+ * (kernels/attention_bf16.h); elsewhere they stay fp32.  With
+ * pass_options.precision INT8, BF16, FP16 or INT4 (fp32: the
  * pass does nothing).  BF16 is weight-only: the same allow-list and
  * keep-list, the node gets precision = "bf16" (weight rounded to bf16 once,
  * activations, sums and outputs fp32: kernels/wbf16.h; no K limit).  FP16
@@ -30,9 +35,10 @@
  *   element type the compiled path's GEMM steps read.
  *
  * Stays fp32 -- the keep-list, with the reason logged per node for GEMMs:
- *   - products of two activations (attention's Q K^T and P V, any MatMul
- *     whose B is computed): both sides would need run-time quantization and
- *     attention scores are sensitive to it;
+ *   - products of two activations (attention's Q K^T and P V -- but for
+ *     smelt.Attention under BF16 above --, any MatMul whose B is computed):
+ *     both sides would need run-time quantization and attention scores are
+ *     sensitive to it;
  *   - convolutions under int8, fp16 and int4 (no such convolution kernel
  *     yet; bf16 above);
  *   - Softmax, LayerNormalization / RMS norms and their statistics,
@@ -242,7 +248,7 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
   TRY(rw_begin(&w, g, o, r));
   smelt_status s = SMELT_OK;
   kept_ops kept = {0};
-  int n = g->n_nodes, n_int8 = 0, n_conv = 0;
+  int n = g->n_nodes, n_int8 = 0, n_conv = 0, n_attn = 0;
   for (int id = 0; !s && id < n; id++) {
     if (!rw_live(&w, id)) continue;
     const ir_node *nd = rw_node(&w, id);
@@ -263,6 +269,18 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
       s = mark_precision(&w, id, pname);
       w.changes++;
       n_conv++;
+      continue;
+    }
+    /* attention: its two products on vdpbf16ps (kernels/attention_bf16.h),
+     * the masks and softmax in fp32; without AVX512_BF16 it stays fp32 */
+    if (!strcmp(nd->domain, "smelt") && !strcmp(nd->op_type, "Attention") &&
+        o->precision == SMELT_PRECISION_BF16 && bf16dp_hw(isa_active())) {
+      if (!strcmp(ir_attr_string(nd, "precision", "fp32"), pname)) continue; /* done before */
+      pass_log(r, "autocast: %s (smelt.Attention) -> bf16: Q.K^T and P.V on vdpbf16ps, masks and softmax fp32",
+               rw_name(&w, id, nb, sizeof nb));
+      s = mark_precision(&w, id, pname);
+      w.changes++;
+      n_attn++;
       continue;
     }
     if (!cand) {
@@ -289,8 +307,10 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
   if (!s) {
     log_kept(&w, &kept);
     pass_log(r, "autocast: %d GEMM node%s in %s", n_int8, n_int8 == 1 ? "" : "s", pname);
-    if (o->precision == SMELT_PRECISION_BF16)
+    if (o->precision == SMELT_PRECISION_BF16) {
       pass_log(r, "autocast: %d convolution%s in bf16", n_conv, n_conv == 1 ? "" : "s");
+      pass_log(r, "autocast: %d attention%s with bf16 products", n_attn, n_attn == 1 ? "" : "s");
+    }
   }
   return rw_end(&w, s, changes);
 }

@@ -13,13 +13,9 @@
 #include <string.h>
 
 #include "kernels/x86/avx512_tile.h"
+#include "kernels/x86/bf16_pairs.h"
 
 #define CB_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-
-/* words 2k, 2k+1 of the result: word k (x0) and 16 + k (x1) of vcvtne2ps2bf16's */
-#define PAIR_INTERLEAVE                                                                                      \
-  _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, \
-                   19, 3, 18, 2, 17, 1, 16, 0)
 
 /* 16 values of one input row for columns c .. c+15 of a plane row: lane k
  * is column (c + k) sw + off of x (0 outside [0, W), or everywhere when x
@@ -54,10 +50,9 @@ CB_TARGET static inline __m512 row_lanes(const float *x, int64_t W, int64_t sw, 
  * each with its own column offset (NULL: zeros). */
 CB_TARGET static void fill_row(const float *x0, int64_t off0, const float *x1, int64_t off1, int64_t W, int64_t sw,
                                int64_t Wq, uint32_t *o) {
-  const __m512i inter = PAIR_INTERLEAVE;
   for (int64_t c = 0; c < Wq; c += 16) {
     __m512 v0 = row_lanes(x0, W, sw, off0, c), v1 = row_lanes(x1, W, sw, off1, c);
-    __m512i p = _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+    __m512i p = bf16_pairs16(v0, v1);
     _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
   }
 }
