@@ -64,7 +64,8 @@ bool conv_pw_subsample(const conv_geom *g, conv_geom *g2) {
 
 const ir_quant *conv_weight_declared(const op_ctx *c) {
   const ir_node *nd = c->node;
-  if (!c->graph || !nd || nd->n_inputs < 2 || nd->inputs[1] < 0) return NULL;
+  if (!c->graph || !nd || nd->n_inputs < 2 || nd->inputs[1] < 0 || nd->inputs[1] >= c->graph->n_values)
+    return NULL;
   const ir_quant *d = &c->graph->values[nd->inputs[1]].quant;
   return d->scheme == IR_QUANT_BF16 ? d : NULL;
 }

@@ -24,7 +24,8 @@ ir_quant_scheme gemm_marked_scheme(const ir_node *nd) {
 
 ir_quant_scheme gemm_weight_scheme(const ir_graph *g, const ir_node *nd, bool trans_b, ir_quant *q) {
   ir_quant_scheme s = gemm_marked_scheme(nd);
-  const ir_quant *d = nd->n_inputs > 1 && nd->inputs[1] >= 0 ? &g->values[nd->inputs[1]].quant : NULL;
+  int b = nd->n_inputs > 1 ? nd->inputs[1] : -1;
+  const ir_quant *d = b >= 0 && b < g->n_values ? &g->values[b].quant : NULL;
   memset(q, 0, sizeof *q);
   /* float storage: the declaration first, the mark where there is none */
   if (d && ir_quant_is_float((ir_quant_scheme)d->scheme) && (s == IR_QUANT_NONE || ir_quant_is_float(s))) {
