@@ -32,8 +32,7 @@ char *ir_quant_describe(const ir_quant *q, int t, char *buf, size_t n) {
       break;
     case IR_QUANT_BF16:
     case IR_QUANT_F16:
-      snprintf(buf, n, "%s (rounded %s)", ir_quant_type_name((ir_quant_scheme)q->scheme),
-               q->scale < 0 ? "at prepare" : "ahead");
+      snprintf(buf, n, "%s (rounded at prepare)", ir_quant_type_name((ir_quant_scheme)q->scheme));
       break;
     default: snprintf(buf, n, "%s", dtype_name((smelt_dtype)t)); break;
   }
