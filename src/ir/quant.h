@@ -9,17 +9,22 @@
  *   INT8_TENSOR    int8, one fp32 scale for the whole tensor
  *   INT4_GROUP     int4, one fp32 scale per `group` consecutive elements
  *                  along `axis` (a GEMM weight's K: 32 or 128) per column
+ *   BF16           float storage: bf16, the float data rounded to nearest
+ *                  even once when the reader prepares it; no scales
+ *   F16            likewise IEEE fp16 (binary16)
  *
  * `scale` and `zero_point` name values holding them (ids in the same graph),
  * or are -1: the scales are computed from the value's float data when its
  * reader prepares it -- once per session, kept in the op cache and the
- * prepared-weight store (a constant weight that autocast declares int8 or
- * int4: its float data stays, for any other reader, and is the source of
- * the quantized copy).  The descriptor is a declaration about the form;
+ * prepared-weight store (a constant weight that autocast declares int8,
+ * int4, bf16 or fp16: its float data stays, for any other reader, and is
+ * the source of the reduced copy).  BF16 and F16 have no scales: axis,
+ * group 0, scale and zero_point -1.  The descriptor is a declaration about the form;
  * it never changes the value's data, its dtype or its shape. */
 #ifndef SMELT_IR_QUANT_H
 #define SMELT_IR_QUANT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +33,8 @@ typedef enum ir_quant_scheme {
   IR_QUANT_INT8_CHANNEL,
   IR_QUANT_INT8_TENSOR,
   IR_QUANT_INT4_GROUP,
+  IR_QUANT_BF16,
+  IR_QUANT_F16,
   IR_QUANT_COUNT
 } ir_quant_scheme;
 
@@ -39,10 +46,15 @@ typedef struct ir_quant {
   int32_t zero_point; /* value id of the zero points, or -1: symmetric */
 } ir_quant;
 
-/* The quantized element type a scheme stands for ("int8", "int4"; "" for NONE). */
+/* BF16 or F16: float storage, no scales. */
+bool ir_quant_is_float(ir_quant_scheme s);
+/* The descriptor of float storage s (BF16 or F16): no axis, no scales. */
+ir_quant ir_quant_float(ir_quant_scheme s);
+/* The quantized element type a scheme stands for ("int8", "int4", "bf16",
+ * "fp16"; "" for NONE). */
 const char *ir_quant_type_name(ir_quant_scheme s);
-/* "int8 (per-channel scales along axis 1, made at prepare)" into buf; for
- * NONE, dtype_name of t.  Returns buf. */
+/* "int8 (per-channel scales along axis 1, made at prepare)", "bf16
+ * (rounded at prepare)" into buf; for NONE, dtype_name of t.  Returns buf. */
 char *ir_quant_describe(const ir_quant *q, int t, char *buf, size_t n);
 
 #endif

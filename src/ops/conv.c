@@ -535,7 +535,11 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
   for (int i = 0; i < g.w.nsp && o < (int)sizeof geo; i++)
     o += snprintf(geo + o, sizeof geo - (size_t)o, "%s%lld", i ? "," : " stride ", (long long)g.w.stride[i]);
   if (g.G > 1 && o < (int)sizeof geo) o += snprintf(geo + o, sizeof geo - (size_t)o, " group %lld", (long long)g.G);
-  if (o < (int)sizeof geo) snprintf(geo + o, sizeof geo - (size_t)o, ", %lld positions", (long long)g.S_out);
+  if (o < (int)sizeof geo) o += snprintf(geo + o, sizeof geo - (size_t)o, ", %lld positions", (long long)g.S_out);
+  const ir_quant *wq = conv_weight_declared(c); /* W's declared element type (ir/quant.h) */
+  char wt[96];
+  if (wq && o < (int)sizeof geo)
+    snprintf(geo + o, sizeof geo - (size_t)o, ", weight %s", ir_quant_describe(wq, c->in[1]->dtype, wt, sizeof wt));
   char how[256];
   conv_describe_geom(c, &g, how, sizeof how);
   snprintf(buf, n, "%s%s: %s", geo, x->dtype == SMELT_F32 || x->dtype == SMELT_F64 ? "" : " (via f32 copies)", how);

@@ -33,8 +33,9 @@
 #include "kernels/conv.h"
 #include "kernels/isa.h"
 
-/* The weight's form: as stored (f32) or rounded to bf16 (the node's
- * precision mark from passes/autocast.c). */
+/* The weight's form: as stored (f32) or rounded to bf16 (W declared bf16,
+ * ir/quant.h, by passes/autocast.c; the node's precision mark where W has
+ * no declaration: ops/conv_routes.c's conv_query_of). */
 typedef enum conv_wform { CONV_W_F32, CONV_W_BF16, CONV_W_COUNT } conv_wform;
 #define CONV_WF(f) (1u << (f))
 

@@ -37,10 +37,15 @@ typedef struct conv_xcopy_job {
   float *dst;
 } conv_xcopy_job;
 
-/* The query for g on c's node (its precision mark, the session's cache,
- * isa_active(), the pool's threads, SMELT_CONV), computing in f32 (or f64
- * for a float64 conv). */
+/* The query for g on c's node (its weight's form: W's declared element
+ * type, else the node's precision mark; the session's cache, isa_active(),
+ * the pool's threads, SMELT_CONV), computing in f32 (or f64 for a float64
+ * conv). */
 void conv_query_of(op_ctx *c, const conv_geom *g, conv_query *q);
+/* W's (input 1's) element type as declared in c's graph (ir/quant.h:
+ * passes/autocast.c declares bf16 the weights of the convolutions it marks
+ * bf16); NULL: none, or one no conv weight form stands for. */
+const ir_quant *conv_weight_declared(const op_ctx *c);
 void conv_desc_of(const conv_geom *g, conv2d_desc *d);
 /* The strided 1x1 conv g as a stride-1 one over its subsampled input (*g2); false: not one. */
 bool conv_pw_subsample(const conv_geom *g, conv_geom *g2);

@@ -62,6 +62,14 @@ bool conv_pw_subsample(const conv_geom *g, conv_geom *g2) {
   return true;
 }
 
+const ir_quant *conv_weight_declared(const op_ctx *c) {
+  const ir_node *nd = c->node;
+  if (!c->graph || !nd || nd->n_inputs < 2 || nd->inputs[1] < 0 || nd->inputs[1] >= c->graph->n_values)
+    return NULL;
+  const ir_quant *d = &c->graph->values[nd->inputs[1]].quant;
+  return d->scheme == IR_QUANT_BF16 ? d : NULL;
+}
+
 /* A shape-only context (the scheduler's conv_residual_in_place) asks what a
  * compiled run, which has an op cache, would pick. */
 void conv_query_of(op_ctx *c, const conv_geom *g, conv_query *q) {
@@ -73,8 +81,11 @@ void conv_query_of(op_ctx *c, const conv_geom *g, conv_query *q) {
                     .strided = conv_strided(g), .cache = c->cache != NULL || c->static_infer,
                     .w_const = op_input_is_constant(c, 1),
                     .w_f32 = c->in[1]->dtype == SMELT_F32, .forced = conv_algo_from_env()};
-  /* the weight's form: the node's precision mark (passes/autocast.c) */
-  q->wf = c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16") ? CONV_W_BF16 : CONV_W_F32;
+  /* the weight's form: W's declared element type, else the node's
+   * precision mark (passes/autocast.c) */
+  bool bf16 = conv_weight_declared(c) ||
+              (c->node && !strcmp(ir_attr_string(c->node, "precision", "fp32"), "bf16"));
+  q->wf = bf16 ? CONV_W_BF16 : CONV_W_F32;
   conv_desc_of(g, &q->d);
   conv_query_finish(q);
 }

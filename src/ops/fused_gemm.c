@@ -138,7 +138,8 @@ static bool fgemm_reduced(op_ctx *c, const fgemm_plan *p, fgemm_lowp *w) {
   if (gemm_int8_marked(c->node)) w->q8 = gemm_int8_weights(c, 1, p->tb, p->K, p->N);
   else if (gemm_bf16dp_for(c->node, p->M) && (w->dp = gemm_bf16dp_weights(c, 1, p->tb, p->K, p->N))) return true;
   else if (gemm_half_as_f32_for(c->node, p->M)) return false; /* the fp32 GEMM below (gemm_bf16.h) */
-  else if (gemm_bf16_marked(c->node) || gemm_f16_marked(c->node)) w->h = gemm_bf16_weights(c, 1, p->tb, p->K, p->N);
+  else if (gemm_bf16_marked(c->node) || gemm_f16_marked(c->node))
+    w->h = gemm_bf16_weights(c, 1, gemm_f16_marked(c->node), p->tb, p->K, p->N);
   else if (gemm_int4_marked(c->node)) w->q4 = gemm_int4_weights(c, 1, p->tb, p->K, p->N);
   return w->q8 || w->h || w->q4;
 }

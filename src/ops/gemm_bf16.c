@@ -19,8 +19,8 @@ static const gemm_prep_kind wb_kind = {"gemm-wbf16", 'h', sizeof(wbf16_weights),
 static const gemm_prep_kind wh_kind = {"gemm-wf16", 'f', sizeof(wbf16_weights), wbf16_weights_bytes,
                                        wf16_pack_b, wh_view};
 
-const wbf16_weights *gemm_bf16_weights(op_ctx *c, int i, bool trans_b, int64_t K, int64_t N) {
-  return gemm_prep_weights(c, i, gemm_f16_marked(c->node) ? &wh_kind : &wb_kind, trans_b, K, N);
+const wbf16_weights *gemm_bf16_weights(op_ctx *c, int i, bool f16, bool trans_b, int64_t K, int64_t N) {
+  return gemm_prep_weights(c, i, f16 ? &wh_kind : &wb_kind, trans_b, K, N);
 }
 
 smelt_status gemm_bf16_run(op_ctx *c, const wbf16_weights *w, int64_t M, const float *A, int64_t lda, float alpha,

@@ -16,11 +16,11 @@ bool gemm_bf16_marked(const ir_node *nd);
 bool gemm_f16_marked(const ir_node *nd);
 
 /* Input i as op(B) (K x N; trans_b: stored N x K) in bf16, or in fp16 when
- * the node is marked "fp16" (the result's fmt says which): from the op
- * cache or the prep store, else made now.  NULL (no error) when input i is
- * not a constant 2-D float32 weight, there is no cache, or no memory for
- * it: the caller then runs in fp32. */
-const wbf16_weights *gemm_bf16_weights(op_ctx *c, int i, bool trans_b, int64_t K, int64_t N);
+ * f16 (the node's mark, or B's declared element type: ops/gemm_quant.h; the
+ * result's fmt says which): from the op cache or the prep store, else made
+ * now.  NULL (no error) when input i is not a constant 2-D float32 weight,
+ * there is no cache, or no memory for it: the caller then runs in fp32. */
+const wbf16_weights *gemm_bf16_weights(op_ctx *c, int i, bool f16, bool trans_b, int64_t K, int64_t N);
 
 /* C (M x N, row stride N) = alpha * A w + bias (+ C when accumulate); A is
  * M x K with row stride lda. */

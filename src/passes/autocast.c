@@ -31,8 +31,13 @@
  *   ops/fused_gemm.c reads (weights quantized per output channel once,
  *   activations per row at run time, fp32 out: kernels/qgemm.h), and its
  *   weight is declared int8 with per-channel scales (int4: int4 with
- *   scales per group of 32 along K), ir/quant.h, ops/gemm_quant.h: the
- *   element type the compiled path's GEMM steps read.
+ *   scales per group of 32 along K; bf16 / fp16: bf16 / fp16 storage, as
+ *   is the weight of a convolution marked bf16), ir/quant.h,
+ *   ops/gemm_quant.h: the element type the compiled path's GEMM steps and
+ *   the conv registry read.  A bf16 / fp16 declaration is kept only where
+ *   every GEMM or convolution that reads the weight carries the same mark
+ *   (a shared weight one of its readers keeps in fp32: dropped, logged), so
+ *   that keying on it picks what the mark would.
  *
  * Stays fp32 -- the keep-list, with the reason logged per node for GEMMs:
  *   - products of two activations (attention's Q K^T and P V -- but for
@@ -152,12 +157,12 @@ static smelt_status to_lowp(rewriter *w, int id, const ac_plan *p, const char *p
   return rw_set_input(w, nid, 3, res);
 }
 
-/* Declares the weight b of a GEMM lowered to int8 / int4 as that element
- * type; a weight another GEMM declared otherwise (shared, other transB)
- * keeps the first declaration and this node its mark (logged). */
-static void declare_weight(rewriter *w, int id, int b, bool int8, bool trans_b) {
+/* Declares the weight b of a GEMM lowered to int8 / int4 / bf16 / fp16 (or
+ * of a convolution marked bf16) as q; a weight another node declared
+ * otherwise (shared, other transB) keeps the first declaration and this
+ * node its mark (logged). */
+static void declare_weight(rewriter *w, int id, int b, ir_quant q) {
   ir_value *v = rw_val(w, b);
-  ir_quant q = gemm_weight_quant(int8 ? IR_QUANT_INT8_CHANNEL : IR_QUANT_INT4_GROUP, trans_b);
   char nb[160], qb[96];
   if (v->quant.scheme && memcmp(&v->quant, &q, sizeof q)) {
     pass_log(w->r, "autocast: %s: its weight is declared %s already (shared); the node's mark says %s",
@@ -168,6 +173,26 @@ static void declare_weight(rewriter *w, int id, int b, bool int8, bool trans_b) 
   v->quant = q;
   pass_log(w->r, "autocast: %s: weight %s is %s", rw_name(w, id, nb, sizeof nb), v->name[0] ? v->name : "?",
            ir_quant_describe(&q, v->dtype, qb, sizeof qb));
+}
+
+/* Drops the bf16 / fp16 declaration of a weight that a GEMM or convolution
+ * reads without the same mark (it stays fp32 there): the declaration says
+ * how every keyed reader takes the weight (see the top). */
+static void undeclare_mixed(rewriter *w) {
+  for (int id = 0; id < w->g->n_nodes; id++) {
+    if (!rw_live(w, id)) continue;
+    const ir_node *nd = rw_node(w, id);
+    if (nd->n_inputs < 2 || nd->inputs[1] < 0) continue;
+    ir_value *v = rw_val(w, nd->inputs[1]);
+    bool keyed = !strcmp(nd->op_type, "MatMul") || !strcmp(nd->op_type, "Gemm") || !strcmp(nd->op_type, "Conv");
+    if (!keyed || !ir_quant_is_float((ir_quant_scheme)v->quant.scheme) || gemm_marked_scheme(nd) == v->quant.scheme)
+      continue;
+    char nb[160];
+    pass_log(w->r, "autocast: %s reads weight %s without the %s mark: the declaration is dropped (the marks decide)",
+             rw_name(w, id, nb, sizeof nb), v->name[0] ? v->name : "?",
+             ir_quant_type_name((ir_quant_scheme)v->quant.scheme));
+    memset(&v->quant, 0, sizeof v->quant);
+  }
 }
 
 /* NULL when Conv / smelt.Conv node id can run in bf16 (kernels/conv_bf16.h:
@@ -244,6 +269,10 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
     return SMELT_OK;
   bool int8 = o->precision == SMELT_PRECISION_INT8, f16 = o->precision == SMELT_PRECISION_FP16;
   const char *pname = int8 ? "int8" : o->precision == SMELT_PRECISION_INT4 ? "int4" : f16 ? "fp16" : "bf16";
+  ir_quant_scheme scheme = int8                                       ? IR_QUANT_INT8_CHANNEL
+                           : o->precision == SMELT_PRECISION_INT4 ? IR_QUANT_INT4_GROUP
+                           : f16                                  ? IR_QUANT_F16
+                                                                  : IR_QUANT_BF16;
   rewriter w;
   TRY(rw_begin(&w, g, o, r));
   smelt_status s = SMELT_OK;
@@ -266,7 +295,9 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
                : bf16dp_hw(isa_active())     ? "vdpbf16ps"
                                              : "scalar kernel (SMELT_CONV_BF16=1)");
       if (why) continue;
+      int b = nd->inputs[1];
       s = mark_precision(&w, id, pname);
+      if (!s) declare_weight(&w, id, b, ir_quant_float(IR_QUANT_BF16));
       w.changes++;
       n_conv++;
       continue;
@@ -300,11 +331,12 @@ smelt_status pass_autocast(ir_graph *g, const pass_options *o, pass_report *r, i
     bool tb = (fused || rw_is_op(&w, id, "Gemm")) && ir_attr_int(nd, "transB", 0);
     int b = nd->inputs[1];
     s = to_lowp(&w, id, &p, pname);
-    if (!s && (int8 || o->precision == SMELT_PRECISION_INT4)) declare_weight(&w, id, b, int8, tb);
+    if (!s) declare_weight(&w, id, b, gemm_weight_quant(scheme, tb));
     w.changes++;
     n_int8++;
   }
   if (!s) {
+    undeclare_mixed(&w);
     log_kept(&w, &kept);
     pass_log(r, "autocast: %d GEMM node%s in %s", n_int8, n_int8 == 1 ? "" : "s", pname);
     if (o->precision == SMELT_PRECISION_BF16) {

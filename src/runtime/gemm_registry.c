@@ -70,7 +70,7 @@ static const void *reduced_weights(const gemm_step *gs, wctx *w) {
   switch (gs->w) {
     case GEMM_W_INT8: return gemm_int8_weights(&w->c, 1, p->trans_b, p->K, p->N);
     case GEMM_W_BF16:
-    case GEMM_W_F16: return gemm_bf16_weights(&w->c, 1, p->trans_b, p->K, p->N);
+    case GEMM_W_F16: return gemm_bf16_weights(&w->c, 1, gs->w == GEMM_W_F16, p->trans_b, p->K, p->N);
     case GEMM_W_INT4: return gemm_int4_weights(&w->c, 1, p->trans_b, p->K, p->N);
     default: return NULL;
   }
@@ -185,18 +185,18 @@ static const gemm_kernel table[] = {
      f32_prepare, f32_run, NULL},
     {"int8 u8s8 gemm (kernels/qgemm.h)", SMELT_F32, SMELT_F32, IR_QUANT_INT8_CHANNEL, SMELT_F32, GEMM_W_INT8, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
-    {"bf16 dot-product gemm, A rounded to bf16 (kernels/bf16dp.h)", SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_BF16,
+    {"bf16 dot-product gemm, A rounded to bf16 (kernels/bf16dp.h)", SMELT_F32, SMELT_F32, IR_QUANT_BF16, SMELT_F32, GEMM_W_BF16,
      ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, dp_prepare, dp_run, bf16dp_wanted},
     {"f32 gemm over the fp32 weight packed once: many rows, no bf16 arithmetic (kernels/gemm.h, ops/gemm_bf16.h)",
-     SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_BF16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run,
+     SMELT_F32, SMELT_F32, IR_QUANT_BF16, SMELT_F32, GEMM_W_BF16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run,
      no_bf16dp},
-    {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
+    {"bf16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, IR_QUANT_BF16, SMELT_F32, GEMM_W_BF16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"int4 group gemm (kernels/q4gemm.h)", SMELT_F32, SMELT_F32, IR_QUANT_INT4_GROUP, SMELT_F32, GEMM_W_INT4, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"f32 gemm over the fp32 weight packed once: many rows of fp16 weights (kernels/gemm.h, ops/gemm_bf16.h)",
-     SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_F16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run, NULL},
-    {"fp16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, IR_QUANT_NONE, SMELT_F32, GEMM_W_F16, ISA_SCALAR,
+     SMELT_F32, SMELT_F32, IR_QUANT_F16, SMELT_F32, GEMM_W_F16, ISA_SCALAR, 1u << GEMM_SHAPE_LARGE, f32_prepare, f32_run, NULL},
+    {"fp16-weight gemm (kernels/wbf16.h)", SMELT_F32, SMELT_F32, IR_QUANT_F16, SMELT_F32, GEMM_W_F16, ISA_SCALAR,
      GEMM_SHAPES_ALL, reduced_prepare, reduced_run, NULL},
     {"f16 through f32 panels (kernels/gemm.h)", SMELT_F16, SMELT_F16, IR_QUANT_NONE, SMELT_F16, GEMM_W_F32, ISA_SCALAR,
      GEMM_SHAPES_ALL, half_prepare, half_run, NULL},

@@ -1,10 +1,11 @@
 /* The GEMM kernel registry of the compiled path: a GEMM step (gemm_step.h)
  * does not call a kernel by name; it looks one up by the element types of
  * A, B and Y -- B's with its quantization (ir/quant.h: int8 with a scale
- * per output channel, int4 with a scale per group of 32 along K, declared
- * on the weight by passes/autocast.c, ops/gemm_quant.h) --, the form a
- * float weight takes (bf16, fp16: the node's precision mark), the ISA and
- * the shape class,
+ * per output channel, int4 with a scale per group of 32 along K, bf16 or
+ * fp16 storage, declared on the weight by passes/autocast.c,
+ * ops/gemm_quant.h; the node's precision mark where B has no declaration)
+ * --, the form the weight takes (gemm_wform, which follows from it), the
+ * ISA and the shape class,
  * in the spirit of XNNPACK's per-(datatype, ISA) kernel configs.  A new
  * element type or ISA gets an entry here; the plan, the schedule and
  * max-autotune do not change.

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "ops/fused_act.h"
-#include "ops/gemm_bf16.h"
 #include "ops/gemm_int4.h"
 #include "ops/gemm_int8.h"
 #include "ops/gemm_quant.h"
@@ -69,15 +68,16 @@ bool gemm_step_make(const ir_graph *g, int node, gemm_step *gs) {
   gs->dt_a = a->dtype, gs->dt_b = b->dtype, gs->dt_y = y->dtype;
   /* reduced weights (passes/autocast.c) as the op takes them
    * (ops/fused_gemm.c), for a smelt.Gemm without transA: B's quantized
-   * element type (int8 with per-channel scales, int4 with group scales:
-   * ops/gemm_quant.h), or the node's mark for the bf16 / fp16 forms */
+   * element type (int8 with per-channel scales, int4 with group scales,
+   * bf16 / fp16 storage: ops/gemm_quant.h; the node's mark where B has no
+   * declaration) */
   gs->w = GEMM_W_F32;
   if (fused && !p->trans_a) {
+    static const gemm_wform forms[IR_QUANT_COUNT] = {[IR_QUANT_INT8_CHANNEL] = GEMM_W_INT8,
+                                                     [IR_QUANT_INT4_GROUP] = GEMM_W_INT4,
+                                                     [IR_QUANT_BF16] = GEMM_W_BF16, [IR_QUANT_F16] = GEMM_W_F16};
     ir_quant_scheme s = gemm_weight_scheme(g, nd, p->trans_b, &gs->bq);
-    if (s == IR_QUANT_INT8_CHANNEL) gs->w = GEMM_W_INT8;
-    else if (s == IR_QUANT_INT4_GROUP) gs->w = GEMM_W_INT4;
-    else if (gemm_bf16_marked(nd)) gs->w = GEMM_W_BF16;
-    else if (gemm_f16_marked(nd)) gs->w = GEMM_W_F16;
+    gs->w = s > IR_QUANT_NONE && s < IR_QUANT_COUNT ? forms[s] : GEMM_W_F32;
   }
   gs->kern = gemm_kernel_select(gs->dt_a, gs->dt_b, (ir_quant_scheme)gs->bq.scheme, gs->dt_y, gs->w, gs->isa,
                                 gemm_shape_of(p->M, p->N, p->K));

@@ -158,21 +158,21 @@ static void selection(void) {
   smelt_dtype f = SMELT_F32;
   const char *dp = "kernels/bf16dp.h", *wo = "kernels/wbf16.h", *f32 = "fp32 weight packed once";
   setenv("SMELT_BF16DP", "1", 1);
-  const gemm_kernel *k = gemm_kernel_select(f, f, IR_QUANT_NONE, f, GEMM_W_BF16, ISA_AVX2, GEMM_SHAPE_LARGE);
+  const gemm_kernel *k = gemm_kernel_select(f, f, IR_QUANT_BF16, f, GEMM_W_BF16, ISA_AVX2, GEMM_SHAPE_LARGE);
   CHECK(k && strstr(k->name, dp));
-  k = gemm_kernel_select(f, f, IR_QUANT_NONE, f, GEMM_W_BF16, ISA_AVX2, GEMM_SHAPE_SMALL_M);
+  k = gemm_kernel_select(f, f, IR_QUANT_BF16, f, GEMM_W_BF16, ISA_AVX2, GEMM_SHAPE_SMALL_M);
   CHECK(k && strstr(k->name, wo));
-  k = gemm_kernel_select(f, f, IR_QUANT_NONE, f, GEMM_W_F16, ISA_AVX2, GEMM_SHAPE_LARGE); /* fp16 weights: never; fp32 packed */
+  k = gemm_kernel_select(f, f, IR_QUANT_F16, f, GEMM_W_F16, ISA_AVX2, GEMM_SHAPE_LARGE); /* fp16 weights: never; fp32 packed */
   CHECK(k && !strstr(k->name, dp) && strstr(k->name, f32));
-  k = gemm_kernel_select(f, f, IR_QUANT_NONE, f, GEMM_W_F16, ISA_AVX2, GEMM_SHAPE_SMALL_M);
+  k = gemm_kernel_select(f, f, IR_QUANT_F16, f, GEMM_W_F16, ISA_AVX2, GEMM_SHAPE_SMALL_M);
   CHECK(k && strstr(k->name, wo));
   setenv("SMELT_BF16DP", "0", 1); /* no bf16 arithmetic: many rows in fp32 over the fp32 weight packed once */
-  k = gemm_kernel_select(f, f, IR_QUANT_NONE, f, GEMM_W_BF16, ISA_AVX512, GEMM_SHAPE_LARGE);
+  k = gemm_kernel_select(f, f, IR_QUANT_BF16, f, GEMM_W_BF16, ISA_AVX512, GEMM_SHAPE_LARGE);
   CHECK(k && strstr(k->name, f32));
-  k = gemm_kernel_select(f, f, IR_QUANT_NONE, f, GEMM_W_BF16, ISA_AVX512, GEMM_SHAPE_GEMV);
+  k = gemm_kernel_select(f, f, IR_QUANT_BF16, f, GEMM_W_BF16, ISA_AVX512, GEMM_SHAPE_GEMV);
   CHECK(k && strstr(k->name, wo));
   unsetenv("SMELT_BF16DP");
-  k = gemm_kernel_select(f, f, IR_QUANT_NONE, f, GEMM_W_BF16, ISA_AVX512, GEMM_SHAPE_LARGE);
+  k = gemm_kernel_select(f, f, IR_QUANT_BF16, f, GEMM_W_BF16, ISA_AVX512, GEMM_SHAPE_LARGE);
   CHECK(k && strstr(k->name, bf16dp_hw(ISA_AVX512) ? dp : f32));
   CHECK(!bf16dp_hw(ISA_AVX2) && !bf16dp_hw(ISA_SCALAR));
   CHECK(!bf16dp_wanted(ISA_AVX2));

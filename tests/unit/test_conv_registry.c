@@ -3,14 +3,17 @@
  * ISA it cannot run (bf16 without AVX512_BF16 / AMX unless forced); no
  * entry for an element type none takes (NULL, and the op's clear error);
  * SMELT_CONV forcing an entry only where it applies; a declined entry
- * (skip mask) giving way to the next; and, in the cost tier, the cheapest
- * of the cost model's algorithms. */
+ * (skip mask) giving way to the next; in the cost tier, the cheapest
+ * of the cost model's algorithms; and the weight form from W's declared
+ * element type (ir/quant.h), else the node's precision mark. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "graph_builder.h"
 #include "kernels/conv.h"
 #include "kernels/conv_bf16.h"
+#include "ops/conv_core.h"
 #include "ops/conv_registry.h"
 #include "smelt.h"
 
@@ -163,6 +166,52 @@ static void cheapest(void) {
       }
 }
 
+/* What conv_op_describe says of g's only node (a Conv), as a compiled run
+ * would choose (shapes only, W's data). */
+static void describe(const ir_graph *g, char *buf, size_t n) {
+  const ir_node *nd = &g->nodes[0];
+  const ir_value *xv = &g->values[nd->inputs[0]], *wv = &g->values[nd->inputs[1]];
+  tensor x, w, y, *in[2] = {&x, &w}, *out[1] = {&y};
+  tensor_view(&x, xv->dtype, xv->rank, xv->dims, NULL);
+  tensor_view(&w, wv->dtype, wv->rank, wv->dims, wv->constant->data);
+  memset(&y, 0, sizeof y);
+  op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = 2, .n_out = 1, .in = in, .out = out,
+              .static_infer = true};
+  CHECK_OK(conv_op_describe(&c, buf, n));
+}
+
+/* The weight's form: W declared bf16 (ir/quant.h) takes the bf16 kernel
+ * with no precision mark and --explain names the declared type; without a
+ * declaration, the mark decides as before; with neither, f32. */
+static void declared_weight(void) {
+  static float wd[32 * 32 * 9];
+  for (int i = 0; i < 32 * 32 * 9; i++) wd[i] = (float)((i * 37) % 19) / 19.f - 0.5f;
+  gb b;
+  gb_init(&b, 17);
+  int x = gb_input(&b, "x", SMELT_F32, 4, (const int64_t[]){1, 32, 8, 8});
+  int W = gb_const(&b, SMELT_F32, 4, (const int64_t[]){32, 32, 3, 3}, wd);
+  gb_output(&b, gb_node(&b, "Conv", 2, (const int[]){x, W}, NULL, 0));
+  CHECK_OK(gb_finish(&b));
+  setenv("SMELT_CONV_BF16", "1", 1); /* the bf16 kernel wherever the form is bf16 */
+  char buf[512];
+  b.g->values[W].quant = ir_quant_float(IR_QUANT_BF16);
+  describe(b.g, buf, sizeof buf);
+  CHECK(strstr(buf, ", weight bf16 (rounded at prepare): bf16 x bf16 -> f32") != NULL);
+  memset(&b.g->values[W].quant, 0, sizeof b.g->values[W].quant);
+  describe(b.g, buf, sizeof buf);
+  CHECK(!strstr(buf, "bf16"));
+  ir_attr mark = {.name = "precision", .type = IR_ATTR_STRING, .s = "bf16", .s_len = 4};
+  ir_node *nd = &b.g->nodes[0];
+  nd->attrs = &mark; /* the node's only attribute, for this look */
+  nd->n_attrs = 1;
+  describe(b.g, buf, sizeof buf);
+  CHECK(strstr(buf, "bf16 x bf16 -> f32") && !strstr(buf, "weight bf16"));
+  nd->attrs = NULL;
+  nd->n_attrs = 0;
+  unsetenv("SMELT_CONV_BF16");
+  gb_free(&b);
+}
+
 int main(void) {
   unsetenv("SMELT_CONV");
   shape_classes();
@@ -172,5 +221,6 @@ int main(void) {
   forcing();
   skipping();
   cheapest();
+  declared_weight();
   return test_report("test_conv_registry");
 }

@@ -5,7 +5,8 @@
  *   - a value outside the enum is refused with INVALID_ARGUMENT: never a
  *     silent fp32;
  *   - int8 in eager and default mode: the autocast pass marks the three
- *     Gemms (log lines "-> int8", the keep-list summary) and the outputs
+ *     Gemms (log lines "-> int8", the keep-list summary) and declares their
+ *     weights int8 (bf16, fp16, int4 likewise: ir/quant.h), and the outputs
  *     differ from fp32 (the int8 kernels ran) by quantization noise only:
  *     each int8 GEMM is off by about 2^-8 of its operands' magnitudes
  *     (kernels/qgemm.h), three in a row stay within 2% of the output's
@@ -118,9 +119,20 @@ static int autocast_marks(const smelt_model *m, smelt_precision p) {
     logged += strstr(r.log[i], arrow) != NULL;
     keep += strstr(r.log[i], "keep-list") != NULL && strstr(r.log[i], "Relu") != NULL;
   }
-  for (int i = 0; g && i < g->n_nodes; i++) marked += !strcmp(ir_attr_string(&g->nodes[i], "precision", ""), name);
+  /* each marked node's weight declared in the precision's element type (ir/quant.h) */
+  static const ir_quant_scheme declared[] = {
+      [SMELT_PRECISION_BF16] = IR_QUANT_BF16, [SMELT_PRECISION_FP16] = IR_QUANT_F16,
+      [SMELT_PRECISION_INT8] = IR_QUANT_INT8_CHANNEL, [SMELT_PRECISION_INT4] = IR_QUANT_INT4_GROUP};
+  int n_declared = 0;
+  for (int i = 0; g && i < g->n_nodes; i++) {
+    const ir_node *nd = &g->nodes[i];
+    if (strcmp(ir_attr_string(nd, "precision", ""), name)) continue;
+    marked++;
+    n_declared += g->values[nd->inputs[1]].quant.scheme == declared[p];
+  }
   CHECK(logged == 3);
   CHECK(marked == 3);
+  CHECK(n_declared == 3);
   ir_graph_free(g);
   pass_report_free(&r);
   return keep;
