@@ -278,6 +278,24 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * channels: 5.33 ms in bf16 against 4.90 in fp32, 2 threads) */
   double gain = 2.0 * d->C / (double)(conv_cdiv(d->C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
   if (gain < 1.3) return false;
+  /* A 1x1 convolution the fp32 pointwise kernels take (X read in place, no
+   * conversion pass) pays bf16's fixed costs in full: an item's store of
+   * its 12 x 32 block (about 220 cycles beside 24 vdpbf16ps a channel
+   * pair) and the flat positions past the plane in its last block.  On
+   * one thread, under 1.5x by that count bf16 ran slower (in the model:
+   * mobilenet_v2's 24 -> 144 and 144 -> 24 at 56x56 0.87-0.88x, 960 -> 160
+   * at 7x7 0.96-0.99x, so the whole model 0.87x of fp32 in
+   * bench/precision_peers.py; with the rule, four runs against the library
+   * without it, two libraries in one process, from 0.93 to 1.14x: this VM
+   * was noisy, no run slower by the fastest of 30-60) and over it faster (576 -> 96 at 14x14 1.17x, resnet50's
+   * 1024 -> 256 1.3-1.5x).  On two threads the same layers gain from bf16
+   * (the fp32 kernels share the memory bus; mobilenet_v2 with the rule was
+   * 0.93-0.96x), so there the rule above stands alone. */
+  if (threads <= 1 && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0) {
+    double pairs = (double)(conv_cdiv(d->C, 32) * 16), S = (double)(d->OH * d->OW);
+    double item = 24.0 * pairs / (24.0 * pairs + 220.0), pos = S / (double)(conv_cdiv(d->OH * d->OW, 32) * 32);
+    if (gain * item * pos < 1.5) return false;
+  }
   cm_ctx c = cm_ctx_of(isa, threads);
   bool wino = f == CONV_ALGO_WINO2 || f == CONV_ALGO_WINO4;
   return !(wino && cm_cost(d, &c, f) < cm_bf16(d, &c));
