@@ -401,7 +401,7 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   const attn_tile_kernels *tk = attn_tile_get(isa_active());
   if (p->Sq >= tk->vl) j.tk = tk;
   /* bf16 products: the AVX-512 tiled path on a CPU with AVX512_BF16 */
-  j.bf16 = p->bf16 && j.tk && tk->isa == ISA_AVX512 && bf16dp_hw(isa_active());
+  j.bf16 = p->bf16 && j.tk && bf16dp_hw(isa_active()); /* AVX-512 active: tk is its table */
   j.bq = attn_query_block(p->B * p->H, p->Sq, pool_threads(pool));
   j.nqb = (p->Sq + j.bq - 1) / j.bq;
   int64_t ntasks = p->B * p->H * j.nqb;

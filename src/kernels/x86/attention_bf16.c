@@ -32,10 +32,9 @@ BF16_PAIRS_TARGET void attn_bf16_pairs_rows(const float *lo, const float *hi, in
 }
 
 BF16_PAIRS_TARGET void attn_bf16_pairs_seq(const float *x, int64_t D, uint32_t *out) {
-  for (int64_t k = 0; k < D; k += 32) { /* 32 floats in order are 16 pairs in order */
+  for (int64_t k = 0; k < D; k += 32) {
     int64_t n = D - k < 32 ? D - k : 32;
-    __m512 lo = _mm512_maskz_loadu_ps(avx512_mask(n), x + k), hi = _mm512_maskz_loadu_ps(avx512_mask(n - 16), x + k + 16);
-    _mm512_mask_storeu_epi32(out + k / 2, avx512_mask((n + 1) / 2), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    _mm512_mask_storeu_epi32(out + k / 2, avx512_mask((n + 1) / 2), bf16_pairs_seq16(x + k, n));
   }
 }
 

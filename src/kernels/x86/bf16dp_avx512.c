@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include "kernels/x86/avx512_tile.h"
+#include "kernels/x86/bf16_pairs.h"
 
 #define DP_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #define DP_INLINE static inline __attribute__((always_inline)) DP_TARGET
@@ -34,7 +35,6 @@
 #define UNROLL_ROWS
 #else
 #define UNROLL_ROWS _Pragma("GCC unroll 12")
-
 #endif
 
 DP_INLINE void tile_rows(const int R, int cols, int64_t kp, const uint32_t *a, const uint32_t *b,
@@ -109,9 +109,7 @@ DP_TARGET void bf16dp_pack_a_tile_avx512(int rows, int64_t K, const float *A, in
     const float *a = A + r * lda;
     for (int64_t k = 0; k < K; k += 32) {
       int64_t n = K - k < 32 ? K - k : 32;
-      __m512 lo = _mm512_maskz_loadu_ps(avx512_mask((int)n), a + k);
-      __m512 hi = _mm512_maskz_loadu_ps(avx512_mask((int)n - 16), a + k + 16);
-      _mm512_store_si512((void *)buf, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      _mm512_store_si512((void *)buf, bf16_pairs_seq16(a + k, n));
       uint32_t *o = d + k / 2 * BF16DP_MR;
       for (int64_t i = 0; i < (n + 1) / 2; i++) o[i * BF16DP_MR] = buf[i];
     }

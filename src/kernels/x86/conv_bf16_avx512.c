@@ -142,8 +142,9 @@ CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, in
 /* The lines of Y (for writing) and of the residual that item `it`'s store
  * touches, asked for while the item before it computes: the store reads
  * VR rows a block wide, S floats apart, a pattern the hardware prefetchers
- * do not follow (resnet50's 256 -> 1024 layer with its residual, in the
- * model: 0.35 ms of 0.95 went on those reads). */
+ * do not follow (resnet50's 256 -> 1024 layer with its residual ran 0.94
+ * ms in the model against 0.59 alone; with this and the output written
+ * over the residual, the whole model's bf16 run 1.10x faster at 1 thread). */
 static inline void vdp_prefetch_store(const cb_job *j, int64_t it, int64_t nvb) {
   int64_t vb, fb;
   cb_item(j, it, nvb, &vb, &fb);
