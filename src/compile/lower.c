@@ -182,7 +182,7 @@ static bool classify_window(const cgraph *cg, const ir_node *nd, cn_info *info) 
     if (ir_attr_int(nd, "group", 1) != C || y->dims[1] != C || !wv || wv->rank != 4 || wv->dims[0] != C ||
         wv->dims[1] != 1)
       return false;
-    fused_act a = {FUSED_ACT_NONE, -INFINITY, INFINITY};
+    fused_act a = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
     if (fused && fused_act_read(nd, &a)) {
       err_clear();
       return false;

@@ -45,8 +45,8 @@ static void set_shapes(ir_graph *g, tensor *const *inputs) {
  * follows.  Returns the number of nodes split. */
 static smelt_status split_activations(ir_graph *g, int *n_split) {
   static const struct {
-    const char *act, *op;
-  } split[] = {{"gelu", "Gelu"}, {"sigmoid", "Sigmoid"}, {"tanh", "Tanh"}};
+    const char *act, *op, *approximate; /* Gelu's attribute, NULL: none */
+  } split[] = {{"gelu", "Gelu", NULL}, {"gelu_tanh", "Gelu", "tanh"}, {"sigmoid", "Sigmoid", NULL}, {"tanh", "Tanh", NULL}};
   *n_split = 0;
   int n_nodes = g->n_nodes; /* nodes added below are not visited */
   for (int i = 0; i < n_nodes; i++) {
@@ -55,9 +55,9 @@ static smelt_status split_activations(ir_graph *g, int *n_split) {
     ir_attr *act = NULL;
     for (int a = 0; a < nd->n_attrs; a++)
       if (!strcmp(nd->attrs[a].name, "activation") && nd->attrs[a].type == IR_ATTR_STRING) act = &nd->attrs[a];
-    const char *op = NULL;
+    const char *op = NULL, *approximate = NULL;
     for (size_t k = 0; act && k < sizeof split / sizeof *split; k++)
-      if (!strcmp(act->s, split[k].act)) op = split[k].op;
+      if (!strcmp(act->s, split[k].act)) op = split[k].op, approximate = split[k].approximate;
     const op_def *def = op ? ops_find("", op) : NULL;
     if (!def || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
     char name[64];
@@ -68,7 +68,14 @@ static smelt_status split_activations(ir_graph *g, int *n_split) {
     mv->dtype = ov->dtype;
     mv->rank = ov->rank;
     memcpy(mv->dims, ov->dims, sizeof mv->dims);
-    TRY(ir_graph_add_node(g, name, op, "", 1, 1, 0, &id));
+    TRY(ir_graph_add_node(g, name, op, "", 1, 1, approximate ? 1 : 0, &id));
+    if (approximate) { /* static strings: the graph frees its attributes with its arena */
+      ir_attr *ap = &g->nodes[id].attrs[0];
+      ap->name = "approximate";
+      ap->type = IR_ATTR_STRING;
+      ap->s = approximate;
+      ap->s_len = strlen(approximate);
+    }
     nd = &g->nodes[i]; /* the node array may have moved */
     act->s = "none";
     act->s_len = 4;

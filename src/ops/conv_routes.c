@@ -117,7 +117,7 @@ void conv_epilogue_after(smelt_pool *pool, const conv_epilogue *ep, float *y, in
 
 conv2d_epilogue conv_kernel_epilogue(const conv_epilogue *ep, fused_act *rest) {
   conv2d_epilogue k = {ep->residual, -INFINITY, INFINITY};
-  *rest = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY};
+  *rest = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
   if (ep->act.kind == FUSED_ACT_RELU) k.lo = 0.f;
   else if (ep->act.kind == FUSED_ACT_CLIP) k.lo = ep->act.lo, k.hi = ep->act.hi;
   else *rest = ep->act;

@@ -10,7 +10,7 @@
 #include "util/err.h"
 #include "util/quote.h"
 
-static const char *const act_names[] = {"none", "relu", "clip", "sigmoid", "tanh", "gelu", "silu"};
+static const char *const act_names[] = {"none", "relu", "clip", "sigmoid", "tanh", "gelu", "silu", "gelu_tanh"};
 
 const char *fused_act_name(fused_act_kind k) {
   return (unsigned)k < sizeof act_names / sizeof *act_names ? act_names[k] : NULL;
@@ -25,12 +25,25 @@ bool fused_act_parse(const char *name, fused_act_kind *k) {
   return false;
 }
 
+/* The vmath function of an activation computed outside the tile. */
+static int vmath_op_of(fused_act_kind k) {
+  switch (k) {
+    case FUSED_ACT_SIGMOID: return VMATH_SIGMOID;
+    case FUSED_ACT_SILU: return VMATH_SILU;
+    case FUSED_ACT_TANH: return VMATH_TANH;
+    case FUSED_ACT_GELU: return VMATH_GELU_ERF;
+    case FUSED_ACT_GELU_TANH: return VMATH_GELU_TANH;
+    default: return -1;
+  }
+}
+
 smelt_status fused_act_read(const ir_node *nd, fused_act *a) {
   const char *name = ir_attr_string(nd, "activation", "none");
   if (!fused_act_parse(name, &a->kind))
     return err_set(SMELT_ERR_INVALID_MODEL, "unknown activation %s", q(name));
   a->lo = ir_attr_float(nd, "clip_min", -INFINITY);
   a->hi = ir_attr_float(nd, "clip_max", INFINITY);
+  a->vm = vmath_op_of(a->kind) >= 0 ? vmath_for_ops() : NULL;
   if (a->kind == FUSED_ACT_CLIP && !(a->lo <= a->hi))
     return err_set(SMELT_ERR_INVALID_MODEL, "clip_min %g is above clip_max %g", a->lo, a->hi);
   return SMELT_OK;
@@ -56,7 +69,12 @@ static inline float sigmoid_f(float x) {
 }
 
 void fused_act_apply(const fused_act *a, float *y, int64_t n) {
-  const vmath_kernels *vm = a->kind == FUSED_ACT_SIGMOID || a->kind == FUSED_ACT_SILU ? vmath_for_ops() : NULL;
+  int op = vmath_op_of(a->kind);
+  const vmath_kernels *vm = op < 0 ? NULL : a->vm ? a->vm : vmath_for_ops();
+  if (vm) {
+    vm->op[op](y, y, n);
+    return;
+  }
   switch (a->kind) {
     case FUSED_ACT_NONE: return;
     case FUSED_ACT_RELU:
@@ -66,20 +84,20 @@ void fused_act_apply(const fused_act *a, float *y, int64_t n) {
       for (int64_t i = 0; i < n; i++) y[i] = y[i] < a->lo ? a->lo : y[i] > a->hi ? a->hi : y[i];
       return;
     case FUSED_ACT_SIGMOID:
-      if (vm) vm->op[VMATH_SIGMOID](y, y, n);
-      else
-        for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(y[i]);
+      for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(y[i]);
       return;
     case FUSED_ACT_SILU:
-      if (vm) vm->op[VMATH_SILU](y, y, n);
-      else
-        for (int64_t i = 0; i < n; i++) y[i] *= sigmoid_f(y[i]);
+      for (int64_t i = 0; i < n; i++) y[i] *= sigmoid_f(y[i]);
       return;
     case FUSED_ACT_TANH:
       for (int64_t i = 0; i < n; i++) y[i] = tanhf(y[i]);
       return;
     case FUSED_ACT_GELU:
       for (int64_t i = 0; i < n; i++) y[i] = 0.5f * y[i] * (1.f + erff(y[i] * 0.70710678118654752f));
+      return;
+    case FUSED_ACT_GELU_TANH:
+      for (int64_t i = 0; i < n; i++)
+        y[i] = 0.5f * y[i] * (1.f + tanhf(0.7978845608028654f * (y[i] + 0.044715f * y[i] * y[i] * y[i])));
       return;
   }
 }

@@ -1,11 +1,12 @@
 /* The activation a fused smelt op applies to its result (smelt.Gemm,
  * smelt.Conv): attribute `activation` = "none" | "relu" | "clip" | "sigmoid" |
  * "tanh" | "gelu" (the exact, erf form) | "silu" (x * sigmoid(x), ONNX's
- * Sigmoid + Mul), with `clip_min` / `clip_max` for clip (defaults: -inf /
- * +inf).  Relu and clip run inside the GEMM's epilogue while the tile is in
- * registers; the others on each block right after it (sigmoid on the
- * vectorized sigmoid, kernels/vmath.h, as the eager Sigmoid; silu on
- * vmath's silu, x / (1 + e^-x) in one division). */
+ * Sigmoid + Mul) | "gelu_tanh" (Gelu with approximate = "tanh"), with
+ * `clip_min` / `clip_max` for clip (defaults: -inf / +inf).  Relu and clip
+ * run inside the GEMM's epilogue while the tile is in registers; the others
+ * on each block right after it, on the vectorized functions of
+ * kernels/vmath.h that the eager Sigmoid, Tanh and Gelu use (silu: x / (1 +
+ * e^-x) in one division). */
 #ifndef SMELT_OPS_FUSED_ACT_H
 #define SMELT_OPS_FUSED_ACT_H
 
@@ -19,12 +20,17 @@ typedef enum fused_act_kind {
   FUSED_ACT_SIGMOID,
   FUSED_ACT_TANH,
   FUSED_ACT_GELU,
-  FUSED_ACT_SILU
+  FUSED_ACT_SILU,
+  FUSED_ACT_GELU_TANH
 } fused_act_kind;
 
 typedef struct fused_act {
   fused_act_kind kind;
   float lo, hi; /* clip bounds */
+  /* the vectorized functions for an activation applied after the tile, found
+   * once by fused_act_read (NULL: looked up per call, or libm's on the
+   * portable path) */
+  const struct vmath_kernels *vm;
 } fused_act;
 
 /* Reads the node's activation attributes; error naming a bad one. */

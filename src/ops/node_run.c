@@ -61,3 +61,35 @@ smelt_status node_run_cached(const ir_graph *g, int node_id, tensor **in, tensor
   if (s) return err_prefix(s, "%s: ", ir_node_label(g, node_id, lb, sizeof lb));
   return SMELT_OK;
 }
+
+smelt_status node_run_alias(const ir_graph *g, int node_id, tensor **in, tensor **out, bool *aliased) {
+  const ir_node *n = &g->nodes[node_id];
+  *aliased = false;
+  tensor *x = n->n_inputs > 0 ? in[0] : NULL;
+  if (!op_is_view(n->op) || n->n_outputs != 1 || !x || x->kind != TENSOR_KIND_TENSOR || !x->owns_data)
+    return SMELT_OK;
+  char lb[256];
+  TRY(node_check_arity(g, node_id));
+  op_ctx c = {.graph = g, .node = n, .opset = n->opset, .n_in = n->n_inputs, .n_out = 1, .in = in, .out = out};
+  out[0]->rank = -1;
+  out[0]->dtype = SMELT_UNDEFINED;
+  smelt_status s = n->op->infer(&c);
+  if (s) return err_prefix(s, "%s: ", ir_node_label(g, node_id, lb, sizeof lb));
+  tensor *y = out[0];
+  int64_t numel = y->rank >= 0 ? tensor_numel(y) : -1;
+  size_t bytes = 0;
+  if (y->kind != TENSOR_KIND_TENSOR || y->dtype != x->dtype || numel < 0 || !dtype_nbytes(y->dtype, numel, &bytes) ||
+      bytes != x->nbytes) {
+    y->rank = -1; /* the shape stays for node_run_cached to infer again */
+    return SMELT_OK;
+  }
+  y->data = x->data;
+  y->nbytes = x->nbytes;
+  y->owns_data = true;
+  y->device = x->device;
+  x->data = NULL;
+  x->nbytes = 0;
+  x->owns_data = false;
+  *aliased = true;
+  return SMELT_OK;
+}

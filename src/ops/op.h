@@ -38,6 +38,12 @@ typedef struct op_def {
   bool alloc_outputs_in_run;
 } op_def;
 
+/* Output 0 holds exactly input 0's bytes in the same order (Reshape,
+ * Flatten, Squeeze, Unsqueeze, Identity; ops/shape.c): an executor that owns
+ * input 0 and reads it nowhere else may hand its buffer over
+ * (node_run_alias). */
+bool op_is_view(const op_def *op);
+
 /* Runs a subgraph (control-flow bodies): inputs bound positionally to the
  * subgraph's inputs; outer-scope values resolved by the executor.  outs[i]
  * receive owning tensors the caller releases. */

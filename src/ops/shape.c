@@ -636,3 +636,5 @@ const op_def op_family_shape[] = {
     {"Range", "", 3, 3, 1, 1, range_infer, range_run, false},
     {"EyeLike", "", 1, 1, 1, 1, eyelike_infer, eyelike_run, false},
     {0}};
+
+bool op_is_view(const op_def *op) { return op && (op->run == run_copy || op->run == identity_run); }

@@ -127,8 +127,10 @@ static bool read_act(rewriter *w, int node, fused_act *a) {
   else if (!strcmp(nd->op_type, "Sigmoid")) a->kind = FUSED_ACT_SIGMOID;
   else if (!strcmp(nd->op_type, "Tanh")) a->kind = FUSED_ACT_TANH;
   else if (!strcmp(nd->op_type, "Gelu")) {
-    if (strcmp(ir_attr_string(nd, "approximate", "none"), "none")) return false;
-    a->kind = FUSED_ACT_GELU;
+    const char *ap = ir_attr_string(nd, "approximate", "none");
+    if (!strcmp(ap, "none")) a->kind = FUSED_ACT_GELU;
+    else if (!strcmp(ap, "tanh")) a->kind = FUSED_ACT_GELU_TANH;
+    else return false;
   } else if (!strcmp(nd->op_type, "Clip")) {
     a->kind = FUSED_ACT_CLIP;
     if (nd->opset < 11) {
@@ -276,7 +278,7 @@ static bool match_silu(rewriter *w, epi_match *m) {
   int sv = sn->outputs[0];
   bool pair = (mn->inputs[0] == y && mn->inputs[1] == sv) || (mn->inputs[0] == sv && mn->inputs[1] == y);
   if (!pair || rw_sole_user(w, sv) != mul || !is_f32(w, mn->outputs[0])) return false;
-  m->act = (fused_act){FUSED_ACT_SILU, -INFINITY, INFINITY};
+  m->act = (fused_act){FUSED_ACT_SILU, -INFINITY, INFINITY, NULL};
   m->chain[m->n_chain++] = s;
   m->chain[m->n_chain++] = mul;
   m->out = mn->outputs[0];
@@ -287,7 +289,7 @@ static void match_act(rewriter *w, epi_match *m) {
   int u = rw_sole_user(w, m->out);
   if (u < 0 || !read_act(w, u, &m->act) || rw_node(w, u)->inputs[0] != m->out ||
       !is_f32(w, rw_node(w, u)->outputs[0])) {
-    m->act = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY};
+    m->act = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
     if (u < 0 && rw_is_op(w, m->anchor, "Conv")) match_silu(w, m); /* convs only: a GEMM's SiLU (SwiGLU) stays with the decode path's kernels */
     return;
   }

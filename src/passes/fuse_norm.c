@@ -6,7 +6,9 @@
  *   Mul(x, Mul(Add(Erf(x / sqrt2), 1), 0.5))
  * (x / sqrt2 also as x * (1/sqrt2); operands of Add/Mul in either order)
  * becomes ONNX Gelu (opset 20 semantics, approximate = "none"), which eager
- * runs and fuse_epilogue folds into a preceding GEMM.
+ * runs and fuse_epilogue folds into a preceding GEMM.  The tanh form,
+ *   0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3)))   (x^3 as Pow or Muls)
+ * becomes Gelu with approximate = "tanh" the same way.
  *
  * LayerNormalization from its decomposition over the trailing axes:
  *   m = ReduceMean(x), d = x - m, v = ReduceMean(d*d or d^2),
@@ -64,16 +66,12 @@ static int gelu_input(rewriter *w, int u) {
   return -1;
 }
 
-/* From Erf node e, the value y = gelu(x) and the nodes on the way. */
-static bool match_gelu(rewriter *w, int e, int *x_out, int *y_out, int *nodes, int *n_nodes) {
-  const ir_node *en = rw_node(w, e);
-  int x = gelu_input(w, en->inputs[0]), other;
-  *n_nodes = 0;
-  if (x < 0 || !dtype_is_float(rw_val(w, x)->dtype) || rw_sole_user(w, en->inputs[0]) != e) return false;
-  nodes[(*n_nodes)++] = rw_producer(w, en->inputs[0]);
-  nodes[(*n_nodes)++] = e;
-  int add = rw_sole_user(w, en->outputs[0]);
-  if (!binary_with(w, add, "Add", en->outputs[0], &other) || !scalar_for(w, other, 1.0, x)) return false;
+/* The common end of both GELU forms: s = Add(f, 1) (the sole user of f),
+ * then y = (x * s) * 0.5, x * (s * 0.5) or (x * 0.5) * s.  Appends the
+ * nodes on the way to nodes; *y_out gets y. */
+static bool match_gelu_tail(rewriter *w, int f, int x, int *y_out, int *nodes, int *n_nodes) {
+  int other, add = rw_sole_user(w, f);
+  if (!binary_with(w, add, "Add", f, &other) || !scalar_for(w, other, 1.0, x)) return false;
   nodes[(*n_nodes)++] = add;
   int s = rw_node(w, add)->outputs[0], m1 = rw_sole_user(w, s);
   if (!binary_with(w, m1, "Mul", s, &other)) return false;
@@ -97,21 +95,95 @@ static bool match_gelu(rewriter *w, int e, int *x_out, int *y_out, int *nodes, i
   } else {
     return false;
   }
-  *x_out = x;
   /* every step is elementwise on x's shape: scalars of rank <= x's cannot broadcast it */
   return rw_val(w, *y_out)->dtype == rw_val(w, x)->dtype;
 }
 
-static smelt_status fuse_gelu(rewriter *w, int e, bool *done) {
-  int x, y, nodes[8], n;
+/* From Erf node e, the value y = gelu(x) and the nodes on the way. */
+static bool match_gelu(rewriter *w, int e, int *x_out, int *y_out, int *nodes, int *n_nodes) {
+  const ir_node *en = rw_node(w, e);
+  int x = gelu_input(w, en->inputs[0]);
+  *n_nodes = 0;
+  if (x < 0 || !dtype_is_float(rw_val(w, x)->dtype) || rw_sole_user(w, en->inputs[0]) != e) return false;
+  nodes[(*n_nodes)++] = rw_producer(w, en->inputs[0]);
+  nodes[(*n_nodes)++] = e;
+  *x_out = x;
+  return match_gelu_tail(w, en->outputs[0], x, y_out, nodes, n_nodes);
+}
+
+/* c = x^3: Pow(x, 3), Mul(Mul(x, x), x) or Mul(x, Mul(x, x)), c its sole
+ * product's only use.  Appends the nodes. */
+static bool match_cube(rewriter *w, int c, int x, int *nodes, int *n_nodes) {
+  int p = rw_producer(w, c), other, sq;
+  if (p < 0) return false;
+  const ir_node *nd = rw_node(w, p);
+  if (rw_is_op(w, p, "Pow") && nd->n_inputs == 2 && nd->inputs[0] == x && scalar_for(w, nd->inputs[1], 3.0, x)) {
+    nodes[(*n_nodes)++] = p;
+    return true;
+  }
+  if (!binary_with(w, p, "Mul", x, &other)) return false;
+  sq = rw_producer_op(w, other, "Mul");
+  if (sq < 0 || rw_sole_user(w, other) != p) return false;
+  const ir_node *sn = rw_node(w, sq);
+  if (sn->n_inputs != 2 || sn->inputs[0] != x || sn->inputs[1] != x) return false;
+  nodes[(*n_nodes)++] = p;
+  nodes[(*n_nodes)++] = sq;
+  return true;
+}
+
+/* From Tanh node t, the tanh form:
+ *   t = Tanh(Mul(Add(x, Mul(x^3, 0.044715)), sqrt(2/pi)))
+ *   y = 0.5 x (1 + t)   (the tail's three shapes)
+ * (operands of Add/Mul in either order), what GPT-2's gelu_new and
+ * torch's gelu(approximate='tanh') export as. */
+static bool match_gelu_tanh(rewriter *w, int t, int *x_out, int *y_out, int *nodes, int *n_nodes) {
+  const ir_node *tn = rw_node(w, t);
+  *n_nodes = 0;
+  int s = tn->inputs[0], m = rw_producer_op(w, s, "Mul");
+  if (m < 0 || rw_sole_user(w, s) != t || rw_node(w, m)->n_inputs != 2) return false;
+  const ir_node *mn = rw_node(w, m);
+  int r = -1;
+  for (int k = 0; k < 2 && r < 0; k++) {
+    double c;
+    if (rw_scalar(w, mn->inputs[1 - k], &c) && near(c, 0.7978845608028654)) r = mn->inputs[k];
+  }
+  int add = r >= 0 ? rw_producer_op(w, r, "Add") : -1;
+  if (add < 0 || rw_sole_user(w, r) != m || rw_node(w, add)->n_inputs != 2) return false;
+  nodes[(*n_nodes)++] = m;
+  nodes[(*n_nodes)++] = add;
+  const ir_node *an = rw_node(w, add);
+  for (int k = 0; k < 2; k++) { /* Add(x, q): which operand is x */
+    int x = an->inputs[k], qv = an->inputs[1 - k], qm = rw_producer_op(w, qv, "Mul"), cube;
+    if (qm < 0 || x == qv || rw_sole_user(w, qv) != add || rw_val(w, x)->rank < 0) continue;
+    if (!dtype_is_float(rw_val(w, x)->dtype)) continue;
+    const ir_node *qn = rw_node(w, qm);
+    if (qn->n_inputs != 2) continue;
+    if (scalar_for(w, qn->inputs[1], 0.044715, x)) cube = qn->inputs[0];
+    else if (scalar_for(w, qn->inputs[0], 0.044715, x)) cube = qn->inputs[1];
+    else continue;
+    int n0 = *n_nodes;
+    nodes[(*n_nodes)++] = qm;
+    if (rw_sole_user(w, cube) == qm && match_cube(w, cube, x, nodes, n_nodes)) {
+      nodes[(*n_nodes)++] = t;
+      *x_out = x;
+      return match_gelu_tail(w, tn->outputs[0], x, y_out, nodes, n_nodes);
+    }
+    *n_nodes = n0;
+  }
+  return false;
+}
+
+static smelt_status fuse_gelu(rewriter *w, int e, bool tanh_form, bool *done) {
+  int x, y, nodes[12], n;
   *done = false;
-  if (!match_gelu(w, e, &x, &y, nodes, &n)) return SMELT_OK;
+  if (!(tanh_form ? match_gelu_tanh : match_gelu)(w, e, &x, &y, nodes, &n)) return SMELT_OK;
   int last = rw_producer(w, y), id;
   char a[160], b[160];
-  pass_log(w->r, "fused %s .. %s (%d nodes, erf GELU) -> Gelu writing %s",
-           rw_name(w, nodes[0], a, sizeof a), rw_name(w, last, b, sizeof b), n, q(rw_val(w, y)->name));
-  TRY(rw_replace_node(w, last, "Gelu", "", 1, 0, &id));
+  pass_log(w->r, "fused %s .. %s (%d nodes, %s GELU) -> Gelu writing %s", rw_name(w, nodes[0], a, sizeof a),
+           rw_name(w, last, b, sizeof b), n, tanh_form ? "tanh" : "erf", q(rw_val(w, y)->name));
+  TRY(rw_replace_node(w, last, "Gelu", "", 1, tanh_form ? 1 : 0, &id));
   rw_node(w, id)->opset = 20;
+  if (tanh_form) TRY(rw_attr_string(w, id, 0, "approximate", "tanh"));
   for (int k = 0; k < n; k++) rw_kill(w, nodes[k]);
   TRY(rw_set_input(w, id, 0, x));
   *done = true;
@@ -276,7 +348,8 @@ smelt_status pass_fuse_norm(ir_graph *g, const pass_options *o, pass_report *r, 
   int n = g->n_nodes;
   for (int id = 0; !s && id < n; id++) {
     bool done = false;
-    if (rw_is_op(&w, id, "Erf")) s = fuse_gelu(&w, id, &done);
+    if (rw_is_op(&w, id, "Erf")) s = fuse_gelu(&w, id, false, &done);
+    else if (rw_is_op(&w, id, "Tanh")) s = fuse_gelu(&w, id, true, &done);
     else if (rw_is_op(&w, id, "ReduceMean")) s = fuse_ln(&w, id, &done);
     w.changes += done;
   }

@@ -158,6 +158,19 @@ static void frame_unbind_views(eager_frame *f) {
       memset(&f->vals[v], 0, sizeof(tensor));
 }
 
+/* A view op (Reshape, Flatten, Squeeze, Unsqueeze, Identity) may take over
+ * input 0's buffer when this frame owns it and nothing reads it after this
+ * step (nor this node through another input): no copy, no allocation. */
+static bool donates(const eager_frame *f, int step, const ir_node *nd) {
+  if (!op_is_view(nd->op) || nd->n_inputs < 1 || nd->n_outputs != 1 || nd->outputs[0] < 0) return false;
+  int v = nd->inputs[0];
+  if (v < 0 || f->plan->last_use[v] != step || !f->vals[v].owns_data) return false;
+  if (f->plan->graph->values[v].flags & (IR_VALUE_INPUT | IR_VALUE_INITIALIZER | IR_VALUE_OUTER)) return false;
+  for (int k = 1; k < nd->n_inputs; k++)
+    if (nd->inputs[k] == v) return false;
+  return true;
+}
+
 static smelt_status run_step(eager_frame *f, int step) {
   const eager_plan *p = f->plan;
   const ir_graph *g = p->graph;
@@ -173,7 +186,15 @@ static smelt_status run_step(eager_frame *f, int step) {
   }
   const run_hook *hook = f->stats ? f->stats->hook : NULL;
   if (hook) hook->begin(hook->ctx, nd->op_type, nd->name);
-  smelt_status s = node_run_cached(g, id, in, out, f->pool, run_subgraph, f, p->plain ? NULL : &p->caches[id]);
+  bool aliased = false;
+  smelt_status s = SMELT_OK;
+  if (donates(f, step, nd)) {
+    size_t moved = owned_bytes(in[0]);
+    s = node_run_alias(g, id, in, out, &aliased);
+    if (aliased && f->stats) f->stats->live_bytes -= moved; /* counted again as the output's below */
+  }
+  if (!s && !aliased)
+    s = node_run_cached(g, id, in, out, f->pool, run_subgraph, f, p->plain ? NULL : &p->caches[id]);
   if (hook) hook->end(hook->ctx);
   for (int o = 0; o < nd->n_outputs; o++) {
     if (nd->outputs[o] < 0) tensor_release(&scratch[o]);

@@ -137,6 +137,13 @@ static inline void gb_attr_float(ir_graph *g, int node, int slot, const char *na
   a->type = IR_ATTR_FLOAT;
   a->f = v;
 }
+static inline void gb_attr_string(ir_graph *g, int node, int slot, const char *name, const char *v) {
+  ir_attr *a = &g->nodes[node].attrs[slot];
+  a->name = arena_strdup(&g->arena, name);
+  a->type = IR_ATTR_STRING;
+  a->s = arena_strdup(&g->arena, v);
+  a->s_len = strlen(v);
+}
 static inline void gb_attr_ints(ir_graph *g, int node, int slot, const char *name, int n, const int64_t *v) {
   ir_attr *a = &g->nodes[node].attrs[slot];
   a->name = arena_strdup(&g->arena, name);

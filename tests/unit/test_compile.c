@@ -236,6 +236,41 @@ static void test_pow_small(void) {
   }
 }
 
+/* MatMul + bias + the tanh-GELU pattern: passes make it one smelt.Gemm with
+ * a gelu_tanh epilogue, which the compiler splits back out as a Gelu
+ * (approximate = "tanh") kernel; against eager on the unfused graph. */
+static void test_gemm_gelu_tanh(void) {
+  const int64_t M[] = {1, 5, 33};
+  for (size_t i = 0; i < sizeof M / sizeof *M; i++) {
+    gb b;
+    gb_init(&b, 17);
+    int x = gb_input(&b, "x", SMELT_F32, 2, I64(M[i], 24));
+    float w[24 * 40], bias[40];
+    for (int k = 0; k < 24 * 40; k++) w[k] = (float)((k * 37) % 23 - 11) / 16.f;
+    for (int k = 0; k < 40; k++) bias[k] = (float)(k % 7 - 3) / 4.f;
+    int mm = gb_node(&b, "MatMul", 2, IDS(x, gb_const(&b, SMELT_F32, 2, I64(24, 40), w)), NULL, 0);
+    int y = gb_node(&b, "Add", 2, IDS(mm, gb_const(&b, SMELT_F32, 1, I64(40), bias)), NULL, 0);
+    int p3 = gb_node(&b, "Pow", 2, IDS(y, gb_scalar(&b, 3.f)), NULL, 0);
+    int k = gb_node(&b, "Mul", 2, IDS(p3, gb_scalar(&b, 0.044715f)), NULL, 0);
+    int in = gb_node(&b, "Add", 2, IDS(y, k), NULL, 0);
+    int sc = gb_node(&b, "Mul", 2, IDS(in, gb_scalar(&b, 0.7978845608f)), NULL, 0);
+    int th = gb_node(&b, "Tanh", 1, IDS(sc), NULL, 0);
+    int one = gb_node(&b, "Add", 2, IDS(th, gb_scalar(&b, 1.f)), NULL, 0);
+    int hx = gb_node(&b, "Mul", 2, IDS(y, gb_scalar(&b, 0.5f)), NULL, 0);
+    gb_output(&b, gb_node(&b, "Mul", 2, IDS(hx, one), NULL, 0));
+    CHECK_OK(gb_finish(&b));
+    compile_report rep;
+    memset(&rep, 0, sizeof rep);
+    double e = run_case(&b, SMELT_MODE_DEFAULT, false, &rep);
+    CHECK(e <= 1);
+    if (e > 1) fprintf(stderr, "gemm + tanh GELU M=%lld: error %g\n", (long long)M[i], e);
+    const char *ex = rep.explain.s ? rep.explain.s : "";
+    CHECK(strstr(ex, "tanh GELU") && strstr(ex, "activations left to generated kernels"));
+    compile_report_free(&rep);
+    gb_free(&b);
+  }
+}
+
 /* Reductions over trailing dims, and a pool. */
 static void test_reductions(void) {
   gb b;
@@ -660,6 +695,7 @@ int main(void) {
   test_layernorm();
   test_instancenorm();
   test_pow_small();
+  test_gemm_gelu_tanh();
   test_reductions();
   test_modes();
   test_dynamic_reuse();

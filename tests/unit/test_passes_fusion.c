@@ -340,6 +340,73 @@ static void test_gelu(void) {
   }
 }
 
+/* The tanh form (GPT-2's gelu_new) with x^3 as Pow or two Muls and the
+ * tail's three shapes; look-alikes that are not it: a wrong coefficient, a
+ * cube read elsewhere too.  Then MatMul + bias + that Gelu becomes one
+ * smelt.Gemm whose epilogue applies gelu_tanh. */
+static void test_gelu_tanh(void) {
+  for (int form = 0; form < 5; form++) {
+    ir_graph *g = gb_new();
+    gb_input(g, "x", SMELT_F32, 2, (int64_t[]){3, 37});
+    gb_scalar(g, "three", 3.f);
+    gb_scalar(g, "k", form == 3 ? 0.05f : 0.044715f);
+    gb_scalar(g, "c", 0.7978845608f);
+    gb_scalar(g, "one", 1.f);
+    gb_scalar(g, "half", 0.5f);
+    if (form == 0 || form == 3 || form == 4) {
+      gb_node(g, "Pow", "x,three", "x3", 0);
+    } else if (form == 1) {
+      gb_node(g, "Mul", "x,x", "x2", 0);
+      gb_node(g, "Mul", "x2,x", "x3", 0);
+    } else {
+      gb_node(g, "Mul", "x,x", "x2", 0);
+      gb_node(g, "Mul", "x,x2", "x3", 0);
+    }
+    gb_node(g, "Mul", form == 1 ? "k,x3" : "x3,k", "q", 0);
+    gb_node(g, "Add", form == 2 ? "q,x" : "x,q", "r", 0);
+    gb_node(g, "Mul", form == 1 ? "c,r" : "r,c", "u", 0);
+    gb_node(g, "Tanh", "u", "t", 0);
+    gb_node(g, "Add", "t,one", "s", 0);
+    if (form == 0 || form >= 3) {
+      gb_node(g, "Mul", "x,half", "h", 0);
+      gb_node(g, "Mul", "h,s", "y", 0);
+    } else if (form == 1) {
+      gb_node(g, "Mul", "x,s", "m", 0);
+      gb_node(g, "Mul", "m,half", "y", 0);
+    } else {
+      gb_node(g, "Mul", "s,half", "m", 0);
+      gb_node(g, "Mul", "x,m", "y", 0);
+    }
+    gb_output(g, "y");
+    if (form == 4) gb_output(g, "x3");
+    passes_equiv e;
+    const ir_graph *r = rewrite(g, pass_fuse_norm, &e);
+    if (form < 3) {
+      CHECK(e.changes == 1 && r && r->n_nodes == 1 && count_op(r, "Gelu") == 1);
+      CHECK(r && r->n_nodes == 1 && !strcmp(ir_attr_string(&r->nodes[0], "approximate", ""), "tanh"));
+    } else {
+      CHECK(e.changes == 0 && r && count_op(r, "Gelu") == 0);
+    }
+    passes_equiv_free(&e);
+    ir_graph_free(g);
+  }
+  ir_graph *g = gb_new();
+  gb_input(g, "x", SMELT_F32, 2, (int64_t[]){7, 40});
+  gb_const(g, "w", 2, (int64_t[]){40, 50}, 1);
+  gb_const(g, "b", 1, (int64_t[]){50}, 2);
+  gb_node(g, "MatMul", "x,w", "m", 0);
+  gb_node(g, "Add", "m,b", "a", 0);
+  int ge = gb_node(g, "Gelu", "a", "y", 1);
+  gb_attr_string(g, ge, 0, "approximate", "tanh");
+  g->nodes[ge].opset = 20;
+  gb_output(g, "y");
+  passes_equiv e;
+  const ir_graph *r = rewrite(g, pass_fuse_epilogue, &e);
+  CHECK(e.changes >= 1 && r && r->n_nodes == 1 && !strcmp(attr_s(r, "Gemm", "activation"), "gelu_tanh"));
+  passes_equiv_free(&e);
+  ir_graph_free(g);
+}
+
 /* ---- fuse_attention ---- */
 
 typedef struct attn_case {
@@ -676,6 +743,7 @@ int main(void) {
   test_conv_silu();
   test_layernorm();
   test_gelu();
+  test_gelu_tanh();
   test_attention();
   test_attention_rejects();
   test_attention_shared_kv(2);
