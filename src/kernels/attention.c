@@ -12,9 +12,15 @@
  *     scale * log2 e), then per key block Q.K^T, the masks, a lane-wise
  *     online softmax in log2 units and P.V, all with vectors along queries,
  *     K and V read in place;
- *   - GEMM (attn_task), for fewer queries (a decode step): S = Q_blk K_blk^T
- *     and acc += P V_blk on the GEMM (single-threaded, inside the task), the
- *     softmax between them row by row (kernels/vmath.h).
+ *   - row (attn_row), for one query per head (a decode step): a task takes a
+ *     group of heads (all of them, up to ATTN_BQ) and a range of keys, a key
+ *     at a time across its heads (attn_tile_kernels' qk_row / pv_row), so
+ *     the static KV cache's time-major rows are read front to back; when
+ *     batch x groups leaves threads idle the keys split, each split's online
+ *     softmax state combined at the end (flash decoding);
+ *   - GEMM (attn_task), for other query blocks under a vector's lanes: S =
+ *     Q_blk K_blk^T and acc += P V_blk on the GEMM (single-threaded, inside
+ *     the task), the softmax between them row by row (kernels/vmath.h).
  *
  * Operands whose rows are unit-stride are read in place; others are
  * gathered into contiguous blocks. */
@@ -35,6 +41,7 @@
 
 #define ATTN_BQ 64
 #define ATTN_BK 128
+#define ATTN_ROW_MIN_KEYS 64 /* keys per split of the row path, at least */
 
 typedef struct attn_scratch {
   float *qb;  /* [BQ][D], when Q's rows are not unit-stride */
@@ -52,6 +59,11 @@ typedef struct attn_job {
   const vmath_kernels *vm;
   const attn_tile_kernels *tk; /* the tiled path; NULL: the GEMM path */
   bool bf16;                   /* the tiled path's products in bf16 (attention_bf16.h) */
+  /* the row path (hg 0: not taken): heads per task, head groups, key
+   * splits (each of ksplit_len keys) per (batch, group), and with more than
+   * one split the partial results [B][H][splits] of m, l and acc[Dv] */
+  int64_t hg, ngroups, nsplit, ksplit_len;
+  float *part;
   int64_t bq, nqb; /* query rows per task (<= ATTN_BQ), blocks per (batch, head) */
   atomic_bool failed;
 } attn_job;
@@ -231,6 +243,89 @@ static bool attn_task(const attn_params *p, int64_t t, int64_t bq, int64_t nqb, 
   return true;
 }
 
+/* ---- the row path: one query per head (a decode step) ---- */
+
+/* Floats of one partial result of a key split: m, l, acc[Dv]. */
+static int64_t part_floats(const attn_params *p) { return p->Dv + 2; }
+
+/* Heads [h0, h0 + nh) of batch b over keys [k0, k1), a key at a time across
+ * the heads: with the static KV cache's time-major rows ([len, batch,
+ * heads, D]) the heads of a key lie side by side, so K and V are read front
+ * to back instead of in D-float pieces heads x D apart (which the GEMM path,
+ * one head at a time, read at a third of the memory's rate).  The online
+ * softmax per head runs between the two products of each key block, as in
+ * attn_task.  part NULL: the output is written; else the split's m, l and
+ * acc per head (part_floats each, heads nsplit apart). */
+static void attn_row(const attn_params *p, const attn_tile_kernels *tk, int64_t b, int64_t h0, int64_t nh,
+                     int64_t k0, int64_t k1, attn_scratch *s, float *part, int64_t nsplit) {
+  int64_t group = p->kv_group > 1 ? p->kv_group : 1;
+  for (int64_t h = 0; h < nh; h++) { /* Q scaled, one row per head */
+    const float *q = p->q + b * p->q_str[0] + (h0 + h) * p->q_str[1];
+    for (int64_t d = 0; d < p->D; d++) s->qb[h * p->D + d] = q[d * p->q_str[3]] * p->scale;
+    s->m[h] = -INFINITY;
+    s->l[h] = 0.f;
+  }
+  memset(s->acc, 0, sizeof(float) * (size_t)(nh * p->Dv));
+  const float *kb = p->k + b * p->k_str[0], *vb = p->v + b * p->v_str[0];
+  for (int64_t j0 = k0; j0 < k1; j0 += ATTN_BK) {
+    int64_t n = k1 - j0 < ATTN_BK ? k1 - j0 : ATTN_BK;
+    for (int64_t j = 0; j < n; j++)
+      tk->qk_row(s->qb, p->D, kb + (j0 + j) * p->k_str[2], p->k_str[1], h0, nh, group, p->D, s->s + j, ATTN_BK);
+    for (int64_t h = 0; h < nh; h++) {
+      mask_row(p, b, h0 + h, 0, j0, n, s->s + h * ATTN_BK);
+      row_softmax(p, n, s->s + h * ATTN_BK, s, h);
+    }
+    for (int64_t j = 0; j < n; j++)
+      tk->pv_row(s->s + j, ATTN_BK, vb + (j0 + j) * p->v_str[2], p->v_str[1], h0, nh, group, p->Dv, s->acc);
+  }
+  for (int64_t h = 0; h < nh; h++) {
+    const float *acc = s->acc + h * p->Dv;
+    if (part) {
+      float *r = part + (h0 + h) * nsplit * part_floats(p);
+      r[0] = s->m[h];
+      r[1] = s->l[h];
+      memcpy(r + 2, acc, sizeof(float) * (size_t)p->Dv);
+      continue;
+    }
+    float *o = p->o + b * p->o_str[0] + (h0 + h) * p->o_str[1];
+    float inv = s->l[h] > 0 ? 1.f / s->l[h] : p->zero_empty_rows ? 0.f : NAN;
+    for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : acc[e] * inv;
+  }
+}
+
+/* Task t of the row path: (batch, head group, key split). */
+static void attn_task_row(const attn_job *j, const attn_tile_kernels *tk, int64_t t, attn_scratch *s) {
+  const attn_params *p = j->p;
+  int64_t split = t % j->nsplit, g = (t / j->nsplit) % j->ngroups, b = t / j->nsplit / j->ngroups;
+  int64_t h0 = g * j->hg, nh = p->H - h0 < j->hg ? p->H - h0 : j->hg;
+  int64_t k0 = split * j->ksplit_len, k1 = k0 + j->ksplit_len < p->Sk ? k0 + j->ksplit_len : p->Sk;
+  float *part = j->nsplit > 1 ? j->part + (b * p->H * j->nsplit + split) * part_floats(p) : NULL;
+  attn_row(p, tk, b, h0, nh, k0, k1, s, part, j->nsplit);
+}
+
+/* The key splits' partial results into the output: per (batch, head), m =
+ * the splits' max, l = sum l_i e^(m_i - m), o = sum acc_i e^(m_i - m) / l. */
+static void attn_row_combine(const attn_job *j) {
+  const attn_params *p = j->p;
+  int64_t pf = part_floats(p);
+  for (int64_t b = 0; b < p->B; b++)
+    for (int64_t h = 0; h < p->H; h++) {
+      const float *r = j->part + (b * p->H + h) * j->nsplit * pf;
+      float m = -INFINITY, l = 0.f;
+      for (int64_t i = 0; i < j->nsplit; i++) m = r[i * pf] > m ? r[i * pf] : m;
+      float *o = p->o + b * p->o_str[0] + h * p->o_str[1];
+      for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = 0.f;
+      for (int64_t i = 0; i < j->nsplit; i++) {
+        if (r[i * pf] == -INFINITY) continue; /* a split whose keys were all masked */
+        float w = expf(r[i * pf] - m);
+        l += r[i * pf + 1] * w;
+        for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] += r[i * pf + 2 + e] * w;
+      }
+      float inv = l > 0 ? 1.f / l : p->zero_empty_rows ? 0.f : NAN;
+      for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] *= inv;
+    }
+}
+
 /* ---- the tiled path (kernels/attention_tile.h): the query block transposed ---- */
 
 #define ATTN_LOG2E 1.44269504088896341f
@@ -365,10 +460,15 @@ static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
     atomic_store(&j->failed, true);
     return;
   }
-  for (int64_t t = t0; t < t1; t++)
+  for (int64_t t = t0; t < t1; t++) {
+    if (j->hg) {
+      attn_task_row(j, attn_tile_get(isa_active()), t, &s);
+      continue;
+    }
     if (!(j->tk ? attn_task_tiled(j->p, j->tk, j->bf16, t, j->bq, j->nqb, &s)
                 : attn_task(j->p, t, j->bq, j->nqb, &s)))
       atomic_store(&j->failed, true);
+  }
   scratch_free(&s);
 }
 
@@ -405,8 +505,28 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
   j.bq = attn_query_block(p->B * p->H, p->Sq, pool_threads(pool));
   j.nqb = (p->Sq + j.bq - 1) / j.bq;
   int64_t ntasks = p->B * p->H * j.nqb;
+  /* One query per head with unit-stride K and V rows: the row path.  Heads
+   * in groups of up to ATTN_BQ; when batch x groups leaves threads idle,
+   * the keys split too (at least ATTN_ROW_MIN_KEYS each), each split's
+   * partial softmax combined after (flash decoding). */
+  if (p->Sq == 1 && p->k_str[3] == 1 && p->v_str[3] == 1 && p->H > 0 && p->B > 0 && p->Sk > 0 && p->Dv > 0) {
+    int64_t threads = pool_threads(pool);
+    j.hg = p->H < ATTN_BQ ? p->H : ATTN_BQ;
+    j.ngroups = (p->H + j.hg - 1) / j.hg;
+    int64_t per = (threads + p->B * j.ngroups - 1) / (p->B * j.ngroups), most = p->Sk / ATTN_ROW_MIN_KEYS;
+    j.nsplit = per < most ? per : most > 1 ? most : 1;
+    j.ksplit_len = (p->Sk + j.nsplit - 1) / j.nsplit;
+    j.nsplit = (p->Sk + j.ksplit_len - 1) / j.ksplit_len;
+    ntasks = p->B * j.ngroups * j.nsplit;
+    if (j.nsplit > 1) {
+      size_t bytes = sizeof(float) * (size_t)(p->B * p->H * j.nsplit * part_floats(p));
+      if (!(j.part = malloc(bytes))) return err_nomem("attention partial results", bytes);
+    }
+  }
   if (ntasks == 0 || p->Dv == 0) return SMELT_OK;
   pool_parallel_for(pool, ntasks, 1, attn_tasks, &j);
+  if (j.part && !atomic_load(&j.failed)) attn_row_combine(&j);
+  free(j.part);
   if (atomic_load(&j.failed)) /* scratch, or the GEMM refusing a block (a bug) */
     return err_nomem("attention scratch", sizeof(float) * (size_t)(p->D + p->Dv) * ATTN_BK);
   return SMELT_OK;

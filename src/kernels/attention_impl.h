@@ -170,10 +170,47 @@ static SIMD_TARGET void SIMD_NAME(at_pv)(const float *st, int64_t nqp, int64_t n
   }
 }
 
+/* One query per head (a decode step), one key row: out[h os] = q_h . k_h
+ * for h < nh, q_h = q + h qs, k_h = k + ((h0 + h) / group) ks, D floats. */
+static SIMD_TARGET void SIMD_NAME(at_qk_row)(const float *q, int64_t qs, const float *k, int64_t ks,
+                                            int64_t h0, int64_t nh, int64_t group, int64_t D, float *out,
+                                            int64_t os) {
+  for (int64_t h = 0; h < nh; h++) {
+    const float *qh = q + h * qs, *kh = k + ((h0 + h) / group) * ks;
+    vf a0 = v_zero(), a1 = v_zero();
+    int64_t d = 0;
+    for (; d + 2 * VL <= D; d += 2 * VL) {
+      a0 = v_fma(v_load(qh + d), v_load(kh + d), a0);
+      a1 = v_fma(v_load(qh + d + VL), v_load(kh + d + VL), a1);
+    }
+    for (; d < D; d += VL) {
+      int w = D - d < VL ? (int)(D - d) : VL;
+      a0 = v_fma(v_loadn(qh + d, w), v_loadn(kh + d, w), a0);
+    }
+    out[h * os] = v_hsum(v_add(a0, a1));
+  }
+}
+
+/* The same key's value row: acc_h[c] += p[h ps] v_h[c] for h < nh, c < Dv,
+ * acc_h = acc + h Dv, v_h = v + ((h0 + h) / group) vs. */
+static SIMD_TARGET void SIMD_NAME(at_pv_row)(const float *p, int64_t ps, const float *v, int64_t vs,
+                                            int64_t h0, int64_t nh, int64_t group, int64_t Dv, float *acc) {
+  for (int64_t h = 0; h < nh; h++) {
+    const float *vh = v + ((h0 + h) / group) * vs;
+    float *ah = acc + h * Dv;
+    vf w = v_set1(p[h * ps]);
+    int64_t c = 0;
+    for (; c + VL <= Dv; c += VL) v_store(ah + c, v_fma(w, v_load(vh + c), v_load(ah + c)));
+    if (c < Dv) v_storen(ah + c, v_fma(w, v_loadn(vh + c, (int)(Dv - c)), v_loadn(ah + c, (int)(Dv - c))), (int)(Dv - c));
+  }
+}
+
 const attn_tile_kernels SIMD_NAME(attn_tile) = {
     .isa = SIMD_ISA,
     .vl = VL,
     .qk = SIMD_NAME(at_qk),
     .softmax = SIMD_NAME(at_softmax),
     .pv = SIMD_NAME(at_pv),
+    .qk_row = SIMD_NAME(at_qk_row),
+    .pv_row = SIMD_NAME(at_pv_row),
 };

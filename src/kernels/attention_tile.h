@@ -37,6 +37,16 @@ typedef struct attn_tile_kernels {
   /* ot[c][i] = ot[c][i] corr[i] + sum_j v[j][c] st[j][i], c < Dv, i < nqp */
   void (*pv)(const float *st, int64_t nqp, int64_t n, const float *v, int64_t ldv, int64_t Dv,
              const float *corr, float *ot);
+  /* The row path (one query per head, a decode step), a key at a time over
+   * the heads of a group, so that a time-major cache's rows are read front
+   * to back: out[h os] = q_h . k_h for h < nh, q_h = q + h qs (D floats),
+   * k_h = k + ((h0 + h) / group) ks (k: the kv head 0 of the key row) */
+  void (*qk_row)(const float *q, int64_t qs, const float *k, int64_t ks, int64_t h0, int64_t nh,
+                 int64_t group, int64_t D, float *out, int64_t os);
+  /* acc[h Dv + c] += p[h ps] v_h[c], v_h = v + ((h0 + h) / group) vs, for
+   * c < Dv, h < nh */
+  void (*pv_row)(const float *p, int64_t ps, const float *v, int64_t vs, int64_t h0, int64_t nh,
+                 int64_t group, int64_t Dv, float *acc);
 } attn_tile_kernels;
 
 /* The kernels for an ISA level, clamped to what the machine has. */

@@ -58,6 +58,8 @@ static void ref_row(const attn_params *p, int64_t b, int64_t h, int64_t i, doubl
 
 /* attn_params.bf16 for the cases run now, and the error they may show */
 static bool g_bf16;
+/* K and V time-major, [Sk, B, H, D] (the static KV cache's rows), for the cases run now */
+static bool g_kv_tm;
 static double g_worst_bf16;
 
 static void run_case_threads(const attn_ref_case *c, int threads) {
@@ -86,8 +88,14 @@ static void run_case_threads(const attn_ref_case *c, int threads) {
     memcpy(p.q_str, s, sizeof s);
   }
   int64_t ks[4] = {c->H * c->Sk * c->D, c->k_bcast_h ? 0 : c->Sk * c->D, c->D, 1};
-  memcpy(p.k_str, ks, sizeof ks);
   int64_t vs[4] = {c->H * c->Sk * c->Dv, c->Sk * c->Dv, c->Dv, 1};
+  if (g_kv_tm) {
+    int64_t kt[4] = {c->H * c->D, c->k_bcast_h ? 0 : c->D, c->B * c->H * c->D, 1};
+    int64_t vt[4] = {c->H * c->Dv, c->Dv, c->B * c->H * c->Dv, 1};
+    memcpy(ks, kt, sizeof ks);
+    memcpy(vs, vt, sizeof vs);
+  }
+  memcpy(p.k_str, ks, sizeof ks);
   memcpy(p.v_str, vs, sizeof vs);
   /* the output written transposed: [B, Sq, H, Dv] memory */
   int64_t os[4] = {c->Sq * c->H * c->Dv, c->Dv, c->H * c->Dv, 1};
@@ -180,6 +188,38 @@ static void test_attention_kernel(void) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
 }
 
+/* The row path (one query per head, attention.c's attn_row; the static KV
+ * cache's decode steps) at every ISA level, K and V head-major and
+ * time-major: head sizes off the vector (17, 40), Dv != D, a key, keys
+ * split across 2 and 3 threads (at least 64 each, so 130 and 300 keys split
+ * and 65 does not), more heads than a group takes (70 > 64), GQA, masks
+ * (additive, padding with -1e4 and -inf, bool with a finite and a -inf
+ * fill), a shared K head, and batches with every key masked (NaN, or zero
+ * with zero_empty_rows, also when only some splits see no key). */
+static void test_attention_row(void) {
+  static const attn_ref_case cases[] = {
+      /* B  H  Sq Sk  D    Dv   causal bsd  kbc    mask gqa zero_empty */
+      {1, 12, 1, 192, 64, 64, true, false, false, 0, 1, false}, /* GPT-2 small */
+      {2, 5, 1, 130, 40, 24, false, true, false, 1, 1, false},
+      {1, 8, 1, 300, 128, 128, true, false, false, 3, 4, false},
+      {1, 3, 1, 1, 16, 16, false, false, false, 0, 1, false},
+      {3, 2, 1, 65, 17, 9, false, false, false, 4, 1, true},
+      {4, 2, 1, 200, 32, 32, true, false, false, 4, 2, false},
+      {1, 70, 1, 100, 8, 8, false, false, false, 0, 1, false},
+      {1, 4, 1, 129, 64, 64, false, false, true, 2, 1, false},
+  };
+  static const isa_level levels[] = {ISA_SCALAR, ISA_AVX2, ISA_AVX512};
+  for (int tm = 0; tm < 2; tm++) {
+    g_kv_tm = tm;
+    for (size_t l = 0; l < sizeof levels / sizeof *levels; l++) {
+      isa_level prev = isa_cap_enter(levels[l]);
+      for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+      isa_cap_enter(prev);
+    }
+  }
+  g_kv_tm = false;
+}
+
 /* The tiled path (kernels/attention_tile.h) at every ISA level (AVX-512
  * clamps to what the machine has): awkward lengths around its vectors (8 or
  * 16 queries), panels (16 or 32) and register tiles (6 keys, 6 columns),
@@ -270,6 +310,7 @@ static void test_fused_gemm_transa(void) {
 int main(void) {
   test_attention_kernel();
   test_attention_tiled();
+  test_attention_row();
   test_fused_gemm_transa();
   return test_report("test_passes_kernels");
 }
