@@ -49,6 +49,53 @@ static void test_fold_shape_arith(void) {
   ir_graph_free(g);
 }
 
+/* Gather and Slice of a Shape whose picked dims are concrete fold although
+ * others stay symbolic (x [batch, 6, seq]): Gather(s, 1) and Gather(s, -2)
+ * give 6, Slice(s, 1, 2) gives [6], Slice(s, -2, 99) picks seq too and
+ * stays, as does Gather(s, 0); the result feeds an output computed from
+ * all of them, checked against eager on an input of [3, 6, 5]. */
+static void test_fold_shape_pieces(void) {
+  ir_graph *g = gb_new();
+  int64_t b, q;
+  ir_graph_sym(g, "batch", &b);
+  ir_graph_sym(g, "seq", &q);
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){b, 6, q});
+  gb_ints(g, "zero", 1, (int64_t[]){0});
+  gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
+  gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
+  gb_ints(g, "im2", 1, (int64_t[]){-2});
+  gb_ints(g, "s1", 1, (int64_t[]){1});
+  gb_ints(g, "e2", 1, (int64_t[]){2});
+  gb_ints(g, "sm2", 1, (int64_t[]){-2});
+  gb_ints(g, "e99", 1, (int64_t[]){99});
+  gb_node(g, "Shape", "x", "s", 0);
+  const char *gathers[][2] = {{"s,i0", "g0"}, {"s,i1", "g1"}, {"s,im2", "g2"}};
+  for (int k = 0; k < 3; k++) {
+    int ga = gb_node(g, "Gather", gathers[k][0], gathers[k][1], 1);
+    gb_attr_int(g, ga, 0, "axis", 0);
+  }
+  gb_node(g, "Slice", "s,s1,e2", "sl", 0);
+  gb_node(g, "Slice", "s,sm2,e99", "sl2", 0);
+  gb_node(g, "Unsqueeze", "g0,zero", "u0", 0);
+  gb_node(g, "Unsqueeze", "g1,zero", "u1", 0);
+  int cat = gb_node(g, "Concat", "u0,u1,g2,sl,sl2", "y", 1);
+  gb_attr_int(g, cat, 0, "axis", 0);
+  gb_output(g, "y");
+  tensor x = {0}, *in[] = {&x};
+  inputs_generate(&x, SMELT_F32, 3, (int64_t[]){3, 6, 5}, 1, 0, 0);
+  passes_equiv e;
+  CHECK_OK(gb_finish(g));
+  check_opts co = {.pass = pass_fold, .generic = true};
+  CHECK_OK(check_rewrite(g, in, &co, &e));
+  CHECK(e.ok);
+  const ir_graph *r = e.rewritten;
+  CHECK(r && count_op(r, "Gather") == 1 && count_op(r, "Slice") == 1 && count_op(r, "Concat") == 1);
+  CHECK(e.changes == 4); /* g1, g2, sl, and u1 behind g1 */
+  passes_equiv_free(&e);
+  tensor_release(&x);
+  ir_graph_free(g);
+}
+
 /* A chain of blocks as transformers exporters write them: each block reshapes
  * by a shape computed from the previous block's output (Shape -> Gather ->
  * Unsqueeze -> Concat -> Reshape).  One fold run must carry the concrete dims
@@ -392,6 +439,7 @@ static void test_simplify_layout(void) {
 int main(void) {
   test_transpose_unit_dims();
   test_fold_shape_arith();
+  test_fold_shape_pieces();
   test_fold_shape_chain();
   test_fold_caps();
   test_fold_constant_nodes();
