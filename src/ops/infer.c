@@ -3,13 +3,16 @@
  * Each node's op infer() runs in topological order on the types and shapes
  * known so far (dims may be symbolic).  Small nodes whose inputs are all known
  * constants are evaluated on the spot, so that the shape arithmetic exporters
- * write (Shape → Gather → Concat → Reshape) yields concrete shapes.
+ * write (Shape → Gather → Concat → Reshape) yields concrete shapes; where
+ * dims are symbolic, the shape values of that arithmetic (ops/
+ * infer_shape_values.h) give Reshape and Expand symbolic output dims.
  *
  * Complexity: O(n + v + e) plus the small constant evaluations. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ops/infer.h"
+#include "ops/infer_shape_values.h"
 #include "ops/op.h"
 #include "ops/node_run.h"
 #include "util/err.h"
@@ -110,7 +113,7 @@ static smelt_status merge_value(ir_graph *g, int node_id, int o, ir_value *v, co
   return SMELT_OK;
 }
 
-static smelt_status infer_node(ir_graph *g, int id, bool dims_as_values) {
+static smelt_status infer_node(ir_graph *g, int id, bool dims_as_values, shape_val *sv) {
   ir_node *nd = &g->nodes[id];
   if (!nd->op || nd->n_inputs > 64 || nd->n_outputs > 64) return SMELT_OK;
   tensor ins[64], outs[64], *in[64], *out[64];
@@ -135,6 +138,7 @@ static smelt_status infer_node(ir_graph *g, int id, bool dims_as_values) {
   if (s) return err_prefix(s, "%s: ", ir_node_label(g, id, lb, sizeof lb));
   for (int o = 0; o < nd->n_outputs; o++)
     if (nd->outputs[o] >= 0) TRY(merge_value(g, id, o, &g->values[nd->outputs[o]], &outs[o]));
+  if (sv) TRY(shape_values_node(g, id, sv, dims_as_values));
   try_fold(g, id, ins, dims_as_values);
   return SMELT_OK;
 }
@@ -158,7 +162,9 @@ static smelt_status infer_all(ir_graph *g, bool dims_as_values) {
   int *order = NULL;
   TRY(ir_graph_toposort(g, &order));
   smelt_status s = SMELT_OK;
-  for (int k = 0; !s && k < g->n_nodes; k++) s = infer_node(g, order[k], dims_as_values);
+  shape_val *sv = shape_values_new(g); /* NULL: no memory for it, inference goes on without */
+  for (int k = 0; !s && k < g->n_nodes; k++) s = infer_node(g, order[k], dims_as_values, sv);
+  free(sv);
   free(order);
   return s;
 }

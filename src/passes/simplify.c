@@ -16,6 +16,10 @@
  *    op: reads the inner one's input directly, as a Reshape to the concrete
  *    output dims, or, for a Reshape whose target has no 0 ("copy this dim")
  *    entry, to the same target.
+ *  - A Reshape or Expand to a target computed at run time whose output dims
+ *    inference knows (concrete or symbolic): a constant target (Reshape: 0
+ *    for a symbolic dim the input has at the same place, at most one -1;
+ *    Expand: 1 for one the input has), so the shape computation dies.
  * MatMul + bias Add is left to fuse_epilogue (smelt.Gemm).
  *
  * Complexity: O(n) per run: each rule looks at a node and its producer. */
@@ -192,6 +196,46 @@ static bool target_input_free(rewriter *w, const ir_node *nd) {
   return true;
 }
 
+/* A Reshape or Expand whose target is computed at run time (Shape ->
+ * Gather -> Concat: what exporters write for [batch, seq, heads, head_dim])
+ * gets a constant target when inference knows its output dims (concrete or
+ * symbolic, ops/infer_shape_values.h), so the computation dies (dce).
+ * Reshape: a concrete dim as itself, a symbolic one the input has at the
+ * same place as 0 ("copy", allowzero off), at most one other as -1.
+ * Expand: a concrete dim as itself (1 where the input's dim is 1), a
+ * symbolic one the input has at the aligned place as 1 ("keep"). */
+static smelt_status computed_target(rewriter *w, int id, bool *done) {
+  const ir_node *nd = rw_node(w, id);
+  bool expand = rw_is_op(w, id, "Expand");
+  if (nd->n_inputs != 2 || nd->inputs[1] < 0 || rw_const(w, nd->inputs[1])) return SMELT_OK;
+  if (!expand && ir_attr_int(nd, "allowzero", 0)) return SMELT_OK;
+  const ir_value *xv = rw_val(w, nd->inputs[0]), *yv = rw_val(w, nd->outputs[0]);
+  if (xv->rank < 0 || yv->rank < 0 || (expand && yv->rank < xv->rank)) return SMELT_OK;
+  int64_t target[SMELT_MAX_RANK];
+  int unknown = 0;
+  for (int i = 0; i < yv->rank; i++) {
+    int64_t d = yv->dims[i];
+    int xi = expand ? i - (yv->rank - xv->rank) : i; /* Expand aligns at the right */
+    int64_t xd = xi >= 0 && xi < xv->rank ? xv->dims[xi] : DIM_UNKNOWN;
+    if (expand && dim_known(d)) target[i] = d;
+    else if (expand && d <= DIM_SYM_BASE && xd == d) target[i] = 1;
+    else if (expand) return SMELT_OK;
+    else if (dim_known(d) && d > 0) target[i] = d;
+    else if (d <= DIM_SYM_BASE && xd == d) target[i] = 0;
+    else if (d != 0 && unknown++ == 0) target[i] = -1;
+    else return SMELT_OK; /* a 0 dim would read as "copy"; or two unknown dims */
+  }
+  tensor *t = NULL;
+  int64_t r = yv->rank;
+  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
+  memcpy(t->data, target, sizeof(int64_t) * (size_t)r);
+  int shape_v;
+  TRY(rw_add_constant(w, "shape", t, &shape_v));
+  TRY(rw_set_input(w, id, 1, shape_v));
+  *done = true;
+  return SMELT_OK;
+}
+
 static smelt_status reshape_chain(rewriter *w, int id, bool *done) {
   const ir_node *nd = rw_node(w, id);
   int inner = rw_producer(w, nd->inputs[0]);
@@ -223,7 +267,12 @@ static smelt_status simplify_node(rewriter *w, int id, bool *done) {
     TRY(transpose_pair(w, id, done));
     return *done ? SMELT_OK : transpose_unit(w, id, done);
   }
-  if (reshape_like(w, id)) return reshape_chain(w, id, done);
+  if (reshape_like(w, id)) {
+    TRY(reshape_chain(w, id, done));
+    if (!*done && !strcmp(op, "Reshape")) TRY(computed_target(w, id, done));
+    return SMELT_OK;
+  }
+  if (!strcmp(op, "Expand")) return computed_target(w, id, done);
   return SMELT_OK;
 }
 

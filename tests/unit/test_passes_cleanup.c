@@ -96,6 +96,85 @@ static void test_fold_shape_pieces(void) {
   ir_graph_free(g);
 }
 
+/* Shape arithmetic over symbolic dims (x [batch, seq, 24]), the whole
+ * pipeline on the generic graph: Reshape(x, [b, s, 2, 12]) from Shape ->
+ * Gather -> Unsqueeze -> Concat gets a constant target [0, 0, 2, 12] and the
+ * computation dies; Expand(m [batch, 1, seq], [b, 3, s]) gets [1, 3, 1];
+ * Reshape(x, [s, b, 24]) (dims swapped: two unknowns for a constant target)
+ * keeps its computed one; Range(0, seq, 1) has seq elements.  Outputs
+ * against eager on batch 2, seq 5. */
+static void test_fold_symbolic_targets(void) {
+  ir_graph *g = gb_new();
+  int64_t b, q;
+  ir_graph_sym(g, "batch", &b);
+  ir_graph_sym(g, "seq", &q);
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){b, q, 24});
+  gb_input(g, "m", SMELT_F32, 3, (int64_t[]){b, 1, q});
+  gb_ints(g, "zero", 1, (int64_t[]){0});
+  gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
+  gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
+  gb_ints(g, "heads", 2, (int64_t[]){2, 12});
+  gb_ints(g, "three", 1, (int64_t[]){3});
+  gb_ints(g, "width", 1, (int64_t[]){24});
+  gb_node(g, "Shape", "x", "s", 0);
+  int g0 = gb_node(g, "Gather", "s,i0", "d0", 1);
+  int g1 = gb_node(g, "Gather", "s,i1", "d1", 1);
+  gb_attr_int(g, g0, 0, "axis", 0);
+  gb_attr_int(g, g1, 0, "axis", 0);
+  gb_node(g, "Unsqueeze", "d0,zero", "u0", 0);
+  gb_node(g, "Unsqueeze", "d1,zero", "u1", 0);
+  int c1 = gb_node(g, "Concat", "u0,u1,heads", "t1", 1);
+  int c2 = gb_node(g, "Concat", "u0,three,u1", "t2", 1);
+  int c3 = gb_node(g, "Concat", "u1,u0,width", "t3", 1);
+  gb_attr_int(g, c1, 0, "axis", 0);
+  gb_attr_int(g, c2, 0, "axis", 0);
+  gb_attr_int(g, c3, 0, "axis", 0);
+  gb_node(g, "Reshape", "x,t1", "r", 0);
+  gb_node(g, "Relu", "r", "y1", 0);
+  gb_node(g, "Expand", "m,t2", "y2", 0);
+  gb_node(g, "Reshape", "x,t3", "y3", 0);
+  gb_const_t(g, "r0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
+  gb_const_t(g, "r1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
+  gb_node(g, "Range", "r0,d1,r1", "pos", 0); /* torch.arange(seq): [seq] */
+  gb_output(g, "y1");
+  gb_output(g, "y2");
+  gb_output(g, "y3");
+  gb_output(g, "pos");
+  tensor x = {0}, m = {0}, *in[] = {&x, &m};
+  inputs_generate(&x, SMELT_F32, 3, (int64_t[]){2, 5, 24}, 1, 0, 0);
+  inputs_generate(&m, SMELT_F32, 3, (int64_t[]){2, 1, 5}, 2, 1, 0);
+  passes_equiv e;
+  CHECK_OK(gb_finish(g));
+  check_opts co = {.generic = true};
+  CHECK_OK(check_rewrite(g, in, &co, &e));
+  CHECK(e.ok);
+  const ir_graph *r = e.rewritten;
+  CHECK(r && count_op(r, "Reshape") == 2 && count_op(r, "Expand") == 1);
+  const ir_value *pos = r ? &r->values[r->outputs[3]] : NULL;
+  CHECK(pos && pos->rank == 1 && pos->dims[0] == q);
+  CHECK(r && count_op(r, "Concat") == 1); /* y3's target only */
+  for (int i = 0; r && i < r->n_nodes; i++) {
+    const ir_node *nd = &r->nodes[i];
+    const ir_value *y = &r->values[nd->outputs[0]];
+    const tensor *t = nd->n_inputs > 1 ? r->values[nd->inputs[1]].constant : NULL;
+    if (!strcmp(nd->op_type, "Expand")) {
+      CHECK(t && tensor_numel(t) == 3 && tensor_get_i64(t, 0) == 1 && tensor_get_i64(t, 1) == 3 &&
+            tensor_get_i64(t, 2) == 1);
+      CHECK(y->rank == 3 && y->dims[0] == b && y->dims[1] == 3 && y->dims[2] == q);
+    } else if (!strcmp(nd->op_type, "Reshape") && t) {
+      CHECK(tensor_numel(t) == 4 && tensor_get_i64(t, 0) == 0 && tensor_get_i64(t, 1) == 0 &&
+            tensor_get_i64(t, 2) == 2 && tensor_get_i64(t, 3) == 12);
+      CHECK(y->rank == 4 && y->dims[0] == b && y->dims[1] == q && y->dims[3] == 12);
+    } else if (!strcmp(nd->op_type, "Reshape")) {
+      CHECK(y->rank == 3 && y->dims[0] == q && y->dims[1] == b && y->dims[2] == 24);
+    }
+  }
+  passes_equiv_free(&e);
+  tensor_release(&x);
+  tensor_release(&m);
+  ir_graph_free(g);
+}
+
 /* A chain of blocks as transformers exporters write them: each block reshapes
  * by a shape computed from the previous block's output (Shape -> Gather ->
  * Unsqueeze -> Concat -> Reshape).  One fold run must carry the concrete dims
@@ -440,6 +519,7 @@ int main(void) {
   test_transpose_unit_dims();
   test_fold_shape_arith();
   test_fold_shape_pieces();
+  test_fold_symbolic_targets();
   test_fold_shape_chain();
   test_fold_caps();
   test_fold_constant_nodes();

@@ -1,0 +1,245 @@
+/* Shape values during inference (see infer_shape_values.h).
+ *
+ * A shape value is what a small integer tensor of a shape computation holds,
+ * element by element: a known integer, a symbolic dim (a name the graph
+ * interns: DIM_SYM_BASE - k), or unknown.  Shape(x) gives x's dims; Gather,
+ * Slice, Unsqueeze, Squeeze, Identity, Cast and Concat carry them through;
+ * a constant integer tensor of up to SV_MAX elements is all known.  Reshape
+ * and Expand read them as their targets, so their outputs get symbolic dims
+ * where the target is computed at run time (Shape -> Gather -> Concat:
+ * [batch, seq, heads, head_dim]), and with dims_as_values a value whose
+ * elements are all known becomes a constant, which folds the computation.
+ *
+ * Range(0, n, 1) has n elements.  Exact rules only: Reshape's 0 copies the input's dim (allowzero off), -1
+ * is resolved only from concrete dims; Expand takes a target element c > 1
+ * as c, 1 as the input's dim, and a symbol only where the input's dim is 1
+ * or the same symbol (a symbol may stand for 1 at run time).
+ *
+ * Complexity: O(SV_MAX) per node. */
+#include "ops/infer_shape_values.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/err.h"
+
+enum { SV_UNKNOWN = 0, SV_CONST = 1, SV_SYM = 2 };
+
+static bool is_int_dt(smelt_dtype t) { return t == SMELT_I64 || t == SMELT_I32; }
+
+/* The shape value of v: from the table, or from a small integer constant. */
+static bool sv_get(const ir_graph *g, const shape_val *tab, int v, shape_val *out) {
+  if (v < 0) return false;
+  if (tab[v].n >= 0) {
+    *out = tab[v];
+    return true;
+  }
+  const ir_value *val = &g->values[v];
+  const tensor *t = val->constant;
+  if (!t || t->kind != TENSOR_KIND_TENSOR || !is_int_dt(t->dtype) || t->rank > 1) return false;
+  int64_t n = tensor_numel(t);
+  if (n < 0 || n > SV_MAX || (n && !t->data)) return false;
+  out->n = (int)n;
+  out->scalar = t->rank == 0;
+  for (int i = 0; i < n; i++) out->v[i] = tensor_get_i64(t, i), out->k[i] = SV_CONST;
+  return true;
+}
+
+static void sv_from_dim(shape_val *s, int i, int64_t d) {
+  s->v[i] = d;
+  s->k[i] = dim_known(d) ? SV_CONST : d <= DIM_SYM_BASE ? SV_SYM : SV_UNKNOWN;
+}
+
+/* Output 0's shape value from the node's inputs; false: none. */
+static bool sv_compute(const ir_graph *g, const shape_val *tab, const ir_node *nd, shape_val *o) {
+  const char *op = nd->op_type;
+  if (*nd->domain || nd->n_outputs != 1 || nd->n_inputs < 1 || nd->inputs[0] < 0) return false;
+  const ir_value *x = &g->values[nd->inputs[0]];
+  shape_val a, b;
+  memset(o, 0, sizeof *o);
+  if (!strcmp(op, "Shape")) {
+    if (x->rank < 0) return false;
+    int64_t lo = 0, hi = x->rank;
+    if (nd->opset >= 15) {
+      lo = ir_attr_int(nd, "start", 0), hi = ir_attr_int(nd, "end", x->rank);
+      if (lo < 0) lo += x->rank;
+      if (hi < 0) hi += x->rank;
+      lo = lo < 0 ? 0 : lo > x->rank ? x->rank : lo;
+      hi = hi < lo ? lo : hi > x->rank ? x->rank : hi;
+    }
+    if (hi - lo > SV_MAX) return false;
+    o->n = (int)(hi - lo);
+    for (int64_t i = lo; i < hi; i++) sv_from_dim(o, (int)(i - lo), x->dims[i]);
+    return true;
+  }
+  if (!sv_get(g, tab, nd->inputs[0], &a)) return false;
+  if (!strcmp(op, "Identity") || !strcmp(op, "Cast") || !strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) {
+    if (!strcmp(op, "Cast") && !is_int_dt((smelt_dtype)ir_attr_int(nd, "to", 0))) return false;
+    *o = a;
+    if (!strcmp(op, "Unsqueeze")) o->scalar = false; /* a scalar made [1] (a 1-D one made 2-D is not tracked) */
+    if (!strcmp(op, "Squeeze")) o->scalar = a.n == 1;
+    return (strcmp(op, "Unsqueeze") || a.scalar) && (strcmp(op, "Squeeze") || a.n == 1);
+  }
+  if (!strcmp(op, "Gather")) {
+    if (ir_attr_int(nd, "axis", 0) != 0 || nd->n_inputs < 2 || a.scalar || !sv_get(g, tab, nd->inputs[1], &b))
+      return false;
+    o->n = b.n;
+    o->scalar = b.scalar;
+    for (int i = 0; i < b.n; i++) {
+      if (b.k[i] != SV_CONST) return false;
+      int64_t j = b.v[i] < 0 ? b.v[i] + a.n : b.v[i];
+      if (j < 0 || j >= a.n) return false;
+      o->v[i] = a.v[j], o->k[i] = a.k[j];
+    }
+    return true;
+  }
+  if (!strcmp(op, "Slice")) {
+    shape_val st, en, ax, sp;
+    if (a.scalar || nd->n_inputs < 3 || !sv_get(g, tab, nd->inputs[1], &st) || !sv_get(g, tab, nd->inputs[2], &en) ||
+        st.n != 1 || en.n != 1 || st.k[0] != SV_CONST || en.k[0] != SV_CONST)
+      return false;
+    if (nd->n_inputs > 3 && nd->inputs[3] >= 0 &&
+        (!sv_get(g, tab, nd->inputs[3], &ax) || ax.n != 1 || ax.k[0] != SV_CONST || (ax.v[0] != 0 && ax.v[0] != -1)))
+      return false;
+    if (nd->n_inputs > 4 && nd->inputs[4] >= 0 &&
+        (!sv_get(g, tab, nd->inputs[4], &sp) || sp.n != 1 || sp.k[0] != SV_CONST || sp.v[0] != 1))
+      return false;
+    int64_t lo = st.v[0] < 0 ? st.v[0] + a.n : st.v[0], hi = en.v[0] < 0 ? en.v[0] + a.n : en.v[0];
+    lo = lo < 0 ? 0 : lo > a.n ? a.n : lo;
+    hi = hi < lo ? lo : hi > a.n ? a.n : hi;
+    o->n = (int)(hi - lo);
+    for (int64_t i = lo; i < hi; i++) o->v[i - lo] = a.v[i], o->k[i - lo] = a.k[i];
+    return true;
+  }
+  if (!strcmp(op, "Concat")) {
+    if (ir_attr_int(nd, "axis", 0) != 0 && ir_attr_int(nd, "axis", 0) != -1) return false;
+    for (int k = 0; k < nd->n_inputs; k++) {
+      if (!sv_get(g, tab, nd->inputs[k], &b) || b.scalar || o->n + b.n > SV_MAX) return false;
+      memcpy(o->v + o->n, b.v, sizeof(int64_t) * (size_t)b.n);
+      memcpy(o->k + o->n, b.k, (size_t)b.n);
+      o->n += b.n;
+    }
+    return true;
+  }
+  return false;
+}
+
+/* Dim d of a value refined by what a rule knows: concrete beats symbolic
+ * beats unknown (as inference's merge). */
+static void refine(ir_value *v, int d, int64_t want) {
+  int64_t cur = v->dims[d];
+  if (dim_known(cur) || want == DIM_UNKNOWN) return;
+  if (dim_known(want) || cur == DIM_UNKNOWN) v->dims[d] = want;
+}
+
+static int64_t sv_dim(const shape_val *s, int i) {
+  return s->k[i] == SV_UNKNOWN ? DIM_UNKNOWN : s->v[i];
+}
+
+/* Reshape / Expand with a target computed at run time: their output dims. */
+static void refine_target(ir_graph *g, const ir_node *nd, const shape_val *tab) {
+  shape_val t;
+  if (nd->n_inputs < 2 || nd->inputs[0] < 0 || nd->inputs[1] < 0 || nd->outputs[0] < 0) return;
+  if (g->values[nd->inputs[1]].constant || !sv_get(g, tab, nd->inputs[1], &t) || t.scalar) return;
+  const ir_value *x = &g->values[nd->inputs[0]];
+  ir_value *y = &g->values[nd->outputs[0]];
+  if (x->rank < 0 || (y->rank >= 0 && y->rank != (strcmp(nd->op_type, "Reshape") ? (x->rank > t.n ? x->rank : t.n) : t.n)))
+    return;
+  if (!strcmp(nd->op_type, "Reshape")) {
+    bool allowzero = ir_attr_int(nd, "allowzero", 0) != 0;
+    if (y->rank < 0) {
+      y->rank = t.n;
+      for (int i = 0; i < t.n; i++) y->dims[i] = DIM_UNKNOWN;
+    }
+    int neg = -1;
+    for (int i = 0; i < t.n; i++) {
+      if (t.k[i] == SV_CONST && t.v[i] == -1) {
+        neg = i;
+        continue;
+      }
+      if (t.k[i] == SV_CONST && t.v[i] == 0 && !allowzero) refine(y, i, i < x->rank ? x->dims[i] : DIM_UNKNOWN);
+      else if (t.k[i] != SV_CONST || t.v[i] >= 0) refine(y, i, sv_dim(&t, i));
+    }
+    if (neg >= 0) { /* -1: the input's elements over the others', all concrete */
+      int64_t in = 1, out = 1;
+      for (int d = 0; d < x->rank; d++) in = dim_known(x->dims[d]) && in >= 0 ? in * x->dims[d] : -1;
+      for (int i = 0; i < t.n; i++)
+        if (i != neg) out = dim_known(y->dims[i]) && out >= 0 ? out * y->dims[i] : -1;
+      if (in >= 0 && out > 0 && in % out == 0) refine(y, neg, in / out);
+    }
+    return;
+  }
+  /* Expand: broadcast of x's dims and the target's, aligned at the right */
+  int r = x->rank > t.n ? x->rank : t.n;
+  if (y->rank < 0) {
+    y->rank = r;
+    for (int i = 0; i < r; i++) y->dims[i] = DIM_UNKNOWN;
+  }
+  for (int i = 0; i < r; i++) {
+    int xi = i - (r - x->rank), ti = i - (r - t.n);
+    int64_t a = xi >= 0 ? x->dims[xi] : 1, b = ti >= 0 ? sv_dim(&t, ti) : 1, want = DIM_UNKNOWN;
+    if (b == 1) want = a;
+    else if (dim_known(b)) want = b; /* c > 1: x's dim is 1 or c */
+    else if (b != DIM_UNKNOWN && (a == 1 || a == b)) want = b;
+    else if (b == DIM_UNKNOWN && dim_known(a) && a > 1) want = a;
+    refine(y, i, want);
+  }
+}
+
+/* A value whose elements are all known, as a constant of the output's type. */
+static smelt_status sv_constant(ir_value *y, const shape_val *s) {
+  if (y->constant || !is_int_dt(y->dtype) || y->rank != (s->scalar ? 0 : 1)) return SMELT_OK;
+  for (int i = 0; i < s->n; i++)
+    if (s->k[i] != SV_CONST) return SMELT_OK;
+  tensor *t = malloc(sizeof *t);
+  if (!t) return err_nomem("shape value", sizeof *t);
+  int64_t n = s->n;
+  smelt_status st = tensor_alloc(t, y->dtype, s->scalar ? 0 : 1, &n);
+  if (st) {
+    free(t);
+    return st;
+  }
+  for (int i = 0; i < s->n; i++) {
+    if (y->dtype == SMELT_I64) ((int64_t *)t->data)[i] = s->v[i];
+    else ((int32_t *)t->data)[i] = (int32_t)s->v[i];
+  }
+  y->constant = t;
+  return SMELT_OK;
+}
+
+/* Range(0, n, 1): n elements, n known or a symbol (torch.arange(seq_len)). */
+static void refine_range(ir_graph *g, const ir_node *nd, const shape_val *tab) {
+  shape_val a, n, d;
+  ir_value *y = &g->values[nd->outputs[0]];
+  if (nd->n_inputs != 3 || !sv_get(g, tab, nd->inputs[0], &a) || !sv_get(g, tab, nd->inputs[1], &n) ||
+      !sv_get(g, tab, nd->inputs[2], &d) || a.n != 1 || n.n != 1 || d.n != 1)
+    return;
+  if (a.k[0] != SV_CONST || a.v[0] != 0 || d.k[0] != SV_CONST || d.v[0] != 1 || n.k[0] == SV_UNKNOWN) return;
+  if (n.k[0] == SV_CONST && n.v[0] < 0) return;
+  if (y->rank < 0) y->rank = 1, y->dims[0] = DIM_UNKNOWN;
+  if (y->rank == 1) refine(y, 0, n.v[0]);
+}
+
+smelt_status shape_values_node(ir_graph *g, int id, shape_val *tab, bool dims_as_values) {
+  const ir_node *nd = &g->nodes[id];
+  if (!nd->op || *nd->domain || nd->n_outputs < 1 || nd->outputs[0] < 0) return SMELT_OK;
+  if (!strcmp(nd->op_type, "Range")) {
+    refine_range(g, nd, tab);
+    return SMELT_OK;
+  }
+  if (!strcmp(nd->op_type, "Reshape") || !strcmp(nd->op_type, "Expand")) {
+    refine_target(g, nd, tab);
+    return SMELT_OK;
+  }
+  shape_val o;
+  if (!sv_compute(g, tab, nd, &o)) return SMELT_OK;
+  int v = nd->outputs[0];
+  tab[v] = o;
+  return dims_as_values ? sv_constant(&g->values[v], &o) : SMELT_OK;
+}
+
+shape_val *shape_values_new(const ir_graph *g) {
+  shape_val *tab = malloc(sizeof *tab * (size_t)(g->n_values + 1));
+  for (int v = 0; tab && v < g->n_values; v++) tab[v].n = -1;
+  return tab;
+}
