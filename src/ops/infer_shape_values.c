@@ -3,7 +3,10 @@
  * A shape value is what a small integer tensor of a shape computation holds,
  * element by element: a known integer, a symbolic dim (a name the graph
  * interns: DIM_SYM_BASE - k), or unknown.  Shape(x) gives x's dims; Gather,
- * Slice, Unsqueeze, Squeeze, Identity, Cast and Concat carry them through;
+ * Slice, Unsqueeze, Squeeze, Identity, Cast and Concat carry them through,
+ * Equal and Where too (torch's expand(-1) idiom: Where(Equal(t, -1), 1, t);
+ * a dim is never negative), Reshape of such a value to [n], ConstantOfShape
+ * of a known length, and Mul / Add / Sub of known elements;
  * a constant integer tensor of up to SV_MAX elements is all known.  Reshape
  * and Expand read them as their targets, so their outputs get symbolic dims
  * where the target is computed at run time (Shape -> Gather -> Concat:
@@ -72,7 +75,44 @@ static bool sv_compute(const ir_graph *g, const shape_val *tab, const ir_node *n
     for (int64_t i = lo; i < hi; i++) sv_from_dim(o, (int)(i - lo), x->dims[i]);
     return true;
   }
+  if (!strcmp(op, "ConstantOfShape")) { /* n copies of its value (0 when none is given) */
+    if (!sv_get(g, tab, nd->inputs[0], &a) || a.n != 1 || a.k[0] != SV_CONST || a.v[0] < 0 || a.v[0] > SV_MAX)
+      return false;
+    const ir_attr *va = ir_attr_find(nd, "value");
+    int64_t fill = 0;
+    if (va && va->type == IR_ATTR_TENSOR && va->t) {
+      if (!is_int_dt(va->t->dtype) || tensor_numel(va->t) != 1) return false;
+      fill = tensor_get_i64(va->t, 0);
+    } else if (va) {
+      return false;
+    }
+    o->n = (int)a.v[0];
+    for (int i = 0; i < o->n; i++) o->v[i] = fill, o->k[i] = SV_CONST;
+    return true;
+  }
   if (!sv_get(g, tab, nd->inputs[0], &a)) return false;
+  if (!strcmp(op, "Reshape")) { /* a 1-D shape value reshaped to [n] or [-1] */
+    shape_val t;
+    if (nd->n_inputs < 2 || !sv_get(g, tab, nd->inputs[1], &t) || t.n != 1 || t.k[0] != SV_CONST ||
+        (t.v[0] != -1 && t.v[0] != a.n))
+      return false;
+    *o = a;
+    o->scalar = false;
+    return true;
+  }
+  if (!strcmp(op, "Mul") || !strcmp(op, "Add") || !strcmp(op, "Sub")) { /* known elements only */
+    if (nd->n_inputs != 2 || !sv_get(g, tab, nd->inputs[1], &b) || (a.n != b.n && a.n != 1 && b.n != 1)) return false;
+    o->n = a.n > b.n ? a.n : b.n;
+    o->scalar = a.scalar && b.scalar;
+    for (int i = 0; i < o->n; i++) {
+      int ia = a.n == 1 ? 0 : i, ib = b.n == 1 ? 0 : i;
+      o->k[i] = a.k[ia] == SV_CONST && b.k[ib] == SV_CONST ? SV_CONST : SV_UNKNOWN;
+      o->v[i] = op[0] == 'M' ? a.v[ia] * b.v[ib] : op[0] == 'A' ? a.v[ia] + b.v[ib] : a.v[ia] - b.v[ib];
+      if (op[0] == 'M' && a.k[ia] == SV_SYM && b.k[ib] == SV_CONST && b.v[ib] == 1) o->k[i] = SV_SYM, o->v[i] = a.v[ia];
+      if (op[0] == 'M' && b.k[ib] == SV_SYM && a.k[ia] == SV_CONST && a.v[ia] == 1) o->k[i] = SV_SYM, o->v[i] = b.v[ib];
+    }
+    return true;
+  }
   if (!strcmp(op, "Identity") || !strcmp(op, "Cast") || !strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze")) {
     if (!strcmp(op, "Cast") && !is_int_dt((smelt_dtype)ir_attr_int(nd, "to", 0))) return false;
     *o = a;
@@ -109,6 +149,40 @@ static bool sv_compute(const ir_graph *g, const shape_val *tab, const ir_node *n
     hi = hi < lo ? lo : hi > a.n ? a.n : hi;
     o->n = (int)(hi - lo);
     for (int64_t i = lo; i < hi; i++) o->v[i - lo] = a.v[i], o->k[i - lo] = a.k[i];
+    return true;
+  }
+  if (!strcmp(op, "Equal") || !strcmp(op, "Where")) { /* torch's expand(-1): Where(Equal(t, -1), 1, t) */
+    shape_val c[3];
+    int ni = !strcmp(op, "Equal") ? 2 : 3, n = 0;
+    if (nd->n_inputs != ni) return false;
+    for (int k = 0; k < ni; k++) {
+      if (!sv_get(g, tab, nd->inputs[k], &c[k])) return false;
+      n = c[k].n > n ? c[k].n : n;
+    }
+    for (int k = 0; k < ni; k++)
+      if (c[k].n != n && c[k].n != 1) return false; /* one element broadcasts; nothing else is tracked */
+    o->n = n;
+    o->scalar = c[0].scalar && c[1].scalar && (ni == 2 || c[2].scalar);
+    for (int i = 0; i < n; i++) {
+      const int ia = c[0].n == 1 ? 0 : i, ib = c[1].n == 1 ? 0 : i;
+      if (ni == 3) {
+        if (c[0].k[ia] != SV_CONST) {
+          o->k[i] = SV_UNKNOWN;
+          continue;
+        }
+        const shape_val *pick = c[0].v[ia] ? &c[1] : &c[2];
+        int ip = pick->n == 1 ? 0 : i;
+        o->v[i] = pick->v[ip], o->k[i] = pick->k[ip];
+        continue;
+      }
+      uint8_t ka = c[0].k[ia], kb = c[1].k[ib];
+      o->k[i] = SV_CONST;
+      if (ka == SV_CONST && kb == SV_CONST) o->v[i] = c[0].v[ia] == c[1].v[ib];
+      else if ((ka == SV_SYM && kb == SV_CONST && c[1].v[ib] < 0) || (kb == SV_SYM && ka == SV_CONST && c[0].v[ia] < 0))
+        o->v[i] = 0; /* a dim is never negative */
+      else if (ka == SV_SYM && kb == SV_SYM && c[0].v[ia] == c[1].v[ib]) o->v[i] = 1;
+      else o->k[i] = SV_UNKNOWN;
+    }
     return true;
   }
   if (!strcmp(op, "Concat")) {
@@ -229,7 +303,7 @@ smelt_status shape_values_node(ir_graph *g, int id, shape_val *tab, bool dims_as
   }
   if (!strcmp(nd->op_type, "Reshape") || !strcmp(nd->op_type, "Expand")) {
     refine_target(g, nd, tab);
-    return SMELT_OK;
+    if (!strcmp(nd->op_type, "Expand")) return SMELT_OK;
   }
   shape_val o;
   if (!sv_compute(g, tab, nd, &o)) return SMELT_OK;

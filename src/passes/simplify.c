@@ -20,6 +20,8 @@
  *    inference knows (concrete or symbolic): a constant target (Reshape: 0
  *    for a symbolic dim the input has at the same place, at most one -1;
  *    Expand: 1 for one the input has), so the shape computation dies.
+ *  - Reshape(Gemm(Reshape(x, [-1, K]), W, b), x's leading dims + [N]) (a
+ *    linear layer on flattened rows: GPT-2's Conv1D) -> MatMul(x, W) + b.
  * MatMul + bias Add is left to fuse_epilogue (smelt.Gemm).
  *
  * Complexity: O(n) per run: each rule looks at a node and its producer. */
@@ -29,6 +31,7 @@
 
 #include "passes/rewrite.h"
 #include "util/err.h"
+#include "util/quote.h"
 
 static bool is_float_dt(smelt_dtype t) { return t == SMELT_F32 || t == SMELT_F64; }
 
@@ -236,6 +239,73 @@ static smelt_status computed_target(rewriter *w, int id, bool *done) {
   return SMELT_OK;
 }
 
+/* Two dims that are the same: concrete and equal, or the same symbol. */
+static bool same_dim(int64_t a, int64_t b) { return a == b && a != DIM_UNKNOWN; }
+
+/* Reshape(Gemm(Reshape(x, [-1, K]), W, b), x's leading dims + [N]) -- a
+ * linear layer on flattened rows, as GPT-2's Conv1D (addmm on x.view(-1,
+ * K)) exports -- becomes MatMul(x, W) + b on x as it is (W transposed by a
+ * Transpose node for transB, which fuse_epilogue takes as transB; the Add
+ * becomes the GEMM's bias): the two Reshapes and the shape computation of
+ * the second one's target go, and with them a dynamic plan's per-run work
+ * for them.  Node id is the outer Reshape; the inner one and the Gemm must
+ * feed only the next, alpha and beta 1, A not transposed, W a 2-D constant,
+ * b absent or [N]. */
+static smelt_status flat_gemm(rewriter *w, int id, bool *done) {
+  const ir_node *outer = rw_node(w, id);
+  int gm = rw_producer_op(w, outer->inputs[0], "Gemm");
+  if (gm < 0 || rw_sole_user(w, outer->inputs[0]) != id) return SMELT_OK;
+  const ir_node *g = rw_node(w, gm);
+  int inner = g->n_inputs >= 2 ? rw_producer_op(w, g->inputs[0], "Reshape") : -1;
+  if (inner < 0 || rw_sole_user(w, g->inputs[0]) != gm || g->inputs[1] == g->inputs[0]) return SMELT_OK;
+  if (ir_attr_int(g, "transA", 0) || ir_attr_float(g, "alpha", 1.f) != 1.f || ir_attr_float(g, "beta", 1.f) != 1.f)
+    return SMELT_OK;
+  int x = rw_node(w, inner)->inputs[0], wv = g->inputs[1], bias = g->n_inputs > 2 ? g->inputs[2] : -1;
+  bool tb = ir_attr_int(g, "transB", 0) != 0;
+  const ir_value *xv = rw_val(w, x), *av = rw_val(w, g->inputs[0]), *yv = rw_val(w, outer->outputs[0]);
+  const tensor *W = rw_const(w, wv);
+  if (!W || W->rank != 2 || W->dtype != SMELT_F32 || xv->dtype != SMELT_F32 || xv->rank < 3 || av->rank != 2 ||
+      yv->rank != xv->rank)
+    return SMELT_OK;
+  int64_t K = W->dims[tb ? 1 : 0], N = W->dims[tb ? 0 : 1];
+  if (!same_dim(xv->dims[xv->rank - 1], K) || !same_dim(av->dims[1], K) || !same_dim(yv->dims[yv->rank - 1], N))
+    return SMELT_OK;
+  for (int d = 0; d + 1 < xv->rank; d++)
+    if (!same_dim(xv->dims[d], yv->dims[d])) return SMELT_OK;
+  if (bias >= 0) {
+    const ir_value *bv = rw_val(w, bias);
+    if (bv->dtype != SMELT_F32 || bv->rank != 1 || !same_dim(bv->dims[0], N)) return SMELT_OK;
+  }
+  int y = outer->outputs[0], b_in = wv, nid;
+  if (tb) { /* MatMul reads W^T: a Transpose fuse_epilogue turns into transB */
+    TRY(rw_add_value(w, "smelt_flat_gemm_wt", -1, &b_in));
+    TRY(rw_add_node(w, "smelt_flat_gemm_wt", "Transpose", "", 1, 1, 1, &nid));
+    TRY(rw_set_input(w, nid, 0, wv));
+    rw_set_output(w, nid, 0, b_in);
+    TRY(rw_attr_ints(w, nid, 0, "perm", (const int64_t[]){1, 0}, 2));
+    ir_value *t = rw_val(w, b_in);
+    t->dtype = SMELT_F32, t->rank = 2, t->dims[0] = N, t->dims[1] = K;
+  }
+  if (bias < 0) { /* the outer Reshape becomes the MatMul, writing y */
+    TRY(rw_replace_node(w, id, "MatMul", "", 2, 0, &nid));
+  } else { /* a MatMul, and the outer Reshape becomes the bias Add writing y */
+    int mm_out, add;
+    TRY(rw_add_value(w, "smelt_flat_gemm", y, &mm_out));
+    TRY(rw_add_node(w, "smelt_flat_gemm", "MatMul", "", 2, 1, 0, &nid));
+    rw_set_output(w, nid, 0, mm_out);
+    TRY(rw_replace_node(w, id, "Add", "", 2, 0, &add));
+    TRY(rw_set_input(w, add, 0, mm_out));
+    TRY(rw_set_input(w, add, 1, bias));
+  }
+  TRY(rw_set_input(w, nid, 0, x));
+  TRY(rw_set_input(w, nid, 1, b_in));
+  char a[160];
+  pass_log(w->r, "flattened GEMM %s on %s: MatMul%s on the unflattened input", rw_name(w, gm, a, sizeof a),
+           q(xv->name), bias >= 0 ? " + bias" : "");
+  *done = true;
+  return SMELT_OK;
+}
+
 static smelt_status reshape_chain(rewriter *w, int id, bool *done) {
   const ir_node *nd = rw_node(w, id);
   int inner = rw_producer(w, nd->inputs[0]);
@@ -269,6 +339,7 @@ static smelt_status simplify_node(rewriter *w, int id, bool *done) {
   }
   if (reshape_like(w, id)) {
     TRY(reshape_chain(w, id, done));
+    if (!*done && !strcmp(op, "Reshape")) TRY(flat_gemm(w, id, done));
     if (!*done && !strcmp(op, "Reshape")) TRY(computed_target(w, id, done));
     return SMELT_OK;
   }

@@ -175,6 +175,112 @@ static void test_fold_symbolic_targets(void) {
   ir_graph_free(g);
 }
 
+/* torch's expand(-1) as exported: t = Reshape(Concat(b, [-1], s), [-1]),
+ * Expand(m, Where(Equal(t, ConstantOfShape(Shape(t), 1) * -1),
+ * ConstantOfShape(Shape(t), 1), t)) with m [batch, 1, seq]: the shape
+ * values see through it (a dim is never -1), the output is [batch, 1, seq]
+ * and the whole computation dies. */
+static void test_fold_expand_idiom(void) {
+  ir_graph *g = gb_new();
+  int64_t b, q;
+  ir_graph_sym(g, "batch", &b);
+  ir_graph_sym(g, "seq", &q);
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){b, q, 4});
+  gb_input(g, "m", SMELT_F32, 3, (int64_t[]){b, 1, q});
+  gb_ints(g, "zero", 1, (int64_t[]){0});
+  gb_ints(g, "neg1", 1, (int64_t[]){-1});
+  gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
+  gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
+  gb_const_t(g, "mone", SMELT_I64, 0, NULL, (int64_t[]){-1}, 0);
+  gb_node(g, "Shape", "x", "s", 0);
+  int g0 = gb_node(g, "Gather", "s,i0", "d0", 1);
+  int g1 = gb_node(g, "Gather", "s,i1", "d1", 1);
+  gb_attr_int(g, g0, 0, "axis", 0);
+  gb_attr_int(g, g1, 0, "axis", 0);
+  gb_node(g, "Unsqueeze", "d0,zero", "u0", 0);
+  gb_node(g, "Unsqueeze", "d1,zero", "u1", 0);
+  int c = gb_node(g, "Concat", "u0,neg1,u1", "cat", 1);
+  gb_attr_int(g, c, 0, "axis", 0);
+  gb_node(g, "Reshape", "cat,neg1", "t", 0);
+  gb_node(g, "Shape", "t", "ts", 0);
+  int cos = gb_node(g, "ConstantOfShape", "ts", "ones", 1);
+  tensor *one = malloc(sizeof *one);
+  tensor_alloc(one, SMELT_I64, 1, (int64_t[]){1});
+  ((int64_t *)one->data)[0] = 1;
+  ir_attr *va = &g->nodes[cos].attrs[0];
+  va->name = "value";
+  va->type = IR_ATTR_TENSOR;
+  va->t = one;
+  gb_node(g, "Mul", "ones,mone", "negs", 0);
+  gb_node(g, "Equal", "t,negs", "eq", 0);
+  gb_node(g, "Where", "eq,ones,t", "target", 0);
+  gb_node(g, "Expand", "m,target", "y", 0);
+  gb_output(g, "y");
+  tensor x = {0}, m = {0}, *in[] = {&x, &m};
+  inputs_generate(&x, SMELT_F32, 3, (int64_t[]){2, 5, 4}, 1, 0, 0);
+  inputs_generate(&m, SMELT_F32, 3, (int64_t[]){2, 1, 5}, 2, 1, 0);
+  passes_equiv e;
+  CHECK_OK(gb_finish(g));
+  check_opts co = {.generic = true};
+  CHECK_OK(check_rewrite(g, in, &co, &e));
+  CHECK(e.ok);
+  const ir_graph *r = e.rewritten;
+  CHECK(r && count_op(r, "Where") == 0 && count_op(r, "Equal") == 0 && count_op(r, "Shape") == 0);
+  const ir_value *y = r ? &r->values[r->outputs[0]] : NULL;
+  CHECK(y && y->rank == 3 && y->dims[0] == b && y->dims[1] == 1 && y->dims[2] == q);
+  passes_equiv_free(&e);
+  tensor_release(&x);
+  tensor_release(&m);
+  ir_graph_free(g);
+}
+
+/* A linear layer on flattened rows (GPT-2's Conv1D): Reshape(x, [-1, 8]) ->
+ * Gemm(W, b) -> Reshape(x's leading dims + [5]) on x [batch, seq, 8]
+ * becomes one smelt.Gemm on x, with W as given (transB 0) and transposed
+ * (transB 1); against eager on batch 2, seq 3. */
+static void test_flat_gemm(void) {
+  for (int tb = 0; tb < 2; tb++) {
+    ir_graph *g = gb_new();
+    int64_t b, q;
+    ir_graph_sym(g, "batch", &b);
+    ir_graph_sym(g, "seq", &q);
+    gb_input(g, "x", SMELT_F32, 3, (int64_t[]){b, q, 8});
+    gb_const(g, "w", 2, tb ? (int64_t[]){5, 8} : (int64_t[]){8, 5}, 3);
+    gb_const(g, "bias", 1, (int64_t[]){5}, 4);
+    gb_ints(g, "flat", 2, (int64_t[]){-1, 8});
+    gb_ints(g, "zero", 1, (int64_t[]){0});
+    gb_ints(g, "n", 1, (int64_t[]){5});
+    gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
+    gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
+    gb_node(g, "Reshape", "x,flat", "a", 0);
+    int gm = gb_node(g, "Gemm", "a,w,bias", "h", 1);
+    gb_attr_int(g, gm, 0, "transB", tb);
+    gb_node(g, "Shape", "x", "s", 0);
+    int g0 = gb_node(g, "Gather", "s,i0", "d0", 1);
+    int g1 = gb_node(g, "Gather", "s,i1", "d1", 1);
+    gb_attr_int(g, g0, 0, "axis", 0);
+    gb_attr_int(g, g1, 0, "axis", 0);
+    gb_node(g, "Unsqueeze", "d0,zero", "u0", 0);
+    gb_node(g, "Unsqueeze", "d1,zero", "u1", 0);
+    int c = gb_node(g, "Concat", "u0,u1,n", "t", 1);
+    gb_attr_int(g, c, 0, "axis", 0);
+    gb_node(g, "Reshape", "h,t", "y", 0);
+    gb_output(g, "y");
+    tensor x = {0}, *in[] = {&x};
+    inputs_generate(&x, SMELT_F32, 3, (int64_t[]){2, 3, 8}, 1, 0, 0);
+    passes_equiv e;
+    CHECK_OK(gb_finish(g));
+    check_opts co = {.generic = true};
+    CHECK_OK(check_rewrite(g, in, &co, &e));
+    CHECK(e.ok);
+    const ir_graph *r = e.rewritten;
+    CHECK(r && r->n_nodes == 1 && count_op(r, "smelt.Gemm") == 1);
+    passes_equiv_free(&e);
+    tensor_release(&x);
+    ir_graph_free(g);
+  }
+}
+
 /* A chain of blocks as transformers exporters write them: each block reshapes
  * by a shape computed from the previous block's output (Shape -> Gather ->
  * Unsqueeze -> Concat -> Reshape).  One fold run must carry the concrete dims
@@ -520,6 +626,8 @@ int main(void) {
   test_fold_shape_arith();
   test_fold_shape_pieces();
   test_fold_symbolic_targets();
+  test_fold_expand_idiom();
+  test_flat_gemm();
   test_fold_shape_chain();
   test_fold_caps();
   test_fold_constant_nodes();
