@@ -143,16 +143,22 @@ static smelt_status infer_node(ir_graph *g, int id, bool dims_as_values, shape_v
   return SMELT_OK;
 }
 
+void infer_shape_window(const ir_node *nd, int rank, int64_t *lo, int64_t *hi) {
+  int64_t b = 0, e = rank;
+  if (nd->opset >= 15) {
+    b = ir_attr_int(nd, "start", 0), e = ir_attr_int(nd, "end", rank);
+    if (b < 0) b += rank;
+    if (e < 0) e += rank;
+    b = b < 0 ? 0 : b > rank ? rank : b;
+    e = e < b ? b : e > rank ? rank : e;
+  }
+  *lo = b, *hi = e;
+}
+
 bool infer_dims_suffice(const ir_node *nd, const ir_value *x) {
   if (x->rank < 0) return false;
   int64_t b = 0, e = x->rank;
-  if (!strcmp(nd->op_type, "Shape") && nd->opset >= 15) {
-    int64_t s = ir_attr_int(nd, "start", 0), en = ir_attr_int(nd, "end", x->rank);
-    if (s < 0) s += x->rank;
-    if (en < 0) en += x->rank;
-    b = s < 0 ? 0 : s > x->rank ? x->rank : s;
-    e = en < 0 ? 0 : en > x->rank ? x->rank : en;
-  }
+  if (!strcmp(nd->op_type, "Shape")) infer_shape_window(nd, x->rank, &b, &e);
   for (int64_t d = b; d < e; d++)
     if (!dim_known(x->dims[d])) return false;
   return true;

@@ -22,5 +22,8 @@ smelt_status ir_graph_infer_dims(ir_graph *g);
 /* Whether the dims Shape/Size node nd reports of x (Shape's start/end slice)
  * are all concrete. */
 bool infer_dims_suffice(const ir_node *nd, const ir_value *x);
+/* The dims [*lo, *hi) of an input of rank `rank` that Shape node nd reads
+ * (opset 15's start and end, clamped; all of them before). */
+void infer_shape_window(const ir_node *nd, int rank, int64_t *lo, int64_t *hi);
 
 #endif

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/infer.h"
 #include "util/err.h"
 
 enum { SV_UNKNOWN = 0, SV_CONST = 1, SV_SYM = 2 };
@@ -62,14 +63,8 @@ static bool sv_compute(const ir_graph *g, const shape_val *tab, const ir_node *n
   memset(o, 0, sizeof *o);
   if (!strcmp(op, "Shape")) {
     if (x->rank < 0) return false;
-    int64_t lo = 0, hi = x->rank;
-    if (nd->opset >= 15) {
-      lo = ir_attr_int(nd, "start", 0), hi = ir_attr_int(nd, "end", x->rank);
-      if (lo < 0) lo += x->rank;
-      if (hi < 0) hi += x->rank;
-      lo = lo < 0 ? 0 : lo > x->rank ? x->rank : lo;
-      hi = hi < lo ? lo : hi > x->rank ? x->rank : hi;
-    }
+    int64_t lo, hi;
+    infer_shape_window(nd, x->rank, &lo, &hi);
     if (hi - lo > SV_MAX) return false;
     o->n = (int)(hi - lo);
     for (int64_t i = lo; i < hi; i++) sv_from_dim(o, (int)(i - lo), x->dims[i]);

@@ -136,14 +136,8 @@ static bool shape_window(rewriter *w, int sh, int64_t *d, int *n) {
   const ir_node *nd = rw_node(w, sh);
   const ir_value *x = rw_val(w, nd->inputs[0]);
   if (x->rank < 0 || nd->n_inputs != 1) return false;
-  int64_t b = 0, e = x->rank;
-  if (nd->opset >= 15) {
-    b = ir_attr_int(nd, "start", 0), e = ir_attr_int(nd, "end", x->rank);
-    if (b < 0) b += x->rank;
-    if (e < 0) e += x->rank;
-    b = b < 0 ? 0 : b > x->rank ? x->rank : b;
-    e = e < b ? b : e > x->rank ? x->rank : e;
-  }
+  int64_t b, e;
+  infer_shape_window(nd, x->rank, &b, &e);
   *n = (int)(e - b);
   memcpy(d, x->dims + b, sizeof(int64_t) * (size_t)*n);
   return true;

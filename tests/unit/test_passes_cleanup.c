@@ -49,6 +49,48 @@ static void test_fold_shape_arith(void) {
   ir_graph_free(g);
 }
 
+/* x's first two dims as exporters compute them: s = Shape(x), d0 / d1 =
+ * Gather(s, 0 / 1) (scalars), u0 / u1 = Unsqueeze(d0 / d1, [0]); the graph
+ * must hold the constants zero ([0]), i0 and i1 (scalars 0 and 1). */
+static void leading_dims(ir_graph *g) {
+  gb_node(g, "Shape", "x", "s", 0);
+  int g0 = gb_node(g, "Gather", "s,i0", "d0", 1);
+  int g1 = gb_node(g, "Gather", "s,i1", "d1", 1);
+  gb_attr_int(g, g0, 0, "axis", 0);
+  gb_attr_int(g, g1, 0, "axis", 0);
+  gb_node(g, "Unsqueeze", "d0,zero", "u0", 0);
+  gb_node(g, "Unsqueeze", "d1,zero", "u1", 0);
+}
+
+/* A graph over x [batch, seq, last] (and m [batch, 1, seq] when with_m),
+ * the symbols in *b and *q, with the constants leading_dims reads. */
+static ir_graph *sym_graph(int64_t *b, int64_t *q, int64_t last, bool with_m) {
+  ir_graph *g = gb_new();
+  ir_graph_sym(g, "batch", b);
+  ir_graph_sym(g, "seq", q);
+  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){*b, *q, last});
+  if (with_m) gb_input(g, "m", SMELT_F32, 3, (int64_t[]){*b, 1, *q});
+  gb_ints(g, "zero", 1, (int64_t[]){0});
+  gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
+  gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
+  return g;
+}
+
+/* The whole pipeline on sym_graph's g left generic, checked against eager on
+ * x [2, 5, last] (and m [2, 1, 5]); the inputs are released. */
+static const ir_graph *run_generic(ir_graph *g, int64_t last, bool with_m, passes_equiv *e) {
+  tensor x = {0}, m = {0}, *in[] = {&x, &m};
+  inputs_generate(&x, SMELT_F32, 3, (int64_t[]){2, 5, last}, 1, 0, 0);
+  if (with_m) inputs_generate(&m, SMELT_F32, 3, (int64_t[]){2, 1, 5}, 2, 1, 0);
+  CHECK_OK(gb_finish(g));
+  check_opts co = {.generic = true};
+  CHECK_OK(check_rewrite(g, in, &co, e));
+  CHECK(e->ok);
+  tensor_release(&x);
+  tensor_release(&m);
+  return e->rewritten;
+}
+
 /* Gather and Slice of a Shape whose picked dims are concrete fold although
  * others stay symbolic (x [batch, 6, seq]): Gather(s, 1) and Gather(s, -2)
  * give 6, Slice(s, 1, 2) gives [6], Slice(s, -2, 99) picks seq too and
@@ -104,25 +146,12 @@ static void test_fold_shape_pieces(void) {
  * keeps its computed one; Range(0, seq, 1) has seq elements.  Outputs
  * against eager on batch 2, seq 5. */
 static void test_fold_symbolic_targets(void) {
-  ir_graph *g = gb_new();
   int64_t b, q;
-  ir_graph_sym(g, "batch", &b);
-  ir_graph_sym(g, "seq", &q);
-  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){b, q, 24});
-  gb_input(g, "m", SMELT_F32, 3, (int64_t[]){b, 1, q});
-  gb_ints(g, "zero", 1, (int64_t[]){0});
-  gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
-  gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
+  ir_graph *g = sym_graph(&b, &q, 24, true);
   gb_ints(g, "heads", 2, (int64_t[]){2, 12});
   gb_ints(g, "three", 1, (int64_t[]){3});
   gb_ints(g, "width", 1, (int64_t[]){24});
-  gb_node(g, "Shape", "x", "s", 0);
-  int g0 = gb_node(g, "Gather", "s,i0", "d0", 1);
-  int g1 = gb_node(g, "Gather", "s,i1", "d1", 1);
-  gb_attr_int(g, g0, 0, "axis", 0);
-  gb_attr_int(g, g1, 0, "axis", 0);
-  gb_node(g, "Unsqueeze", "d0,zero", "u0", 0);
-  gb_node(g, "Unsqueeze", "d1,zero", "u1", 0);
+  leading_dims(g);
   int c1 = gb_node(g, "Concat", "u0,u1,heads", "t1", 1);
   int c2 = gb_node(g, "Concat", "u0,three,u1", "t2", 1);
   int c3 = gb_node(g, "Concat", "u1,u0,width", "t3", 1);
@@ -140,15 +169,8 @@ static void test_fold_symbolic_targets(void) {
   gb_output(g, "y2");
   gb_output(g, "y3");
   gb_output(g, "pos");
-  tensor x = {0}, m = {0}, *in[] = {&x, &m};
-  inputs_generate(&x, SMELT_F32, 3, (int64_t[]){2, 5, 24}, 1, 0, 0);
-  inputs_generate(&m, SMELT_F32, 3, (int64_t[]){2, 1, 5}, 2, 1, 0);
   passes_equiv e;
-  CHECK_OK(gb_finish(g));
-  check_opts co = {.generic = true};
-  CHECK_OK(check_rewrite(g, in, &co, &e));
-  CHECK(e.ok);
-  const ir_graph *r = e.rewritten;
+  const ir_graph *r = run_generic(g, 24, true, &e);
   CHECK(r && count_op(r, "Reshape") == 2 && count_op(r, "Expand") == 1);
   const ir_value *pos = r ? &r->values[r->outputs[3]] : NULL;
   CHECK(pos && pos->rank == 1 && pos->dims[0] == q);
@@ -170,8 +192,6 @@ static void test_fold_symbolic_targets(void) {
     }
   }
   passes_equiv_free(&e);
-  tensor_release(&x);
-  tensor_release(&m);
   ir_graph_free(g);
 }
 
@@ -181,24 +201,11 @@ static void test_fold_symbolic_targets(void) {
  * values see through it (a dim is never -1), the output is [batch, 1, seq]
  * and the whole computation dies. */
 static void test_fold_expand_idiom(void) {
-  ir_graph *g = gb_new();
   int64_t b, q;
-  ir_graph_sym(g, "batch", &b);
-  ir_graph_sym(g, "seq", &q);
-  gb_input(g, "x", SMELT_F32, 3, (int64_t[]){b, q, 4});
-  gb_input(g, "m", SMELT_F32, 3, (int64_t[]){b, 1, q});
-  gb_ints(g, "zero", 1, (int64_t[]){0});
+  ir_graph *g = sym_graph(&b, &q, 4, true);
   gb_ints(g, "neg1", 1, (int64_t[]){-1});
-  gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
-  gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
   gb_const_t(g, "mone", SMELT_I64, 0, NULL, (int64_t[]){-1}, 0);
-  gb_node(g, "Shape", "x", "s", 0);
-  int g0 = gb_node(g, "Gather", "s,i0", "d0", 1);
-  int g1 = gb_node(g, "Gather", "s,i1", "d1", 1);
-  gb_attr_int(g, g0, 0, "axis", 0);
-  gb_attr_int(g, g1, 0, "axis", 0);
-  gb_node(g, "Unsqueeze", "d0,zero", "u0", 0);
-  gb_node(g, "Unsqueeze", "d1,zero", "u1", 0);
+  leading_dims(g);
   int c = gb_node(g, "Concat", "u0,neg1,u1", "cat", 1);
   gb_attr_int(g, c, 0, "axis", 0);
   gb_node(g, "Reshape", "cat,neg1", "t", 0);
@@ -216,68 +223,40 @@ static void test_fold_expand_idiom(void) {
   gb_node(g, "Where", "eq,ones,t", "target", 0);
   gb_node(g, "Expand", "m,target", "y", 0);
   gb_output(g, "y");
-  tensor x = {0}, m = {0}, *in[] = {&x, &m};
-  inputs_generate(&x, SMELT_F32, 3, (int64_t[]){2, 5, 4}, 1, 0, 0);
-  inputs_generate(&m, SMELT_F32, 3, (int64_t[]){2, 1, 5}, 2, 1, 0);
   passes_equiv e;
-  CHECK_OK(gb_finish(g));
-  check_opts co = {.generic = true};
-  CHECK_OK(check_rewrite(g, in, &co, &e));
-  CHECK(e.ok);
-  const ir_graph *r = e.rewritten;
+  const ir_graph *r = run_generic(g, 4, true, &e);
   CHECK(r && count_op(r, "Where") == 0 && count_op(r, "Equal") == 0 && count_op(r, "Shape") == 0);
   const ir_value *y = r ? &r->values[r->outputs[0]] : NULL;
   CHECK(y && y->rank == 3 && y->dims[0] == b && y->dims[1] == 1 && y->dims[2] == q);
   passes_equiv_free(&e);
-  tensor_release(&x);
-  tensor_release(&m);
   ir_graph_free(g);
 }
 
 /* A linear layer on flattened rows (GPT-2's Conv1D): Reshape(x, [-1, 8]) ->
  * Gemm(W, b) -> Reshape(x's leading dims + [5]) on x [batch, seq, 8]
  * becomes one smelt.Gemm on x, with W as given (transB 0) and transposed
- * (transB 1); against eager on batch 2, seq 3. */
+ * (transB 1); against eager on batch 2, seq 5. */
 static void test_flat_gemm(void) {
   for (int tb = 0; tb < 2; tb++) {
-    ir_graph *g = gb_new();
     int64_t b, q;
-    ir_graph_sym(g, "batch", &b);
-    ir_graph_sym(g, "seq", &q);
-    gb_input(g, "x", SMELT_F32, 3, (int64_t[]){b, q, 8});
+    ir_graph *g = sym_graph(&b, &q, 8, false);
     gb_const(g, "w", 2, tb ? (int64_t[]){5, 8} : (int64_t[]){8, 5}, 3);
     gb_const(g, "bias", 1, (int64_t[]){5}, 4);
     gb_ints(g, "flat", 2, (int64_t[]){-1, 8});
-    gb_ints(g, "zero", 1, (int64_t[]){0});
     gb_ints(g, "n", 1, (int64_t[]){5});
-    gb_const_t(g, "i0", SMELT_I64, 0, NULL, (int64_t[]){0}, 0);
-    gb_const_t(g, "i1", SMELT_I64, 0, NULL, (int64_t[]){1}, 0);
-    gb_node(g, "Reshape", "x,flat", "a", 0);
+        gb_node(g, "Reshape", "x,flat", "a", 0);
     int gm = gb_node(g, "Gemm", "a,w,bias", "h", 1);
     gb_attr_int(g, gm, 0, "transB", tb);
-    gb_node(g, "Shape", "x", "s", 0);
-    int g0 = gb_node(g, "Gather", "s,i0", "d0", 1);
-    int g1 = gb_node(g, "Gather", "s,i1", "d1", 1);
-    gb_attr_int(g, g0, 0, "axis", 0);
-    gb_attr_int(g, g1, 0, "axis", 0);
-    gb_node(g, "Unsqueeze", "d0,zero", "u0", 0);
-    gb_node(g, "Unsqueeze", "d1,zero", "u1", 0);
+    leading_dims(g);
     int c = gb_node(g, "Concat", "u0,u1,n", "t", 1);
     gb_attr_int(g, c, 0, "axis", 0);
     gb_node(g, "Reshape", "h,t", "y", 0);
     gb_output(g, "y");
-    tensor x = {0}, *in[] = {&x};
-    inputs_generate(&x, SMELT_F32, 3, (int64_t[]){2, 3, 8}, 1, 0, 0);
     passes_equiv e;
-    CHECK_OK(gb_finish(g));
-    check_opts co = {.generic = true};
-    CHECK_OK(check_rewrite(g, in, &co, &e));
-    CHECK(e.ok);
-    const ir_graph *r = e.rewritten;
+    const ir_graph *r = run_generic(g, 8, false, &e);
     CHECK(r && r->n_nodes == 1 && count_op(r, "smelt.Gemm") == 1);
     passes_equiv_free(&e);
-    tensor_release(&x);
-    ir_graph_free(g);
+      ir_graph_free(g);
   }
 }
 
