@@ -169,7 +169,12 @@ smelt_status passes_run(ir_graph *g, const pass_options *o, pass_report *r) {
     if (pipeline[i].kind != FUSION) continue;
     int c = 0;
     TRY(run_pass(&st, &pipeline[i], &c));
-    if (c) TRY(run_cleanups(&st));
+    if (!c) continue;
+    /* what the fusion made (smelt.Attention's output, a GEMM's) gets its
+     * shapes again before the cleanups read them: dims it alone knows (a
+     * symbolic batch through attention) let their rewrites apply */
+    TRY(ir_graph_infer_dims(g));
+    TRY(run_cleanups(&st));
   }
   /* the rewritten graph must still infer: it is what the back half plans on */
   smelt_status s = ir_graph_infer(g);

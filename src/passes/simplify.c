@@ -242,6 +242,20 @@ static smelt_status computed_target(rewriter *w, int id, bool *done) {
 /* Two dims that are the same: concrete and equal, or the same symbol. */
 static bool same_dim(int64_t a, int64_t b) { return a == b && a != DIM_UNKNOWN; }
 
+/* Reshape node id flattens rows for a Gemm whose result a Reshape reads
+ * back (flat_gemm's inner Reshape): left as it is for flat_gemm, which
+ * needs its input unflattened (reshape_chain would have it read the
+ * Reshape before it, of another rank). */
+static bool flattens_for_gemm(rewriter *w, int id) {
+  const ir_node *nd = rw_node(w, id);
+  if (!rw_is_op(w, id, "Reshape") || nd->outputs[0] < 0) return false;
+  int gm = rw_sole_user(w, nd->outputs[0]);
+  if (gm < 0 || !rw_is_op(w, gm, "Gemm") || rw_node(w, gm)->inputs[0] != nd->outputs[0]) return false;
+  int out = rw_node(w, gm)->outputs[0];
+  int next = out >= 0 ? rw_sole_user(w, out) : -1;
+  return next >= 0 && rw_is_op(w, next, "Reshape");
+}
+
 /* Reshape(Gemm(Reshape(x, [-1, K]), W, b), x's leading dims + [N]) -- a
  * linear layer on flattened rows, as GPT-2's Conv1D (addmm on x.view(-1,
  * K)) exports -- becomes MatMul(x, W) + b on x as it is (W transposed by a
@@ -338,6 +352,7 @@ static smelt_status simplify_node(rewriter *w, int id, bool *done) {
     return *done ? SMELT_OK : transpose_unit(w, id, done);
   }
   if (reshape_like(w, id)) {
+    if (flattens_for_gemm(w, id)) return SMELT_OK; /* flat_gemm takes it from the Reshape after the Gemm */
     TRY(reshape_chain(w, id, done));
     if (!*done && !strcmp(op, "Reshape")) TRY(flat_gemm(w, id, done));
     if (!*done && !strcmp(op, "Reshape")) TRY(computed_target(w, id, done));
