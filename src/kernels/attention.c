@@ -59,9 +59,10 @@ typedef struct attn_job {
   const vmath_kernels *vm;
   const attn_tile_kernels *tk; /* the tiled path; NULL: the GEMM path */
   bool bf16;                   /* the tiled path's products in bf16 (attention_bf16.h) */
-  /* the row path (hg 0: not taken): heads per task, head groups, key
+  /* the row path: heads per task, head groups, key
    * splits (each of ksplit_len keys) per (batch, group), and with more than
    * one split the partial results [B][H][splits] of m, l and acc[Dv] */
+  const attn_tile_kernels *rk;  /* the row path's kernels (NULL: not taken) */
   int64_t hg, ngroups, nsplit, ksplit_len;
   float *part;
   int64_t bq, nqb; /* query rows per task (<= ATTN_BQ), blocks per (batch, head) */
@@ -167,15 +168,17 @@ static void row_softmax(const attn_params *p, int64_t n, float *sc, attn_scratch
   s->l[r] += sum;
 }
 
+/* One output row o from what its query accumulated and its softmax sum l. */
+static void store_row(const attn_params *p, float *o, const float *acc, float l) {
+  /* softmax over nothing but -inf is NaN in the unfused graph too */
+  float inv = l > 0 ? 1.f / l : p->zero_empty_rows ? 0.f : NAN;
+  for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : acc[e] * inv;
+}
+
 static void store_rows(const attn_params *p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                        const attn_scratch *s) {
-  for (int64_t r = 0; r < nq; r++) {
-    float *o = p->o + b * p->o_str[0] + h * p->o_str[1] + (i0 + r) * p->o_str[2];
-    const float *acc = s->acc + r * p->Dv;
-    /* softmax over nothing but -inf is NaN in the unfused graph too */
-    float inv = s->l[r] > 0 ? 1.f / s->l[r] : p->zero_empty_rows ? 0.f : NAN;
-    for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : acc[e] * inv;
-  }
+  for (int64_t r = 0; r < nq; r++)
+    store_row(p, p->o + b * p->o_str[0] + h * p->o_str[1] + (i0 + r) * p->o_str[2], s->acc + r * p->Dv, s->l[r]);
 }
 
 /* One key block against the task's query block: false if the GEMM refused. */
@@ -287,9 +290,7 @@ static void attn_row(const attn_params *p, const attn_tile_kernels *tk, int64_t 
       memcpy(r + 2, acc, sizeof(float) * (size_t)p->Dv);
       continue;
     }
-    float *o = p->o + b * p->o_str[0] + (h0 + h) * p->o_str[1];
-    float inv = s->l[h] > 0 ? 1.f / s->l[h] : p->zero_empty_rows ? 0.f : NAN;
-    for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = p->Sk == 0 ? 0.f : acc[e] * inv;
+    store_row(p, p->o + b * p->o_str[0] + (h0 + h) * p->o_str[1], acc, s->l[h]);
   }
 }
 
@@ -304,25 +305,27 @@ static void attn_task_row(const attn_job *j, const attn_tile_kernels *tk, int64_
 }
 
 /* The key splits' partial results into the output: per (batch, head), m =
- * the splits' max, l = sum l_i e^(m_i - m), o = sum acc_i e^(m_i - m) / l. */
+ * the splits' max, l = sum l_i e^(m_i - m), o = sum acc_i e^(m_i - m) / l
+ * (the sum gathered in the first split's acc). */
 static void attn_row_combine(const attn_job *j) {
   const attn_params *p = j->p;
   int64_t pf = part_floats(p);
   for (int64_t b = 0; b < p->B; b++)
     for (int64_t h = 0; h < p->H; h++) {
-      const float *r = j->part + (b * p->H + h) * j->nsplit * pf;
+      float *r = j->part + (b * p->H + h) * j->nsplit * pf, *sum = r + 2;
       float m = -INFINITY, l = 0.f;
       for (int64_t i = 0; i < j->nsplit; i++) m = r[i * pf] > m ? r[i * pf] : m;
-      float *o = p->o + b * p->o_str[0] + h * p->o_str[1];
-      for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] = 0.f;
       for (int64_t i = 0; i < j->nsplit; i++) {
-        if (r[i * pf] == -INFINITY) continue; /* a split whose keys were all masked */
-        float w = expf(r[i * pf] - m);
-        l += r[i * pf + 1] * w;
-        for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] += r[i * pf + 2 + e] * w;
+        const float *ri = r + i * pf;
+        bool masked = ri[0] == -INFINITY; /* a split whose keys were all masked counts for nothing */
+        float w = masked ? 0.f : expf(ri[0] - m);
+        l += masked ? 0.f : ri[1] * w;
+        if (i == 0)
+          for (int64_t e = 0; e < p->Dv; e++) sum[e] = masked ? 0.f : ri[2 + e] * w;
+        else if (!masked)
+          for (int64_t e = 0; e < p->Dv; e++) sum[e] += ri[2 + e] * w;
       }
-      float inv = l > 0 ? 1.f / l : p->zero_empty_rows ? 0.f : NAN;
-      for (int64_t e = 0; e < p->Dv; e++) o[e * p->o_str[3]] *= inv;
+      store_row(p, p->o + b * p->o_str[0] + h * p->o_str[1], sum, l);
     }
 }
 
@@ -461,8 +464,8 @@ static void attn_tasks(void *ctx, int64_t t0, int64_t t1) {
     return;
   }
   for (int64_t t = t0; t < t1; t++) {
-    if (j->hg) {
-      attn_task_row(j, attn_tile_get(isa_active()), t, &s);
+    if (j->rk) {
+      attn_task_row(j, j->rk, t, &s);
       continue;
     }
     if (!(j->tk ? attn_task_tiled(j->p, j->tk, j->bf16, t, j->bq, j->nqb, &s)
@@ -511,6 +514,7 @@ smelt_status attention_f32(smelt_pool *pool, const attn_params *p) {
    * partial softmax combined after (flash decoding). */
   if (p->Sq == 1 && p->k_str[3] == 1 && p->v_str[3] == 1 && p->H > 0 && p->B > 0 && p->Sk > 0 && p->Dv > 0) {
     int64_t threads = pool_threads(pool);
+    j.rk = tk;
     j.hg = p->H < ATTN_BQ ? p->H : ATTN_BQ;
     j.ngroups = (p->H + j.hg - 1) / j.hg;
     int64_t per = (threads + p->B * j.ngroups - 1) / (p->B * j.ngroups), most = p->Sk / ATTN_ROW_MIN_KEYS;

@@ -12,8 +12,9 @@
  * where the target is computed at run time (Shape -> Gather -> Concat:
  * [batch, seq, heads, head_dim]), and with dims_as_values a value whose
  * elements are all known becomes a constant, which folds the computation.
+ * Range(0, n, 1) has n elements.
  *
- * Range(0, n, 1) has n elements.  Exact rules only: Reshape's 0 copies the input's dim (allowzero off), -1
+ * Exact rules only: Reshape's 0 copies the input's dim (allowzero off), -1
  * is resolved only from concrete dims; Expand takes a target element c > 1
  * as c, 1 as the input's dim, and a symbol only where the input's dim is 1
  * or the same symbol (a symbol may stand for 1 at run time).
@@ -31,15 +32,20 @@ enum { SV_UNKNOWN = 0, SV_CONST = 1, SV_SYM = 2 };
 
 static bool is_int_dt(smelt_dtype t) { return t == SMELT_I64 || t == SMELT_I32; }
 
-/* The shape value of v: from the table, or from a small integer constant. */
+static bool sv_compute(const ir_graph *g, const shape_val *tab, const ir_node *nd, shape_val *o);
+
+/* The shape value of v: from the table, or from a small integer constant;
+ * without a table (tab NULL), also what a Shape node gives v (one level). */
 static bool sv_get(const ir_graph *g, const shape_val *tab, int v, shape_val *out) {
   if (v < 0) return false;
-  if (tab[v].n >= 0) {
+  if (tab && tab[v].n >= 0) {
     *out = tab[v];
     return true;
   }
   const ir_value *val = &g->values[v];
   const tensor *t = val->constant;
+  if (!t && !tab && val->producer >= 0 && !strcmp(g->nodes[val->producer].op_type, "Shape"))
+    return sv_compute(g, NULL, &g->nodes[val->producer], out);
   if (!t || t->kind != TENSOR_KIND_TENSOR || !is_int_dt(t->dtype) || t->rank > 1) return false;
   int64_t n = tensor_numel(t);
   if (n < 0 || n > SV_MAX || (n && !t->data)) return false;
@@ -212,14 +218,15 @@ static void refine_target(ir_graph *g, const ir_node *nd, const shape_val *tab) 
   if (g->values[nd->inputs[1]].constant || !sv_get(g, tab, nd->inputs[1], &t) || t.scalar) return;
   const ir_value *x = &g->values[nd->inputs[0]];
   ir_value *y = &g->values[nd->outputs[0]];
-  if (x->rank < 0 || (y->rank >= 0 && y->rank != (strcmp(nd->op_type, "Reshape") ? (x->rank > t.n ? x->rank : t.n) : t.n)))
-    return;
-  if (!strcmp(nd->op_type, "Reshape")) {
+  bool reshape = !strcmp(nd->op_type, "Reshape");
+  int r = reshape || x->rank < t.n ? t.n : x->rank; /* Expand: aligned at the right */
+  if (x->rank < 0 || (y->rank >= 0 && y->rank != r)) return;
+  if (y->rank < 0) {
+    y->rank = r;
+    for (int i = 0; i < r; i++) y->dims[i] = DIM_UNKNOWN;
+  }
+  if (reshape) {
     bool allowzero = ir_attr_int(nd, "allowzero", 0) != 0;
-    if (y->rank < 0) {
-      y->rank = t.n;
-      for (int i = 0; i < t.n; i++) y->dims[i] = DIM_UNKNOWN;
-    }
     int neg = -1;
     for (int i = 0; i < t.n; i++) {
       if (t.k[i] == SV_CONST && t.v[i] == -1) {
@@ -238,13 +245,7 @@ static void refine_target(ir_graph *g, const ir_node *nd, const shape_val *tab) 
     }
     return;
   }
-  /* Expand: broadcast of x's dims and the target's, aligned at the right */
-  int r = x->rank > t.n ? x->rank : t.n;
-  if (y->rank < 0) {
-    y->rank = r;
-    for (int i = 0; i < r; i++) y->dims[i] = DIM_UNKNOWN;
-  }
-  for (int i = 0; i < r; i++) {
+  for (int i = 0; i < r; i++) { /* Expand: the broadcast of x's dims and the target's */
     int xi = i - (r - x->rank), ti = i - (r - t.n);
     int64_t a = xi >= 0 ? x->dims[xi] : 1, b = ti >= 0 ? sv_dim(&t, ti) : 1, want = DIM_UNKNOWN;
     if (b == 1) want = a;
@@ -255,9 +256,11 @@ static void refine_target(ir_graph *g, const ir_node *nd, const shape_val *tab) 
   }
 }
 
-/* A value whose elements are all known, as a constant of the output's type. */
-static smelt_status sv_constant(ir_value *y, const shape_val *s) {
-  if (y->constant || !is_int_dt(y->dtype) || y->rank != (s->scalar ? 0 : 1)) return SMELT_OK;
+/* y's value as a constant when s knows all of it and y is an integer of
+ * s's rank; *out NULL otherwise. */
+static smelt_status sv_tensor(const ir_value *y, const shape_val *s, tensor **out) {
+  *out = NULL;
+  if (!is_int_dt(y->dtype) || y->rank != (s->scalar ? 0 : 1)) return SMELT_OK;
   for (int i = 0; i < s->n; i++)
     if (s->k[i] != SV_CONST) return SMELT_OK;
   tensor *t = malloc(sizeof *t);
@@ -272,8 +275,16 @@ static smelt_status sv_constant(ir_value *y, const shape_val *s) {
     if (y->dtype == SMELT_I64) ((int64_t *)t->data)[i] = s->v[i];
     else ((int32_t *)t->data)[i] = (int32_t)s->v[i];
   }
-  y->constant = t;
+  *out = t;
   return SMELT_OK;
+}
+
+smelt_status shape_values_fold(const ir_graph *g, int id, tensor **out) {
+  shape_val o;
+  *out = NULL;
+  const ir_node *nd = &g->nodes[id];
+  if (!nd->op || nd->outputs[0] < 0 || !sv_compute(g, NULL, nd, &o)) return SMELT_OK;
+  return sv_tensor(&g->values[nd->outputs[0]], &o, out);
 }
 
 /* Range(0, n, 1): n elements, n known or a symbol (torch.arange(seq_len)). */
@@ -302,9 +313,10 @@ smelt_status shape_values_node(ir_graph *g, int id, shape_val *tab, bool dims_as
   }
   shape_val o;
   if (!sv_compute(g, tab, nd, &o)) return SMELT_OK;
-  int v = nd->outputs[0];
-  tab[v] = o;
-  return dims_as_values ? sv_constant(&g->values[v], &o) : SMELT_OK;
+  ir_value *y = &g->values[nd->outputs[0]];
+  tab[nd->outputs[0]] = o;
+  if (!dims_as_values || y->constant) return SMELT_OK;
+  return sv_tensor(y, &o, &y->constant);
 }
 
 shape_val *shape_values_new(const ir_graph *g) {

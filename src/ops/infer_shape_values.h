@@ -28,5 +28,11 @@ shape_val *shape_values_new(const ir_graph *g);
  * Expand's output dims from a computed target, and with dims_as_values a
  * constant for an output whose elements are all known. */
 smelt_status shape_values_node(ir_graph *g, int id, shape_val *tab, bool dims_as_values);
+/* Outside an inference sweep (a pass): node id's output as a constant (a
+ * malloc'ed tensor the caller owns) when its elements are all known from
+ * constants and the dims that Shape nodes feeding it read -- Gather(Shape(x),
+ * 1) when x's dim 1 is concrete though others are symbolic; *out NULL
+ * otherwise. */
+smelt_status shape_values_fold(const ir_graph *g, int id, tensor **out);
 
 #endif

@@ -7,7 +7,7 @@
  * arithmetic exporters write folds away behind them.  Concrete dims are safe
  * to rely on: sessions reject inputs whose shape differs from a concrete dim.
  * Gather and Slice of a Shape fold when the dims they pick are concrete,
- * even when others are not (shape_piece).
+ * even when others are not (ops/infer_shape_values.h's shape_values_fold).
  *
  * Not folded: a Transpose of a 2-D weight that only a MatMul reads as B
  * (rw_transposed_weight: fuse_epilogue makes it smelt.Gemm with transB),
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ops/infer.h"
+#include "ops/infer_shape_values.h"
 #include "passes/rewrite.h"
 #include "ops/node_run.h"
 #include "util/err.h"
@@ -127,73 +128,6 @@ static bool take_constant(rewriter *w, int id) {
   return false;
 }
 
-/* ---- pieces of a partly known shape ---- */
-
-/* The dims Shape node sh reads (its start..end window): *n of them into d
- * (DIM_UNKNOWN or a symbol where not known).  False when its input's rank is
- * unknown. */
-static bool shape_window(rewriter *w, int sh, int64_t *d, int *n) {
-  const ir_node *nd = rw_node(w, sh);
-  const ir_value *x = rw_val(w, nd->inputs[0]);
-  if (x->rank < 0 || nd->n_inputs != 1) return false;
-  int64_t b, e;
-  infer_shape_window(nd, x->rank, &b, &e);
-  *n = (int)(e - b);
-  memcpy(d, x->dims + b, sizeof(int64_t) * (size_t)*n);
-  return true;
-}
-
-/* Gather(Shape(x), i) and Slice(Shape(x), starts, ends[, axes [0], steps])
- * with constant i / starts / ends / steps pick dims of x; when those dims
- * are known the result is a constant although others (a sequence length,
- * a KV cache's past) are not: the Gather -> Unsqueeze -> Concat -> Reshape
- * arithmetic exporters write per layer then folds away in a plan whose
- * batch and sequence are fixed but whose cache length varies (a decode
- * step).  *t NULL: not such a node, or a dim it picks is unknown. */
-static smelt_status shape_piece(rewriter *w, int id, tensor **t) {
-  *t = NULL;
-  const ir_node *nd = rw_node(w, id);
-  bool gather = rw_is_op(w, id, "Gather"), slice = rw_is_op(w, id, "Slice");
-  if ((!gather && !slice) || nd->n_outputs != 1 || nd->n_inputs < 2 || nd->inputs[0] < 0) return SMELT_OK;
-  int sh = rw_producer(w, nd->inputs[0]);
-  if (sh < 0 || !rw_is_op(w, sh, "Shape")) return SMELT_OK;
-  int64_t d[SMELT_MAX_RANK], out[SMELT_MAX_RANK];
-  int n, m = 0;
-  if (!shape_window(w, sh, d, &n)) return SMELT_OK;
-  const tensor *ix[4] = {NULL, NULL, NULL, NULL};
-  for (int k = 1; k < nd->n_inputs && k < 5; k++)
-    if (nd->inputs[k] >= 0 && !(ix[k - 1] = rw_const(w, nd->inputs[k]))) return SMELT_OK;
-  for (int k = 0; k < 4; k++)
-    if (ix[k] && (!dtype_is_int(ix[k]->dtype) || ix[k]->rank > 1 || tensor_numel(ix[k]) > SMELT_MAX_RANK))
-      return SMELT_OK;
-  int64_t out_rank = 1, out_dims[1];
-  if (gather) {
-    if (ir_attr_int(nd, "axis", 0) != 0 || !ix[0]) return SMELT_OK;
-    out_rank = ix[0]->rank;
-    for (int64_t k = 0; k < tensor_numel(ix[0]); k++) {
-      int64_t i = tensor_get_i64(ix[0], k);
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return SMELT_OK; /* the kernel reports it */
-      out[m++] = d[i];
-    }
-  } else {
-    if (!ix[0] || !ix[1] || tensor_numel(ix[0]) != 1 || tensor_numel(ix[1]) != 1) return SMELT_OK;
-    if (ix[2] && (tensor_numel(ix[2]) != 1 || (tensor_get_i64(ix[2], 0) != 0 && tensor_get_i64(ix[2], 0) != -1)))
-      return SMELT_OK;
-    int64_t st = ix[3] ? tensor_get_i64(ix[3], 0) : 1, b = tensor_get_i64(ix[0], 0), e = tensor_get_i64(ix[1], 0);
-    if (st != 1 || (ix[3] && tensor_numel(ix[3]) != 1)) return SMELT_OK;
-    b = b < 0 ? b + n : b, e = e < 0 ? e + n : e;
-    b = b < 0 ? 0 : b > n ? n : b, e = e < b ? b : e > n ? n : e;
-    for (int64_t i = b; i < e; i++) out[m++] = d[i];
-  }
-  for (int k = 0; k < m; k++)
-    if (!dim_known(out[k])) return SMELT_OK;
-  out_dims[0] = m;
-  TRY(rw_tensor(t, SMELT_I64, (int)out_rank, out_dims));
-  memcpy((*t)->data, out, sizeof(int64_t) * (size_t)m);
-  return SMELT_OK;
-}
-
 static smelt_status fold_node(rewriter *w, int id, bool live, bool *folded) {
   *folded = false;
   ir_node *nd = rw_node(w, id);
@@ -214,8 +148,10 @@ static smelt_status fold_node(rewriter *w, int id, bool live, bool *folded) {
    * evaluating it would only copy -- for the transposed weights fuse_epilogue
    * leaves behind, every weight of a model once over (BERT-base: 340 MB) */
   if (!live) return SMELT_OK;
+  /* Gather / Slice picking concrete dims of a Shape whose others are
+   * symbolic (a decode step's batch and sequence, not its cache length) */
   tensor *piece = NULL;
-  TRY(shape_piece(w, id, &piece));
+  if (rw_is_op(w, id, "Gather") || rw_is_op(w, id, "Slice")) TRY(shape_values_fold(w->g, id, &piece));
   if (piece) {
     rw_kill(w, id);
     rw_make_constant(w, nd->outputs[0], piece);

@@ -143,19 +143,25 @@ static smelt_status transpose_pair(rewriter *w, int id, bool *done) {
   return SMELT_OK;
 }
 
+/* A new int64 constant holding the n entries of a Reshape / Expand target. */
+static smelt_status shape_constant(rewriter *w, const int64_t *target, int n, int *v) {
+  tensor *t = NULL;
+  int64_t r = n;
+  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
+  memcpy(t->data, target, sizeof(int64_t) * (size_t)n);
+  return rw_add_constant(w, "shape", t, v);
+}
+
 /* Node id becomes Reshape(x) to the dims of yv, at most one of them unknown
  * (-1 in the target); otherwise it stays. */
 static smelt_status to_reshape(rewriter *w, int id, int x, const ir_value *yv, bool *done) {
   int unknown = 0;
   for (int i = 0; i < yv->rank; i++) unknown += !dim_known(yv->dims[i]);
   if (yv->rank < 0 || unknown > 1) return SMELT_OK;
-  tensor *t = NULL;
-  int64_t r = yv->rank;
-  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
-  int64_t *sh = t->data;
+  int64_t sh[SMELT_MAX_RANK];
   for (int i = 0; i < yv->rank; i++) sh[i] = dim_known(yv->dims[i]) ? yv->dims[i] : -1;
   int shape_v, nid;
-  TRY(rw_add_constant(w, "shape", t, &shape_v));
+  TRY(shape_constant(w, sh, yv->rank, &shape_v));
   TRY(rw_replace_node(w, id, "Reshape", "", 2, 0, &nid));
   TRY(rw_set_input(w, nid, 0, x));
   TRY(rw_set_input(w, nid, 1, shape_v));
@@ -228,12 +234,8 @@ static smelt_status computed_target(rewriter *w, int id, bool *done) {
     else if (d != 0 && unknown++ == 0) target[i] = -1;
     else return SMELT_OK; /* a 0 dim would read as "copy"; or two unknown dims */
   }
-  tensor *t = NULL;
-  int64_t r = yv->rank;
-  TRY(rw_tensor(&t, SMELT_I64, 1, &r));
-  memcpy(t->data, target, sizeof(int64_t) * (size_t)r);
   int shape_v;
-  TRY(rw_add_constant(w, "shape", t, &shape_v));
+  TRY(shape_constant(w, target, yv->rank, &shape_v));
   TRY(rw_set_input(w, id, 1, shape_v));
   *done = true;
   return SMELT_OK;
