@@ -9,7 +9,16 @@ same model.onnx with a generic decoder config (--genai-wrap DIR).
 
 usage: generate_peers.py MODEL_DIR [--prompt-len 128] [--new 128] [--threads 2]
                          [--genai-dir DIR | --genai-wrap DIR] [--smelt SMELT --mode eager ...]
-                         [--hf eager] [--hf compile]
+                         [--hf eager] [--hf compile] [--warmup N] [--rounds N]
+--rounds N: every runner generates N times, the runners taking turns round by
+round (the order rotating), each keeping its loaded model; the figures are
+each runner's medians over the rounds, with every round's decode and prefill
+tokens/s in "rounds".  On a machine whose speed drifts (other tenants'
+memory traffic moved this 2-core VM's decode speed by a third within
+minutes), one round per runner can set a fast runner beside a slow moment.
+--warmup N: untimed generations before each runner's first timed one (smelt
+--warmup N per round, as each round is a fresh process; the in-process peers
+once).
 --hf: Hugging Face generate() on the same folder with cache_implementation="static",
 eager or with the forward under torch.compile(mode="reduce-overhead").
 MODEL_DIR holds model.onnx and config.json (tests/scripts/make_decoder_fixtures.py
@@ -38,27 +47,31 @@ def summarize(name, prompt_len, t0, t_first, step_ms, tokens):
             "tokens": tokens}
 
 
-def run_ort(model_dir, prompt, n_new, threads, warmup=0):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    s = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), so, providers=["CPUExecutionProvider"])
-    ins = {i.name: i for i in s.get_inputs()}
-    outs = [o.name for o in s.get_outputs()]
-    past = {}
-    for name, i in ins.items():
-        if "past" in name:
-            past[name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
-    empty = dict(past)
-    for _ in range(warmup):
-        past = dict(empty)
-        ort_loop(s, ins, outs, past, prompt, 2)
-    past = dict(empty)
-    t0 = time.perf_counter()
-    t_first, step_ms, tokens = ort_loop(s, ins, outs, past, prompt, n_new)
-    return summarize("onnxruntime %s (python loop, io binding)" % ort.__version__, len(prompt), t0, t_first,
-                     step_ms, tokens)
+class OrtRunner:
+    """ONNX Runtime on the same model.onnx in a Python loop (present -> past)."""
+
+    def __init__(self, model_dir, prompt, n_new, threads, warmup):
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        self.s = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), so, providers=["CPUExecutionProvider"])
+        self.ins = {i.name: i for i in self.s.get_inputs()}
+        self.outs = [o.name for o in self.s.get_outputs()]
+        self.empty = {}
+        for name, i in self.ins.items():
+            if "past" in name:
+                self.empty[name] = np.zeros((1, i.shape[1], 0, i.shape[3]), np.float32)
+        self.prompt, self.n_new = prompt, n_new
+        self.name = "onnxruntime %s (python loop, io binding)" % ort.__version__
+        for _ in range(warmup):
+            ort_loop(self.s, self.ins, self.outs, dict(self.empty), prompt, 2)
+
+    def run(self):
+        past = dict(self.empty)
+        t0 = time.perf_counter()
+        t_first, step_ms, tokens = ort_loop(self.s, self.ins, self.outs, past, self.prompt, self.n_new)
+        return summarize(self.name, len(self.prompt), t0, t_first, step_ms, tokens)
 
 
 def ort_loop(s, ins, outs, past, prompt, n_new):
@@ -140,32 +153,43 @@ def genai_wrap(model_dir, out_dir):
     return out_dir
 
 
-def run_genai(genai_dir, prompt, n_new, threads):
-    import onnxruntime_genai as og
-    cfg_path = os.path.join(genai_dir, "genai_config.json")
-    cfg = json.load(open(cfg_path))
-    opts = cfg["model"]["decoder"].setdefault("session_options", {})
-    opts["intra_op_num_threads"] = threads
-    opts["inter_op_num_threads"] = 1
-    json.dump(cfg, open(cfg_path, "w"), indent=2)
-    model = og.Model(genai_dir)
-    params = og.GeneratorParams(model)
-    params.set_search_options(do_sample=False, max_length=len(prompt) + n_new, min_length=len(prompt) + n_new)
-    g = og.Generator(model, params)
-    tokens, step_ms = [], []
-    t0 = time.perf_counter()
-    g.append_tokens(np.array([prompt], np.int32))
-    t_first = None
-    while not g.is_done() and len(tokens) < n_new:
-        ts = time.perf_counter()
-        g.generate_next_token()  # the first one samples from the prompt's logits
-        tokens.append(int(g.get_next_tokens()[0]))
-        te = time.perf_counter()
-        if t_first is None:
-            t_first = te
-        else:
-            step_ms.append((te - ts) * 1e3)
-    return summarize("onnxruntime-genai %s" % og.__version__, len(prompt), t0, t_first, step_ms, tokens)
+class GenAIRunner:
+    """onnxruntime-genai over genai_dir (its builder's export, or genai_wrap's)."""
+
+    def __init__(self, genai_dir, prompt, n_new, threads, warmup):
+        import onnxruntime_genai as og
+        cfg_path = os.path.join(genai_dir, "genai_config.json")
+        cfg = json.load(open(cfg_path))
+        opts = cfg["model"]["decoder"].setdefault("session_options", {})
+        opts["intra_op_num_threads"] = threads
+        opts["inter_op_num_threads"] = 1
+        json.dump(cfg, open(cfg_path, "w"), indent=2)
+        self.og, self.model = og, og.Model(genai_dir)
+        self.prompt, self.n_new = prompt, n_new
+        self.name = "onnxruntime-genai %s" % og.__version__
+        for _ in range(warmup):
+            self.run()
+
+    def run(self):
+        og, prompt = self.og, self.prompt
+        params = og.GeneratorParams(self.model)
+        params.set_search_options(do_sample=False, max_length=len(prompt) + self.n_new,
+                                  min_length=len(prompt) + self.n_new)
+        g = og.Generator(self.model, params)
+        tokens, step_ms = [], []
+        t0 = time.perf_counter()
+        g.append_tokens(np.array([prompt], np.int32))
+        t_first = None
+        while not g.is_done() and len(tokens) < self.n_new:
+            ts = time.perf_counter()
+            g.generate_next_token()  # the first one samples from the prompt's logits
+            tokens.append(int(g.get_next_tokens()[0]))
+            te = time.perf_counter()
+            if t_first is None:
+                t_first = te
+            else:
+                step_ms.append((te - ts) * 1e3)
+        return summarize(self.name, len(prompt), t0, t_first, step_ms, tokens)
 
 
 class _Clock:
@@ -182,35 +206,92 @@ class _Clock:
         pass
 
 
-def run_hf(model_dir, prompt, n_new, threads, compiled, warmup=1):
+class HFRunner:
     """Hugging Face generate() with cache_implementation="static"; compiled:
     the forward under torch.compile(mode="reduce-overhead", fullgraph=True),
     PyTorch's own recipe for fast decoding.  Warm-up generations of the same
-    lengths first (untimed), so compiling is not in the figures."""
-    import torch
-    import transformers
-    torch.set_num_threads(threads)
-    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
-    if compiled:
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
-    ids = torch.tensor([prompt], dtype=torch.long)
-    kw = dict(do_sample=False, max_new_tokens=n_new, min_new_tokens=n_new, cache_implementation="static",
-              pad_token_id=0, attention_mask=torch.ones_like(ids))
-    with torch.inference_mode():
-        tw = time.perf_counter()
-        for _ in range(max(warmup, 1 if compiled else 0)):
-            model.generate(ids, **kw)
-        warm_s = time.perf_counter() - tw
-        clock = _Clock()
-        t0 = time.perf_counter()
-        out = model.generate(ids, streamer=clock, **kw)
-    stamps = clock.t[1:]  # [0] is the prompt
-    step_ms = [(b - a) * 1e3 for a, b in zip(stamps, stamps[1:])]
-    name = "transformers %s generate, static cache%s" % (
-        transformers.__version__, ", torch.compile reduce-overhead" if compiled else "")
-    r = summarize(name, len(prompt), t0, stamps[0], step_ms, out[0, len(prompt):].tolist())
-    r["warmup_s"] = warm_s
-    return r
+    lengths first (untimed; at least one when compiled), so compiling is not
+    in the figures."""
+
+    def __init__(self, model_dir, prompt, n_new, threads, compiled, warmup):
+        import torch
+        import transformers
+        torch.set_num_threads(threads)
+        self.torch = torch
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).eval()
+        if compiled:
+            self.model.forward = torch.compile(self.model.forward, mode="reduce-overhead", fullgraph=True)
+        self.prompt = prompt
+        self.ids = torch.tensor([prompt], dtype=torch.long)
+        self.kw = dict(do_sample=False, max_new_tokens=n_new, min_new_tokens=n_new, cache_implementation="static",
+                       pad_token_id=0, attention_mask=torch.ones_like(self.ids))
+        self.name = "transformers %s generate, static cache%s" % (
+            transformers.__version__, ", torch.compile reduce-overhead" if compiled else "")
+        with torch.inference_mode():
+            tw = time.perf_counter()
+            for _ in range(max(warmup, 1 if compiled else 0)):
+                self.model.generate(self.ids, **self.kw)
+            self.warm_s = time.perf_counter() - tw
+
+    def run(self):
+        with self.torch.inference_mode():
+            clock = _Clock()
+            t0 = time.perf_counter()
+            out = self.model.generate(self.ids, streamer=clock, **self.kw)
+        stamps = clock.t[1:]  # [0] is the prompt
+        step_ms = [(b - a) * 1e3 for a, b in zip(stamps, stamps[1:])]
+        r = summarize(self.name, len(self.prompt), t0, stamps[0], step_ms, out[0, len(self.prompt):].tolist())
+        r["warmup_s"] = self.warm_s
+        return r
+
+
+class SmeltRunner:
+    """`smelt generate --json`, a fresh process each round."""
+
+    def __init__(self, smelt, model_dir, prompt, n_new, threads, mode, warmup):
+        self.cmd = [smelt, "generate", os.path.join(model_dir, "model.onnx"), "--prompt-ids",
+                    ",".join(map(str, prompt)), "--max-new-tokens", str(n_new), "--eos", "-1", "--json",
+                    "--threads", str(threads), "--mode", mode, "--warmup", str(warmup)]
+        self.name = "smelt generate --mode %s" % mode
+
+    def run(self):
+        r = subprocess.run(self.cmd, capture_output=True, text=True, check=True)
+        rep = json.loads(r.stdout)
+        rep["runner"] = self.name
+        rep["tokens"] = rep["tokens"][0]
+        return rep
+
+
+def take_rounds(runners, rounds):
+    """Every runner `rounds` times, in turns, the first of each round
+    rotating; a runner that fails is reported and dropped.  Returns one
+    report per runner: the first round's, with the medians over the rounds
+    of the timings and every round's decode / prefill tokens/s."""
+    reps = {id(r): [] for r in runners}
+    live = list(runners)
+    for k in range(rounds):
+        for j in range(len(live)):
+            r = live[(j + k) % len(live)]
+            if r is None:
+                continue
+            try:
+                reps[id(r)].append(r.run())
+            except Exception as e:  # a peer that cannot run is reported, not fatal
+                print("%s: %s" % (r.name, e), file=sys.stderr)
+                live[(j + k) % len(live)] = None
+    out = []
+    for r in runners:
+        rs = reps[id(r)]
+        if not rs:
+            continue
+        rep = dict(rs[0])
+        for key in ("time_to_first_token_ms", "prefill_tokens_per_s", "decode_tokens_per_s", "ms_per_token_p50",
+                    "ms_per_token_p99"):
+            rep[key] = float(np.median([x[key] for x in rs]))
+        rep["rounds"] = [{"decode_tokens_per_s": round(x["decode_tokens_per_s"], 2),
+                          "prefill_tokens_per_s": round(x["prefill_tokens_per_s"], 2)} for x in rs]
+        out.append(rep)
+    return out
 
 
 def main():
@@ -225,38 +306,33 @@ def main():
                          "model.onnx (generic decoder config, past/present not sharing a buffer), and run GenAI on it")
     ap.add_argument("--smelt")
     ap.add_argument("--mode", action="append")
-    ap.add_argument("--warmup", type=int, default=0, help="untimed prompt runs first (smelt --warmup; ORT too)")
+    ap.add_argument("--warmup", type=int, default=0, help="untimed generations first (smelt --warmup; the peers too)")
     ap.add_argument("--hf", action="append", choices=["eager", "compile"],
                     help="Hugging Face generate with a static cache, eager or under torch.compile "
                          "(reads MODEL_DIR's config.json and safetensors; repeatable)")
+    ap.add_argument("--rounds", type=int, default=1, help="generations per runner, the runners taking turns")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     vocab = json.load(open(os.path.join(a.model_dir, "config.json"))).get("vocab_size", 50257)
     prompt = rng.integers(0, vocab, a.prompt_len).tolist()
-    results = []
+    runners = []
     if a.smelt:
-        for mode in a.mode or ["eager"]:
-            r = subprocess.run([a.smelt, "generate", os.path.join(a.model_dir, "model.onnx"), "--prompt-ids",
-                                ",".join(map(str, prompt)), "--max-new-tokens", str(a.new), "--eos", "-1",
-                                "--json", "--threads", str(a.threads), "--mode", mode, "--warmup", str(a.warmup)],
-                               capture_output=True, text=True, check=True)
-            rep = json.loads(r.stdout)
-            rep["runner"] = "smelt generate --mode %s" % mode
-            rep["tokens"] = rep["tokens"][0]
-            results.append(rep)
-    results.append(run_ort(a.model_dir, prompt, a.new, a.threads, a.warmup))
+        runners += [SmeltRunner(a.smelt, a.model_dir, prompt, a.new, a.threads, mode, a.warmup)
+                    for mode in a.mode or ["eager"]]
+    runners.append(OrtRunner(a.model_dir, prompt, a.new, a.threads, a.warmup))
     for kind in a.hf or []:
         try:
-            results.append(run_hf(a.model_dir, prompt, a.new, a.threads, kind == "compile", a.warmup))
+            runners.append(HFRunner(a.model_dir, prompt, a.new, a.threads, kind == "compile", a.warmup))
         except Exception as e:  # a peer that cannot run is reported, not fatal
             print("transformers (%s): %s" % (kind, e), file=sys.stderr)
     if a.genai_wrap and not a.genai_dir:
         a.genai_dir = genai_wrap(a.model_dir, a.genai_wrap)
     if a.genai_dir:
         try:
-            results.append(run_genai(a.genai_dir, prompt, a.new, a.threads))
+            runners.append(GenAIRunner(a.genai_dir, prompt, a.new, a.threads, a.warmup))
         except Exception as e:  # a peer that cannot run is reported, not fatal
             print("onnxruntime-genai: %s" % e, file=sys.stderr)
+    results = take_rounds(runners, max(1, a.rounds))
     ref = results[0]["tokens"]
     for r in results:
         r["tokens_equal_first"] = r["tokens"] == ref
