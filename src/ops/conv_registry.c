@@ -81,6 +81,7 @@ static bool bf16_ok(const conv_query *q) {
 }
 
 static bool subsample_ok(const conv_query *q) { return q->cache && q->subsample; }
+static bool patch_ok(const conv_query *q) { return q->cache && q->patch; }
 
 /* The 1x1 route (kernels/conv.h: conv_pointwise_route): few input channels,
  * a small plane, or on AVX-512 most planes; every 1x1 under SMELT_CONV=pointwise. */
@@ -125,6 +126,9 @@ static const conv_kernel table[] = {
     {"strided 1x1 over its subsampled input (ops/conv_routes.c)", F32, WF_ANY, ISA_SCALAR, NULL,
      ONE(POINTWISE_STRIDED), CONV_TIER_SUBSAMPLE, CONV_ALGO_AUTO, subsample_ok, NULL, NULL, false,
      conv_route_sub_prepare, conv_route_sub_run, conv_route_sub_describe},
+    {"patch conv: space-to-depth, then the 1x1 routes (ops/conv_patch.c)", F32, WF_ANY, ISA_SCALAR, NULL,
+     ONE(STRIDED), CONV_TIER_SUBSAMPLE, CONV_ALGO_AUTO, patch_ok, NULL, NULL, false, conv_route_patch_prepare,
+     conv_route_patch_run, conv_route_patch_describe},
     {"1x1 on X in place, W packed once (kernels/conv_pointwise.c)", F32, WF_ANY, ISA_SCALAR, NULL, ONE(POINTWISE),
      CONV_TIER_POINTWISE, CONV_ALGO_AUTO, pw_packed_ok, NULL, NULL, true, conv_route_pw_prepare, conv_route_pw_run,
      conv_route_pw_describe},
@@ -218,6 +222,8 @@ void conv_query_desc(conv_query *q, const conv2d_desc *d, isa_level isa, int thr
   bool one = d->G == 1 && q->taps == 1 && d->pt == 0 && d->pl == 0 && q->kdim > 0;
   q->pointwise = one && !q->strided && d->OH == d->H && d->OW == d->W;
   q->subsample = one && q->strided && d->OH == (d->H - 1) / d->sh + 1 && d->OW == (d->W - 1) / d->sw + 1;
+  q->patch = d->G == 1 && q->taps > 1 && q->kdim > 0 && d->KH == d->sh && d->KW == d->sw && d->dh == 1 &&
+             d->dw == 1 && d->pt == 0 && d->pl == 0 && d->OH == d->H / d->sh && d->OW == d->W / d->sw;
   conv_query_finish(q);
 }
 

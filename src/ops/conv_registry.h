@@ -59,7 +59,8 @@ typedef enum conv_shape_class {
 /* Tiers, tried lowest first. */
 typedef enum conv_tier {
   CONV_TIER_BF16,      /* the node's weight form is bf16 and the bf16 kernel pays */
-  CONV_TIER_SUBSAMPLE, /* a strided 1x1: its input subsampled, then a stride-1 conv */
+  CONV_TIER_SUBSAMPLE, /* a strided 1x1: its input subsampled, then a stride-1 conv; a patch conv:
+                        * space-to-depth, then a 1x1 conv */
   CONV_TIER_POINTWISE, /* the 1x1 route on X in place */
   CONV_TIER_POINTWISE_T, /* 1x1 over small planes as the transposed GEMM */
   CONV_TIER_COL_T,     /* strided KxK over small planes: im2col, then the transposed GEMM */
@@ -82,6 +83,8 @@ typedef struct conv_query {
   int64_t taps, kdim;    /* taps per channel, the GEMM depth (C/G * taps; <= 0: empty or unknown) */
   bool pointwise;        /* 1x1, stride 1, no pads, one group: X is the GEMM's B as it lies */
   bool subsample;        /* 1x1, strided, no pads, one group, 1-D or 2-D: a stride-1 conv over X subsampled */
+  bool patch;            /* kernel == stride (> 1 tap), no pads or dilation, one group, 1-D or 2-D: a 1x1
+                          * conv over X rearranged space-to-depth (ops/conv_patch.c) */
   bool strided;          /* a stride > 1 along some axis */
   int64_t s_out;         /* output positions per plane */
   bool cache;            /* the session keeps prepared weights (an op cache) */

@@ -3,7 +3,8 @@
  * im2col + GEMM driver, the depthwise loop, the im2col + transposed GEMM
  * route and the float64 loop; ops/conv_routes.c the fast kernels over
  * prepared weights (kernels/conv.h), the 1x1 routes and the strided 1x1
- * over its subsampled input. */
+ * over its subsampled input; ops/conv_patch.c the patch conv (kernel ==
+ * stride) as a 1x1 over its input rearranged space-to-depth. */
 #ifndef SMELT_OPS_CONV_ROUTE_H
 #define SMELT_OPS_CONV_ROUTE_H
 
@@ -49,6 +50,10 @@ const ir_quant *conv_weight_declared(const op_ctx *c);
 void conv_desc_of(const conv_geom *g, conv2d_desc *d);
 /* The strided 1x1 conv g as a stride-1 one over its subsampled input (*g2); false: not one. */
 bool conv_pw_subsample(const conv_geom *g, conv_geom *g2);
+/* The patch conv g (kernel == stride, no pads, no dilation, one group, 1-D
+ * or 2-D) as a 1x1 one over its input rearranged space-to-depth (*g2,
+ * C * taps channels; ops/conv_patch.c); false: not one. */
+bool conv_patch_geom(const conv_geom *g, conv_geom *g2);
 /* Runs g on the registry's entry for it (and the next when one declines). */
 smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W, const float *B, float *Y,
                       const conv_epilogue *ep);
@@ -76,6 +81,7 @@ smelt_status conv_pw_t_ep(op_ctx *c, const conv_geom *g, int64_t C, const float 
                                     size_t n)
 CONV_ROUTE(fast);
 CONV_ROUTE(sub);
+CONV_ROUTE(patch);
 CONV_ROUTE(pw);
 CONV_ROUTE(pw_t);
 CONV_ROUTE(col_t);

@@ -77,7 +77,7 @@ void conv_query_of(op_ctx *c, const conv_geom *g, conv_query *q) {
   conv_geom g2;
   *q = (conv_query){.x = t, .w = t, .y = t, .isa = isa_active(), .threads = pool_threads(c->pool),
                     .nsp = g->w.nsp, .taps = g->Kk, .kdim = g->Kdim, .s_out = g->S_out,
-                    .pointwise = conv_pw_shape(g), .subsample = conv_pw_subsample(g, &g2),
+                    .pointwise = conv_pw_shape(g), .subsample = conv_pw_subsample(g, &g2), .patch = conv_patch_geom(g, &g2),
                     .strided = conv_strided(g), .cache = c->cache != NULL || c->static_infer,
                     .w_const = op_input_is_constant(c, 1),
                     .w_f32 = c->in[1]->dtype == SMELT_F32, .forced = conv_algo_from_env()};

@@ -47,6 +47,17 @@ static void shape_classes(void) {
   CHECK(named(sel(&pw, ISA_SCALAR, false), "1x1 on X in place, W as stored"));
   CHECK(named(sel(&pws, ISA_SCALAR, true), "subsampled"));
   CHECK(!named(sel(&pws, ISA_SCALAR, false), "subsampled")); /* it needs the session's cache */
+  /* patch convs (kernel == stride, no pads): space-to-depth, then 1x1;
+   * not with a pad, an overlap or a dilation, nor without the cache */
+  conv2d_desc p2 = geom(96, 192, 1, 56, 2, 2, 0), p16 = geom(3, 768, 1, 224, 16, 16, 0);
+  conv2d_desc p2pad = geom(96, 192, 1, 56, 2, 2, 1), ov = geom(96, 192, 1, 56, 3, 2, 0), p2d = p2;
+  p2d.dh = p2d.dw = 2;
+  CHECK(named(sel(&p2, ISA_AVX512, true), "patch"));
+  CHECK(named(sel(&p16, ISA_AVX2, true), "patch"));
+  CHECK(!named(sel(&p2, ISA_AVX512, false), "patch"));
+  CHECK(!named(sel(&p2pad, ISA_AVX512, true), "patch"));
+  CHECK(!named(sel(&ov, ISA_AVX512, true), "patch"));
+  CHECK(!named(sel(&p2d, ISA_AVX512, true), "patch"));
   CHECK(sel(&dw, ISA_SCALAR, true)->algo == CONV_ALGO_DEPTHWISE);
   /* Winograd only over prepared weights kept (the transform costs more than one run saves) */
   conv_algo a = sel(&g3, ISA_AVX512, true)->algo;

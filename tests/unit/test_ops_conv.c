@@ -149,6 +149,23 @@ static void test_conv_shapes(smelt_pool *pool) {
   check_conv(pool, SMELT_F32, (conv_case){2, 2, 32, 64, 1, {27, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, NULL, true});
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 16, 64, 1, {15, 21}, {3, 5}, {2, 3}, {1, 1}, {1, 2, 1, 2}, NULL, false});
   check_conv(pool, SMELT_F32, (conv_case){1, 1, 24, 32, 1, {99}, {3}, {2}, {1}, {1, 1}, NULL, true});
+  /* patch convs (kernel == stride, no pads: ops/conv_patch.c), the input
+   * rearranged space-to-depth, then the 1x1 routes, at every ISA level
+   * the machine has: 2x2/2 over an odd plane (its last row and column
+   * dropped), ConvNeXt's 4x4/4 stem over 2 images, unequal 2x3 windows,
+   * 1-D, a ViT-style 16x16/16 over 3 channels, enough channels for the
+   * copy to split over the pool */
+  static const char *const isas[] = {"scalar", "avx2", "avx512"};
+  for (int l = 0; l <= (int)isa_detect() && l < 3; l++) {
+    setenv("SMELT_ISA", isas[l], 1);
+    check_conv(pool, SMELT_F32, (conv_case){2, 1, 8, 12, 1, {9, 11}, {2, 2}, {2, 2}, {1, 1}, {0}, NULL, true});
+    check_conv(pool, SMELT_F32, (conv_case){2, 2, 3, 16, 1, {16, 20}, {4, 4}, {4, 4}, {1, 1}, {0}, NULL, false});
+    check_conv(pool, SMELT_F32, (conv_case){2, 1, 5, 7, 1, {8, 9}, {2, 3}, {2, 3}, {1, 1}, {0}, NULL, true});
+    check_conv(pool, SMELT_F32, (conv_case){1, 1, 6, 10, 1, {25}, {4}, {4}, {1}, {0, 0}, NULL, true});
+    check_conv(pool, SMELT_F32, (conv_case){2, 1, 3, 24, 1, {112, 112}, {16, 16}, {16, 16}, {1, 1}, {0}, NULL, true});
+    check_conv(pool, SMELT_F32, (conv_case){2, 1, 64, 32, 1, {28, 28}, {2, 2}, {2, 2}, {1, 1}, {0}, NULL, true});
+  }
+  unsetenv("SMELT_ISA");
   use_cache = false;
   /* auto_pad */
   check_conv(pool, SMELT_F32, (conv_case){2, 1, 3, 4, 1, {7, 8}, {3, 4}, {2, 2}, {1, 1}, {0}, "SAME_UPPER", true});
