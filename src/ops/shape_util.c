@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/isa.h"
+#include "kernels/transpose.h"
 #include "util/err.h"
 #include "util/quote.h"
 
@@ -162,6 +164,10 @@ TILE_FN(16)
  * tiles of t columns so the source lines stay in cache. */
 static void tile_copy(char *d, const char *s, int64_t na, int64_t da, int64_t nb, int64_t sb,
                       size_t es, int64_t t) {
+  if (es == 4 && da % 4 == 0 && sb % 4 == 0) { /* float / int32: 8x8 blocks in registers */
+    transpose32(isa_active(), d, da / 4, s, sb / 4, nb, na);
+    return;
+  }
   for (int64_t b0 = 0; b0 < nb; b0 += t) {
     int64_t n = nb - b0 < t ? nb - b0 : t;
     char *db = d + b0 * (int64_t)es;

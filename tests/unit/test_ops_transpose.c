@@ -2,6 +2,9 @@
  * and tile-breaking shapes), DepthToSpace, SpaceToDepth. */
 #include "shape_test_util.h"
 
+#include "kernels/isa.h"
+#include "kernels/transpose.h"
+
 /* Fills t's bytes with a pattern unique per byte position. */
 static void fill_bytes(tensor *t) {
   for (size_t i = 0; i < t->nbytes; i++) ((uint8_t *)t->data)[i] = (uint8_t)(i * 131 + i / 256);
@@ -88,6 +91,32 @@ static void test_transpose_pool(void) {
   pool_free(pool);
 }
 
+/* kernels/transpose.h on its own, at every ISA level the machine has:
+ * blocks of 1..33 rows and columns (whole and partial 8 x 8 blocks), row
+ * strides past the block, bit patterns (NaNs, signed zeros) moved as they
+ * are, and nothing written outside the block. */
+static void test_transpose32_kernel(void) {
+  static const int64_t sizes[] = {1, 3, 7, 8, 9, 16, 17, 24, 33};
+  enum { NS = sizeof sizes / sizeof *sizes };
+  for (int isa = 0; isa <= (int)isa_detect(); isa++)
+    for (int a = 0; a < NS; a++)
+      for (int b = 0; b < NS; b++) {
+        int64_t rows = sizes[a], cols = sizes[b], lds = cols + 3, ldd = rows + 5;
+        uint32_t *s = malloc(sizeof(uint32_t) * (size_t)(rows * lds)), *d = malloc(sizeof(uint32_t) * (size_t)(cols * ldd));
+        for (int64_t i = 0; i < rows * lds; i++) s[i] = (uint32_t)(i * 2654435761u) ^ 0x7fc00001u;
+        for (int64_t i = 0; i < cols * ldd; i++) d[i] = 0xdeadbeefu;
+        transpose32((isa_level)isa, d, ldd, s, lds, rows, cols);
+        bool ok = true;
+        for (int64_t j = 0; j < cols; j++)
+          for (int64_t i = 0; i < ldd; i++)
+            ok &= d[j * ldd + i] == (i < rows ? s[i * lds + j] : 0xdeadbeefu);
+        CHECK(ok);
+        if (!ok) fprintf(stderr, "  transpose32 %s %lldx%lld\n", isa_name((isa_level)isa), (long long)rows, (long long)cols);
+        free(s);
+        free(d);
+      }
+}
+
 static void test_transpose_default_and_errors(void) {
   tensor x = mk(SMELT_F32, 3, DIMS(2, 3, 4), NULL), y, ref;
   tensor *in[] = {&x};
@@ -151,8 +180,15 @@ static void test_depth_space(void) {
 }
 
 int main(void) {
-  test_transpose_dtypes();
-  test_transpose_pool();
+  test_transpose32_kernel();
+  /* the op's copies at every ISA level (SMELT_ISA is read per call) */
+  static const char *const isas[] = {"scalar", "avx2", "avx512"};
+  for (int l = 0; l <= (int)isa_detect() && l < 3; l++) {
+    setenv("SMELT_ISA", isas[l], 1);
+    test_transpose_dtypes();
+    test_transpose_pool();
+  }
+  unsetenv("SMELT_ISA");
   test_transpose_default_and_errors();
   test_depth_space();
   return test_report("ops_transpose");
