@@ -78,16 +78,9 @@ smelt_status conv_route_patch_run(const conv_kernel *k, const conv_query *q, con
   conv_geom g2;
   *taken = true;
   if (!conv_patch_geom(g, &g2)) return err_set(SMELT_ERR_INTERNAL, "conv: not a patch conv");
-  size_t bytes = sizeof(float) * (size_t)(g->N * g2.C * g->S_out);
-  float *Xs = tensor_data_alloc(bytes ? bytes : sizeof(float));
-  if (!Xs) return err_nomem("conv: the space-to-depth copy of a patch conv's input", bytes);
-  conv_xcopy_job j = {g, a->X, Xs};
-  int64_t KH = g->w.nsp == 2 ? g->w.kernel[0] : 1, items = g->N * g->C * KH;
-  pool_parallel_for(g->N * g2.C * g->S_out >= (1 << 15) ? a->c->pool : NULL, items,
-                    1 + 16384 / (g2.C / g->C * g->S_out / KH + 1), s2d_rows, &j);
-  smelt_status st = conv_f32(a->c, &g2, Xs, a->W, a->B, a->Y, a->ep);
-  tensor_data_free(Xs);
-  return st;
+  int64_t KH = g->w.nsp == 2 ? g->w.kernel[0] : 1; /* items: KW rows of S floats each */
+  return conv_run_rewritten(a, &g2, g->N * g->C * KH, 1 + 16384 / (g2.C / g->C / KH * g->S_out + 1), s2d_rows,
+                            "conv: the space-to-depth copy of a patch conv's input");
 }
 
 void conv_route_patch_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {

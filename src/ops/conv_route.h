@@ -54,6 +54,12 @@ bool conv_pw_subsample(const conv_geom *g, conv_geom *g2);
  * or 2-D) as a 1x1 one over its input rearranged space-to-depth (*g2,
  * C * taps channels; ops/conv_patch.c); false: not one. */
 bool conv_patch_geom(const conv_geom *g, conv_geom *g2);
+/* Runs a->g as the conv g2 over a copy of X (N x g2->C x g2->S_in floats,
+ * scratch for the call) that copy makes, items of a conv_xcopy_job split
+ * over the pool (when the copy is 32K floats or more); what names the copy
+ * in an out-of-memory error. */
+smelt_status conv_run_rewritten(const conv_call *a, const conv_geom *g2, int64_t items, int64_t grain,
+                                void (*copy)(void *ctx, int64_t i0, int64_t i1), const char *what);
 /* Runs g on the registry's entry for it (and the next when one declines). */
 smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W, const float *B, float *Y,
                       const conv_epilogue *ep);

@@ -239,21 +239,27 @@ smelt_status conv_route_sub_prepare(const conv_kernel *k, const conv_query *q, c
   return conv_prepare_geom(a->c, &g2);
 }
 
+smelt_status conv_run_rewritten(const conv_call *a, const conv_geom *g2, int64_t items, int64_t grain,
+                                void (*copy)(void *ctx, int64_t i0, int64_t i1), const char *what) {
+  int64_t n = a->g->N * g2->C * g2->S_in;
+  size_t bytes = sizeof(float) * (size_t)n;
+  float *Xs = tensor_data_alloc(bytes ? bytes : sizeof(float));
+  if (!Xs) return err_nomem(what, bytes);
+  conv_xcopy_job j = {a->g, a->X, Xs};
+  pool_parallel_for(n >= (1 << 15) ? a->c->pool : NULL, items, grain, copy, &j);
+  smelt_status st = conv_f32(a->c, g2, Xs, a->W, a->B, a->Y, a->ep);
+  tensor_data_free(Xs);
+  return st;
+}
+
 /* X's kept positions into scratch, then the stride-1 conv over them. */
 smelt_status conv_route_sub_run(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
   (void)k, (void)q;
-  const conv_geom *g = a->g;
   conv_geom g2;
   *taken = true;
-  if (!conv_pw_subsample(g, &g2)) return err_set(SMELT_ERR_INTERNAL, "conv: not a strided 1x1 conv");
-  size_t bytes = sizeof(float) * (size_t)(g->N * g->C * g->S_out);
-  float *Xs = tensor_data_alloc(bytes);
-  if (!Xs) return err_nomem("conv: the subsampled input of a strided 1x1 conv", bytes);
-  conv_xcopy_job j = {g, a->X, Xs};
-  pool_parallel_for(g->N * g->C * g->S_out >= (1 << 15) ? a->c->pool : NULL, g->N * g->C, 8, subsample_planes, &j);
-  smelt_status st = conv_f32(a->c, &g2, Xs, a->W, a->B, a->Y, a->ep);
-  tensor_data_free(Xs);
-  return st;
+  if (!conv_pw_subsample(a->g, &g2)) return err_set(SMELT_ERR_INTERNAL, "conv: not a strided 1x1 conv");
+  return conv_run_rewritten(a, &g2, a->g->N * a->g->C, 8, subsample_planes,
+                            "conv: the subsampled input of a strided 1x1 conv");
 }
 
 void conv_route_sub_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
