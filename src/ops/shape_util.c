@@ -156,7 +156,6 @@ static void row_copy(char *d, const char *s, int64_t n, int64_t ss, size_t es) {
   }
 TILE_FN(1)
 TILE_FN(2)
-TILE_FN(4)
 TILE_FN(8)
 TILE_FN(16)
 
@@ -164,10 +163,7 @@ TILE_FN(16)
  * tiles of t columns so the source lines stay in cache. */
 static void tile_copy(char *d, const char *s, int64_t na, int64_t da, int64_t nb, int64_t sb,
                       size_t es, int64_t t) {
-  if (es == 4 && da % 4 == 0 && sb % 4 == 0) { /* float / int32: 8x8 blocks in registers */
-    transpose32(isa_active(), d, da / 4, s, sb / 4, nb, na);
-    return;
-  }
+  isa_level isa = es == 4 ? isa_active() : ISA_SCALAR;
   for (int64_t b0 = 0; b0 < nb; b0 += t) {
     int64_t n = nb - b0 < t ? nb - b0 : t;
     char *db = d + b0 * (int64_t)es;
@@ -175,7 +171,7 @@ static void tile_copy(char *d, const char *s, int64_t na, int64_t da, int64_t nb
     switch (es) {
       case 1: tile_1(db, sbp, na, da, n, sb); break;
       case 2: tile_2(db, sbp, na, da, n, sb); break;
-      case 4: tile_4(db, sbp, na, da, n, sb); break;
+      case 4: transpose32(isa, db, da / 4, sbp, sb / 4, n, na); break; /* 8x8 blocks in registers */
       case 8: tile_8(db, sbp, na, da, n, sb); break;
       case 16: tile_16(db, sbp, na, da, n, sb); break;
       default:
