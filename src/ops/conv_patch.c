@@ -19,7 +19,6 @@
  * 1.17; CLIP's 32x32/32 2.50 -> 2.26 / 1.45 -> 1.23.  The copy is split
  * over (image, channel, kernel row) items: per channel, a 3-channel stem
  * left one of two threads idle a third of the copy. */
-#include <stdio.h>
 #include <string.h>
 
 #include "ir/tensor.h"
@@ -86,8 +85,6 @@ smelt_status conv_route_patch_run(const conv_kernel *k, const conv_query *q, con
 void conv_route_patch_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
   (void)k, (void)q;
   conv_geom g2;
-  char rest[160];
-  if (!conv_patch_geom(a->g, &g2)) snprintf(rest, sizeof rest, "?");
-  else conv_describe_geom(a->c, &g2, rest, sizeof rest);
-  snprintf(buf, n, "the input rearranged space-to-depth, then %s", rest);
+  conv_describe_rewritten(a, conv_patch_geom(a->g, &g2) ? &g2 : NULL, "the input rearranged space-to-depth", buf,
+                          n);
 }

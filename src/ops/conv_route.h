@@ -60,6 +60,8 @@ bool conv_patch_geom(const conv_geom *g, conv_geom *g2);
  * in an out-of-memory error. */
 smelt_status conv_run_rewritten(const conv_call *a, const conv_geom *g2, int64_t items, int64_t grain,
                                 void (*copy)(void *ctx, int64_t i0, int64_t i1), const char *what);
+/* "<how>, then <what runs g2>" into buf for --explain (g2 NULL: "?"). */
+void conv_describe_rewritten(const conv_call *a, const conv_geom *g2, const char *how, char *buf, size_t n);
 /* Runs g on the registry's entry for it (and the next when one declines). */
 smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float *W, const float *B, float *Y,
                       const conv_epilogue *ep);

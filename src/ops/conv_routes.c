@@ -262,13 +262,17 @@ smelt_status conv_route_sub_run(const conv_kernel *k, const conv_query *q, const
                             "conv: the subsampled input of a strided 1x1 conv");
 }
 
+void conv_describe_rewritten(const conv_call *a, const conv_geom *g2, const char *how, char *buf, size_t n) {
+  char rest[160];
+  if (!g2) snprintf(rest, sizeof rest, "?");
+  else conv_describe_geom(a->c, g2, rest, sizeof rest);
+  snprintf(buf, n, "%s, then %s", how, rest);
+}
+
 void conv_route_sub_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
   (void)k, (void)q;
   conv_geom g2;
-  char rest[160];
-  if (!conv_pw_subsample(a->g, &g2)) snprintf(rest, sizeof rest, "?");
-  else conv_describe_geom(a->c, &g2, rest, sizeof rest);
-  snprintf(buf, n, "the strided input subsampled, then %s", rest);
+  conv_describe_rewritten(a, conv_pw_subsample(a->g, &g2) ? &g2 : NULL, "the strided input subsampled", buf, n);
 }
 
 /* ---- 1x1 on X in place (kernels/conv.h: conv_pointwise_run) ---- */
