@@ -153,6 +153,14 @@ static inline void gb_attr_ints(ir_graph *g, int node, int slot, const char *nam
   a->n = n;
 }
 
+/* t: a tensor_new'ed one the graph owns from here on (freed with it). */
+static inline void gb_attr_tensor(ir_graph *g, int node, int slot, const char *name, tensor *t) {
+  ir_attr *a = &g->nodes[node].attrs[slot];
+  a->name = arena_strdup(&g->arena, name);
+  a->type = IR_ATTR_TENSOR;
+  a->t = t;
+}
+
 static inline void gb_output(ir_graph *g, const char *name) { ir_graph_add_output(g, gb_value(g, name)); }
 
 /* Validates and infers a built graph (what model loading does). */

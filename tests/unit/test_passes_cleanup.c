@@ -211,13 +211,10 @@ static void test_fold_expand_idiom(void) {
   gb_node(g, "Reshape", "cat,neg1", "t", 0);
   gb_node(g, "Shape", "t", "ts", 0);
   int cos = gb_node(g, "ConstantOfShape", "ts", "ones", 1);
-  tensor *one = malloc(sizeof *one);
-  tensor_alloc(one, SMELT_I64, 1, (int64_t[]){1});
+  tensor *one = NULL;
+  tensor_new(&one, SMELT_I64, 1, (int64_t[]){1});
   ((int64_t *)one->data)[0] = 1;
-  ir_attr *va = &g->nodes[cos].attrs[0];
-  va->name = "value";
-  va->type = IR_ATTR_TENSOR;
-  va->t = one;
+  gb_attr_tensor(g, cos, 0, "value", one);
   gb_node(g, "Mul", "ones,mone", "negs", 0);
   gb_node(g, "Equal", "t,negs", "eq", 0);
   gb_node(g, "Where", "eq,ones,t", "target", 0);
@@ -367,7 +364,7 @@ static void test_fold_constant_nodes(void) {
   tensor *t = NULL;
   tensor_new(&t, SMELT_F32, 1, &d);
   for (int i = 0; i < 4; i++) ((float *)t->data)[i] = (float)i;
-  g->nodes[k].attrs[0] = (ir_attr){.name = "value", .type = IR_ATTR_TENSOR, .t = t};
+  gb_attr_tensor(g, k, 0, "value", t);
   gb_node(g, "Exp", "c", "e", 0);
   gb_node(g, "Mul", "x,e", "y", 0);
   gb_output(g, "y");
