@@ -155,6 +155,7 @@ def genai_wrap(model_dir, out_dir):
 
 class GenAIRunner:
     """onnxruntime-genai over genai_dir (its builder's export, or genai_wrap's)."""
+    optional = True  # a peer that cannot run is reported, not fatal
 
     def __init__(self, genai_dir, prompt, n_new, threads, warmup):
         import onnxruntime_genai as og
@@ -212,6 +213,7 @@ class HFRunner:
     PyTorch's own recipe for fast decoding.  Warm-up generations of the same
     lengths first (untimed; at least one when compiled), so compiling is not
     in the figures."""
+    optional = True  # a peer that cannot run is reported, not fatal
 
     def __init__(self, model_dir, prompt, n_new, threads, compiled, warmup):
         import torch
@@ -264,7 +266,8 @@ class SmeltRunner:
 
 def take_rounds(runners, rounds):
     """Every runner `rounds` times, in turns, the first of each round
-    rotating; a runner that fails is reported and dropped.  Returns one
+    rotating; an optional runner (a peer) that fails is reported and
+    dropped, smelt's and ONNX Runtime's failures stop the run.  Returns one
     report per runner: the first round's, with the medians over the rounds
     of the timings and every round's decode / prefill tokens/s."""
     reps = {id(r): [] for r in runners}
@@ -276,7 +279,9 @@ def take_rounds(runners, rounds):
                 continue
             try:
                 reps[id(r)].append(r.run())
-            except Exception as e:  # a peer that cannot run is reported, not fatal
+            except Exception as e:
+                if not getattr(r, "optional", False):
+                    raise
                 print("%s: %s" % (r.name, e), file=sys.stderr)
                 live[(j + k) % len(live)] = None
     out = []
