@@ -97,6 +97,7 @@ typedef struct cm_ctx {
   double rate; /* flop/s of all threads */
   double bw;   /* bytes/s of all threads */
   int threads;
+  bool fma256; /* isa_fma_256bit(): 256-bit FMA units (cm_wino) */
 } cm_ctx;
 
 static double cm_direct(const conv2d_desc *d, const cm_ctx *c) {
@@ -182,8 +183,14 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
    * one thread: 2-core Emerald Rapids, 1 thread, resnet50's 512 -> 512 3x3
    * at 7x7 (16 tiles of F(2x2)) 2.1-2.6 ms against direct-cv's 1.7-2.0, its
    * 256 -> 256 at 14x14 on F(4x4) (16 tiles) 1.46 ms against F(2x2)'s (49)
-   * 1.25 */
-  if (T < 24) eff *= T / 24.0;
+   * 1.25.  Not on cores whose FMA units are 256 bits wide, where the direct
+   * kernels' multiply-adds take twice the cycles and short products still
+   * win: 2-core Zen 4, 1 thread, in resnet18 (`bench/layer_profile.py
+   * --env SMELT_CONV=...`), 512 -> 512 at 7x7 1.32 ms on F(4x4) (4 tiles),
+   * 1.50 on F(2x2), 2.36 direct-cv (the pick with this penalty); 256 ->
+   * 256 at 14x14 0.91-0.94 on F(4x4), 1.08-1.14 on F(2x2); squeezenet's
+   * 48 -> 192 at 13x13 alone 0.12 ms on F(4x4) (16 tiles), 0.26 direct-cv. */
+  if (T < 24 && !c->fma256) eff *= T / 24.0;
   return (flops / (c->rate * 0.8) + tf / (c->rate * 0.25)) / eff + bytes / c->bw + scratch / (CM_BW * c->threads) +
          CM_CALL;
 }
@@ -242,7 +249,7 @@ static bool chanvec_suits(const conv2d_desc *d, const conv_kernels *k) {
 
 /* The cost model's context for isa (as the kernels run it) and threads. */
 static cm_ctx cm_ctx_of(isa_level isa, int threads) {
-  cm_ctx c = {conv_kernels_get(isa), 0, 0, threads > 1 ? threads : 1};
+  cm_ctx c = {conv_kernels_get(isa), 0, 0, threads > 1 ? threads : 1, isa_fma_256bit()};
   isa = c.k->isa;
   c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * c.threads;
   /* Each thread streams its own part from its own L2 and the shared L3, so

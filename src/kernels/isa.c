@@ -105,6 +105,23 @@ bool isa_bf16_dot_fast(void) {
   return cached_probe(&cached, probe_bf16_dot_fast);
 }
 
+/* AMD ("AuthenticAMD") with family 19h: the base family 0xF plus the
+ * extended family 0xA (CPUID leaf 1, EAX bits 8-11 and 20-27). */
+static bool probe_fma_256bit(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+  if (!(b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)) return false;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  unsigned family = (a >> 8) & 0xf;
+  if (family == 0xf) family += (a >> 20) & 0xff;
+  return family == 0x19;
+}
+
+bool isa_fma_256bit(void) {
+  static atomic_int cached = -1;
+  return cached_probe(&cached, probe_fma_256bit);
+}
+
 bool isa_has_f16c(void) {
   static atomic_int cached = -1;
   return cached_probe(&cached, probe_f16c);
@@ -131,6 +148,7 @@ bool isa_has_avx512bf16(void) { return false; }
 bool isa_has_avx512vnni(void) { return false; }
 bool isa_has_amx_bf16(void) { return false; }
 bool isa_bf16_dot_fast(void) { return false; }
+bool isa_fma_256bit(void) { return false; }
 #endif
 
 bool isa_avx512vnni_at(isa_level isa) { return isa >= ISA_AVX512 && isa_has_avx512vnni(); }

@@ -59,6 +59,11 @@ bool isa_has_amx_bf16(void);
  * measured on an Emerald Rapids Xeon, the bf16 GEMM at 0.57-0.78x the fp32
  * one (README, precision bf16).  False without AVX512_BF16. */
 bool isa_bf16_dot_fast(void);
+/* The core's vector FMA units are 256 bits wide: AMD family 19h (Zen 3,
+ * Zen 4; Zen 4 runs AVX-512 on them in two halves, one zmm FMA a cycle
+ * where full-width cores issue two).  Cost models that were fitted on
+ * full-width cores consult it (kernels/conv_select.c's Winograd pricing). */
+bool isa_fma_256bit(void);
 /* Reads SMELT_ISA on every call. */
 isa_choice isa_choose(void);
 isa_level isa_active(void);

@@ -506,7 +506,8 @@ static void select_cases(void) {
    * go to direct-cv (no lane spent past a row's end: 1.2-1.45x the direct
    * kernel on the 2-core Emerald Rapids, which was itself 1.1x (1 thread)
    * to 2.4x (16 threads) faster than im2col on a 16-core Xeon); the 3x3 at
-   * 7x7 at 1 thread stays on Winograd.  AVX2 takes direct-cv for the 7x7
+   * 7x7 at 1 thread is checked below (Winograd or direct-cv by the core's
+   * FMA width).  AVX2 takes direct-cv for the 7x7
    * stride-2 one too (1.2x the direct kernel). */
   conv2d_desc s2_7 = mk(1, 512, 14, 14, 512, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
   conv2d_desc s1_7 = mk(1, 512, 7, 7, 512, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -524,11 +525,28 @@ static void select_cases(void) {
    * kernel's 0.247; F(2) 0.169 against direct-cv's 0.189 */
   conv2d_desc sq55 = mk(1, 16, 55, 55, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   conv2d_desc sq13 = mk(1, 64, 13, 13, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  /* Products of few tiles (under 24) are priced as too short for the
+   * kernel on full-width cores only (conv_select.c's cm_wino): on cores
+   * with 256-bit FMA units (isa_fma_256bit: Zen 4) one thread takes F(4x4)
+   * for squeezenet's 13x13 layers (16 tiles; 48 -> 192 alone 0.12 ms
+   * against direct-cv's 0.26, 64 -> 256 0.24 against F(2x2)'s 0.27) and
+   * Winograd for resnet's 512 -> 512 at 7x7 (1.32-1.50 ms against
+   * direct-cv's 2.36 in resnet18); elsewhere F(2x2) and direct-cv, as
+   * measured on the Emerald Rapids. */
+  conv2d_desc sq13s = mk(1, 48, 13, 13, 192, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  bool narrow = isa_fma_256bit();
   if (isa_detect() >= ISA_AVX512)
     for (int t = 1; t <= 2; t++) {
       CHECK(conv_select_desc(&sq55, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO4);
-      CHECK(conv_select_desc(&sq13, ISA_AVX512, t, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO2);
+      CHECK(conv_select_desc(&sq13, ISA_AVX512, t, CONV_ALGO_AUTO, true) ==
+            (narrow && t == 1 ? CONV_ALGO_WINO4 : CONV_ALGO_WINO2));
     }
+  if (isa_detect() >= ISA_AVX512) {
+    conv_algo s1_7_1t = conv_select_desc(&s1_7, ISA_AVX512, 1, CONV_ALGO_AUTO, true);
+    conv_algo sq13s_1t = conv_select_desc(&sq13s, ISA_AVX512, 1, CONV_ALGO_AUTO, true);
+    CHECK(narrow ? s1_7_1t == CONV_ALGO_WINO2 || s1_7_1t == CONV_ALGO_WINO4 : s1_7_1t == CONV_ALGO_DIRECT_CV);
+    CHECK(narrow ? sq13s_1t == CONV_ALGO_WINO4 : sq13s_1t == CONV_ALGO_DIRECT_CV);
+  }
 }
 
 /* The direct driver's split over 2 threads: the busiest thread's share of
