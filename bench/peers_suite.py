@@ -206,6 +206,23 @@ def measure(model_dir, threads, runners, args, body=None):
         shutil.rmtree(cache_root, ignore_errors=True)
 
 
+def time_in_turns(calls, args):
+    """calls (name -> run()): --warmup untimed rounds, then --runs timed
+    runs of each in turns (ort_compare.take_turns).  name -> list of ms."""
+    for _ in range(args.warmup):
+        for f in calls.values():
+            f()
+
+    def timed(f):
+        def run():
+            t0 = time.perf_counter()
+            f()
+            return time.perf_counter() - t0, None
+        return run
+    turns = oc.take_turns({n: timed(f) for n, f in calls.items()}, args.runs, args.block, args.settle_ms)
+    return {n: [t * 1e3 for t in turns[n]] for n in calls}
+
+
 def measure_in(model_dir, threads, runners, args, cache_root):
     import numpy as np
     files, names, arrays, dims = load_inputs(model_dir)
@@ -233,17 +250,7 @@ def measure_in(model_dir, threads, runners, args, cache_root):
     order = list(live)
     calls = {n: (live[n][0].run_fast if hasattr(live[n][0], "run_fast") else live[n][0].run)
              for n in order}
-    for _ in range(args.warmup):
-        for n in order:
-            calls[n]()
-    def timed(f):
-        def run():
-            t0 = time.perf_counter()
-            f()
-            return time.perf_counter() - t0, None
-        return run
-    turns = oc.take_turns({n: timed(calls[n]) for n in order}, args.runs, args.block, args.settle_ms)
-    samples = {n: [t * 1e3 for t in turns[n]] for n in order}
+    samples = time_in_turns(calls, args)
     for n in order:
         s = sorted(samples[n])
         rows[n]["median_ms"] = statistics.median(s)

@@ -40,7 +40,6 @@ RUNNERS = ("smelt", "onnxruntime", "openvino")
 def child(model_dir, threads_list, runners, args):
     """Every (runner, threads) in one process, in turns: name -> median ms."""
     import numpy as np
-    import time
     files, names, arrays, dims = ps.load_inputs(model_dir)
     sm = oc.Smelt(args.lib)
     cache_root = tempfile.mkdtemp(prefix="scaling-turns-")
@@ -52,18 +51,8 @@ def child(model_dir, threads_list, runners, args):
                 live[f"{r}@{t}"] = ps.make_runner(name, model_dir, names, arrays, files, t, np, sm,
                                                   cache_root, dims)
         calls = {k: (v.run_fast if hasattr(v, "run_fast") else v.run) for k, v in live.items()}
-        for _ in range(args.warmup):
-            for f in calls.values():
-                f()
-
-        def timed(f):
-            def run():
-                t0 = time.perf_counter()
-                f()
-                return time.perf_counter() - t0, None
-            return run
-        turns = oc.take_turns({k: timed(f) for k, f in calls.items()}, args.runs, args.block, args.settle_ms)
-        return {k: {"median_ms": statistics.median(v) * 1e3, "min_ms": min(v) * 1e3, "runs": len(v)}
+        turns = ps.time_in_turns(calls, args)
+        return {k: {"median_ms": statistics.median(v), "min_ms": min(v), "runs": len(v)}
                 for k, v in turns.items()}
     finally:
         shutil.rmtree(cache_root, ignore_errors=True)
