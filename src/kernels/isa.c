@@ -94,11 +94,13 @@ static bool probe_amx_bf16(void) {
   return (d & (1u << 22)) && (d & (1u << 24)) && (read_xcr0() & (3u << 17)) == (3u << 17);
 }
 
-static bool probe_bf16_dot_fast(void) {
+/* CPUID leaf 0's vendor string is "AuthenticAMD" ("Auth" "enti" "cAMD"). */
+static bool cpu_is_amd(void) {
   unsigned a, b, c, d;
-  if (!isa_has_avx512bf16() || !__get_cpuid(0, &a, &b, &c, &d)) return false;
-  return b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "Auth" "enti" "cAMD" */
+  return __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;
 }
+
+static bool probe_bf16_dot_fast(void) { return isa_has_avx512bf16() && cpu_is_amd(); }
 
 bool isa_bf16_dot_fast(void) {
   static atomic_int cached = -1;
@@ -109,9 +111,7 @@ bool isa_bf16_dot_fast(void) {
  * extended family 0xA (CPUID leaf 1, EAX bits 8-11 and 20-27). */
 static bool probe_fma_256bit(void) {
   unsigned a, b, c, d;
-  if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
-  if (!(b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)) return false;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  if (!cpu_is_amd() || !__get_cpuid(1, &a, &b, &c, &d)) return false;
   unsigned family = (a >> 8) & 0xf;
   if (family == 0xf) family += (a >> 20) & 0xff;
   return family == 0x19;
