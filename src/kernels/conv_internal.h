@@ -64,6 +64,22 @@ smelt_status conv_cvec_run(smelt_pool *pool, const conv2d_weights *w, const floa
 smelt_status conv_wino_prepare(smelt_pool *pool, conv2d_weights *w, const float *W);
 /* Sets the padded sizes (cp, mp) the transformed layout uses. */
 void conv_wino_layout(conv2d_weights *w);
+/* The bytes of U a thread keeps in its L2 beside its scratch (conv_wino_run). */
+#define CONV_WINO_L2_U (1024.0 * 1024.0)
+/* How conv_wino_run splits a convolution into items (the cost model
+ * prices the same split): chunks of rc tile rows x pc output panels of
+ * wnr channels, in panel-chunk-major order (pmajor: each thread a chunk
+ * of the panels over every tile row) or tile-row-major. */
+typedef struct conv_wino_plan {
+  int64_t TH, np; /* tile rows, output panels */
+  int64_t rc, pc;
+  bool pmajor;
+} conv_wino_plan;
+void conv_wino_plan_of(const conv2d_desc *d, const conv_kernels *k, int m, int threads, conv_wino_plan *p);
+/* The plan's balance over threads, 0-1: the even share of the work over
+ * the busiest thread's home range of items (pool_parallel_for's split,
+ * before any stealing) -- 7 tile rows in chunks of 4 on 2 threads: 7/8. */
+double conv_wino_balance(const conv_wino_plan *p, int64_t N, int threads);
 smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                            const float *B, const conv2d_epilogue *ep, float *Y);
 smelt_status conv_dw_run(smelt_pool *pool, const conv2d_weights *w, const float *X,

@@ -155,7 +155,7 @@ static double cm_im2col(const conv2d_desc *d, const cm_ctx *c) {
    * (~0.4) while the direct kernel reached 68-127, 1.1-1.9x faster at 1
    * thread and up to 2.4x at 16 (7x7 and stride-2 planes); at 0.75 the
    * model picked im2col for the 7x7 and 14x14 stride-2 layers. */
-  double eff = pointwise ? 0.85 : c->k->isa == ISA_AVX512 ? 0.4 : 0.75;
+  double eff = pointwise ? 0.85 : c->k->isa == ISA_AVX512 && !(c->fma256 && d->G == 1) ? 0.4 : 0.75;
   return flops / (c->rate * eff) + bytes / c->bw + CM_CALL;
 }
 
@@ -165,20 +165,31 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
   double T = (double)d->N * conv_cdiv(d->OH, m) * conv_cdiv(d->OW, m);
   double cp = (double)conv_cdiv(d->C, k->vl) * k->vl, mp = (double)conv_cdiv(d->M, k->wnr) * k->wnr;
   double flops = 2.0 * a * a * T * cp * mp;
-  /* transforms, vectorized adds; with more threads than tile rows the
-   * driver splits the panels too, each panel chunk transforming its tile
-   * rows' input again (conv_wino_run's split) */
-  double rows = (double)d->N * conv_cdiv(d->OH, m), redo = c->threads > rows ? c->threads / rows : 1;
+  /* transforms, vectorized adds; where the driver splits the panels
+   * (conv_wino_panel_major, or more threads than tile rows) each panel
+   * chunk transforms its tile rows' input again */
+  conv_wino_plan plan;
+  conv_wino_plan_of(d, k, m, c->threads, &plan);
+  bool pmajor = plan.pmajor;
+  double rows = (double)d->N * conv_cdiv(d->OH, m);
+  double redo = pmajor ? c->threads : c->threads > rows ? c->threads / rows : 1;
   double tf = T * (cp * a * a * 4.0 * redo + mp * a * a * 3.0);
-  /* U streams from memory; the transformed tiles V and products O are
-   * each item's scratch, sized to stay in its core's L2 (conv_wino_run),
-   * so their traffic grows with the threads as the multiply-adds do */
-  double bytes = 4.0 * a * a * cp * mp, scratch = 8.0 * T * a * a * (cp + mp);
+  /* U streams from memory, into every thread that takes a chunk of tile
+   * rows over all of it (split by rows, not panels: 2-core Zen 4, 2
+   * threads, squeezenet's 64 -> 256 at 13x13 on F(4x4) in two row chunks
+   * 0.25-0.26 ms, on F(2x2) split by panels 0.21-0.24); the transformed
+   * tiles V and products O are each item's scratch, sized to stay in its
+   * core's L2 (conv_wino_run), so their traffic grows with the threads as
+   * the multiply-adds do */
+  double n_tc = (double)conv_cdiv(plan.TH, plan.rc);
+  double readers = pmajor ? 1 : c->threads < n_tc ? c->threads : n_tc;
+  double bytes = 4.0 * a * a * cp * mp * readers, scratch = 8.0 * T * a * a * (cp + mp);
   /* Tiles are the rows of the batched products: under 4 a thread leave
    * them short.  16-core Xeon, resnet50's 512 -> 512 3x3 at 7x7 (16 tiles
    * of F(2x2)) at 16 threads: 0.42-0.49 ms on Winograd, 0.35-0.40 direct;
    * its 14x14 layers (49 tiles) were faster on Winograd. */
-  double eff = T < 4.0 * c->threads ? T / (4.0 * c->threads) : 1;
+  double per = pmajor ? 1 : c->threads; /* split by panels, a thread's products run over every tile */
+  double eff = T < 4.0 * per ? T / (4.0 * per) : 1;
   /* and under 24 tiles the products are too short for the kernel even on
    * one thread: 2-core Emerald Rapids, 1 thread, resnet50's 512 -> 512 3x3
    * at 7x7 (16 tiles of F(2x2)) 2.1-2.6 ms against direct-cv's 1.7-2.0, its
@@ -191,6 +202,11 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
    * 256 at 14x14 0.91-0.94 on F(4x4), 1.08-1.14 on F(2x2); squeezenet's
    * 48 -> 192 at 13x13 alone 0.12 ms on F(4x4) (16 tiles), 0.26 direct-cv. */
   if (T < 24 && !c->fma256) eff *= T / 24.0;
+  /* and the busiest thread's share of the driver's items: 2-core Zen 4, 2
+   * threads, resnet50's 256 -> 256 at 14x14, F(2x2)'s 7 tile rows in two
+   * items of 4 and 3 per panel chunk ran 0.62 ms, F(4x4) split by panels
+   * 0.54-0.60 */
+  eff *= conv_wino_balance(&plan, d->N, c->threads);
   return (flops / (c->rate * 0.8) + tf / (c->rate * 0.25)) / eff + bytes / c->bw + scratch / (CM_BW * c->threads) +
          CM_CALL;
 }
@@ -251,7 +267,8 @@ static bool chanvec_suits(const conv2d_desc *d, const conv_kernels *k) {
 static cm_ctx cm_ctx_of(isa_level isa, int threads) {
   cm_ctx c = {conv_kernels_get(isa), 0, 0, threads > 1 ? threads : 1, isa_fma_256bit()};
   isa = c.k->isa;
-  c.rate = (isa == ISA_AVX512 ? 200e9 : isa == ISA_AVX2 ? 100e9 : 8e9) * c.threads;
+  /* AVX-512 on 256-bit FMA units (Zen 4) multiply-adds at AVX2's rate */
+  c.rate = (isa == ISA_AVX512 && !c.fma256 ? 200e9 : isa >= ISA_AVX2 ? 100e9 : 8e9) * c.threads;
   /* Each thread streams its own part from its own L2 and the shared L3, so
    * the bandwidth grows with the threads too.  Held at the two-thread rate
    * (as the model was fitted), 16 threads priced the bytes at 8x their

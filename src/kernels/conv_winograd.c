@@ -31,9 +31,6 @@
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
-/* a thread's share of U (bytes) for the panel-major split (conv_wino_run) */
-#define WINO_PMAJOR_U (1024.0 * 1024.0)
-
 static const double G2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
 static const double G4[6][3] = {{1.0 / 4, 0, 0},
                                 {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -220,6 +217,66 @@ static void wino_items(void *vctx, int64_t i0, int64_t i1) {
   tensor_data_free(scratch);
 }
 
+/* Tile rows an item takes: its scratch within ~768 KiB, up to 4 MiB when
+ * U is so large that reading it again per chunk costs more than spilling
+ * the scratch from L2 (conv_split weighs re-reading U per tile-row chunk
+ * against redoing the input transform per panel chunk). */
+static int64_t wino_fit_rows(int m, int64_t TW, int64_t cp, int64_t mp) {
+  int64_t a = m + 2, A2 = a * a, Wl = TW * m + 2, row_bytes = 4 * (A2 * TW * (cp + mp) + cp * m * Wl);
+  double u_bytes = 4.0 * A2 * cp * mp;
+  double budget = u_bytes / 4 < 768 * 1024.0 ? 768 * 1024.0 : u_bytes / 4 > 4194304.0 ? 4194304.0 : u_bytes / 4;
+  int64_t fit = (int64_t)(budget / (double)row_bytes);
+  return fit < 1 ? 1 : fit;
+}
+
+void conv_wino_plan_of(const conv2d_desc *d, const conv_kernels *k, int m, int threads, conv_wino_plan *p) {
+  int64_t a = m + 2, A2 = a * a, cp = conv_cdiv(d->C, k->vl) * k->vl, mp = conv_cdiv(d->M, k->wnr) * k->wnr;
+  int64_t TH = conv_cdiv(d->OH, m), TW = conv_cdiv(d->OW, m), np = mp / k->wnr, fit = wino_fit_rows(m, TW, cp, mp);
+  double u_bytes = 4.0 * A2 * cp * mp, in_bytes = 4.0 * A2 * TH * TW * cp;
+  double work_s = 2.0 * d->N * A2 * TH * TW * (double)cp * (double)mp / 150e9;
+  *p = (conv_wino_plan){.TH = TH, .np = np};
+  if (threads < 1) threads = 1;
+  conv_split(threads, d->N, TH, conv_cdiv(TH, fit), np, work_s, u_bytes, in_bytes, &p->rc, &p->pc);
+  /* Each thread its own chunk of the output panels over every tile row
+   * (items panel-chunk-major: a thread's home range is one chunk) where
+   * the panels split evenly and a thread reads its share of U once a run
+   * -- it fits its L2 beside the scratch, or every tile row is one chunk
+   * -- for one more input transform per thread.  Measured at 2 threads in
+   * squeezenet (one process, two runs each way): 32 -> 128 at 27x27 (F4)
+   * 0.165 -> 0.137 ms, 64 -> 256 at 13x13 (F2) 0.20 -> 0.17, the model
+   * 3.35 -> 3.23 ms.  Where U is larger than an L2 and every tile row one
+   * chunk (2-core Zen 4, 2 threads, in resnet50, `bench/layer_profile.py`,
+   * the best of two rounds): 256 -> 256 at 14x14 on F(4x4) 0.54-0.60 ms
+   * against conv_split's tile-row split's 0.72-0.85, 512 -> 512 at 7x7 on
+   * F(2x2) 0.86-0.89 against 1.02-1.10.  resnet50's larger planes, which
+   * take several row chunks and whose U is larger, were level, so they
+   * keep conv_split's. */
+  bool once = u_bytes / threads <= CONV_WINO_L2_U || conv_cdiv(TH, fit) == 1;
+  if (threads > 1 && np >= threads && np % threads == 0 && once) {
+    p->pmajor = true;
+    p->rc = conv_cdiv(TH, conv_cdiv(TH, fit));
+    p->pc = np / threads;
+  }
+}
+
+double conv_wino_balance(const conv_wino_plan *p, int64_t N, int threads) {
+  int64_t n_tc = conv_cdiv(p->TH, p->rc), n_mc = conv_cdiv(p->np, p->pc), n = N * n_tc * n_mc;
+  if (threads <= 1 || n <= 0) return 1;
+  double total = 0, busiest = 0;
+  for (int s = 0; s < threads; s++) {
+    double sum = 0;
+    for (int64_t it = s * n / threads; it < (s + 1) * n / threads; it++) {
+      int64_t tc = p->pmajor ? it % n_tc : it / n_mc % n_tc, mc = p->pmajor ? it / n_tc % n_mc : it % n_mc;
+      int64_t rows = p->TH - tc * p->rc < p->rc ? p->TH - tc * p->rc : p->rc;
+      int64_t pans = p->np - mc * p->pc < p->pc ? p->np - mc * p->pc : p->pc;
+      sum += (double)(rows * pans);
+    }
+    total += sum;
+    if (sum > busiest) busiest = sum;
+  }
+  return busiest > 0 ? total / threads / busiest : 1;
+}
+
 smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                            const float *B, const conv2d_epilogue *ep, float *Y) {
   const conv2d_desc *d = &w->d;
@@ -232,34 +289,11 @@ smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const floa
   j.TW = conv_cdiv(d->OW, j.m);
   j.Wl = j.TW * j.m + 2;
   j.np = w->mp / k->wnr;
-  int threads = pool_threads(pool);
-  /* tile rows per item: scratch within ~768 KiB, up to 4 MiB when U is so
-   * large that reading it again per chunk costs more than spilling the
-   * scratch from L2; conv_split weighs re-reading U per tile-row chunk
-   * against redoing the input transform per panel chunk */
-  int64_t A2 = j.a * j.a, row_bytes = 4 * (A2 * j.TW * (w->cp + w->mp) + w->cp * j.m * j.Wl);
-  double u_bytes = 4.0 * A2 * w->cp * w->mp;
-  double budget = u_bytes / 4 < 768 * 1024.0 ? 768 * 1024.0 : u_bytes / 4 > 4194304.0 ? 4194304.0 : u_bytes / 4;
-  int64_t fit = (int64_t)(budget / (double)row_bytes);
-  if (fit < 1) fit = 1;
-  double in_bytes = 4.0 * A2 * j.TH * j.TW * w->cp;
-  double work_s = 2.0 * d->N * A2 * j.TH * j.TW * (double)w->cp * (double)w->mp / 150e9;
-  int64_t rc, pc;
-  conv_split(threads, d->N, j.TH, conv_cdiv(j.TH, fit), j.np, work_s, u_bytes, in_bytes, &rc, &pc);
-  /* Each thread its own chunk of the output panels over every tile row
-   * (items panel-chunk-major: a thread's home range is one chunk), where
-   * the panels split evenly and a thread's share of U fits its L2 beside
-   * the scratch: its U then comes from L3 once a run instead of once per
-   * tile-row chunk on every thread, for one more input transform per
-   * thread.  Measured at 2 threads in squeezenet (one process, two runs
-   * each way): 32 -> 128 at 27x27 (F4) 0.165 -> 0.137 ms, 64 -> 256 at
-   * 13x13 (F2) 0.20 -> 0.17, the model 3.35 -> 3.23 ms; resnet50's layers,
-   * where U is larger, were level, so they keep conv_split's. */
-  if (threads > 1 && j.np >= threads && j.np % threads == 0 && u_bytes / threads <= WINO_PMAJOR_U) {
-    j.pmajor = true;
-    rc = conv_cdiv(j.TH, conv_cdiv(j.TH, fit));
-    pc = j.np / threads;
-  }
+  int64_t A2 = j.a * j.a;
+  conv_wino_plan plan;
+  conv_wino_plan_of(d, k, j.m, pool_threads(pool), &plan);
+  j.pmajor = plan.pmajor;
+  int64_t rc = plan.rc, pc = plan.pc;
   j.trc = rc;
   j.n_tc = conv_cdiv(j.TH, j.trc);
   j.ppc = pc;

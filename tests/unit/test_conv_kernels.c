@@ -202,6 +202,10 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 20, 7, 9, 24, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0),      /* 1x1 stride 2 */
       mk(1, 9, 1, 37, 5, 1, 1, 5, 1, 2, 1, 1, 0, 2, 0, 1),       /* 1-D */
       mk(1, 70, 7, 7, 67, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),      /* > one panel, 7x7 */
+      /* Winograd split by panels where a thread's U is past its L2 but
+       * every tile row is one item (conv_wino_plan_of), 2 threads */
+      mk(1, 300, 7, 7, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(1, 144, 14, 14, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       mk(1, 33, 29, 30, 65, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),    /* many tiles */
       mk(1, 4, 2, 3, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* output smaller than a tile */
       mk(3, 5, 6, 5, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* batch 3 */
@@ -541,12 +545,47 @@ static void select_cases(void) {
       CHECK(conv_select_desc(&sq13, ISA_AVX512, t, CONV_ALGO_AUTO, true) ==
             (narrow && t == 1 ? CONV_ALGO_WINO4 : CONV_ALGO_WINO2));
     }
+  /* resnet50's 3x3 at 14x14 and 7x7 on two threads: on 256-bit FMA units
+   * (AVX-512 priced at AVX2's rate) F(4x4) and F(2x2), each split by
+   * panels (2-core Zen 4, in the model: 0.54-0.60 ms against F(2x2)'s
+   * 0.62, 0.86-0.89 against direct-cv's 1.2-1.55); full-width cores keep
+   * the products of 16 tiles priced short */
+  conv2d_desc r14 = mk(1, 256, 14, 14, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  if (isa_detect() >= ISA_AVX512 && narrow) {
+    CHECK(conv_select_desc(&r14, ISA_AVX512, 2, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO4);
+    CHECK(conv_select_desc(&s1_7, ISA_AVX512, 2, CONV_ALGO_AUTO, true) == CONV_ALGO_WINO2);
+  }
   if (isa_detect() >= ISA_AVX512) {
     conv_algo s1_7_1t = conv_select_desc(&s1_7, ISA_AVX512, 1, CONV_ALGO_AUTO, true);
     conv_algo sq13s_1t = conv_select_desc(&sq13s, ISA_AVX512, 1, CONV_ALGO_AUTO, true);
     CHECK(narrow ? s1_7_1t == CONV_ALGO_WINO2 || s1_7_1t == CONV_ALGO_WINO4 : s1_7_1t == CONV_ALGO_DIRECT_CV);
     CHECK(narrow ? sq13s_1t == CONV_ALGO_WINO4 : sq13s_1t == CONV_ALGO_DIRECT_CV);
   }
+}
+
+/* The Winograd driver's plan (conv_wino_plan_of) and its balance: U past
+ * a thread's L2 share over one chunk of tile rows is split by panels; 7
+ * tile rows in chunks of 4 over 2 threads, row-major, leave the busiest
+ * 8 of 14. */
+static void wino_plan_cases(void) {
+  for (int isa = ISA_AVX2; isa <= (int)isa_detect(); isa++) {
+    const conv_kernels *k = conv_kernels_get((isa_level)isa);
+    conv2d_desc r14 = mk(1, 256, 14, 14, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+    conv_wino_plan p;
+    conv_wino_plan_of(&r14, k, 4, 2, &p);
+    CHECK(p.pmajor && p.rc == p.TH && p.pc * 2 == p.np);
+    CHECK(conv_wino_balance(&p, 1, 2) == 1.0);
+    conv_wino_plan_of(&r14, k, 4, 1, &p);
+    CHECK(!p.pmajor);
+  }
+  conv_wino_plan q = {.TH = 7, .np = 4, .rc = 4, .pc = 2, .pmajor = false};
+  CHECK(fabs(conv_wino_balance(&q, 1, 2) - 7.0 / 8.0) < 1e-12);
+  CHECK(conv_wino_balance(&q, 1, 1) == 1.0);
+  q.pmajor = true; /* each thread a panel chunk over every row chunk: 8 + 6 | 8 + 6 */
+  CHECK(conv_wino_balance(&q, 1, 2) == 1.0);
+  q.np = 3, q.pc = 1, q.rc = 7; /* three panel chunks over 2 threads: 1 | 2, then 3 | 3 over two images */
+  CHECK(fabs(conv_wino_balance(&q, 1, 2) - 0.75) < 1e-12);
+  CHECK(conv_wino_balance(&q, 2, 2) == 1.0);
 }
 
 /* The direct driver's split over 2 threads: the busiest thread's share of
@@ -584,6 +623,7 @@ int main(void) {
   guard_cases();
   select_cases();
   split_cases();
+  wino_plan_cases();
   pool_free(pool);
   printf("worst error / sum|xw|: chanvec %.2g direct-cv %.2g\n", worst[CONV_ALGO_CHANVEC],
          worst[CONV_ALGO_DIRECT_CV]);
