@@ -166,7 +166,7 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
   double cp = (double)conv_cdiv(d->C, k->vl) * k->vl, mp = (double)conv_cdiv(d->M, k->wnr) * k->wnr;
   double flops = 2.0 * a * a * T * cp * mp;
   /* transforms, vectorized adds; where the driver splits the panels
-   * (conv_wino_panel_major, or more threads than tile rows) each panel
+   * (conv_wino_plan_of's pmajor, or more threads than tile rows) each panel
    * chunk transforms its tile rows' input again */
   conv_wino_plan plan;
   conv_wino_plan_of(d, k, m, c->threads, &plan);

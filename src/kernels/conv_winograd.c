@@ -285,18 +285,17 @@ smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const floa
                 .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
   j.ep = j.res || j.lo != -INFINITY || j.hi != INFINITY;
   j.a = j.m + 2;
-  j.TH = conv_cdiv(d->OH, j.m);
   j.TW = conv_cdiv(d->OW, j.m);
   j.Wl = j.TW * j.m + 2;
-  j.np = w->mp / k->wnr;
   int64_t A2 = j.a * j.a;
   conv_wino_plan plan;
   conv_wino_plan_of(d, k, j.m, pool_threads(pool), &plan);
+  j.TH = plan.TH;
+  j.np = plan.np; /* w->mp / k->wnr */
   j.pmajor = plan.pmajor;
-  int64_t rc = plan.rc, pc = plan.pc;
-  j.trc = rc;
+  j.trc = plan.rc;
   j.n_tc = conv_cdiv(j.TH, j.trc);
-  j.ppc = pc;
+  j.ppc = plan.pc;
   j.n_mc = conv_cdiv(j.np, j.ppc);
   j.rows_l = j.trc * j.m + 2;
   int64_t T = j.trc * j.TW;
