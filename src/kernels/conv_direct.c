@@ -89,7 +89,9 @@ static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *fi
   const conv_kernels *k = j->k;
   int64_t mc = it % j->n_mc, rest = it / j->n_mc, qc = rest % j->n_qc, ng = rest / j->n_qc;
   int64_t n = ng / d->G, g = ng % d->G;
-  int64_t t0 = qc * j->ntc, t1 = t0 + j->ntc < j->tiles ? t0 + j->ntc : j->tiles;
+  /* chunks of even size (at most ntc tiles): a short last chunk left the
+   * thread that took it idle at the join */
+  int64_t t0 = qc * j->tiles / j->n_qc, t1 = (qc + 1) * j->tiles / j->n_qc;
   int64_t r0 = t0 * j->NR / j->Wq; /* first phase row the chunk reads */
   if (*filled != rest) {           /* consecutive items of one chunk share the fill */
     direct_fill(j, j->X + (n * d->C + g * j->Cg) * d->H * d->W, r0, buf);

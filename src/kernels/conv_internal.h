@@ -76,9 +76,25 @@ typedef struct conv_wino_plan {
   bool pmajor;
 } conv_wino_plan;
 void conv_wino_plan_of(const conv2d_desc *d, const conv_kernels *k, int m, int threads, conv_wino_plan *p);
+/* One item of the plan: image n, tile rows [r0, r1), output panels
+ * [p0, p1). */
+typedef struct conv_wino_piece {
+  int64_t n, r0, r1, p0, p1;
+} conv_wino_piece;
+/* The items come kmax to a thread (conv_wino_kmax; kmax * threads items,
+ * pool_parallel_for's home ranges).  Split by panels: the plan's chunks
+ * in panel-chunk-major order.  Split by tile rows: each thread's even
+ * share of the (image, tile row, panel) units, cut into pieces of at most
+ * rc rows x pc panels, a row shared by two threads split by its panels
+ * (7 tile rows, 2 panels, 2 threads: 3.5 rows each), padded with empty
+ * items to kmax.  conv_wino_piece_of: item it into *out, or false for a
+ * padding item. */
+int64_t conv_wino_kmax(const conv_wino_plan *p, int64_t N, int threads);
+bool conv_wino_piece_of(const conv_wino_plan *p, int64_t N, int threads, int64_t kmax, int64_t it,
+                        conv_wino_piece *out);
 /* The plan's balance over threads, 0-1: the even share of the work over
  * the busiest thread's home range of items (pool_parallel_for's split,
- * before any stealing) -- 7 tile rows in chunks of 4 on 2 threads: 7/8. */
+ * before any stealing) -- by panels, 3 panel chunks over 2 threads: 3/4. */
 double conv_wino_balance(const conv_wino_plan *p, int64_t N, int threads);
 smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const float *X,
                            const float *B, const conv2d_epilogue *ep, float *Y);

@@ -207,6 +207,9 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 300, 7, 7, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       mk(1, 144, 14, 14, 256, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       mk(1, 33, 29, 30, 65, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),    /* many tiles */
+      /* Winograd split by tile rows, a row shared by two threads split by
+       * its panels (F(4x4): 7 tile rows of 2 panels at AVX-512, 8 at AVX2) */
+      mk(1, 128, 28, 28, 128, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       mk(1, 4, 2, 3, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* output smaller than a tile */
       mk(3, 5, 6, 5, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),        /* batch 3 */
       mk(1, 2, 5, 5, 3, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0),        /* no pad, 3x3 out */
@@ -563,10 +566,38 @@ static void select_cases(void) {
   }
 }
 
-/* The Winograd driver's plan (conv_wino_plan_of) and its balance: U past
- * a thread's L2 share over one chunk of tile rows is split by panels; 7
- * tile rows in chunks of 4 over 2 threads, row-major, leave the busiest
- * 8 of 14. */
+/* Every (image, tile row, panel) unit of a plan in exactly one item, each
+ * item within rc rows and pc panels; returns the busiest thread's units
+ * over its home range (kmax items). */
+static int64_t wino_cover(const conv_wino_plan *p, int64_t N, int threads) {
+  int64_t kmax = conv_wino_kmax(p, N, threads), units = N * p->TH * p->np, busiest = 0;
+  unsigned char *seen = calloc((size_t)units, 1);
+  CHECK(kmax >= 1);
+  for (int s = 0; s < threads; s++) {
+    int64_t mine = 0;
+    for (int64_t it = s * kmax; it < (s + 1) * kmax; it++) {
+      conv_wino_piece pc;
+      if (!conv_wino_piece_of(p, N, threads, kmax, it, &pc)) continue;
+      CHECK(pc.n >= 0 && pc.n < N && pc.r0 >= 0 && pc.r0 < pc.r1 && pc.r1 <= p->TH && pc.r1 - pc.r0 <= p->rc);
+      CHECK(pc.p0 >= 0 && pc.p0 < pc.p1 && pc.p1 <= p->np && pc.p1 - pc.p0 <= p->pc);
+      for (int64_t r = pc.r0; r < pc.r1; r++)
+        for (int64_t q = pc.p0; q < pc.p1; q++) seen[(pc.n * p->TH + r) * p->np + q]++;
+      mine += (pc.r1 - pc.r0) * (pc.p1 - pc.p0);
+    }
+    if (mine > busiest) busiest = mine;
+  }
+  for (int64_t u = 0; u < units; u++) CHECK(seen[u] == 1);
+  CHECK(!conv_wino_piece_of(p, N, threads, kmax, kmax * threads, &(conv_wino_piece){0}));
+  free(seen);
+  return busiest;
+}
+
+/* The Winograd driver's plan (conv_wino_plan_of), its items and their
+ * balance: U past a thread's L2 share over one chunk of tile rows is split
+ * by panels; split by tile rows, each thread takes an even share of the
+ * (row, panel) units, splitting a row by its panels where the rows do
+ * not divide (resnet50's 128 -> 128 at 28x28 on F(4x4): 7 tile rows of 2
+ * panels, 3.5 rows a thread). */
 static void wino_plan_cases(void) {
   for (int isa = ISA_AVX2; isa <= (int)isa_detect(); isa++) {
     const conv_kernels *k = conv_kernels_get((isa_level)isa);
@@ -577,15 +608,33 @@ static void wino_plan_cases(void) {
     CHECK(conv_wino_balance(&p, 1, 2) == 1.0);
     conv_wino_plan_of(&r14, k, 4, 1, &p);
     CHECK(!p.pmajor);
+    conv2d_desc r28 = mk(1, 128, 28, 28, 128, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+    conv2d_desc r56 = mk(1, 64, 56, 56, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+    for (int t = 1; t <= 3; t++) {
+      conv_wino_plan_of(&r28, k, 4, t, &p);
+      CHECK(wino_cover(&p, 1, t) == conv_cdiv(p.TH * p.np, t));
+      conv_wino_plan_of(&r56, k, 4, t, &p);
+      CHECK(wino_cover(&p, 1, t) == conv_cdiv(p.TH * p.np, t));
+    }
   }
   conv_wino_plan q = {.TH = 7, .np = 4, .rc = 4, .pc = 2, .pmajor = false};
-  CHECK(fabs(conv_wino_balance(&q, 1, 2) - 7.0 / 8.0) < 1e-12);
+  CHECK(conv_wino_balance(&q, 1, 2) == 1.0); /* 3.5 rows each, row 3 split by its panels */
+  CHECK(wino_cover(&q, 1, 2) == 14);
   CHECK(conv_wino_balance(&q, 1, 1) == 1.0);
-  q.pmajor = true; /* each thread a panel chunk over every row chunk: 8 + 6 | 8 + 6 */
+  CHECK(wino_cover(&q, 1, 1) == 28);
+  CHECK(fabs(conv_wino_balance(&q, 1, 3) - 28.0 / 3 / 10) < 1e-12); /* 9 | 9 | 10 units */
+  CHECK(wino_cover(&q, 1, 3) == 10);
+  CHECK(wino_cover(&q, 3, 2) == 42);
+  q = (conv_wino_plan){.TH = 5, .np = 3, .rc = 2, .pc = 1, .pmajor = false};
+  for (int t = 1; t <= 5; t++) CHECK(wino_cover(&q, 2, t) == conv_cdiv(30, t));
+  q = (conv_wino_plan){.TH = 7, .np = 4, .rc = 4, .pc = 2, .pmajor = true};
+  /* each thread a panel chunk over every row chunk: 8 + 6 | 8 + 6 */
   CHECK(conv_wino_balance(&q, 1, 2) == 1.0);
-  q.np = 3, q.pc = 1, q.rc = 7; /* three panel chunks over 2 threads: 1 | 2, then 3 | 3 over two images */
+  CHECK(wino_cover(&q, 1, 2) == 14);
+  q.np = 3, q.pc = 1, q.rc = 7; /* three panel chunks over 2 threads: 2 | 1, then 3 | 3 over two images */
   CHECK(fabs(conv_wino_balance(&q, 1, 2) - 0.75) < 1e-12);
   CHECK(conv_wino_balance(&q, 2, 2) == 1.0);
+  CHECK(wino_cover(&q, 2, 2) == 21);
 }
 
 /* The direct driver's split over 2 threads: the busiest thread's share of
