@@ -16,8 +16,8 @@
  * one pool_parallel_for runs the whole convolution.  Even shares: 2-core
  * Zen 4, 2 threads, resnet50's 64 -> 64 at 56x56 and 128 -> 128 at 28x28
  * on F(4x4) (14 and 7 tile rows in chunks of 2) left the worker idle for
- * 0.06-0.1 ms of 0.4-0.47 each (`smelt profile`'s trace: the chunks each
- * thread ran inside the node) before, 0.02 after.
+ * 0.04-0.1 ms of 0.4-0.55 each before, 0.02-0.04 after
+ * (`bench/pool_idle.py` over `smelt profile`'s trace).
  *
  * Accuracy: the transforms multiply rounding errors by the size of their
  * coefficients.  Against a double-precision direct convolution on uniform
