@@ -205,7 +205,9 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
   /* and the busiest thread's share of the driver's items: 2-core Zen 4, 2
    * threads, resnet50's 256 -> 256 at 14x14, F(2x2)'s 7 tile rows in two
    * items of 4 and 3 per panel chunk ran 0.62 ms, F(4x4) split by panels
-   * 0.54-0.60 */
+   * 0.54-0.60 (since then a row split gives each thread an even share of
+   * the rows' panels, conv_wino_piece_of, and the share is about even
+   * wherever the units divide) */
   eff *= conv_wino_balance(&plan, d->N, c->threads);
   return (flops / (c->rate * 0.8) + tf / (c->rate * 0.25)) / eff + bytes / c->bw + scratch / (CM_BW * c->threads) +
          CM_CALL;
