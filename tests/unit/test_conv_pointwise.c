@@ -146,6 +146,7 @@ static void cases(smelt_pool *pool) {
       for (size_t s = 0; s < sizeof Ss / sizeof *Ss; s++) check_shape(pool, 1, Cs[c], Ms[m], Ss[s]);
   check_shape(pool, 2, 17, 9, 13 * 17);
   check_shape(pool, 2, 24, 144, 56 * 56);
+  check_shape(pool, 1, 24, 144, 47 * 53); /* an expansion's pixel blocks evened out: 2 of 1248 and 1243 */
   check_shape(pool, 1, 384, 66, 14 * 14); /* the small-plane route: C past 64 */
   check_shape(pool, 2, 257, 33, 13 * 17);
   check_route(pool, 4, 2, 17, 9, 13 * 17);
