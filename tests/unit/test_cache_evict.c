@@ -198,7 +198,10 @@ static void test_lru(void) {
   age_entry(&c, 1, 3000);
   age_entry(&c, 2, 2000);
   CHECK(hit(&c, 0, NULL)); /* the oldest entry, used now */
-  CHECK(meta_age(&c, 0) >= 0 && meta_age(&c, 0) < 100);
+  long age0 = meta_age(&c, 0);
+  if (!(age0 >= 0 && age0 < 100)) /* once seen in a sanitizer run (2026-11-28), not reproduced in 40 reruns */
+    fprintf(stderr, "entry 0's meta after a hit: age %ld s (-1: no meta)\n", age0);
+  CHECK(age0 >= 0 && age0 < 100);
 
   CHECK_OK(put(&c, 3, ENTRY)); /* 1.2 MB: the lone file and entry 1 go */
   CHECK(gone(&c, 1) && !present(lone));
