@@ -52,7 +52,7 @@ def load(path):
             i += 1
         per[(s["args"].get("node", s["name"]), s["name"])].append((s["dur"], own, other))
     med = {k: tuple(statistics.median(x[j] for x in v) for j in range(3)) for k, v in per.items()}
-    return med, max(len(workers), 1) if workers else 0
+    return med, len(workers)
 
 
 def main():

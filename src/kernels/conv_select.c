@@ -171,7 +171,7 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
   conv_wino_plan plan;
   conv_wino_plan_of(d, k, m, c->threads, &plan);
   bool pmajor = plan.pmajor;
-  double rows = (double)d->N * conv_cdiv(d->OH, m);
+  double rows = (double)d->N * (double)plan.TH;
   double redo = pmajor ? c->threads : c->threads > rows ? c->threads / rows : 1;
   double tf = T * (cp * a * a * 4.0 * redo + mp * a * a * 3.0);
   /* U streams from memory, into every thread that takes a chunk of tile

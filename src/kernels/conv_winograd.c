@@ -113,9 +113,9 @@ typedef struct wino_job {
   float lo, hi;
   bool ep;          /* any epilogue at all */
   int m, a;
-  int64_t TH, TW, trc, ppc, np;
-  conv_wino_plan plan; /* the items: conv_wino_piece */
-  int64_t N, kmax;
+  int64_t TW;
+  conv_wino_plan plan; /* the items (conv_wino_piece); rc x pc sizes the scratch */
+  int64_t kmax;
   int threads;
   int64_t rows_l, Wl; /* blocked input rows/cols of one chunk */
   int64_t scratch;    /* floats per item */
@@ -177,11 +177,11 @@ static void wino_item(const wino_job *j, int64_t it, float *scratch) {
   const conv_kernels *k = w->k;
   int vl = k->vl, m = j->m, a = j->a, A2 = a * a, fi = m == 4;
   conv_wino_piece pc;
-  if (!conv_wino_piece_of(&j->plan, j->N, j->threads, j->kmax, it, &pc)) return; /* a padding item */
+  if (!conv_wino_piece_of(&j->plan, d->N, j->threads, j->kmax, it, &pc)) return; /* a padding item */
   int64_t n = pc.n, tr0 = pc.r0, ntr = pc.r1 - pc.r0;
   int64_t T = ntr * j->TW, cp = w->cp, wnr = k->wnr;
   int64_t p0 = pc.p0, p1 = pc.p1, mcw = (p1 - p0) * wnr;
-  float *xt = scratch, *V = xt + cp * j->rows_l * j->Wl, *O = V + A2 * j->trc * j->TW * cp;
+  float *xt = scratch, *V = xt + cp * j->rows_l * j->Wl, *O = V + A2 * j->plan.rc * j->TW * cp;
   wino_fill(j, j->X + n * d->C * d->H * d->W, tr0, xt);
   for (int64_t cb = 0; cb < cp / vl; cb++)
     for (int64_t t = 0; t < T; t++) {
@@ -191,7 +191,7 @@ static void wino_item(const wino_job *j, int64_t it, float *scratch) {
     }
   for (int xi = 0; xi < A2; xi++)
     for (int64_t p = p0; p < p1; p++) {
-      const float *U = w->data + ((xi * j->np + p) * cp) * wnr;
+      const float *U = w->data + ((xi * j->plan.np + p) * cp) * wnr;
       float *o = O + (int64_t)xi * T * mcw + (p - p0) * wnr;
       for (int64_t t0 = 0; t0 < T; t0 += k->wmr) {
         int mr = (int)(T - t0 < k->wmr ? T - t0 : k->wmr);
@@ -200,7 +200,7 @@ static void wino_item(const wino_job *j, int64_t it, float *scratch) {
     }
   /* output transforms into a blocked buffer, then rows into Y */
   int64_t Wo = j->TW * m, rows = ntr * m;
-  float *yb = O + A2 * j->trc * j->TW * j->ppc * wnr;
+  float *yb = O + A2 * j->plan.rc * j->TW * j->plan.pc * wnr;
   for (int64_t t = 0; t < T; t++) {
     int64_t tri = t / j->TW, tw = t % j->TW;
     for (int64_t mb = 0; mb < mcw / vl; mb++) {
@@ -347,17 +347,11 @@ smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const floa
   int64_t A2 = j.a * j.a;
   j.threads = pool_threads(pool);
   conv_wino_plan_of(d, k, j.m, j.threads, &j.plan);
-  j.TH = j.plan.TH;
-  j.np = j.plan.np; /* w->mp / k->wnr */
-  j.trc = j.plan.rc;
-  j.ppc = j.plan.pc;
-  j.N = d->N;
   j.kmax = conv_wino_kmax(&j.plan, d->N, j.threads);
-  j.rows_l = j.trc * j.m + 2;
-  int64_t T = j.trc * j.TW;
+  int64_t rc = j.plan.rc, mcw = j.plan.pc * k->wnr, T = rc * j.TW;
+  j.rows_l = rc * j.m + 2;
   /* blocked input, V, O, blocked output */
-  j.scratch = w->cp * j.rows_l * j.Wl + A2 * T * (w->cp + j.ppc * k->wnr) +
-              j.ppc * k->wnr * j.trc * j.m * j.TW * j.m;
+  j.scratch = w->cp * j.rows_l * j.Wl + A2 * T * (w->cp + mcw) + mcw * rc * j.m * j.TW * j.m;
   pool_parallel_for(pool, j.kmax * j.threads, 1, wino_items, &j);
   if (atomic_load(&j.failed)) return err_nomem("winograd scratch", sizeof(float) * (size_t)j.scratch);
   return SMELT_OK;
