@@ -9,8 +9,10 @@
  * (--shapes: these layers instead, square input plane H, kernel K x K,
  * stride S, padding K/2)
  * The bf16 column runs on AMX, else vdpbf16ps (AVX512_BF16; SMELT_AMX=0
- * picks it on an AMX CPU); elsewhere it says n/a unless SMELT_CONV_BF16=1
- * (the scalar block kernel: a check, not a speed). */
+ * picks it on an AMX CPU) -- the kernel conv_bf16_mv picks by shape, or
+ * SMELT_CONV_BF16_MV=0 / 1 for position / channel vectors on every layer;
+ * elsewhere it says n/a unless SMELT_CONV_BF16=1 (the scalar block kernel:
+ * a check, not a speed). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,6 +5,7 @@ usage: bench/ort_compare.py MODEL_DIR... [--threads N] [--runs N] [--warmup N]
                             [--block K] [--settle-ms MS] [--ort-no-spin] [--lib build/libsmelt.so]
                             [--baseline-lib OTHER.so] [--baseline-env K=V]... [--env K=V]... [--json FILE]
                             [--mode eager|default|reduce-overhead|max-autotune] [--clock wall|cpu]
+                            [--precision fp32|bf16|fp16|int8|int4]
 
 MODEL_DIR holds model.onnx and test_data_set_0/input_N.pb (the zoo layout).
 Both runtimes live in this one process and get the same inputs (read by
@@ -35,6 +36,10 @@ shares, a run's wall time counts the time the thread waited for a core, its
 CPU time does not.  Only with --threads 1, where both runtimes run on the
 calling thread (a pool's workers' time would be missed).
 
+--precision P runs every smelt build at session precision P (ONNX Runtime
+stays fp32: its column is the fp32 reference the others are checked and
+timed against), e.g. a bf16 kernel change against the build before it.
+
 --env K=V sets an environment variable before smelt is loaded (e.g.
 SMELT_CONV=im2col to time a kernel path); the variable reaches ORT too.
 """
@@ -50,6 +55,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_RANK = 12
 MODES = {"eager": 0, "default": 1, "reduce-overhead": 2, "max-autotune": 3}
+PRECISIONS = {"fp32": 0, "bf16": 1, "fp16": 2, "int8": 3, "int4": 4}  # smelt_precision
 NP_OF_DTYPE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
                9: "bool", 10: "float16", 11: "float64"}
 
@@ -232,7 +238,8 @@ def bench_model(np, ort, sms, model_dir, args):
         for kk, v in (args.baseline_env if k else []):
             os.environ[kk] = v
         try:
-            runners.append(SmeltRunner(np, sm, path, inputs, args.threads, MODES[args.mode]))
+            runners.append(SmeltRunner(np, sm, path, inputs, args.threads, MODES[args.mode],
+                                       precision=PRECISIONS[args.precision]))
         finally:
             for kk, v in saved.items():
                 if v is None:
@@ -311,6 +318,8 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--mode", default="eager", choices=list(MODES),
                     help="smelt's mode for every smelt build in the rotation (default eager)")
+    ap.add_argument("--precision", default="fp32", choices=list(PRECISIONS),
+                    help="smelt's session precision for every smelt build (default fp32; ORT stays fp32)")
     ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                     help="time runs by the wall clock (default) or by the calling thread's CPU "
                          "time (--threads 1 only): on a shared machine, CPU time leaves out the "

@@ -48,9 +48,43 @@ bool conv_bf16_by_cost(isa_level isa) {
   return !(e && !strcmp(e, "1")) && !bf16dp_amx_hw(isa) && bf16dp_hw(isa);
 }
 
-int64_t conv_bf16_words(const conv2d_desc *d) {
+int64_t conv_bf16_mv_np(int64_t S) {
+  int64_t best = 8;
+  for (int64_t np = 7; np >= 4; np--)
+    if (conv_cdiv(S, np) * np < conv_cdiv(S, best) * best) best = np;
+  return best;
+}
+
+/* Cycles of one core per output value of each kernel: the multiply-adds,
+ * 16 lanes of pairs a cycle, over the share of what it computes that is
+ * output (padded channels, pairs and positions computed and dropped), plus
+ * its store.  The position-vector kernel pads C to 32, M to CB_VR and the
+ * flat positions (OH rows of Wq) to 32 and stores 16 lanes at a time; the
+ * channel-vector kernel pads C to 2, M to 16 and the positions to np, and
+ * stores value by value. */
+static double per_output_pv(const conv2d_desc *d) {
+  int64_t Wq = d->OW + (d->KW - 1) * d->dw / d->sw, S = d->OH * d->OW;
+  double pos = (double)S / (double)(conv_cdiv(d->OH * Wq, 32) * 32);
+  double m = (double)d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
+  return (double)(conv_cdiv(d->C, 32) * 16 * d->KH * d->KW) / 16.0 / (pos * m) + 0.6;
+}
+static double per_output_mv(const conv2d_desc *d) {
+  int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
+  double pos = (double)S / (double)(conv_cdiv(S, np) * np), m = (double)d->M / (double)(conv_cdiv(d->M, 16) * 16);
+  return (double)(conv_cdiv(d->C, 2) * d->KH * d->KW) / 16.0 / (pos * m) + 1.0;
+}
+
+bool conv_bf16_mv(const conv2d_desc *d, isa_level isa) {
+  if (conv_bf16_gathered(d) || bf16dp_amx_hw(isa) || !bf16dp_hw(isa) || d->OH * d->OW < 1) return false;
+  const char *e = getenv("SMELT_CONV_BF16_MV");
+  if (e && (!strcmp(e, "0") || !strcmp(e, "1"))) return *e == '1';
+  return per_output_mv(d) < per_output_pv(d);
+}
+
+int64_t conv_bf16_words(const conv2d_desc *d, isa_level isa) {
   int64_t taps = d->KH * d->KW;
   if (conv_bf16_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
+  if (conv_bf16_mv(d, isa)) return taps * round_up(d->M, 16) * conv_cdiv(d->C, 2);
   return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
 }
 
@@ -61,23 +95,48 @@ typedef struct pack_job {
   int64_t Mp, Cq;
 } pack_job;
 
-static void pack_rows(void *ctx, int64_t m0, int64_t m1) {
-  const pack_job *j = ctx;
+/* The pair of W's channels 2q, 2q + 1 for output m and tap t (zeros past
+ * M and C). */
+static uint32_t weight_pair(const pack_job *j, int64_t m, int64_t q, int64_t t) {
   const conv2d_desc *d = j->d;
   int64_t taps = d->KH * d->KW;
+  uint32_t lo = 0, hi = 0;
+  if (m < d->M && 2 * q < d->C) lo = f32_to_bf16(j->W[(m * d->C + 2 * q) * taps + t]);
+  if (m < d->M && 2 * q + 1 < d->C) hi = f32_to_bf16(j->W[(m * d->C + 2 * q + 1) * taps + t]);
+  return lo | hi << 16;
+}
+
+/* [taps][Mp][Cq] */
+static void pack_rows(void *ctx, int64_t m0, int64_t m1) {
+  const pack_job *j = ctx;
+  int64_t taps = j->d->KH * j->d->KW;
   for (int64_t m = m0; m < m1; m++)
     for (int64_t t = 0; t < taps; t++) {
       uint32_t *o = j->out + (t * j->Mp + m) * j->Cq;
-      for (int64_t q = 0; q < j->Cq; q++) {
-        uint32_t lo = 0, hi = 0;
-        if (m < d->M && 2 * q < d->C) lo = f32_to_bf16(j->W[(m * d->C + 2 * q) * taps + t]);
-        if (m < d->M && 2 * q + 1 < d->C) hi = f32_to_bf16(j->W[(m * d->C + 2 * q + 1) * taps + t]);
-        o[q] = lo | hi << 16;
-      }
+      for (int64_t q = 0; q < j->Cq; q++) o[q] = weight_pair(j, m, q, t);
     }
 }
 
-void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, const float *W, uint32_t *out) {
+/* The channel-vector kernel's: blocks of CB_MV_BLOCK channels (the last
+ * one's width rounded to 16), each [taps][Cq][width] */
+static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
+  const pack_job *j = ctx;
+  int64_t taps = j->d->KH * j->d->KW;
+  for (int64_t b = b0; b < b1; b++) {
+    int64_t m0 = b * CB_MV_BLOCK, wd = j->Mp - m0 < CB_MV_BLOCK ? j->Mp - m0 : CB_MV_BLOCK;
+    uint32_t *o = j->out + m0 * taps * j->Cq;
+    for (int64_t t = 0; t < taps; t++)
+      for (int64_t q = 0; q < j->Cq; q++, o += wd)
+        for (int64_t i = 0; i < wd; i++) o[i] = weight_pair(j, m0 + i, q, t);
+  }
+}
+
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, isa_level isa, const float *W, uint32_t *out) {
+  if (conv_bf16_mv(d, isa)) {
+    pack_job j = {d, W, out, round_up(d->M, 16), conv_cdiv(d->C, 2)};
+    pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_mv_blocks, &j);
+    return;
+  }
   conv2d_desc v = *d; /* the gathered form: [M][C*KH*KW] as one tap */
   if (conv_bf16_gathered(d)) v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1;
   pack_job j = {&v, W, out, round_up(v.M, CB_BLOCK), round_up(v.C, 32) / 2};
@@ -217,6 +276,13 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
    * output-channel block passes over it (cb_item) */
   int64_t block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * CB_BLOCK;
   j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
+  bool mv = conv_bf16_mv(d, isa);
+  if (mv) { /* the channel-vector kernel: channels in pairs, positions in blocks of np */
+    j.Cq = conv_cdiv(d->C, 2), j.np = conv_bf16_mv_np(j.S);
+    j.nfb = conv_cdiv(j.S, j.np), j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
+    block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * j.np;
+    j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
+  }
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
   size_t xp_bytes = sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
   int64_t *toff = malloc(sizeof *toff * (size_t)j.taps);
@@ -233,15 +299,17 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
       used[phase] = 1;
     }
   j.toff = toff, j.used = used;
-  /* AMX; else vdpbf16ps on CB_VR output channels per item; else scalar */
+  /* AMX; else vdpbf16ps, channel vectors (conv_bf16_mv) or CB_VR output
+   * channels x 32 positions per item; else scalar */
   bool amx = bf16dp_amx_hw(isa), vdp = !amx && bf16dp_hw(isa);
-  int64_t items = vdp ? (d->M + CB_VR - 1) / CB_VR * j.nfb : j.nmb * j.nfb;
+  int64_t items = vdp && !mv ? (d->M + CB_VR - 1) / CB_VR * j.nfb : j.nmb * j.nfb;
+  void (*body)(void *, int64_t, int64_t) = amx ? cb_items_amx : mv ? cb_items_mv : vdp ? cb_items_vdp : cb_items_scalar;
   for (int64_t n = 0; n < d->N; n++) {
     j.X = X + n * d->C * d->H * d->W;
     j.Y = Y + n * d->M * j.S;
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
     pool_parallel_for(pool, j.Cq, 1, amx || vdp ? cb_fill_avx512 : cb_fill_scalar, &j);
-    pool_parallel_for(pool, items, 1, amx ? cb_items_amx : vdp ? cb_items_vdp : cb_items_scalar, &j);
+    pool_parallel_for(pool, items, 1, body, &j);
   }
   free(toff), free(used);
   tensor_data_free(j.xp);

@@ -75,10 +75,19 @@ bool conv_bf16_wanted(isa_level isa);
 bool conv_bf16_by_cost(isa_level isa);
 /* The gathered form (C < CONV_BF16_MIN_C, kernels/conv_bf16.c). */
 bool conv_bf16_gathered(const conv2d_desc *d);
-/* 32-bit words of the prepared weights for d's C, M, KH, KW. */
-int64_t conv_bf16_words(const conv2d_desc *d);
-/* W [M, C, KH, KW] into the prepared form (conv_bf16_words(d) words), on pool. */
-void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, const float *W, uint32_t *out);
+/* Whether d runs on the channel-vector kernel (x86/conv_bf16_mv.c) at isa:
+ * on vdpbf16ps (bf16dp_hw, no AMX), not the gathered form, where it
+ * computes fewer padded positions and channels than the position-vector
+ * kernel (SMELT_CONV_BF16_MV=0 / 1 forces either, for tests and benches).
+ * The prepared weights' layout follows (conv2d_prepared_layout keys it). */
+bool conv_bf16_mv(const conv2d_desc *d, isa_level isa);
+/* The channel-vector kernel's positions per item for S output positions:
+ * the np in [4, 8] with the fewest padded positions, the largest on ties. */
+int64_t conv_bf16_mv_np(int64_t S);
+/* 32-bit words of the prepared weights for d at isa. */
+int64_t conv_bf16_words(const conv2d_desc *d, isa_level isa);
+/* W [M, C, KH, KW] into the prepared form for isa (conv_bf16_words words), on pool. */
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, isa_level isa, const float *W, uint32_t *out);
 /* Y = conv(X, W) + B, then ep (NULL: none), with wts from conv_bf16_pack;
  * AMX where bf16dp_amx_hw(isa), else vdpbf16ps where bf16dp_hw(isa), else
  * the scalar block kernel.  Scratch: the

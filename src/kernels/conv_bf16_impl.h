@@ -12,10 +12,12 @@ typedef struct cb_job {
   int64_t Cq, Mp;      /* channel pairs (C padded to 32, halved), output channels padded to 32 */
   int64_t P, L;        /* phase planes per channel pair, words per plane */
   int64_t Hq, Wq;      /* rows and columns of a phase plane */
-  int64_t F, nfb, nmb; /* flat positions OH*Wq, their blocks, output-channel blocks */
+  int64_t F, nfb, nmb; /* flat positions OH*Wq, their blocks, output-channel blocks
+                        * (channel-vector kernel: blocks of np positions, of CB_MV_BLOCK channels) */
   int64_t gfb;         /* position blocks per group (cb_item) */
   int64_t taps, S;     /* KH*KW (1 in the gathered form), OH*OW */
   int64_t taps_v;      /* the gathered form (kernels/conv_bf16.c): KH*KW; else 0 */
+  int64_t np;          /* the channel-vector kernel (conv_bf16_mv): positions per item; else 0 */
   const int64_t *toff; /* per tap: its word offset in a channel pair's P*L words */
   const uint32_t *w;   /* [taps][Mp][Cq] */
   const uint8_t *used; /* per phase: some tap reads it (the others are left unfilled) */
@@ -65,6 +67,11 @@ void cb_items_scalar(void *ctx, int64_t it0, int64_t it1);
 void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1);
 void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, int64_t m0, int64_t rows, int64_t fb);
 void cb_items_vdp(void *ctx, int64_t it0, int64_t it1);
+/* The channel-vector kernel (x86/conv_bf16_mv.c; call only where
+ * bf16dp_hw): items of up to CB_MV_BLOCK output channels x np positions,
+ * over the weights conv_bf16_pack lays out for it. */
+#define CB_MV_BLOCK 48
+void cb_items_mv(void *ctx, int64_t it0, int64_t it1);
 /* The AMX driver (x86/conv_bf16_amx.c; call only where bf16dp_amx_hw):
  * items of CB_BLOCK output channels. */
 void cb_items_amx(void *ctx, int64_t it0, int64_t it1);

@@ -213,20 +213,30 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
          CM_CALL;
 }
 
-/* bf16 on the vdpbf16ps kernel (kernels/conv_bf16.c): blocks of CB_VR
- * output channels x 32 flat positions (row padding Wq included) over the
- * channels padded to 32, at twice the fp32 rate (the registry prices it
- * only where isa_bf16_dot_fast), plus the bf16 weights and the converted
- * input (written, then read back). */
+/* bf16 on the vdpbf16ps kernels (kernels/conv_bf16.c), at twice the fp32
+ * rate (the registry prices it only where isa_bf16_dot_fast), plus the
+ * bf16 weights and the converted input (written, then read back).  The
+ * position-vector kernel computes blocks of CB_VR output channels x 32
+ * flat positions (row padding Wq included) over the channels padded to
+ * 32; the channel-vector one (conv_bf16_mv) 16-channel vectors x blocks of
+ * np positions over channel pairs. */
 static double cm_bf16(const conv2d_desc *d, const cm_ctx *c) {
   int64_t Wq = d->OW + (d->KW - 1) * d->dw / d->sw, Hq = d->OH + (d->KH - 1) * d->dh / d->sh;
-  int64_t cp = conv_cdiv(d->C, 32) * 32, taps = d->KH * d->KW;
-  double flops = 2.0 * d->N * conv_cdiv(d->M, CB_VR) * CB_VR * conv_cdiv(d->OH * Wq, 32) * 32 * (double)cp * taps;
-  double bytes = 2.0 * taps * conv_cdiv(d->M, CB_VR) * CB_VR * cp + 4.0 * d->N * cp * d->sh * d->sw * Hq * Wq;
+  int64_t cp = conv_cdiv(d->C, 32) * 32, taps = d->KH * d->KW, S = d->OH * d->OW;
+  bool mv = conv_bf16_mv(d, c->k->isa);
+  double mp = mv ? (double)(conv_cdiv(d->M, 16) * 16) : (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
+  double pos = mv ? (double)(conv_cdiv(S, conv_bf16_mv_np(S)) * conv_bf16_mv_np(S))
+                  : (double)(conv_cdiv(d->OH * Wq, 32) * 32);
+  if (mv) cp = conv_cdiv(d->C, 2) * 2;
+  double flops = 2.0 * d->N * mp * pos * (double)cp * taps;
+  double bytes = 2.0 * taps * mp * cp + 4.0 * d->N * cp * d->sh * d->sw * Hq * Wq;
   /* 0.75 (the fp32 kernels' 0.85 less the stores from the accumulator
    * block): 2-core Zen 4, 1 thread, resnet50's 256 -> 256 3x3 at 14x14 ran
-   * 1.28 ms in bf16 against Winograd F(2x2)'s 1.09 */
-  return flops / (c->rate * 2.0 * 0.75) + bytes / c->bw + CM_CALL;
+   * 1.28 ms in bf16 against Winograd F(2x2)'s 1.09.  The channel-vector
+   * kernel keeps its sums in registers through a transposed store: 0.85
+   * (512 -> 512 3x3 at 7x7 1.08-1.10 ms, 212 GFLOP/s; 2048 -> 512 1x1 at
+   * 7x7 0.53, 194) */
+  return flops / (c->rate * 2.0 * (mv ? 0.85 : 0.75)) + bytes / c->bw + CM_CALL;
 }
 
 static double cm_cost(const conv2d_desc *d, const cm_ctx *c, conv_algo a) {
@@ -302,12 +312,15 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * rows (M to CB_VR) it computes: under 1.3x it does not pay for the
    * input's conversion (squeezenet, whose expand layers read 16
    * channels: 5.33 ms in bf16 against 4.90 in fp32, 2 threads) */
-  double gain = 2.0 * d->C / (double)(conv_cdiv(d->C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
+  bool mv = conv_bf16_mv(d, conv2d_kernel_isa(isa));
+  double gain = mv ? 2.0 * d->C / (double)(conv_cdiv(d->C, 2) * 2) * d->M / (double)(conv_cdiv(d->M, 16) * 16)
+                   : 2.0 * d->C / (double)(conv_cdiv(d->C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
   if (gain < 1.3) return false;
   /* A 1x1 convolution the fp32 pointwise kernels take (X read in place, no
    * conversion pass) pays bf16's fixed costs in full: an item's store of
    * its 12 x 32 block (about 220 cycles beside 24 vdpbf16ps a channel
-   * pair) and the flat positions past the plane in its last block.  On
+   * pair; the channel-vector kernel's transposed 48 x 8, about 150) and
+   * the positions past the plane in its last block.  On
    * one thread, under 1.5x by that count bf16 ran slower (in the model:
    * mobilenet_v2's 24 -> 144 and 144 -> 24 at 56x56 0.87-0.88x, 960 -> 160
    * at 7x7 0.96-0.99x, so the whole model 0.87x of fp32 in
@@ -318,8 +331,10 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * (the fp32 kernels share the memory bus; mobilenet_v2 with the rule was
    * 0.93-0.96x), so there the rule above stands alone. */
   if (threads <= 1 && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0) {
-    double pairs = (double)(conv_cdiv(d->C, 32) * 16), S = (double)(d->OH * d->OW);
-    double item = 24.0 * pairs / (24.0 * pairs + 220.0), pos = S / (double)(conv_cdiv(d->OH * d->OW, 32) * 32);
+    int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
+    double pairs = mv ? (double)conv_cdiv(d->C, 2) : (double)(conv_cdiv(d->C, 32) * 16);
+    double item = 24.0 * pairs / (24.0 * pairs + (mv ? 150.0 : 220.0));
+    double pos = (double)S / (double)(mv ? conv_cdiv(S, np) * np : conv_cdiv(S, 32) * 32);
     if (gain * item * pos < 1.5) return false;
   }
   cm_ctx c = cm_ctx_of(isa, threads);
@@ -367,7 +382,7 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       est = (double)a * a * conv_cdiv(d->C, k->vl) * k->vl * conv_cdiv(d->M, k->wnr) * k->wnr;
       break;
     }
-    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d); break; /* 32-bit words */
+    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d, k->isa); break; /* 32-bit words */
     case CONV_ALGO_POINTWISE:
       est = (double)conv_pointwise_packed_floats(conv_pointwise_panel(k->isa, d->C, d->M, d->OH * d->OW), d->C, d->M);
       break;
@@ -388,6 +403,8 @@ int64_t conv2d_prepared_layout(const conv2d_desc *d, conv_algo algo, isa_level i
     case CONV_ALGO_WINO4: return (int64_t)k->vl << 16 | k->wnr;
     /* revision 2: the panel width follows the plane (conv_pointwise_panel) */
     case CONV_ALGO_POINTWISE: return (int64_t)2 << 32 | conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
+    /* the channel-vector kernel's block-major weights (conv_bf16_mv) */
+    case CONV_ALGO_BF16: return conv_bf16_mv(d, k->isa) ? 1 : 0;
     default: return 0;
   }
 }
@@ -421,7 +438,7 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   else if (algo == CONV_ALGO_DEPTHWISE) {
     memcpy(w->data, W, sizeof(float) * (size_t)n);
     st = conv_dw_blk_weights(w);
-  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, W, (uint32_t *)w->data);
+  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, w->k->isa, W, (uint32_t *)w->data);
   else if (algo == CONV_ALGO_POINTWISE)
     conv_pointwise_pack(w->pw, d->C, d->M, W, w->data);
   else st = conv_wino_prepare(pool, w, W);

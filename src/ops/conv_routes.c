@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/conv.h"
+#include "kernels/conv_bf16.h"
 #include "kernels/gemm.h"
 #include "ops/conv_route.h"
 #include "ops/gemm_weights.h"
@@ -213,7 +214,8 @@ smelt_status conv_route_fast_run(const conv_kernel *k, const conv_query *q, cons
 
 void conv_route_fast_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
   (void)a;
-  snprintf(buf, n, "%s", conv_algo_desc(k->algo, q->isa));
+  bool mv = k->algo == CONV_ALGO_BF16 && conv_bf16_mv(&q->d, conv2d_kernel_isa(q->isa));
+  snprintf(buf, n, "%s%s", conv_algo_desc(k->algo, q->isa), mv ? ", output channels along the vector" : "");
 }
 
 /* ---- the strided 1x1 over its subsampled input ---- */

@@ -11,9 +11,12 @@
  *     + |b| + |residual|) with w, x the rounded operands (a wrong tap, pair or
  *     position is off by far more), and every output is written (Y starts as
  *     NaN);
- *   - the scalar block kernel everywhere (weights prepared for avx2), the
- *     vdpbf16ps kernel where the CPU has AVX512_BF16 (SMELT_AMX=0), and the
- *     AMX driver where the CPU and OS offer AMX (the output says which did
+ *   - the scalar block kernel everywhere (weights prepared for avx2), both
+ *     vdpbf16ps kernels where the CPU has AVX512_BF16 (SMELT_AMX=0): the
+ *     position-vector one and the channel-vector one (x86/conv_bf16_mv.c,
+ *     SMELT_CONV_BF16_MV forcing each: np 4..8, channel blocks of 48, 32
+ *     and 16, rows past M, several item groups) and the pick by shape, and
+ *     the AMX driver where the CPU and OS offer AMX (the output says which did
  *     not run);
  *   - the gathered form for fewer than 16 channels (7x7 / 3x3 stride-2 stems,
  *     a dilated 2x3, a 1-D conv); conv_bf16_shape refuses groups, 1x1 convs
@@ -114,6 +117,8 @@ static void shapes(smelt_pool *pool3) {
       geom(1, 17, 9, 1, 50, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2),
       geom(1, 70, 1, 6, 6, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0),
       geom(1, 32, 32, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      /* 2x2 outputs: the channel-vector kernel's np = 4, channel blocks 48 + 16 */
+      geom(1, 40, 50, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       /* more position blocks than one group of items holds (cb_item: 16
        * and 12 blocks a group here), the last group short */
       geom(1, 256, 20, 24, 24, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),
@@ -152,7 +157,7 @@ static void selection(void) {
   conv2d_desc pw = geom(1, 256, 512, 14, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   conv2d_desc s2 = geom(1, 128, 128, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
   conv2d_desc stem = geom(1, 3, 64, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3);
-  conv2d_desc thin = geom(1, 16, 64, 55, 55, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0); /* 16 channels padded to 32 */
+  conv2d_desc thin = geom(1, 16, 64, 55, 55, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0); /* 16 channels */
   const conv2d_desc *all[] = {&wino, &pw, &s2, &stem, &thin};
   setenv("SMELT_CONV_BF16", "1", 1);
   CHECK(!conv_bf16_by_cost(ISA_AVX512));
@@ -172,9 +177,43 @@ static void selection(void) {
            t, fast ? "at twice the FMA's rate" : "at the FMA's rate", conv_algo_name(a[0]), conv_algo_name(a[1]),
            conv_algo_name(a[2]), conv_algo_name(a[3]), conv_algo_name(a[4]));
     CHECK(a[0] == CONV_ALGO_WINO2 || a[0] == CONV_ALGO_WINO4);
-    CHECK(a[3] != CONV_ALGO_BF16 && a[4] != CONV_ALGO_BF16);
+    CHECK(a[3] != CONV_ALGO_BF16);
+    /* 16 channels: padded to 32 they halve the position-vector kernel's
+     * gain; the channel-vector kernel pads them to pairs, and at one
+     * thread its per-item store over 8 channel pairs keeps the fp32
+     * pointwise kernel (conv2d_bf16_pays) */
+    CHECK((a[4] == CONV_ALGO_BF16) == (fast && t == 2 && conv_bf16_mv(&thin, ISA_AVX512)));
     CHECK((a[1] == CONV_ALGO_BF16) == fast && (a[2] == CONV_ALGO_BF16) == fast);
   }
+}
+
+/* Which vdpbf16ps kernel a shape gets (conv_bf16_mv), and that the
+ * prepared weights' layout follows it into the cache key
+ * (conv2d_prepared_layout): channel vectors where the position-vector
+ * kernel would compute many padded positions (a 7x7 plane: 64 flat
+ * positions for 49, 63 for 49 under a 3x3's padded rows), position vectors
+ * for few channels over a large plane (the transposed store per item then
+ * costs more than the padding saves); neither on AMX, the scalar kernel or
+ * the gathered form. */
+static void mv_choice(void) {
+  conv2d_desc c7 = geom(1, 512, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  conv2d_desc p7 = geom(1, 2048, 512, 7, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  conv2d_desc wide = geom(1, 64, 256, 56, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
+  conv2d_desc stem = geom(1, 3, 64, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3);
+  if (!bf16dp_hw(ISA_AVX512) || bf16dp_amx_hw(ISA_AVX512)) {
+    printf("channel-vector choice: not this CPU\n");
+    CHECK(!conv_bf16_mv(&c7, ISA_AVX512));
+    return;
+  }
+  CHECK(conv_bf16_mv(&c7, ISA_AVX512) && conv_bf16_mv(&p7, ISA_AVX512));
+  CHECK(!conv_bf16_mv(&wide, ISA_AVX512) && !conv_bf16_mv(&stem, ISA_AVX512));
+  CHECK(!conv_bf16_mv(&c7, ISA_AVX2)); /* the scalar kernel: position vectors */
+  CHECK(conv2d_prepared_layout(&c7, CONV_ALGO_BF16, ISA_AVX512) != conv2d_prepared_layout(&wide, CONV_ALGO_BF16, ISA_AVX512));
+  CHECK(conv_bf16_mv_np(49) == 7 && conv_bf16_mv_np(196) == 7 && conv_bf16_mv_np(3136) == 8 &&
+        conv_bf16_mv_np(4) == 4 && conv_bf16_mv_np(30) == 6 && conv_bf16_mv_np(50) == 5);
+  int64_t words = 0;
+  CHECK_OK(conv2d_prepared_floats(&c7, CONV_ALGO_BF16, ISA_AVX512, &words));
+  CHECK(words == 9 * 512 * 256); /* M padded to 16, C to pairs */
 }
 
 static float squeeze_in[3 * 224 * 224];
@@ -242,7 +281,14 @@ int main(void) {
   printf("scalar block kernel: %ld values, %ld past the tolerance; largest difference %.3g\n", n_values, n_bad, max_err);
   path_isa = ISA_AVX512;
   setenv("SMELT_AMX", "0", 1);
-  run_path("vdpbf16ps", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  /* both vdpbf16ps kernels on every shape, then as conv_bf16_mv picks */
+  setenv("SMELT_CONV_BF16_MV", "0", 1);
+  run_path("vdpbf16ps, position vectors", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  setenv("SMELT_CONV_BF16_MV", "1", 1);
+  run_path("vdpbf16ps, channel vectors", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  unsetenv("SMELT_CONV_BF16_MV");
+  run_path("vdpbf16ps, either by shape", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  mv_choice();
   unsetenv("SMELT_AMX");
   run_path("AMX", bf16dp_amx_hw(ISA_AVX512), "this CPU/OS offers no AMX", pool3);
   CHECK(n_bad == 0);

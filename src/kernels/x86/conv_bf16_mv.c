@@ -1,0 +1,154 @@
+/* The bf16 convolution's channel-vector kernel (kernels/conv_bf16.h:
+ * conv_bf16_mv) for CPUs with AVX512_BF16 and no AMX: output channels along
+ * the vector, positions broadcast.  An item is up to CB_MV_BLOCK (48)
+ * output channels -- NM = 1..3 zmm of 16 -- by np (4..8) consecutive output
+ * positions in raster order, NM x np accumulators; per tap and channel
+ * pair, NM loads of the block's weight pairs and np broadcasts of the
+ * positions' input pairs, each from its own flat offset in the converted
+ * copy (a block may span output rows: no flat position past a row's end is
+ * computed, as the position-vector kernel's 32-wide blocks must).  So a
+ * 7x7 plane is 7 blocks of 7 (the position-vector kernel: 64 flat positions
+ * for 49, 63 of them for a 3x3 over its padded rows) and M = 2048 is
+ * 2048 channels (that one: 12-channel items, 2052).
+ *
+ * Weights are block-major: block b (channels 48 b .. 48 b + wb - 1, wb the
+ * block's width rounded to 16) is taps x Cq x wb words, contiguous, so an
+ * item streams its block front to back.  The store adds the bias as a
+ * vector, transposes each 16 channels x np positions in registers and
+ * writes each channel's np outputs (contiguous in Y) as one masked store,
+ * the residual added and the clamp applied.  Compiles
+ * everywhere (per-function target attributes); runs only where bf16dp_hw. */
+#include "kernels/conv_bf16_impl.h"
+
+#include "kernels/conv_internal.h"
+#include "kernels/gemm_kernels.h" /* SMELT_X86 */
+
+#if defined(SMELT_X86) && defined(__x86_64__)
+#include <immintrin.h>
+
+#include "kernels/x86/avx512_tile.h"
+
+#define MV_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define MV_INLINE static inline __attribute__((always_inline)) MV_TARGET
+#define AS_BH(v) ((__m512bh)(v))
+#define NP_MAX 8
+
+/* 16 channels from m0 (rows past M dropped) by positions y0 .. y0 + npv - 1
+ * of Y from r[p] (position p's 16 channels, bias added; p < 8): an 8 x 16
+ * transpose in registers (unpack, shuffle, two-source permute), then per
+ * channel its npv outputs as one masked 8-lane store, the residual added
+ * and the clamp applied (max(lo, v) then min(hi, v): NaN passes through). */
+MV_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t y0, int64_t npv) {
+  __m512 t[8], u[8];
+  for (int h = 0; h < 2; h++) { /* positions 4h .. 4h + 3 */
+    const __m512 *q = r + 4 * h;
+    t[0] = _mm512_unpacklo_ps(q[0], q[1]), t[1] = _mm512_unpackhi_ps(q[0], q[1]);
+    t[2] = _mm512_unpacklo_ps(q[2], q[3]), t[3] = _mm512_unpackhi_ps(q[2], q[3]);
+    /* u[4h + i], 128-bit lane k: channel 4k + i at the four positions */
+    u[4 * h + 0] = _mm512_shuffle_ps(t[0], t[2], 0x44), u[4 * h + 1] = _mm512_shuffle_ps(t[0], t[2], 0xee);
+    u[4 * h + 2] = _mm512_shuffle_ps(t[1], t[3], 0x44), u[4 * h + 3] = _mm512_shuffle_ps(t[1], t[3], 0xee);
+  }
+  const __m512i lo_ix = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512i hi_ix = _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8);
+  const __mmask8 mk = (__mmask8)((1u << npv) - 1);
+  const __m256 lo = _mm256_set1_ps(j->lo), hi = _mm256_set1_ps(j->hi);
+  for (int i = 0; i < 4; i++) {
+    /* channels i, 4 + i (a) and 8 + i, 12 + i (b), eight positions each */
+    __m512 a = _mm512_permutex2var_ps(u[i], lo_ix, u[4 + i]), b = _mm512_permutex2var_ps(u[i], hi_ix, u[4 + i]);
+    __m256 v[4] = {_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(b),
+                   _mm512_extractf32x8_ps(b, 1)};
+    for (int k = 0; k < 4; k++) {
+      int64_t m = m0 + i + 4 * k;
+      if (m >= j->d->M) continue;
+      __m256 x = v[k];
+      if (j->res) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mk, j->res + m * j->S + y0));
+      _mm256_mask_storeu_ps(j->Y + m * j->S + y0, mk, _mm256_min_ps(hi, _mm256_max_ps(lo, x)));
+    }
+  }
+}
+
+/* One item: NM zmm of output channels from m0 (weights wb, block width
+ * 16 NM) by NP positions at flat offsets off[] (NP a constant at each
+ * call, so the loops unroll into registers). */
+MV_INLINE void mv_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int NP, int64_t m0,
+                       int64_t y0, int64_t npv) {
+  __m512 c[NP_MAX][3];
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; p++)
+#pragma GCC unroll 3
+    for (int i = 0; i < NM; i++) c[p][i] = _mm512_setzero_ps();
+  const int64_t PL = j->P * j->L, W = 16 * NM;
+  for (int64_t t = 0; t < j->taps; t++) {
+    const uint32_t *x = j->xp + j->toff[t];
+    for (int64_t q = 0; q < j->Cq; q++, x += PL, wb += W) {
+      __m512i w[3];
+#pragma GCC unroll 3
+      for (int i = 0; i < NM; i++) w[i] = _mm512_loadu_si512((const void *)(wb + 16 * i));
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; p++) {
+        __m512i b = _mm512_set1_epi32((int)x[off[p]]);
+#pragma GCC unroll 3
+        for (int i = 0; i < NM; i++) c[p][i] = _mm512_dpbf16_ps(c[p][i], AS_BH(w[i]), AS_BH(b));
+      }
+    }
+  }
+  const conv2d_desc *d = j->d;
+#pragma GCC unroll 3
+  for (int i = 0; i < NM; i++) {
+    __m512 bias = _mm512_setzero_ps(), r[NP_MAX];
+    if (j->B) bias = _mm512_maskz_loadu_ps(avx512_mask(d->M - m0 - 16 * i), j->B + m0 + 16 * i);
+#pragma GCC unroll 8
+    for (int p = 0; p < NP_MAX; p++) r[p] = p < NP ? _mm512_add_ps(c[p][i], bias) : _mm512_setzero_ps();
+    mv_store16(j, r, m0 + 16 * i, y0, npv);
+  }
+}
+
+/* The tile for NM and np (4..8), each a constant inside. */
+#define MV_NP_CASES(NM)                                                          \
+  switch (np) {                                                                  \
+    case 4: mv_tile(j, wb, off, NM, 4, m0, y0, npv); break;                      \
+    case 5: mv_tile(j, wb, off, NM, 5, m0, y0, npv); break;                      \
+    case 6: mv_tile(j, wb, off, NM, 6, m0, y0, npv); break;                      \
+    case 7: mv_tile(j, wb, off, NM, 7, m0, y0, npv); break;                      \
+    default: mv_tile(j, wb, off, NM, 8, m0, y0, npv); break;                     \
+  }
+
+MV_TARGET static void mv_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+                             int64_t y0, int64_t npv) {
+  MV_NP_CASES(1)
+}
+MV_TARGET static void mv_nm2(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+                             int64_t y0, int64_t npv) {
+  MV_NP_CASES(2)
+}
+MV_TARGET static void mv_nm3(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+                             int64_t y0, int64_t npv) {
+  MV_NP_CASES(3)
+}
+
+MV_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
+  const cb_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  int64_t Mp = conv_cdiv(d->M, 16) * 16;
+  for (int64_t it = it0; it < it1; it++) {
+    int64_t mb, pb;
+    cb_item(j, it, j->nmb, &mb, &pb);
+    int64_t m0 = mb * CB_MV_BLOCK, wdt = Mp - m0 < CB_MV_BLOCK ? Mp - m0 : CB_MV_BLOCK;
+    int64_t y0 = pb * j->np, npv = j->S - y0 < j->np ? j->S - y0 : j->np;
+    int64_t off[NP_MAX];
+    for (int64_t p = 0; p < j->np; p++) { /* past the plane: the last position again, not stored */
+      int64_t y = y0 + (p < npv ? p : npv - 1);
+      off[p] = y / d->OW * j->Wq + y % d->OW;
+    }
+    const uint32_t *wb = j->w + m0 * j->taps * j->Cq;
+    if (wdt == 48) mv_nm3(j, wb, off, (int)j->np, m0, y0, npv);
+    else if (wdt == 32) mv_nm2(j, wb, off, (int)j->np, m0, y0, npv);
+    else mv_nm1(j, wb, off, (int)j->np, m0, y0, npv);
+  }
+}
+
+#else
+
+void cb_items_mv(void *ctx, int64_t it0, int64_t it1) { (void)ctx, (void)it0, (void)it1; }
+
+#endif
