@@ -39,7 +39,10 @@
  * bf16dp_amx_hw: AMD Zen 4/5, Cooper Lake) a vdpbf16ps kernel runs the same
  * layout: items of CB_VR = 12 output channels x 32 positions in 24 zmm, per
  * channel pair and tap two loads of the converted input, a broadcast weight
- * pair per channel.  Elsewhere a scalar block kernel, only when forced
+ * pair per channel; or, where that kernel's 32 flat positions per item
+ * pad much of a small plane (conv_bf16_mv), the channel-vector kernel of
+ * x86/conv_bf16_mv.c over its own weight layout, C in pairs only.
+ * Elsewhere a scalar block kernel, only when forced
  * (SMELT_CONV_BF16=1, for tests): the op keeps fp32 convolution there. */
 #ifndef SMELT_KERNELS_CONV_BF16_H
 #define SMELT_KERNELS_CONV_BF16_H
