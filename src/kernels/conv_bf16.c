@@ -62,20 +62,29 @@ int64_t conv_bf16_mv_np(int64_t S) {
  * flat positions (OH rows of Wq) to 32 and stores 16 lanes at a time; the
  * channel-vector kernel pads C to 2, M to 16 and the positions to np, and
  * stores value by value. */
-static double per_output_pv(const conv2d_desc *d) {
+/* d as the kernels see it: the gathered form is a 1x1 convolution over
+ * C*KH*KW virtual channels on the output plane. */
+static conv2d_desc as_run(const conv2d_desc *d) {
+  conv2d_desc v = *d;
+  if (conv_bf16_gathered(d)) v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1, v.sh = v.sw = 1, v.dh = v.dw = 1;
+  return v;
+}
+static double per_output_pv(const conv2d_desc *d0) {
+  conv2d_desc v = as_run(d0), *d = &v;
   int64_t Wq = d->OW + (d->KW - 1) * d->dw / d->sw, S = d->OH * d->OW;
   double pos = (double)S / (double)(conv_cdiv(d->OH * Wq, 32) * 32);
   double m = (double)d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
   return (double)(conv_cdiv(d->C, 32) * 16 * d->KH * d->KW) / 16.0 / (pos * m) + 0.6;
 }
-static double per_output_mv(const conv2d_desc *d) {
+static double per_output_mv(const conv2d_desc *d0) {
+  conv2d_desc v = as_run(d0), *d = &v;
   int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
   double pos = (double)S / (double)(conv_cdiv(S, np) * np), m = (double)d->M / (double)(conv_cdiv(d->M, 16) * 16);
   return (double)(conv_cdiv(d->C, 2) * d->KH * d->KW) / 16.0 / (pos * m) + 1.0;
 }
 
 bool conv_bf16_mv(const conv2d_desc *d, isa_level isa) {
-  if (conv_bf16_gathered(d) || bf16dp_amx_hw(isa) || !bf16dp_hw(isa) || d->OH * d->OW < 1) return false;
+  if (bf16dp_amx_hw(isa) || !bf16dp_hw(isa) || d->OH * d->OW < 1) return false;
   const char *e = getenv("SMELT_CONV_BF16_MV");
   if (e && (!strcmp(e, "0") || !strcmp(e, "1"))) return *e == '1';
   return per_output_mv(d) < per_output_pv(d);
@@ -83,8 +92,8 @@ bool conv_bf16_mv(const conv2d_desc *d, isa_level isa) {
 
 int64_t conv_bf16_words(const conv2d_desc *d, isa_level isa) {
   int64_t taps = d->KH * d->KW;
+  if (conv_bf16_mv(d, isa)) return round_up(d->M, 16) * conv_cdiv(as_run(d).C, 2) * (conv_bf16_gathered(d) ? 1 : taps);
   if (conv_bf16_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
-  if (conv_bf16_mv(d, isa)) return taps * round_up(d->M, 16) * conv_cdiv(d->C, 2);
   return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
 }
 
@@ -133,7 +142,8 @@ static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
 
 void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, isa_level isa, const float *W, uint32_t *out) {
   if (conv_bf16_mv(d, isa)) {
-    pack_job j = {d, W, out, round_up(d->M, 16), conv_cdiv(d->C, 2)};
+    conv2d_desc v = as_run(d); /* the gathered form: [M][C*KH*KW] as one tap */
+    pack_job j = {&v, W, out, round_up(d->M, 16), conv_cdiv(v.C, 2)};
     pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_mv_blocks, &j);
     return;
   }
@@ -278,7 +288,7 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
   j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
   bool mv = conv_bf16_mv(d, isa);
   if (mv) { /* the channel-vector kernel: channels in pairs, positions in blocks of np */
-    j.Cq = conv_cdiv(d->C, 2), j.np = conv_bf16_mv_np(j.S);
+    j.Cq = conv_cdiv(d->C * (gathered ? j.taps_v : 1), 2), j.np = conv_bf16_mv_np(j.S);
     j.nfb = conv_cdiv(j.S, j.np), j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
     block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * j.np;
     j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;

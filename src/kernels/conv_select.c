@@ -307,14 +307,23 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * does no more multiply-adds per cycle, for the gathered stem, and
    * where fp32 Winograd is cheaper; bf16 over the other fp32 kernels
    * (1.3-2.7x faster on resnet50's other layers, 1 and 2 threads) */
-  if (!isa_bf16_dot_fast() || conv_bf16_gathered(d)) return false;
+  if (!isa_bf16_dot_fast()) return false;
+  /* The gathered form (a 1x1 over the C*KH*KW (channel, tap) pairs of a
+   * first layer) only on the channel-vector kernel, which pads those to
+   * pairs, not 32, and only by the 1x1 rule below at any thread count (its
+   * fill pass writes every virtual channel): 2-core Zen 4, in the model,
+   * resnet50's 3 -> 64 7x7/2 stem (147 virtual channels) 1.95 ms in bf16
+   * against 2.48-2.50 in fp32 (position vectors 2.64), mobilenet_v2's 3 ->
+   * 32 3x3/2 (27) 0.53 against 0.37 at 1 thread, 0.33 against 0.24 at 2 */
+  bool gathered = conv_bf16_gathered(d), mv = conv_bf16_mv(d, conv2d_kernel_isa(isa));
+  if (gathered && !mv) return false;
+  int64_t C = gathered ? d->C * d->KH * d->KW : d->C;
   /* twice the rate, less the zero channels (C padded to 32) and output
    * rows (M to CB_VR) it computes: under 1.3x it does not pay for the
    * input's conversion (squeezenet, whose expand layers read 16
    * channels: 5.33 ms in bf16 against 4.90 in fp32, 2 threads) */
-  bool mv = conv_bf16_mv(d, conv2d_kernel_isa(isa));
-  double gain = mv ? 2.0 * d->C / (double)(conv_cdiv(d->C, 2) * 2) * d->M / (double)(conv_cdiv(d->M, 16) * 16)
-                   : 2.0 * d->C / (double)(conv_cdiv(d->C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
+  double gain = mv ? 2.0 * C / (double)(conv_cdiv(C, 2) * 2) * d->M / (double)(conv_cdiv(d->M, 16) * 16)
+                   : 2.0 * C / (double)(conv_cdiv(C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
   if (gain < 1.3) return false;
   /* A 1x1 convolution the fp32 pointwise kernels take (X read in place, no
    * conversion pass) pays bf16's fixed costs in full: an item's store of
@@ -330,9 +339,9 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * 1024 -> 256 1.3-1.5x).  On two threads the same layers gain from bf16
    * (the fp32 kernels share the memory bus; mobilenet_v2 with the rule was
    * 0.93-0.96x), so there the rule above stands alone. */
-  if (threads <= 1 && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0) {
+  if (gathered || (threads <= 1 && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
     int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
-    double pairs = mv ? (double)conv_cdiv(d->C, 2) : (double)(conv_cdiv(d->C, 32) * 16);
+    double pairs = mv ? (double)conv_cdiv(C, 2) : (double)(conv_cdiv(C, 32) * 16);
     double item = 24.0 * pairs / (24.0 * pairs + (mv ? 150.0 : 220.0));
     double pos = (double)S / (double)(mv ? conv_cdiv(S, np) * np : conv_cdiv(S, 32) * 32);
     if (gain * item * pos < 1.5) return false;

@@ -149,14 +149,15 @@ static void run_path(const char *name, bool has, const char *why_not, smelt_pool
 
 /* Which convolutions a session marked bf16 runs in bf16 (kernels/conv_bf16.h:
  * conv_bf16_by_cost): on AMX or when forced every one; on vdpbf16ps only
- * where it does twice the FMA's work, and there not the gathered stem, a
- * layer whose channels padded to 32 halve the gain, nor a 3x3/1 layer that
- * fp32 Winograd does with fewer products. */
+ * where it does twice the FMA's work, and there not a 3x3/1 layer that
+ * fp32 Winograd does with fewer products nor a gathered stem of few
+ * (channel, tap) pairs. */
 static void selection(void) {
   conv2d_desc wino = geom(1, 64, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   conv2d_desc pw = geom(1, 256, 512, 14, 14, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   conv2d_desc s2 = geom(1, 128, 128, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
   conv2d_desc stem = geom(1, 3, 64, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3);
+  conv2d_desc stem3 = geom(1, 3, 32, 224, 224, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1);
   conv2d_desc thin = geom(1, 16, 64, 55, 55, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0); /* 16 channels */
   const conv2d_desc *all[] = {&wino, &pw, &s2, &stem, &thin};
   setenv("SMELT_CONV_BF16", "1", 1);
@@ -177,7 +178,10 @@ static void selection(void) {
            t, fast ? "at twice the FMA's rate" : "at the FMA's rate", conv_algo_name(a[0]), conv_algo_name(a[1]),
            conv_algo_name(a[2]), conv_algo_name(a[3]), conv_algo_name(a[4]));
     CHECK(a[0] == CONV_ALGO_WINO2 || a[0] == CONV_ALGO_WINO4);
-    CHECK(a[3] != CONV_ALGO_BF16);
+    /* the 7x7/2 stem's 147 (channel, tap) pairs on channel vectors pay;
+     * a 3x3/2 stem's 27 do not */
+    CHECK((a[3] == CONV_ALGO_BF16) == (fast && conv_bf16_mv(&stem, ISA_AVX512)));
+    CHECK(conv_select_desc(&stem3, ISA_AVX512, t, CONV_ALGO_BF16, true) != CONV_ALGO_BF16);
     /* 16 channels: padded to 32 they halve the position-vector kernel's
      * gain; the channel-vector kernel pads them to pairs, and at one
      * thread its per-item store over 8 channel pairs keeps the fp32
@@ -193,8 +197,9 @@ static void selection(void) {
  * kernel would compute many padded positions (a 7x7 plane: 64 flat
  * positions for 49, 63 for 49 under a 3x3's padded rows), position vectors
  * for few channels over a large plane (the transposed store per item then
- * costs more than the padding saves); neither on AMX, the scalar kernel or
- * the gathered form. */
+ * costs more than the padding saves) -- and for a gathered 7x7 stem, whose
+ * 147 virtual channels it pads to 148, not 160; neither on AMX or the
+ * scalar kernel. */
 static void mv_choice(void) {
   conv2d_desc c7 = geom(1, 512, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
   conv2d_desc p7 = geom(1, 2048, 512, 7, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
@@ -206,7 +211,7 @@ static void mv_choice(void) {
     return;
   }
   CHECK(conv_bf16_mv(&c7, ISA_AVX512) && conv_bf16_mv(&p7, ISA_AVX512));
-  CHECK(!conv_bf16_mv(&wide, ISA_AVX512) && !conv_bf16_mv(&stem, ISA_AVX512));
+  CHECK(!conv_bf16_mv(&wide, ISA_AVX512) && conv_bf16_mv(&stem, ISA_AVX512));
   CHECK(!conv_bf16_mv(&c7, ISA_AVX2)); /* the scalar kernel: position vectors */
   CHECK(conv2d_prepared_layout(&c7, CONV_ALGO_BF16, ISA_AVX512) != conv2d_prepared_layout(&wide, CONV_ALGO_BF16, ISA_AVX512));
   CHECK(conv_bf16_mv_np(49) == 7 && conv_bf16_mv_np(196) == 7 && conv_bf16_mv_np(3136) == 8 &&
