@@ -336,10 +336,13 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * bench/precision_peers.py; with the rule, four runs against the library
    * without it, two libraries in one process, from 0.93 to 1.14x: this VM
    * was noisy, no run slower by the fastest of 30-60) and over it faster (576 -> 96 at 14x14 1.17x, resnet50's
-   * 1024 -> 256 1.3-1.5x).  On two threads the same layers gain from bf16
-   * (the fp32 kernels share the memory bus; mobilenet_v2 with the rule was
-   * 0.93-0.96x), so there the rule above stands alone. */
-  if (gathered || (threads <= 1 && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
+   * 1024 -> 256 1.3-1.5x).  At two threads too, since the input's fill
+   * runs in one sweep and the channel-vector kernel takes the small planes
+   * (2-core Zen 4, mobilenet_v2 in the model, bf16 against fp32 per layer:
+   * 32 -> 16 at 112x112 0.53x, 16 -> 96 0.67x, 24 -> 144 at 56x56 0.80x,
+   * 32 -> 192 at 28x28 0.79-0.85x; the rule keeps those fp32; earlier
+   * kernels gained there from the fp32 kernels sharing the memory bus). */
+  if (gathered || (d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
     int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
     double pairs = mv ? (double)conv_cdiv(C, 2) : (double)(conv_cdiv(C, 32) * 16);
     double item = 24.0 * pairs / (24.0 * pairs + (mv ? 150.0 : 220.0));

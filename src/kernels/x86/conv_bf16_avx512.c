@@ -78,12 +78,39 @@ CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
   memset(o + d->OH * d->OW, 0, sizeof *o * (size_t)(j->L - d->OH * d->OW));
 }
 
+/* Channel pair q where the plane is the input as it lies (one phase, no
+ * padding, Hq x Wq = H x W: a 1x1 or unpadded stride-1 convolution): one
+ * sweep over the H W values of both channels, not a call per row (2-core
+ * Zen 4, 2 threads: mobilenet_v2's 384 -> 64 at 14x14 filled its 75 K
+ * values in ~20 us of a 50 us layer row by row). */
+CB_TARGET static void fill_plane(const cb_job *j, int64_t q) {
+  const conv2d_desc *d = j->d;
+  int64_t S = d->H * d->W;
+  uint32_t *o = j->xp + q * j->L;
+  const float *x0 = 2 * q < d->C ? j->X + 2 * q * S : NULL, *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * S : NULL;
+  if (!x0) {
+    memset(o, 0, sizeof *o * (size_t)j->L);
+    return;
+  }
+  for (int64_t c = 0; c < S; c += 16) {
+    __mmask16 m = avx512_mask(S - c);
+    __m512 v0 = _mm512_maskz_loadu_ps(m, x0 + c), v1 = x1 ? _mm512_maskz_loadu_ps(m, x1 + c) : _mm512_setzero_ps();
+    _mm512_mask_storeu_epi32(o + c, m, bf16_pairs16(v0, v1));
+  }
+  memset(o + S, 0, sizeof *o * (size_t)(j->L - S));
+}
+
 CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d;
+  bool whole = !j->taps_v && j->P == 1 && d->pt == 0 && d->pl == 0 && j->Hq == d->H && j->Wq == d->W;
   for (int64_t q = q0; q < q1; q++) {
     if (j->taps_v) {
       fill_gathered(j, q);
+      continue;
+    }
+    if (whole) {
+      fill_plane(j, q);
       continue;
     }
     const float *x0 = 2 * q < d->C ? j->X + 2 * q * d->H * d->W : NULL;
