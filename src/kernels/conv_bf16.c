@@ -90,9 +90,9 @@ bool conv_bf16_mv(const conv2d_desc *d, isa_level isa) {
   return per_output_mv(d) < per_output_pv(d);
 }
 
-int64_t conv_bf16_words(const conv2d_desc *d, isa_level isa) {
+int64_t conv_bf16_words(const conv2d_desc *d, bool mv) {
   int64_t taps = d->KH * d->KW;
-  if (conv_bf16_mv(d, isa)) return round_up(d->M, 16) * conv_cdiv(as_run(d).C, 2) * (conv_bf16_gathered(d) ? 1 : taps);
+  if (mv) return round_up(d->M, 16) * conv_cdiv(as_run(d).C, 2) * (conv_bf16_gathered(d) ? 1 : taps);
   if (conv_bf16_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
   return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
 }
@@ -140,8 +140,8 @@ static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
   }
 }
 
-void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, isa_level isa, const float *W, uint32_t *out) {
-  if (conv_bf16_mv(d, isa)) {
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, bool mv, const float *W, uint32_t *out) {
+  if (mv) {
     conv2d_desc v = as_run(d); /* the gathered form: [M][C*KH*KW] as one tap */
     pack_job j = {&v, W, out, round_up(d->M, 16), conv_cdiv(v.C, 2)};
     pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_mv_blocks, &j);
@@ -262,7 +262,7 @@ void cb_items_scalar(void *ctx, int64_t it0, int64_t it1) {
 
 /* ---- the driver ---- */
 
-smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *wts,
+smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, bool mv, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
   if (!conv_bf16_shape(d) || d->N < 0 || d->H < 1 || d->W < 1 || d->pt < 0 || d->pl < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "bf16 conv: unsupported geometry (C=%lld, group %lld)",
@@ -286,7 +286,9 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
    * output-channel block passes over it (cb_item) */
   int64_t block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * CB_BLOCK;
   j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
-  bool mv = conv_bf16_mv(d, isa);
+  bool amx = bf16dp_amx_hw(isa), vdp = !amx && bf16dp_hw(isa);
+  if (mv && !vdp)
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: weights in the channel-vector layout on a CPU without its kernel");
   if (mv) { /* the channel-vector kernel: channels in pairs, positions in blocks of np */
     j.Cq = conv_cdiv(d->C * (gathered ? j.taps_v : 1), 2), j.np = conv_bf16_mv_np(j.S);
     j.nfb = conv_cdiv(j.S, j.np), j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
@@ -311,7 +313,6 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
   j.toff = toff, j.used = used;
   /* AMX; else vdpbf16ps, channel vectors (conv_bf16_mv) or CB_VR output
    * channels x 32 positions per item; else scalar */
-  bool amx = bf16dp_amx_hw(isa), vdp = !amx && bf16dp_hw(isa);
   int64_t items = vdp && !mv ? (d->M + CB_VR - 1) / CB_VR * j.nfb : j.nmb * j.nfb;
   void (*body)(void *, int64_t, int64_t) = amx ? cb_items_amx : mv ? cb_items_mv : vdp ? cb_items_vdp : cb_items_scalar;
   for (int64_t n = 0; n < d->N; n++) {

@@ -87,15 +87,17 @@ bool conv_bf16_mv(const conv2d_desc *d, isa_level isa);
 /* The channel-vector kernel's positions per item for S output positions:
  * the np in [4, 8] with the fewest padded positions, the largest on ties. */
 int64_t conv_bf16_mv_np(int64_t S);
-/* 32-bit words of the prepared weights for d at isa. */
-int64_t conv_bf16_words(const conv2d_desc *d, isa_level isa);
-/* W [M, C, KH, KW] into the prepared form for isa (conv_bf16_words words), on pool. */
-void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, isa_level isa, const float *W, uint32_t *out);
-/* Y = conv(X, W) + B, then ep (NULL: none), with wts from conv_bf16_pack;
- * AMX where bf16dp_amx_hw(isa), else vdpbf16ps where bf16dp_hw(isa), else
- * the scalar block kernel.  Scratch: the
+/* 32-bit words of the prepared weights for d, in the channel-vector
+ * kernel's layout (mv) or the others'. */
+int64_t conv_bf16_words(const conv2d_desc *d, bool mv);
+/* W [M, C, KH, KW] into the prepared form (conv_bf16_words words), on pool. */
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, bool mv, const float *W, uint32_t *out);
+/* Y = conv(X, W) + B, then ep (NULL: none), with wts from conv_bf16_pack
+ * (mv: in the channel-vector layout, which runs only where
+ * conv_bf16_mv(d, isa) may say so); AMX where bf16dp_amx_hw(isa), else
+ * vdpbf16ps where bf16dp_hw(isa), else the scalar block kernel.  Scratch: the
  * converted copy of one image, per call.  SMELT_ERR_NOMEM when it is refused. */
-smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *wts,
+smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, bool mv, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y)
     __attribute__((warn_unused_result));
 

@@ -364,6 +364,13 @@ static smelt_status weights_over(const conv2d_desc *d, conv_algo algo, isa_level
   *w = (conv2d_weights){.algo = algo, .k = conv_kernels_get(isa), .d = *d, .data = data, .n_data = n,
                         .owns_data = owns};
   if (algo == CONV_ALGO_POINTWISE) w->pw = conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
+  if (algo == CONV_ALGO_BF16) { /* the layout the size was made for (SMELT_CONV_BF16_MV read again) */
+    w->mv = conv_bf16_mv(d, w->k->isa);
+    if (n != conv_bf16_words(d, w->mv)) {
+      free(w);
+      return err_set(SMELT_ERR_INTERNAL, "bf16 conv: the weights' layout changed while they were prepared");
+    }
+  }
   *out = w;
   return SMELT_OK;
 }
@@ -394,7 +401,7 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       est = (double)a * a * conv_cdiv(d->C, k->vl) * k->vl * conv_cdiv(d->M, k->wnr) * k->wnr;
       break;
     }
-    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d, k->isa); break; /* 32-bit words */
+    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d, conv_bf16_mv(d, k->isa)); break; /* 32-bit words */
     case CONV_ALGO_POINTWISE:
       est = (double)conv_pointwise_packed_floats(conv_pointwise_panel(k->isa, d->C, d->M, d->OH * d->OW), d->C, d->M);
       break;
@@ -450,7 +457,7 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   else if (algo == CONV_ALGO_DEPTHWISE) {
     memcpy(w->data, W, sizeof(float) * (size_t)n);
     st = conv_dw_blk_weights(w);
-  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, w->k->isa, W, (uint32_t *)w->data);
+  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, w->mv, W, (uint32_t *)w->data);
   else if (algo == CONV_ALGO_POINTWISE)
     conv_pointwise_pack(w->pw, d->C, d->M, W, w->data);
   else st = conv_wino_prepare(pool, w, W);
@@ -516,7 +523,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
     case CONV_ALGO_WINO4:
       if (!wino_shape(d)) break;
       return conv_wino_run(pool, &run, X, B, ep, Y);
-    case CONV_ALGO_BF16: return conv_bf16_run(pool, w->k->isa, d, (const uint32_t *)w->data, X, B, ep, Y);
+    case CONV_ALGO_BF16: return conv_bf16_run(pool, w->k->isa, d, w->mv, (const uint32_t *)w->data, X, B, ep, Y);
     case CONV_ALGO_POINTWISE:
       if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) break;
       /* the panels as prepared (for the plane of w->d), whatever the plane now */

@@ -222,6 +222,25 @@ static void mv_choice(void) {
   int64_t words = 0;
   CHECK_OK(conv2d_prepared_floats(&c7, CONV_ALGO_BF16, ISA_AVX512, &words));
   CHECK(words == 9 * 512 * 256); /* M padded to 16, C to pairs */
+  /* weights keep the layout they were prepared in when the choice changes
+   * before they run: both kernels sum each output in the same order, so
+   * the outputs are equal */
+  conv2d_desc s = geom(1, 40, 36, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  float X[40 * 49], W[36 * 40 * 9], Y[2][36 * 49];
+  for (size_t i = 0; i < sizeof X / sizeof *X; i++) X[i] = frand();
+  for (size_t i = 0; i < sizeof W / sizeof *W; i++) W[i] = frand();
+  conv2d_weights *w[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    setenv("SMELT_CONV_BF16_MV", k ? "1" : "0", 1);
+    CHECK_OK(conv2d_prepare(NULL, &s, CONV_ALGO_BF16, ISA_AVX512, W, &w[k]));
+  }
+  for (int k = 0; k < 2; k++) {
+    setenv("SMELT_CONV_BF16_MV", k ? "0" : "1", 1); /* the other one */
+    if (w[k]) CHECK_OK(conv2d_run_ep(NULL, &s, w[k], X, NULL, NULL, Y[k]));
+    conv2d_weights_free(w[k]);
+  }
+  unsetenv("SMELT_CONV_BF16_MV");
+  CHECK(w[0] && w[1] && !memcmp(Y[0], Y[1], sizeof Y[0]));
 }
 
 static float squeeze_in[3 * 224 * 224];
