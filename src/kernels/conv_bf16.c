@@ -86,16 +86,44 @@ static double per_output_mv(const conv2d_desc *d0) {
   return (double)(conv_cdiv(d->C, 2) * d->KH * d->KW) / 16.0 / (pos * m) + 1.0;
 }
 
-bool conv_bf16_mv(const conv2d_desc *d, isa_level isa) {
-  if (bf16dp_amx_hw(isa) || !bf16dp_hw(isa) || d->OH * d->OW < 1) return false;
-  const char *e = getenv("SMELT_CONV_BF16_MV");
-  if (e && (!strcmp(e, "0") || !strcmp(e, "1"))) return *e == '1';
-  return per_output_mv(d) < per_output_pv(d);
+/* Winograd F(2x2, 3x3): 16 products a tile of 4 outputs over channel
+ * pairs, tiles in row blocks of np (conv_bf16_mv_np of the tile columns),
+ * plus the store (2 cycles an output) and the input and output transforms,
+ * ~30 cycles a tile and input or output channel (2-core Zen 4, 1 thread,
+ * resnet50's 3x3/1 layers in the model less their products: 64 channels
+ * at 56x56 0.8 ms, 128 at 28x28 0.28, 256 at 14x14 0.21, 512 at 7x7
+ * 0.14). */
+static double per_output_wino(const conv2d_desc *d) {
+  int64_t TH = conv_cdiv(d->OH, 2), TW = conv_cdiv(d->OW, 2), np = conv_bf16_mv_np(TW);
+  double pos = (double)(d->OH * d->OW) / (double)(4 * TH * conv_cdiv(TW, np) * np);
+  double m = (double)d->M / (double)(conv_cdiv(d->M, 16) * 16);
+  return (double)(conv_cdiv(d->C, 2) * 4) / 16.0 / (pos * m) + 2.0 + 7.5 * (double)(d->C + d->M) / (double)d->M;
 }
 
-int64_t conv_bf16_words(const conv2d_desc *d, bool mv) {
+/* 3x3, stride 1, undilated, one group, not the gathered form */
+static bool wino_shape(const conv2d_desc *d) {
+  return d->KH == 3 && d->KW == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 && d->dw == 1 && !conv_bf16_gathered(d);
+}
+
+static int env_01(const char *name) {
+  const char *e = getenv(name);
+  return e && (!strcmp(e, "0") || !strcmp(e, "1")) ? *e - '0' : -1;
+}
+
+cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa) {
+  if (bf16dp_amx_hw(isa) || !bf16dp_hw(isa) || d->OH * d->OW < 1) return CB_FORM_PV;
+  int mv = env_01("SMELT_CONV_BF16_MV"), wino = env_01("SMELT_CONV_BF16_WINO");
+  if (wino == 1 && wino_shape(d)) return CB_FORM_WINO;
+  if (mv >= 0) return mv ? CB_FORM_MV : CB_FORM_PV;
+  double pv_c = per_output_pv(d), mv_c = per_output_mv(d);
+  if (wino != 0 && wino_shape(d) && per_output_wino(d) < (mv_c < pv_c ? mv_c : pv_c)) return CB_FORM_WINO;
+  return mv_c < pv_c ? CB_FORM_MV : CB_FORM_PV;
+}
+
+int64_t conv_bf16_words(const conv2d_desc *d, cb_form form) {
   int64_t taps = d->KH * d->KW;
-  if (mv) return round_up(d->M, 16) * conv_cdiv(as_run(d).C, 2) * (conv_bf16_gathered(d) ? 1 : taps);
+  if (form == CB_FORM_WINO) return 16 * round_up(d->M, 16) * conv_cdiv(d->C, 2);
+  if (form == CB_FORM_MV) return round_up(d->M, 16) * conv_cdiv(as_run(d).C, 2) * (conv_bf16_gathered(d) ? 1 : taps);
   if (conv_bf16_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
   return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
 }
@@ -143,8 +171,44 @@ static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
   }
 }
 
-void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, bool mv, const float *W, uint32_t *out) {
-  if (mv) {
+/* Winograd's U = G g G^T per (output, input) channel pair, in double,
+ * rounded once to bf16: blocks of CB_MV_BLOCK channels as the
+ * channel-vector kernel's, each [16 points][Cq][width] */
+static const double G2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+
+uint16_t conv_bf16_wino_u(const float *g, int xi) {
+  int a = xi / 4, b = xi % 4;
+  double u = 0;
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 3; k++) u += G2[a][i] * (double)g[i * 3 + k] * G2[b][k];
+  return f32_to_bf16((float)u);
+}
+
+static void pack_wino_blocks(void *ctx, int64_t b0, int64_t b1) {
+  const pack_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  for (int64_t b = b0; b < b1; b++) {
+    int64_t m0 = b * CB_MV_BLOCK, wd = j->Mp - m0 < CB_MV_BLOCK ? j->Mp - m0 : CB_MV_BLOCK;
+    uint32_t *o = j->out + m0 * 16 * j->Cq;
+    for (int xi = 0; xi < 16; xi++)
+      for (int64_t q = 0; q < j->Cq; q++, o += wd)
+        for (int64_t i = 0; i < wd; i++) {
+          int64_t m = m0 + i;
+          uint32_t lo = 0, hi = 0;
+          if (m < d->M && 2 * q < d->C) lo = conv_bf16_wino_u(j->W + (m * d->C + 2 * q) * 9, xi);
+          if (m < d->M && 2 * q + 1 < d->C) hi = conv_bf16_wino_u(j->W + (m * d->C + 2 * q + 1) * 9, xi);
+          o[i] = lo | hi << 16;
+        }
+  }
+}
+
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, cb_form form, const float *W, uint32_t *out) {
+  if (form == CB_FORM_WINO) {
+    pack_job j = {d, W, out, round_up(d->M, 16), conv_cdiv(d->C, 2)};
+    pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_wino_blocks, &j);
+    return;
+  }
+  if (form == CB_FORM_MV) {
     conv2d_desc v = as_run(d); /* the gathered form: [M][C*KH*KW] as one tap */
     pack_job j = {&v, W, out, round_up(d->M, 16), conv_cdiv(v.C, 2)};
     pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_mv_blocks, &j);
@@ -264,7 +328,7 @@ void cb_items_scalar(void *ctx, int64_t it0, int64_t it1) {
 
 /* ---- the driver ---- */
 
-smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, bool mv, const uint32_t *wts,
+smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
   if (!conv_bf16_shape(d) || d->N < 0 || d->H < 1 || d->W < 1 || d->pt < 0 || d->pl < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "bf16 conv: unsupported geometry (C=%lld, group %lld)",
@@ -289,8 +353,20 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
   int64_t block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * CB_BLOCK;
   j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
   bool amx = bf16dp_amx_hw(isa), vdp = !amx && bf16dp_hw(isa);
-  if (mv && !vdp)
-    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: weights in the channel-vector layout on a CPU without its kernel");
+  bool mv = form == CB_FORM_MV, wino = form == CB_FORM_WINO;
+  if ((mv || wino) && !vdp)
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: weights laid out for a kernel this CPU lacks");
+  if (wino && !(d->KH == 3 && d->KW == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 && d->dw == 1 && !gathered))
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: Winograd weights for a %lldx%lld convolution", (long long)d->KH,
+                   (long long)d->KW);
+  if (wino) { /* Winograd F(2x2): V per point, tile block and pair (x86/conv_bf16_wino.c) */
+    j.TW = conv_cdiv(d->OW, 2), j.Cq = conv_cdiv(d->C, 2), j.np = conv_bf16_mv_np(j.TW);
+    j.tbr = conv_cdiv(j.TW, j.np);
+    j.nfb = conv_cdiv(d->OH, 2) * j.tbr, j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
+    block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * 16 * j.np;
+    j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
+    j.P = 16, j.L = j.nfb * j.np; /* xp: [16 points][nfb blocks][Cq][np], Cq * P * L words */
+  }
   if (mv) { /* the channel-vector kernel: channels in pairs, positions in blocks of np */
     j.Cq = conv_cdiv(d->C * (gathered ? j.taps_v : 1), 2), j.np = conv_bf16_mv_np(j.S);
     j.nfb = conv_cdiv(j.S, j.np), j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
@@ -313,15 +389,20 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
       used[phase] = 1;
     }
   j.toff = toff, j.used = used;
-  /* AMX; else vdpbf16ps, channel vectors (conv_bf16_mv) or CB_VR output
-   * channels x 32 positions per item; else scalar */
-  int64_t items = vdp && !mv ? (d->M + CB_VR - 1) / CB_VR * j.nfb : j.nmb * j.nfb;
-  void (*body)(void *, int64_t, int64_t) = amx ? cb_items_amx : mv ? cb_items_mv : vdp ? cb_items_vdp : cb_items_scalar;
+  /* AMX; else vdpbf16ps: Winograd, channel vectors or CB_VR output
+   * channels x 32 positions per item (conv_bf16_form); else scalar */
+  int64_t items = vdp && !mv && !wino ? (d->M + CB_VR - 1) / CB_VR * j.nfb : j.nmb * j.nfb;
+  void (*body)(void *, int64_t, int64_t) = amx    ? cb_items_amx
+                                           : wino ? cb_items_wino
+                                           : mv   ? cb_items_mv
+                                           : vdp  ? cb_items_vdp
+                                                  : cb_items_scalar;
+  void (*fill)(void *, int64_t, int64_t) = wino ? cb_fill_wino : amx || vdp ? cb_fill_avx512 : cb_fill_scalar;
   for (int64_t n = 0; n < d->N; n++) {
     j.X = X + n * d->C * d->H * d->W;
     j.Y = Y + n * d->M * j.S;
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
-    pool_parallel_for(pool, j.Cq, 1, amx || vdp ? cb_fill_avx512 : cb_fill_scalar, &j);
+    pool_parallel_for(pool, j.Cq, 1, fill, &j);
     pool_parallel_for(pool, items, 1, body, &j);
   }
   free(toff), free(used);

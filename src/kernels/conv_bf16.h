@@ -78,26 +78,36 @@ bool conv_bf16_wanted(isa_level isa);
 bool conv_bf16_by_cost(isa_level isa);
 /* The gathered form (C < CONV_BF16_MIN_C, kernels/conv_bf16.c). */
 bool conv_bf16_gathered(const conv2d_desc *d);
-/* Whether d runs on the channel-vector kernel (x86/conv_bf16_mv.c) at isa:
- * on vdpbf16ps (bf16dp_hw, no AMX), not the gathered form, where it
- * computes fewer padded positions and channels than the position-vector
- * kernel (SMELT_CONV_BF16_MV=0 / 1 forces either, for tests and benches).
- * The prepared weights' layout follows (conv2d_prepared_layout keys it). */
-bool conv_bf16_mv(const conv2d_desc *d, isa_level isa);
+/* The kernel, and so the prepared weights' layout, d runs on at isa
+ * (conv2d_prepared_layout keys it).  On vdpbf16ps (bf16dp_hw, no AMX):
+ *   - CB_FORM_WINO, Winograd F(2x2, 3x3) (x86/conv_bf16_wino.c), for 3x3
+ *     stride-1 undilated layers: V and U rounded to bf16, so 16 products a
+ *     2x2 tile for 36 (kernels/conv_bf16.c has its error);
+ *   - CB_FORM_MV, the channel-vector kernel (x86/conv_bf16_mv.c), where it
+ *     computes fewer padded positions and channels than
+ *   - CB_FORM_PV, the position-vector kernel (x86/conv_bf16_avx512.c), the
+ *     only form on AMX and the scalar kernel.
+ * Each where it costs least per output (conv_bf16.c's per_output_*).
+ * SMELT_CONV_BF16_WINO=0 / 1 and SMELT_CONV_BF16_MV=0 / 1 force them (for
+ * tests and benches; MV=0 or 1 also turns Winograd off). */
+typedef enum { CB_FORM_PV = 0, CB_FORM_MV = 1, CB_FORM_WINO = 2 } cb_form;
+cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa);
+/* Winograd's U = G g G^T at point xi (0..15, row-major 4x4) of one 3x3
+ * kernel g (row-major), in double, rounded to bf16 once. */
+uint16_t conv_bf16_wino_u(const float *g, int xi);
 /* The channel-vector kernel's positions per item for S output positions:
  * the np in [4, 8] with the fewest padded positions, the largest on ties. */
 int64_t conv_bf16_mv_np(int64_t S);
-/* 32-bit words of the prepared weights for d, in the channel-vector
- * kernel's layout (mv) or the others'. */
-int64_t conv_bf16_words(const conv2d_desc *d, bool mv);
-/* W [M, C, KH, KW] into the prepared form (conv_bf16_words words), on pool. */
-void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, bool mv, const float *W, uint32_t *out);
+/* 32-bit words of the prepared weights for d in form's layout. */
+int64_t conv_bf16_words(const conv2d_desc *d, cb_form form);
+/* W [M, C, KH, KW] into form's layout (conv_bf16_words words), on pool. */
+void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, cb_form form, const float *W, uint32_t *out);
 /* Y = conv(X, W) + B, then ep (NULL: none), with wts from conv_bf16_pack
- * (mv: in the channel-vector layout, which runs only where
- * conv_bf16_mv(d, isa) may say so); AMX where bf16dp_amx_hw(isa), else
+ * in form's layout (the channel-vector and Winograd forms run only where
+ * conv_bf16_form(d, isa) may pick them); AMX where bf16dp_amx_hw(isa), else
  * vdpbf16ps where bf16dp_hw(isa), else the scalar block kernel.  Scratch: the
  * converted copy of one image, per call.  SMELT_ERR_NOMEM when it is refused. */
-smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, bool mv, const uint32_t *wts,
+smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y)
     __attribute__((warn_unused_result));
 

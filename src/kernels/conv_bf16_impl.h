@@ -17,7 +17,9 @@ typedef struct cb_job {
   int64_t gfb;         /* position blocks per group (cb_item) */
   int64_t taps, S;     /* KH*KW (1 in the gathered form), OH*OW */
   int64_t taps_v;      /* the gathered form (kernels/conv_bf16.c): KH*KW; else 0 */
-  int64_t np;          /* the channel-vector kernel (conv_bf16_mv): positions per item; else 0 */
+  int64_t np;          /* the channel-vector kernel (CB_FORM_MV): positions per item; Winograd:
+                        * tiles per item; else 0 */
+  int64_t TW, tbr;     /* Winograd: tile columns, item blocks per tile row */
   const int64_t *toff; /* per tap: its word offset in a channel pair's P*L words */
   const uint32_t *w;   /* [taps][Mp][Cq] */
   const uint8_t *used; /* per phase: some tap reads it (the others are left unfilled) */
@@ -72,6 +74,13 @@ void cb_items_vdp(void *ctx, int64_t it0, int64_t it1);
  * over the weights conv_bf16_pack lays out for it. */
 #define CB_MV_BLOCK 48
 void cb_items_mv(void *ctx, int64_t it0, int64_t it1);
+/* Winograd F(2x2, 3x3) (x86/conv_bf16_wino.c; call only where bf16dp_hw):
+ * the input transform of channel pairs [q0, q1) into j->xp ([16 points][nfb
+ * blocks of np tiles][Cq][np] bf16 pairs), and items of up to CB_MV_BLOCK output channels x np tiles of
+ * a tile row over the weights conv_bf16_pack lays out for it. */
+void cb_fill_wino(void *ctx, int64_t q0, int64_t q1);
+void cb_items_wino(void *ctx, int64_t it0, int64_t it1);
+
 /* The AMX driver (x86/conv_bf16_amx.c; call only where bf16dp_amx_hw):
  * items of CB_BLOCK output channels. */
 void cb_items_amx(void *ctx, int64_t it0, int64_t it1);

@@ -17,8 +17,8 @@ struct conv2d_weights {
   float *blk;      /* depthwise: the weights as [C/vl blocks][taps][vl], 0-padded, for the
                     * blocked form (made from data at prepare/wrap, not saved); NULL: none */
   int pw;          /* pointwise: output channels per packed panel (conv_pointwise_panel for d) */
-  bool mv;         /* bf16: laid out for the channel-vector kernel (conv_bf16_mv for d, decided
-                    * once, where the size is: prepared_size) */
+  int form;        /* bf16: the layout it was packed in (a cb_form: conv_bf16_form for d,
+                    * decided where the size is) */
 };
 
 /* Makes w->blk for a depthwise w (nothing for other algorithms or vl 1). */

@@ -218,12 +218,24 @@ static double cm_wino(const conv2d_desc *d, const cm_ctx *c, int m) {
  * bf16 weights and the converted input (written, then read back).  The
  * position-vector kernel computes blocks of CB_VR output channels x 32
  * flat positions (row padding Wq included) over the channels padded to
- * 32; the channel-vector one (conv_bf16_mv) 16-channel vectors x blocks of
- * np positions over channel pairs. */
+ * 32; the channel-vector one (CB_FORM_MV) 16-channel vectors x blocks of
+ * np positions over channel pairs; Winograd F(2x2) (CB_FORM_WINO) 16
+ * products a 2x2 tile on the same tile, plus its transforms. */
 static double cm_bf16(const conv2d_desc *d, const cm_ctx *c) {
   int64_t Wq = d->OW + (d->KW - 1) * d->dw / d->sw, Hq = d->OH + (d->KH - 1) * d->dh / d->sh;
   int64_t cp = conv_cdiv(d->C, 32) * 32, taps = d->KH * d->KW, S = d->OH * d->OW;
-  bool mv = conv_bf16_mv(d, c->k->isa);
+  cb_form form = conv_bf16_form(d, c->k->isa);
+  if (form == CB_FORM_WINO) {
+    int64_t TH = conv_cdiv(d->OH, 2), TW = conv_cdiv(d->OW, 2), np = conv_bf16_mv_np(TW);
+    double cp2 = (double)(conv_cdiv(d->C, 2) * 2), mp = (double)(conv_cdiv(d->M, 16) * 16), T = (double)(TH * TW);
+    double flops = 2.0 * d->N * 16 * (double)(TH * conv_cdiv(TW, np) * np) * cp2 * mp;
+    /* the input and output transforms: ~8 ns a tile and input or output
+     * channel on a 2-core Zen 4 (kernels/conv_bf16.c: per_output_wino) */
+    double tf = (double)d->N * T * (cp2 + mp) * 100;
+    double bytes = 2.0 * 16 * mp * cp2 + 2.0 * 2 * d->N * 16 * T * cp2 + 4.0 * d->N * d->C * d->H * d->W;
+    return flops / (c->rate * 2.0 * 0.8) + tf / (c->rate * 0.25) + bytes / c->bw + CM_CALL;
+  }
+  bool mv = form == CB_FORM_MV;
   double mp = mv ? (double)(conv_cdiv(d->M, 16) * 16) : (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
   double pos = mv ? (double)(conv_cdiv(S, conv_bf16_mv_np(S)) * conv_bf16_mv_np(S))
                   : (double)(conv_cdiv(d->OH * Wq, 32) * 32);
@@ -315,7 +327,8 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * resnet50's 3 -> 64 7x7/2 stem (147 virtual channels) 1.95 ms in bf16
    * against 2.48-2.50 in fp32 (position vectors 2.64), mobilenet_v2's 3 ->
    * 32 3x3/2 (27) 0.53 against 0.37 at 1 thread, 0.33 against 0.24 at 2 */
-  bool gathered = conv_bf16_gathered(d), mv = conv_bf16_mv(d, conv2d_kernel_isa(isa));
+  cb_form form = conv_bf16_form(d, conv2d_kernel_isa(isa));
+  bool gathered = conv_bf16_gathered(d), mv = form == CB_FORM_MV || form == CB_FORM_WINO;
   if (gathered && !mv) return false;
   int64_t C = gathered ? d->C * d->KH * d->KW : d->C;
   /* twice the rate, less the zero channels (C padded to 32) and output
@@ -364,9 +377,9 @@ static smelt_status weights_over(const conv2d_desc *d, conv_algo algo, isa_level
   *w = (conv2d_weights){.algo = algo, .k = conv_kernels_get(isa), .d = *d, .data = data, .n_data = n,
                         .owns_data = owns};
   if (algo == CONV_ALGO_POINTWISE) w->pw = conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
-  if (algo == CONV_ALGO_BF16) { /* the layout the size was made for (SMELT_CONV_BF16_MV read again) */
-    w->mv = conv_bf16_mv(d, w->k->isa);
-    if (n != conv_bf16_words(d, w->mv)) {
+  if (algo == CONV_ALGO_BF16) { /* the layout the size was made for (the SMELT_CONV_BF16_* forcing read again) */
+    w->form = (int)conv_bf16_form(d, w->k->isa);
+    if (n != conv_bf16_words(d, (cb_form)w->form)) {
       free(w);
       return err_set(SMELT_ERR_INTERNAL, "bf16 conv: the weights' layout changed while they were prepared");
     }
@@ -401,7 +414,7 @@ static smelt_status prepared_size(const conv2d_desc *d, conv_algo algo, const co
       est = (double)a * a * conv_cdiv(d->C, k->vl) * k->vl * conv_cdiv(d->M, k->wnr) * k->wnr;
       break;
     }
-    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d, conv_bf16_mv(d, k->isa)); break; /* 32-bit words */
+    case CONV_ALGO_BF16: est = (double)conv_bf16_words(d, conv_bf16_form(d, k->isa)); break; /* 32-bit words */
     case CONV_ALGO_POINTWISE:
       est = (double)conv_pointwise_packed_floats(conv_pointwise_panel(k->isa, d->C, d->M, d->OH * d->OW), d->C, d->M);
       break;
@@ -422,8 +435,8 @@ int64_t conv2d_prepared_layout(const conv2d_desc *d, conv_algo algo, isa_level i
     case CONV_ALGO_WINO4: return (int64_t)k->vl << 16 | k->wnr;
     /* revision 2: the panel width follows the plane (conv_pointwise_panel) */
     case CONV_ALGO_POINTWISE: return (int64_t)2 << 32 | conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
-    /* the channel-vector kernel's block-major weights (conv_bf16_mv) */
-    case CONV_ALGO_BF16: return conv_bf16_mv(d, k->isa) ? 1 : 0;
+    /* the form's layout: position-vector 0, channel-vector 1, Winograd 2 (conv_bf16_form) */
+    case CONV_ALGO_BF16: return (int64_t)conv_bf16_form(d, k->isa);
     default: return 0;
   }
 }
@@ -457,7 +470,7 @@ smelt_status conv2d_prepare(smelt_pool *pool, const conv2d_desc *d, conv_algo al
   else if (algo == CONV_ALGO_DEPTHWISE) {
     memcpy(w->data, W, sizeof(float) * (size_t)n);
     st = conv_dw_blk_weights(w);
-  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, w->mv, W, (uint32_t *)w->data);
+  } else if (algo == CONV_ALGO_BF16) conv_bf16_pack(pool, d, (cb_form)w->form, W, (uint32_t *)w->data);
   else if (algo == CONV_ALGO_POINTWISE)
     conv_pointwise_pack(w->pw, d->C, d->M, W, w->data);
   else st = conv_wino_prepare(pool, w, W);
@@ -523,7 +536,7 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
     case CONV_ALGO_WINO4:
       if (!wino_shape(d)) break;
       return conv_wino_run(pool, &run, X, B, ep, Y);
-    case CONV_ALGO_BF16: return conv_bf16_run(pool, w->k->isa, d, w->mv, (const uint32_t *)w->data, X, B, ep, Y);
+    case CONV_ALGO_BF16: return conv_bf16_run(pool, w->k->isa, d, (cb_form)w->form, (const uint32_t *)w->data, X, B, ep, Y);
     case CONV_ALGO_POINTWISE:
       if (!conv2d_supports(d, CONV_ALGO_POINTWISE)) break;
       /* the panels as prepared (for the plane of w->d), whatever the plane now */

@@ -214,8 +214,11 @@ smelt_status conv_route_fast_run(const conv_kernel *k, const conv_query *q, cons
 
 void conv_route_fast_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
   (void)a;
-  bool mv = k->algo == CONV_ALGO_BF16 && conv_bf16_mv(&q->d, conv2d_kernel_isa(q->isa));
-  snprintf(buf, n, "%s%s", conv_algo_desc(k->algo, q->isa), mv ? ", output channels along the vector" : "");
+  cb_form f = k->algo == CONV_ALGO_BF16 ? conv_bf16_form(&q->d, conv2d_kernel_isa(q->isa)) : CB_FORM_PV;
+  snprintf(buf, n, "%s%s", conv_algo_desc(k->algo, q->isa),
+           f == CB_FORM_WINO ? ", Winograd F(2x2,3x3) (x86/conv_bf16_wino.c)"
+           : f == CB_FORM_MV ? ", output channels along the vector"
+                             : "");
 }
 
 /* ---- the strided 1x1 over its subsampled input ---- */

@@ -48,6 +48,40 @@ static double max_err;
 static float bf(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 
 static isa_level path_isa; /* the level the weights are prepared for: it picks the path */
+static long n_wino;        /* outputs checked against the Winograd reference */
+
+/* The Winograd F(2x2, 3x3) form's output (n, m, oh, ow) before bias,
+ * residual and clamp, in double over the same bf16 points the kernel
+ * rounds: V = B^T d B per channel in float (columns, then rows, the
+ * kernel's order), U = conv_bf16_wino_u; *mag gets sum |A coefficient V U|
+ * over the terms. */
+static double wino_ref(const conv2d_desc *d, const float *X, const float *W, int64_t n, int64_t m, int64_t oh,
+                       int64_t ow, double *mag) {
+  static const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+  int64_t ty = oh / 2, tx = ow / 2, a = oh % 2, b = ow % 2;
+  double y = 0;
+  *mag = 0;
+  for (int64_t c = 0; c < d->C; c++) {
+    float p[4][4], u[4][4], v[4][4];
+    for (int r = 0; r < 4; r++)
+      for (int k = 0; k < 4; k++) {
+        int64_t ih = 2 * ty + r - d->pt, iw = 2 * tx + k - d->pl;
+        p[r][k] = ih >= 0 && ih < d->H && iw >= 0 && iw < d->W ? X[((n * d->C + c) * d->H + ih) * d->W + iw] : 0.f;
+      }
+    for (int r = 0; r < 4; r++)
+      u[r][0] = p[r][0] - p[r][2], u[r][1] = p[r][1] + p[r][2], u[r][2] = p[r][2] - p[r][1], u[r][3] = p[r][1] - p[r][3];
+    for (int k = 0; k < 4; k++)
+      v[0][k] = u[0][k] - u[2][k], v[1][k] = u[1][k] + u[2][k], v[2][k] = u[2][k] - u[1][k], v[3][k] = u[1][k] - u[3][k];
+    for (int r = 0; r < 4; r++)
+      for (int s = 0; s < 4; s++) {
+        double co = AT[a][r] * AT[b][s];
+        if (co == 0) continue;
+        double t = co * bf(v[r][s]) * bf16_to_f32(conv_bf16_wino_u(W + (m * d->C + c) * 9, r * 4 + s));
+        y += t, *mag += fabs(t);
+      }
+  }
+  return y;
+}
 
 static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool clamp) {
   int64_t taps = d.KH * d.KW, S = d.OH * d.OW;
@@ -67,6 +101,7 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool
   conv2d_epilogue ep = {res_on ? R : NULL, clamp ? -0.25f : -INFINITY, clamp ? 0.5f : INFINITY};
   CHECK_OK(conv2d_run_ep(pool, &d, w, X, bias_on ? Bv : NULL, &ep, Y));
   conv2d_weights_free(w);
+  bool wino = conv_bf16_form(&d, path_isa) == CB_FORM_WINO;
   for (int64_t n = 0; n < d.N; n++)
     for (int64_t m = 0; m < d.M; m++)
       for (int64_t oh = 0; oh < d.OH; oh++)
@@ -82,10 +117,24 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool
                 acc += p, mag += fabs(p);
               }
           size_t yi = (size_t)(((n * d.M + m) * d.OH + oh) * d.OW + ow);
-          if (bias_on) acc += Bv[m], mag += fabs(Bv[m]);
-          if (res_on) acc += R[yi], mag += fabs(R[yi]);
+          double extra = (bias_on ? Bv[m] : 0) + (res_on ? R[yi] : 0);
+          double extra_mag = (bias_on ? fabs(Bv[m]) : 0) + (res_on ? fabs(R[yi]) : 0);
+          acc += extra, mag += extra_mag;
           if (clamp) acc = acc < -0.25 ? -0.25 : acc > 0.5 ? 0.5 : acc;
           double e = fabs(Y[yi] - acc), tol = 2.0 * (double)(d.C * taps / 2 + 2) * 0x1p-24 * mag + 1e-30;
+          if (wino) {
+            /* against the exact convolution only coarsely (bf16 V and U:
+             * 2^-6 of sum |w x|, a wrong sign or point is far past it),
+             * then tightly against the reference over the same rounded V
+             * and U: fp32 sums over the channel pairs and the transform */
+            double wm, wy = wino_ref(&d, X, W, n, m, oh, ow, &wm) + extra;
+            if (clamp) wy = wy < -0.25 ? -0.25 : wy > 0.5 ? 0.5 : wy;
+            if (!(e <= 0x1p-6 * mag + 1e-30) && n_bad++ < 8)
+              fprintf(stderr, "winograd: y[%lld][%lld][%lld][%lld] %.9g, exact %.9g\n", (long long)n, (long long)m,
+                      (long long)oh, (long long)ow, Y[yi], acc);
+            acc = wy, e = fabs(Y[yi] - wy), tol = 2.0 * (double)(d.C / 2 + 12) * 0x1p-24 * (wm + extra_mag) + 1e-30;
+            n_wino++;
+          }
           n_values++;
           if (e > max_err) max_err = e;
           if (!(e <= tol) && n_bad++ < 8)
@@ -120,6 +169,10 @@ static void shapes(smelt_pool *pool3) {
       /* an unpadded stride-1 plane filled in one sweep, an odd channel count
        * (a pair with no high half, pairs with neither past C) */
       geom(1, 33, 20, 9, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0),
+      /* 7x41 outputs: Winograd's 21 tile columns in blocks of 7, one of
+       * them across the fill's 16-tile chunks; a half last tile row and
+       * column */
+      geom(1, 24, 20, 7, 41, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       /* 2x2 outputs: the channel-vector kernel's np = 4, channel blocks 48 + 16 */
       geom(1, 40, 50, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       /* more position blocks than one group of items holds (cb_item: 16
@@ -144,10 +197,10 @@ static void run_path(const char *name, bool has, const char *why_not, smelt_pool
     return;
   }
   long before = n_bad;
-  n_values = 0, max_err = 0;
+  n_values = 0, n_wino = 0, max_err = 0;
   shapes(pool);
-  printf("%s: %ld values, %ld past the tolerance; largest difference %.3g\n", name, n_values, n_bad - before,
-         max_err);
+  printf("%s: %ld values (%ld on Winograd), %ld past the tolerance; largest difference %.3g\n", name, n_values,
+         n_wino, n_bad - before, max_err);
 }
 
 /* Which convolutions a session marked bf16 runs in bf16 (kernels/conv_bf16.h:
@@ -183,7 +236,7 @@ static void selection(void) {
     CHECK(a[0] == CONV_ALGO_WINO2 || a[0] == CONV_ALGO_WINO4);
     /* the 7x7/2 stem's 147 (channel, tap) pairs on channel vectors pay;
      * a 3x3/2 stem's 27 do not */
-    CHECK((a[3] == CONV_ALGO_BF16) == (fast && conv_bf16_mv(&stem, ISA_AVX512)));
+    CHECK((a[3] == CONV_ALGO_BF16) == (fast && conv_bf16_form(&stem, ISA_AVX512) == CB_FORM_MV));
     CHECK(conv_select_desc(&stem3, ISA_AVX512, t, CONV_ALGO_BF16, true) != CONV_ALGO_BF16);
     /* 16 channels: padded to 32 they halve the position-vector kernel's
      * gain; the channel-vector kernel pads them to pairs, but its per-item
@@ -194,53 +247,75 @@ static void selection(void) {
   }
 }
 
-/* Which vdpbf16ps kernel a shape gets (conv_bf16_mv), and that the
+/* Which vdpbf16ps kernel a shape gets (conv_bf16_form), and that the
  * prepared weights' layout follows it into the cache key
- * (conv2d_prepared_layout): channel vectors where the position-vector
- * kernel would compute many padded positions (a 7x7 plane: 64 flat
- * positions for 49, 63 for 49 under a 3x3's padded rows), position vectors
- * for few channels over a large plane (the transposed store per item then
- * costs more than the padding saves) -- and for a gathered 7x7 stem, whose
- * 147 virtual channels it pads to 148, not 160; neither on AMX or the
- * scalar kernel. */
-static void mv_choice(void) {
+ * (conv2d_prepared_layout): Winograd F(2x2) for 3x3 stride-1 layers where
+ * it does fewer products a output; channel vectors where the
+ * position-vector kernel would compute many padded positions (a 7x7 plane:
+ * 64 flat positions for 49), position vectors for few channels over a
+ * large plane (the transposed store per item then costs more than the
+ * padding saves) -- and channel vectors for a gathered 7x7 stem, whose 147
+ * virtual channels they pad to 148, not 160; only position vectors on AMX
+ * or the scalar kernel. */
+static void form_choice(void) {
   conv2d_desc c7 = geom(1, 512, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+  conv2d_desc s7 = geom(1, 512, 512, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1); /* strided: no Winograd */
   conv2d_desc p7 = geom(1, 2048, 512, 7, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   conv2d_desc wide = geom(1, 64, 256, 56, 56, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0);
   conv2d_desc stem = geom(1, 3, 64, 224, 224, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3);
   if (!bf16dp_hw(ISA_AVX512) || bf16dp_amx_hw(ISA_AVX512)) {
-    printf("channel-vector choice: not this CPU\n");
-    CHECK(!conv_bf16_mv(&c7, ISA_AVX512));
+    printf("kernel form choice: not this CPU\n");
+    CHECK(conv_bf16_form(&c7, ISA_AVX512) == CB_FORM_PV);
     return;
   }
-  CHECK(conv_bf16_mv(&c7, ISA_AVX512) && conv_bf16_mv(&p7, ISA_AVX512));
-  CHECK(!conv_bf16_mv(&wide, ISA_AVX512) && conv_bf16_mv(&stem, ISA_AVX512));
-  CHECK(!conv_bf16_mv(&c7, ISA_AVX2)); /* the scalar kernel: position vectors */
-  CHECK(conv2d_prepared_layout(&c7, CONV_ALGO_BF16, ISA_AVX512) != conv2d_prepared_layout(&wide, CONV_ALGO_BF16, ISA_AVX512));
+  CHECK(conv_bf16_form(&c7, ISA_AVX512) == CB_FORM_WINO);
+  CHECK(conv_bf16_form(&s7, ISA_AVX512) == CB_FORM_MV && conv_bf16_form(&p7, ISA_AVX512) == CB_FORM_MV);
+  CHECK(conv_bf16_form(&wide, ISA_AVX512) == CB_FORM_PV && conv_bf16_form(&stem, ISA_AVX512) == CB_FORM_MV);
+  CHECK(conv_bf16_form(&c7, ISA_AVX2) == CB_FORM_PV); /* the scalar kernel */
+  setenv("SMELT_CONV_BF16_WINO", "0", 1);
+  CHECK(conv_bf16_form(&c7, ISA_AVX512) == CB_FORM_MV);
+  setenv("SMELT_CONV_BF16_WINO", "1", 1);
+  CHECK(conv_bf16_form(&p7, ISA_AVX512) == CB_FORM_MV); /* a 1x1: no Winograd */
+  unsetenv("SMELT_CONV_BF16_WINO");
+  int64_t lay[3] = {conv2d_prepared_layout(&wide, CONV_ALGO_BF16, ISA_AVX512),
+                    conv2d_prepared_layout(&p7, CONV_ALGO_BF16, ISA_AVX512),
+                    conv2d_prepared_layout(&c7, CONV_ALGO_BF16, ISA_AVX512)};
+  CHECK(lay[0] != lay[1] && lay[1] != lay[2] && lay[0] != lay[2]);
   CHECK(conv_bf16_mv_np(49) == 7 && conv_bf16_mv_np(196) == 7 && conv_bf16_mv_np(3136) == 8 &&
         conv_bf16_mv_np(4) == 4 && conv_bf16_mv_np(30) == 6 && conv_bf16_mv_np(50) == 5);
   int64_t words = 0;
+  CHECK_OK(conv2d_prepared_floats(&p7, CONV_ALGO_BF16, ISA_AVX512, &words));
+  CHECK(words == 512 * 1024); /* M padded to 16, C to pairs */
   CHECK_OK(conv2d_prepared_floats(&c7, CONV_ALGO_BF16, ISA_AVX512, &words));
-  CHECK(words == 9 * 512 * 256); /* M padded to 16, C to pairs */
+  CHECK(words == 16 * 512 * 256); /* 16 Winograd points */
   /* weights keep the layout they were prepared in when the choice changes
-   * before they run: both kernels sum each output in the same order, so
-   * the outputs are equal */
+   * before they run: the position- and channel-vector kernels sum each
+   * output in the same order, so the outputs are equal; Winograd's, made
+   * under the forcing, still runs as Winograd without it */
   conv2d_desc s = geom(1, 40, 36, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
-  float X[40 * 49], W[36 * 40 * 9], Y[2][36 * 49];
+  float X[40 * 49], W[36 * 40 * 9], Y[3][36 * 49];
   for (size_t i = 0; i < sizeof X / sizeof *X; i++) X[i] = frand();
   for (size_t i = 0; i < sizeof W / sizeof *W; i++) W[i] = frand();
-  conv2d_weights *w[2] = {NULL, NULL};
-  for (int k = 0; k < 2; k++) {
-    setenv("SMELT_CONV_BF16_MV", k ? "1" : "0", 1);
+  conv2d_weights *w[3] = {NULL, NULL, NULL};
+  const char *var[3] = {"SMELT_CONV_BF16_MV", "SMELT_CONV_BF16_MV", "SMELT_CONV_BF16_WINO"};
+  for (int k = 0; k < 3; k++) {
+    setenv(var[k], k == 0 ? "0" : "1", 1);
     CHECK_OK(conv2d_prepare(NULL, &s, CONV_ALGO_BF16, ISA_AVX512, W, &w[k]));
+    unsetenv(var[k]);
   }
-  for (int k = 0; k < 2; k++) {
-    setenv("SMELT_CONV_BF16_MV", k ? "0" : "1", 1); /* the other one */
+  for (int k = 0; k < 3; k++) {
+    setenv("SMELT_CONV_BF16_MV", k == 1 ? "0" : "1", 1); /* another one */
     if (w[k]) CHECK_OK(conv2d_run_ep(NULL, &s, w[k], X, NULL, NULL, Y[k]));
     conv2d_weights_free(w[k]);
   }
   unsetenv("SMELT_CONV_BF16_MV");
-  CHECK(w[0] && w[1] && !memcmp(Y[0], Y[1], sizeof Y[0]));
+  CHECK(w[0] && w[1] && w[2] && !memcmp(Y[0], Y[1], sizeof Y[0]));
+  double worst = 0, scale = 0;
+  for (int i = 0; i < 36 * 49; i++) {
+    double e = fabs((double)Y[2][i] - Y[0][i]);
+    worst = e > worst ? e : worst, scale = fabs(Y[0][i]) > scale ? fabs(Y[0][i]) : scale;
+  }
+  CHECK(worst > 0 && worst < 0.02 * scale); /* Winograd's own rounding, not the direct sums */
 }
 
 static float squeeze_in[3 * 224 * 224];
@@ -314,8 +389,11 @@ int main(void) {
   setenv("SMELT_CONV_BF16_MV", "1", 1);
   run_path("vdpbf16ps, channel vectors", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
   unsetenv("SMELT_CONV_BF16_MV");
+  setenv("SMELT_CONV_BF16_WINO", "1", 1); /* every 3x3 stride-1 shape */
+  run_path("vdpbf16ps, Winograd where it applies", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  unsetenv("SMELT_CONV_BF16_WINO");
   run_path("vdpbf16ps, either by shape", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
-  mv_choice();
+  form_choice();
   unsetenv("SMELT_AMX");
   run_path("AMX", bf16dp_amx_hw(ISA_AVX512), "this CPU/OS offers no AMX", pool3);
   CHECK(n_bad == 0);

@@ -14,37 +14,7 @@
 
 #include "kernels/x86/avx512_tile.h"
 #include "kernels/x86/bf16_pairs.h"
-
-#define CB_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-
-/* 16 values of one input row for columns c .. c+15 of a plane row: lane k
- * is column (c + k) sw + off of x (0 outside [0, W), or everywhere when x
- * is NULL); contiguous masked loads for sw 1, two loads and the even lanes
- * for sw 2, gathers otherwise.  The masked-off lanes are not read. */
-CB_TARGET static inline __m512 row_lanes(const float *x, int64_t W, int64_t sw, int64_t off, int64_t c) {
-  if (!x) return _mm512_setzero_ps();
-  int64_t s0 = c * sw + off; /* input column of lane 0 */
-  if (sw == 1) {
-    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 16 ? W - s0 : 16;
-    __mmask16 m = hi > lo ? (__mmask16)(avx512_mask(hi) & ~avx512_mask(lo)) : 0;
-    return m ? _mm512_maskz_loadu_ps(m, x + s0) : _mm512_setzero_ps();
-  }
-  if (sw == 2) { /* columns s0, s0 + 2, ..., s0 + 30: two masked loads and the even lanes of both */
-    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 32 ? W - s0 : 32;
-    if (hi <= lo) return _mm512_setzero_ps();
-    __mmask16 m0 = (__mmask16)(avx512_mask(hi) & ~avx512_mask(lo));
-    __mmask16 m1 = (__mmask16)(avx512_mask(hi - 16) & ~avx512_mask(lo - 16));
-    __m512 a = m0 ? _mm512_maskz_loadu_ps(m0, x + s0) : _mm512_setzero_ps();
-    __m512 b = m1 ? _mm512_maskz_loadu_ps(m1, x + s0 + 16) : _mm512_setzero_ps();
-    return _mm512_permutex2var_ps(a, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b);
-  }
-  __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
-                                 _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                                    _mm512_set1_epi32((int)sw)));
-  __mmask16 m = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512()) &
-                _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32((int)W));
-  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x, 4);
-}
+#include "kernels/x86/conv_bf16_x86.h"
 
 /* Wq words of a plane row: the pairs of rows x0 (low halves) and x1 (high),
  * each with its own column offset (NULL: zeros). */

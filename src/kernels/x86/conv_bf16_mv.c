@@ -27,50 +27,15 @@
 #include <immintrin.h>
 
 #include "kernels/x86/avx512_tile.h"
+#include "kernels/x86/conv_bf16_x86.h"
 
-#define MV_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-#define MV_INLINE static inline __attribute__((always_inline)) MV_TARGET
 #define AS_BH(v) ((__m512bh)(v))
 #define NP_MAX 8
-
-/* 16 channels from m0 (rows past M dropped) by positions y0 .. y0 + npv - 1
- * of Y from r[p] (position p's 16 channels, bias added; p < 8): an 8 x 16
- * transpose in registers (unpack, shuffle, two-source permute), then per
- * channel its npv outputs as one masked 8-lane store, the residual added
- * and the clamp applied (max(lo, v) then min(hi, v): NaN passes through). */
-MV_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t y0, int64_t npv) {
-  __m512 t[8], u[8];
-  for (int h = 0; h < 2; h++) { /* positions 4h .. 4h + 3 */
-    const __m512 *q = r + 4 * h;
-    t[0] = _mm512_unpacklo_ps(q[0], q[1]), t[1] = _mm512_unpackhi_ps(q[0], q[1]);
-    t[2] = _mm512_unpacklo_ps(q[2], q[3]), t[3] = _mm512_unpackhi_ps(q[2], q[3]);
-    /* u[4h + i], 128-bit lane k: channel 4k + i at the four positions */
-    u[4 * h + 0] = _mm512_shuffle_ps(t[0], t[2], 0x44), u[4 * h + 1] = _mm512_shuffle_ps(t[0], t[2], 0xee);
-    u[4 * h + 2] = _mm512_shuffle_ps(t[1], t[3], 0x44), u[4 * h + 3] = _mm512_shuffle_ps(t[1], t[3], 0xee);
-  }
-  const __m512i lo_ix = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
-  const __m512i hi_ix = _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8);
-  const __mmask8 mk = (__mmask8)((1u << npv) - 1);
-  const __m256 lo = _mm256_set1_ps(j->lo), hi = _mm256_set1_ps(j->hi);
-  for (int i = 0; i < 4; i++) {
-    /* channels i, 4 + i (a) and 8 + i, 12 + i (b), eight positions each */
-    __m512 a = _mm512_permutex2var_ps(u[i], lo_ix, u[4 + i]), b = _mm512_permutex2var_ps(u[i], hi_ix, u[4 + i]);
-    __m256 v[4] = {_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(b),
-                   _mm512_extractf32x8_ps(b, 1)};
-    for (int k = 0; k < 4; k++) {
-      int64_t m = m0 + i + 4 * k;
-      if (m >= j->d->M) continue;
-      __m256 x = v[k];
-      if (j->res) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mk, j->res + m * j->S + y0));
-      _mm256_mask_storeu_ps(j->Y + m * j->S + y0, mk, _mm256_min_ps(hi, _mm256_max_ps(lo, x)));
-    }
-  }
-}
 
 /* One item: NM zmm of output channels from m0 (weights wb, block width
  * 16 NM) by NP positions at flat offsets off[] (NP a constant at each
  * call, so the loops unroll into registers). */
-MV_INLINE void mv_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int NP, int64_t m0,
+CB_INLINE void mv_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int NP, int64_t m0,
                        int64_t y0, int64_t npv) {
   __m512 c[NP_MAX][3];
 #pragma GCC unroll 8
@@ -113,20 +78,20 @@ MV_INLINE void mv_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, 
     default: mv_tile(j, wb, off, NM, 8, m0, y0, npv); break;                     \
   }
 
-MV_TARGET static void mv_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+CB_TARGET static void mv_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
                              int64_t y0, int64_t npv) {
   MV_NP_CASES(1)
 }
-MV_TARGET static void mv_nm2(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+CB_TARGET static void mv_nm2(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
                              int64_t y0, int64_t npv) {
   MV_NP_CASES(2)
 }
-MV_TARGET static void mv_nm3(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+CB_TARGET static void mv_nm3(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
                              int64_t y0, int64_t npv) {
   MV_NP_CASES(3)
 }
 
-MV_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
+CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d;
   int64_t Mp = conv_cdiv(d->M, 16) * 16;

@@ -1,0 +1,210 @@
+/* bf16 Winograd F(2x2, 3x3) for CPUs with AVX512_BF16 and no AMX
+ * (kernels/conv_bf16.h: CB_FORM_WINO), for 3x3 stride-1 undilated layers:
+ *
+ *   V = B^T d B per 4x4 input patch (stride 2) and channel, in fp32, then
+ *       rounded to bf16 in channel pairs: j->xp is [16 points][item blocks
+ *       of np tiles][Cq][np], so an item reads its tiles' pairs front to
+ *       back (laid [Cq][16][tiles], a step of q jumped 16 planes: a new
+ *       page per step at 56x56, and the kernel ran at a third of this);
+ *   U = G g G^T per (output, input) channel pair, rounded to bf16 once
+ *       (kernels/conv_bf16.c packs it, blocks of 48 output channels as the
+ *       channel-vector kernel's, [16 points][Cq][width] each);
+ *   O[xi] = sum over pairs of V[xi] U[xi] with vdpbf16ps, fp32 sums;
+ *   Y = A^T O A per tile, plus the bias, then the epilogue.
+ *
+ * 16 products a 2x2 tile for direct's 36, at vdpbf16ps' twice-fp32 rate.
+ * An item is up to 48 output channels (NM = 1..3 zmm) x np tiles of one tile
+ * row: per point, the channel-vector kernel's loop (NM weight loads and np
+ * broadcasts a pair), its sums kept in a 16-point block in L1; then per 16
+ * channels the output transform and the transposed store of x86/
+ * conv_bf16_x86.h (mv_store16), 8 positions of an output row at a time.
+ *
+ * Accuracy: V and U are rounded to bf16 (2^-9 relative each) where direct
+ * bf16 rounds x and w; V sums up to 4 inputs and U up to 9 weights / 4, and
+ * Y sums 9 point products with signs, so the error against the exact
+ * convolution is a few times direct bf16's (resnet50 at precision bf16:
+ * output cosine to fp32 0.99999 either way, top-1 64/64 of 64 inputs).
+ * The unit test holds it to a double-precision reference over the same
+ * rounded V and U (tests/unit/test_conv_bf16.c). */
+#include "kernels/conv_bf16_impl.h"
+
+#include "kernels/conv_internal.h"
+#include "kernels/gemm_kernels.h" /* SMELT_X86 */
+
+#if defined(SMELT_X86) && defined(__x86_64__)
+#include <immintrin.h>
+
+#include "kernels/x86/avx512_tile.h"
+#include "kernels/x86/bf16_pairs.h"
+#include "kernels/x86/conv_bf16_x86.h"
+
+#define AS_BH(v) ((__m512bh)(v))
+#define NP_MAX 8
+
+/* V at the 16 points for 16 tiles of tile row ty from tile column tx0, one
+ * channel x (NULL: zeros); columns (B's) first, then rows, in the order the
+ * unit test's reference keeps. */
+CB_INLINE void wino_v16(const cb_job *j, const float *x, int64_t ty, int64_t tx0, __m512 *v) {
+  const conv2d_desc *d = j->d;
+  __m512 u[4][4];
+  for (int r = 0; r < 4; r++) {
+    int64_t row = 2 * ty + r - d->pt;
+    if (!x || row < 0 || row >= d->H) {
+      for (int k = 0; k < 4; k++) u[r][k] = _mm512_setzero_ps();
+      continue;
+    }
+    const float *xr = x + row * d->W;
+    __m512 d0 = row_lanes(xr, d->W, 2, 0 - d->pl, tx0), d1 = row_lanes(xr, d->W, 2, 1 - d->pl, tx0);
+    __m512 d2 = row_lanes(xr, d->W, 2, 2 - d->pl, tx0), d3 = row_lanes(xr, d->W, 2, 3 - d->pl, tx0);
+    u[r][0] = _mm512_sub_ps(d0, d2), u[r][1] = _mm512_add_ps(d1, d2);
+    u[r][2] = _mm512_sub_ps(d2, d1), u[r][3] = _mm512_sub_ps(d1, d3);
+  }
+  for (int k = 0; k < 4; k++) {
+    v[0 * 4 + k] = _mm512_sub_ps(u[0][k], u[2][k]), v[1 * 4 + k] = _mm512_add_ps(u[1][k], u[2][k]);
+    v[2 * 4 + k] = _mm512_sub_ps(u[2][k], u[1][k]), v[3 * 4 + k] = _mm512_sub_ps(u[1][k], u[3][k]);
+  }
+}
+
+CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
+  const cb_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  int64_t TH = conv_cdiv(d->OH, 2), HW = d->H * d->W;
+  const int64_t np = j->np, NB = TH * j->tbr;
+  for (int64_t q = q0; q < q1; q++) {
+    const float *x0 = 2 * q < d->C ? j->X + 2 * q * HW : NULL, *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * HW : NULL;
+    for (int64_t ty = 0; ty < TH; ty++)
+      for (int64_t tx0 = 0; tx0 < j->TW; tx0 += 16) {
+        __m512 v0[16], v1[16];
+        wino_v16(j, x0, ty, tx0, v0);
+        wino_v16(j, x1, ty, tx0, v1);
+        int64_t tx1 = j->TW - tx0 < 16 ? j->TW : tx0 + 16;
+        for (int xi = 0; xi < 16; xi++) {
+          __m512i pr = bf16_pairs16(v0[xi], v1[xi]);
+          /* lanes [l0, l1) are tiles of item block bx: compressed to the
+           * block's row of np for pair q */
+          for (int64_t bx = tx0 / np; bx * np < tx1; bx++) {
+            int64_t l0 = bx * np > tx0 ? bx * np - tx0 : 0, l1 = (bx + 1) * np < tx1 ? (bx + 1) * np - tx0 : tx1 - tx0;
+            __mmask16 mk = (__mmask16)(avx512_mask(l1) & ~avx512_mask(l0));
+            uint32_t *o = j->xp + ((xi * NB + ty * j->tbr + bx) * j->Cq + q) * np + (tx0 + l0 - bx * np);
+            _mm512_mask_storeu_epi32(o, avx512_mask(l1 - l0), _mm512_maskz_compress_epi32(mk, pr));
+          }
+        }
+      }
+  }
+}
+
+/* One item: NM zmm of output channels from m0 (weights wb: [16][Cq][16 NM])
+ * by NP tiles of tile row ty from tx0 (npv of them real; off[] their places
+ * in the block's rows of np, the last repeated past them). */
+CB_INLINE void wino_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int NP, int64_t m0,
+                         int64_t ty, int64_t tx0, int64_t npv) {
+  const conv2d_desc *d = j->d;
+  const int64_t W = 16 * NM, NB = conv_cdiv(d->OH, 2) * j->tbr, blk = ty * j->tbr + tx0 / j->np;
+  float O[16][NP_MAX][48] __attribute__((aligned(64)));
+  for (int xi = 0; xi < 16; xi++) {
+    __m512 c[NP_MAX][3];
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++)
+#pragma GCC unroll 3
+      for (int i = 0; i < NM; i++) c[p][i] = _mm512_setzero_ps();
+    const uint32_t *x = j->xp + (xi * NB + blk) * j->Cq * j->np, *w = wb + xi * j->Cq * W;
+    for (int64_t q = 0; q < j->Cq; q++, x += j->np, w += W) {
+      __m512i wv[3];
+#pragma GCC unroll 3
+      for (int i = 0; i < NM; i++) wv[i] = _mm512_loadu_si512((const void *)(w + 16 * i));
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; p++) {
+        __m512i b = _mm512_set1_epi32((int)x[off[p]]);
+#pragma GCC unroll 3
+        for (int i = 0; i < NM; i++) c[p][i] = _mm512_dpbf16_ps(c[p][i], AS_BH(wv[i]), AS_BH(b));
+      }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++)
+#pragma GCC unroll 3
+      for (int i = 0; i < NM; i++) _mm512_store_ps(&O[xi][p][16 * i], c[p][i]);
+  }
+  /* Y = A^T O A per tile and 16 channels, then 8 positions (4 tiles) of
+   * each output row at a time through the transposed store */
+  for (int i = 0; i < NM; i++) {
+    __m512 bias = _mm512_setzero_ps();
+    if (j->B) bias = _mm512_maskz_loadu_ps(avx512_mask(d->M - m0 - 16 * i), j->B + m0 + 16 * i);
+    for (int g = 0; g * 4 < NP; g++) {
+      __m512 r0[8], r1[8];
+      for (int pp = 0; pp < 4; pp++) {
+        int p = 4 * g + pp;
+        if (p >= NP) {
+          r0[2 * pp] = r0[2 * pp + 1] = r1[2 * pp] = r1[2 * pp + 1] = _mm512_setzero_ps();
+          continue;
+        }
+        __m512 t[2][4];
+        for (int s = 0; s < 4; s++) {
+          __m512 o0 = _mm512_load_ps(&O[0 * 4 + s][p][16 * i]), o1 = _mm512_load_ps(&O[1 * 4 + s][p][16 * i]);
+          __m512 o2 = _mm512_load_ps(&O[2 * 4 + s][p][16 * i]), o3 = _mm512_load_ps(&O[3 * 4 + s][p][16 * i]);
+          t[0][s] = _mm512_add_ps(_mm512_add_ps(o0, o1), o2);
+          t[1][s] = _mm512_sub_ps(_mm512_sub_ps(o1, o2), o3);
+        }
+        for (int a = 0; a < 2; a++) {
+          __m512 y0 = _mm512_add_ps(_mm512_add_ps(t[a][0], t[a][1]), t[a][2]);
+          __m512 y1 = _mm512_sub_ps(_mm512_sub_ps(t[a][1], t[a][2]), t[a][3]);
+          __m512 *r = a ? r1 : r0;
+          r[2 * pp] = _mm512_add_ps(y0, bias), r[2 * pp + 1] = _mm512_add_ps(y1, bias);
+        }
+      }
+      int64_t x0 = 2 * (tx0 + 4 * g), n = 2 * (npv - 4 * g);
+      if (n > d->OW - x0) n = d->OW - x0;
+      if (n > 8) n = 8;
+      if (n <= 0) continue;
+      for (int a = 0; a < 2; a++)
+        if (2 * ty + a < d->OH) mv_store16(j, a ? r1 : r0, m0 + 16 * i, (2 * ty + a) * d->OW + x0, n);
+    }
+  }
+}
+
+#define WINO_NP_CASES(NM)                                                     \
+  switch (np) {                                                               \
+    case 4: wino_tile(j, wb, off, NM, 4, m0, ty, tx0, npv); break;            \
+    case 5: wino_tile(j, wb, off, NM, 5, m0, ty, tx0, npv); break;            \
+    case 6: wino_tile(j, wb, off, NM, 6, m0, ty, tx0, npv); break;            \
+    case 7: wino_tile(j, wb, off, NM, 7, m0, ty, tx0, npv); break;            \
+    default: wino_tile(j, wb, off, NM, 8, m0, ty, tx0, npv); break;           \
+  }
+
+CB_TARGET static void wino_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+                               int64_t ty, int64_t tx0, int64_t npv) {
+  WINO_NP_CASES(1)
+}
+CB_TARGET static void wino_nm2(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+                               int64_t ty, int64_t tx0, int64_t npv) {
+  WINO_NP_CASES(2)
+}
+CB_TARGET static void wino_nm3(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
+                               int64_t ty, int64_t tx0, int64_t npv) {
+  WINO_NP_CASES(3)
+}
+
+CB_TARGET void cb_items_wino(void *ctx, int64_t it0, int64_t it1) {
+  const cb_job *j = ctx;
+  int64_t Mp = conv_cdiv(j->d->M, 16) * 16;
+  for (int64_t it = it0; it < it1; it++) {
+    int64_t mb, fb;
+    cb_item(j, it, j->nmb, &mb, &fb);
+    int64_t m0 = mb * CB_MV_BLOCK, wdt = Mp - m0 < CB_MV_BLOCK ? Mp - m0 : CB_MV_BLOCK;
+    int64_t ty = fb / j->tbr, tx0 = fb % j->tbr * j->np, npv = j->TW - tx0 < j->np ? j->TW - tx0 : j->np;
+    int64_t off[NP_MAX];
+    for (int64_t p = 0; p < j->np; p++) off[p] = p < npv ? p : npv - 1; /* within the block's row of np */
+    const uint32_t *wb = j->w + m0 * 16 * j->Cq;
+    if (wdt == 48) wino_nm3(j, wb, off, (int)j->np, m0, ty, tx0, npv);
+    else if (wdt == 32) wino_nm2(j, wb, off, (int)j->np, m0, ty, tx0, npv);
+    else wino_nm1(j, wb, off, (int)j->np, m0, ty, tx0, npv);
+  }
+}
+
+#else
+
+/* Not built for this platform: conv_bf16_form never picks Winograd where
+ * bf16dp_hw is false, and conv_bf16_run refuses its weights there. */
+void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) { (void)ctx, (void)q0, (void)q1; }
+void cb_items_wino(void *ctx, int64_t it0, int64_t it1) { (void)ctx, (void)it0, (void)it1; }
+
+#endif

@@ -1,0 +1,79 @@
+/* Pieces the x86 bf16 convolution kernels share (x86/conv_bf16_avx512.c,
+ * x86/conv_bf16_mv.c, x86/conv_bf16_wino.c): a row of input lanes with its
+ * padding as zeros, and the channel-vector store.  For files built with
+ * the AVX-512 BF16 target; call only where bf16dp_hw. */
+#ifndef SMELT_KERNELS_X86_CONV_BF16_X86_H
+#define SMELT_KERNELS_X86_CONV_BF16_X86_H
+
+#include <immintrin.h>
+
+#include "kernels/conv_bf16_impl.h"
+#include "kernels/x86/avx512_tile.h"
+
+#define CB_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define CB_INLINE static inline __attribute__((always_inline)) CB_TARGET
+
+/* 16 values of one input row for columns c .. c+15 of a plane row: lane k
+ * is column (c + k) sw + off of x (0 outside [0, W), or everywhere when x
+ * is NULL); contiguous masked loads for sw 1, two loads and the even lanes
+ * for sw 2, gathers otherwise.  The masked-off lanes are not read. */
+CB_INLINE __m512 row_lanes(const float *x, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  if (!x) return _mm512_setzero_ps();
+  int64_t s0 = c * sw + off; /* input column of lane 0 */
+  if (sw == 1) {
+    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 16 ? W - s0 : 16;
+    __mmask16 m = hi > lo ? (__mmask16)(avx512_mask(hi) & ~avx512_mask(lo)) : 0;
+    return m ? _mm512_maskz_loadu_ps(m, x + s0) : _mm512_setzero_ps();
+  }
+  if (sw == 2) { /* columns s0, s0 + 2, ..., s0 + 30: two masked loads and the even lanes of both */
+    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 32 ? W - s0 : 32;
+    if (hi <= lo) return _mm512_setzero_ps();
+    __mmask16 m0 = (__mmask16)(avx512_mask(hi) & ~avx512_mask(lo));
+    __mmask16 m1 = (__mmask16)(avx512_mask(hi - 16) & ~avx512_mask(lo - 16));
+    __m512 a = m0 ? _mm512_maskz_loadu_ps(m0, x + s0) : _mm512_setzero_ps();
+    __m512 b = m1 ? _mm512_maskz_loadu_ps(m1, x + s0 + 16) : _mm512_setzero_ps();
+    return _mm512_permutex2var_ps(a, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b);
+  }
+  __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
+                                 _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                    _mm512_set1_epi32((int)sw)));
+  __mmask16 m = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512()) &
+                _mm512_cmplt_epi32_mask(idx, _mm512_set1_epi32((int)W));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x, 4);
+}
+
+/* 16 channels from m0 (rows past M dropped) by positions y0 .. y0 + npv - 1
+ * of Y from r[p] (position p's 16 channels, bias added; p < 8): an 8 x 16
+ * transpose in registers (unpack, shuffle, two-source permute), then per
+ * channel its npv outputs as one masked 8-lane store, the residual added
+ * and the clamp applied (max(lo, v) then min(hi, v): NaN passes through). */
+CB_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t y0, int64_t npv) {
+  __m512 t[8], u[8];
+  for (int h = 0; h < 2; h++) { /* positions 4h .. 4h + 3 */
+    const __m512 *q = r + 4 * h;
+    t[0] = _mm512_unpacklo_ps(q[0], q[1]), t[1] = _mm512_unpackhi_ps(q[0], q[1]);
+    t[2] = _mm512_unpacklo_ps(q[2], q[3]), t[3] = _mm512_unpackhi_ps(q[2], q[3]);
+    /* u[4h + i], 128-bit lane k: channel 4k + i at the four positions */
+    u[4 * h + 0] = _mm512_shuffle_ps(t[0], t[2], 0x44), u[4 * h + 1] = _mm512_shuffle_ps(t[0], t[2], 0xee);
+    u[4 * h + 2] = _mm512_shuffle_ps(t[1], t[3], 0x44), u[4 * h + 3] = _mm512_shuffle_ps(t[1], t[3], 0xee);
+  }
+  const __m512i lo_ix = _mm512_set_epi32(23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512i hi_ix = _mm512_set_epi32(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8);
+  const __mmask8 mk = (__mmask8)((1u << npv) - 1);
+  const __m256 lo = _mm256_set1_ps(j->lo), hi = _mm256_set1_ps(j->hi);
+  for (int i = 0; i < 4; i++) {
+    /* channels i, 4 + i (a) and 8 + i, 12 + i (b), eight positions each */
+    __m512 a = _mm512_permutex2var_ps(u[i], lo_ix, u[4 + i]), b = _mm512_permutex2var_ps(u[i], hi_ix, u[4 + i]);
+    __m256 v[4] = {_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1), _mm512_castps512_ps256(b),
+                   _mm512_extractf32x8_ps(b, 1)};
+    for (int k = 0; k < 4; k++) {
+      int64_t m = m0 + i + 4 * k;
+      if (m >= j->d->M) continue;
+      __m256 x = v[k];
+      if (j->res) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mk, j->res + m * j->S + y0));
+      _mm256_mask_storeu_ps(j->Y + m * j->S + y0, mk, _mm256_min_ps(hi, _mm256_max_ps(lo, x)));
+    }
+  }
+}
+
+#endif
