@@ -40,8 +40,10 @@
  * layout: items of CB_VR = 12 output channels x 32 positions in 24 zmm, per
  * channel pair and tap two loads of the converted input, a broadcast weight
  * pair per channel; or, where that kernel's 32 flat positions per item
- * pad much of a small plane (conv_bf16_mv), the channel-vector kernel of
- * x86/conv_bf16_mv.c over its own weight layout, C in pairs only.
+ * pad much of a small plane, the channel-vector kernel of
+ * x86/conv_bf16_mv.c over its own weight layout, C in pairs only; or for a
+ * 3x3 stride-1 layer a bf16 Winograd F(2x2) (x86/conv_bf16_wino.c): the
+ * kernel is conv_bf16_form's pick.
  * Elsewhere a scalar block kernel, only when forced
  * (SMELT_CONV_BF16=1, for tests): the op keeps fp32 convolution there. */
 #ifndef SMELT_KERNELS_CONV_BF16_H
