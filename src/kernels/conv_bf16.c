@@ -157,13 +157,14 @@ static void pack_rows(void *ctx, int64_t m0, int64_t m1) {
     }
 }
 
-/* The channel-vector kernel's: blocks of CB_MV_BLOCK channels (the last
- * one's width rounded to 16), each [taps][Cq][width] */
+/* The channel-vector kernel's: blocks of channels (cb_mv_block), each
+ * [taps][Cq][width] */
 static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
   const pack_job *j = ctx;
   int64_t taps = j->d->KH * j->d->KW;
   for (int64_t b = b0; b < b1; b++) {
-    int64_t m0 = b * CB_MV_BLOCK, wd = j->Mp - m0 < CB_MV_BLOCK ? j->Mp - m0 : CB_MV_BLOCK;
+    int64_t m0, wd;
+    cb_mv_block(j->Mp, b, &m0, &wd);
     uint32_t *o = j->out + m0 * taps * j->Cq;
     for (int64_t t = 0; t < taps; t++)
       for (int64_t q = 0; q < j->Cq; q++, o += wd)
@@ -188,7 +189,8 @@ static void pack_wino_blocks(void *ctx, int64_t b0, int64_t b1) {
   const pack_job *j = ctx;
   const conv2d_desc *d = j->d;
   for (int64_t b = b0; b < b1; b++) {
-    int64_t m0 = b * CB_MV_BLOCK, wd = j->Mp - m0 < CB_MV_BLOCK ? j->Mp - m0 : CB_MV_BLOCK;
+    int64_t m0, wd;
+    cb_mv_block(j->Mp, b, &m0, &wd);
     uint32_t *o = j->out + m0 * 16 * j->Cq;
     for (int xi = 0; xi < 16; xi++)
       for (int64_t q = 0; q < j->Cq; q++, o += wd)

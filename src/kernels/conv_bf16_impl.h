@@ -73,6 +73,20 @@ void cb_items_vdp(void *ctx, int64_t it0, int64_t it1);
  * bf16dp_hw): items of up to CB_MV_BLOCK output channels x np positions,
  * over the weights conv_bf16_pack lays out for it. */
 #define CB_MV_BLOCK 48
+/* Output-channel block b of the channel-vector and Winograd kernels over
+ * Mp (M padded to 16) channels: CB_MV_BLOCK wide, the last one narrower,
+ * but a last 16 (M = 64, 256, 1024, ...) is folded with the block before
+ * into two of 32: a 16-channel block does one vdpbf16ps per broadcast and
+ * runs at about half speed.  Blocks are laid out one after another, so
+ * block b's weights start at m0 x (its per-channel words). */
+static inline void cb_mv_block(int64_t Mp, int64_t b, int64_t *m0, int64_t *wd) {
+  int64_t nb = (Mp + CB_MV_BLOCK - 1) / CB_MV_BLOCK, last = Mp - (nb - 1) * CB_MV_BLOCK;
+  if (last == 16 && nb >= 2 && b >= nb - 2) {
+    *m0 = (nb - 2) * CB_MV_BLOCK + (b - (nb - 2)) * 32, *wd = 32;
+    return;
+  }
+  *m0 = b * CB_MV_BLOCK, *wd = Mp - *m0 < CB_MV_BLOCK ? Mp - *m0 : CB_MV_BLOCK;
+}
 void cb_items_mv(void *ctx, int64_t it0, int64_t it1);
 /* Winograd F(2x2, 3x3) (x86/conv_bf16_wino.c; call only where bf16dp_hw):
  * the input transform of channel pairs [q0, q1) into j->xp ([16 points][nfb

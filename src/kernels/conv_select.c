@@ -435,8 +435,13 @@ int64_t conv2d_prepared_layout(const conv2d_desc *d, conv_algo algo, isa_level i
     case CONV_ALGO_WINO4: return (int64_t)k->vl << 16 | k->wnr;
     /* revision 2: the panel width follows the plane (conv_pointwise_panel) */
     case CONV_ALGO_POINTWISE: return (int64_t)2 << 32 | conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
-    /* the form's layout: position-vector 0, channel-vector 1, Winograd 2 (conv_bf16_form) */
-    case CONV_ALGO_BF16: return (int64_t)conv_bf16_form(d, k->isa);
+    /* the form's layout (conv_bf16_form): position vectors 0; channel
+     * vectors 3 and Winograd 4 since a last block of 16 channels became two
+     * of 32 (cb_mv_block; 1 and 2 were laid out before) */
+    case CONV_ALGO_BF16: {
+      cb_form f = conv_bf16_form(d, k->isa);
+      return f == CB_FORM_MV ? 3 : f == CB_FORM_WINO ? 4 : 0;
+    }
     default: return 0;
   }
 }

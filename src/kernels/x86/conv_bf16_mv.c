@@ -98,7 +98,8 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
   for (int64_t it = it0; it < it1; it++) {
     int64_t mb, pb;
     cb_item(j, it, j->nmb, &mb, &pb);
-    int64_t m0 = mb * CB_MV_BLOCK, wdt = Mp - m0 < CB_MV_BLOCK ? Mp - m0 : CB_MV_BLOCK;
+    int64_t m0, wdt;
+    cb_mv_block(Mp, mb, &m0, &wdt);
     int64_t y0 = pb * j->np, npv = j->S - y0 < j->np ? j->S - y0 : j->np;
     int64_t off[NP_MAX];
     for (int64_t p = 0; p < j->np; p++) { /* past the plane: the last position again, not stored */

@@ -189,7 +189,8 @@ CB_TARGET void cb_items_wino(void *ctx, int64_t it0, int64_t it1) {
   for (int64_t it = it0; it < it1; it++) {
     int64_t mb, fb;
     cb_item(j, it, j->nmb, &mb, &fb);
-    int64_t m0 = mb * CB_MV_BLOCK, wdt = Mp - m0 < CB_MV_BLOCK ? Mp - m0 : CB_MV_BLOCK;
+    int64_t m0, wdt;
+    cb_mv_block(Mp, mb, &m0, &wdt);
     int64_t ty = fb / j->tbr, tx0 = fb % j->tbr * j->np, npv = j->TW - tx0 < j->np ? j->TW - tx0 : j->np;
     int64_t off[NP_MAX];
     for (int64_t p = 0; p < j->np; p++) off[p] = p < npv ? p : npv - 1; /* within the block's row of np */
