@@ -29,34 +29,20 @@
 #include "kernels/x86/avx512_tile.h"
 #include "kernels/x86/conv_bf16_x86.h"
 
-#define AS_BH(v) ((__m512bh)(v))
-#define NP_MAX 8
+#define NP_MAX CB_NP_MAX
 
 /* One item: NM zmm of output channels from m0 (weights wb, block width
  * 16 NM) by NP positions at flat offsets off[] (NP a constant at each
  * call, so the loops unroll into registers). */
-CB_INLINE void mv_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int NP, int64_t m0,
+CB_INLINE void mv_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int64_t m0,
                        int64_t y0, int64_t npv) {
   __m512 c[NP_MAX][3];
 #pragma GCC unroll 8
   for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
     for (int i = 0; i < NM; i++) c[p][i] = _mm512_setzero_ps();
-  const int64_t PL = j->P * j->L, W = 16 * NM;
-  for (int64_t t = 0; t < j->taps; t++) {
-    const uint32_t *x = j->xp + j->toff[t];
-    for (int64_t q = 0; q < j->Cq; q++, x += PL, wb += W) {
-      __m512i w[3];
-#pragma GCC unroll 3
-      for (int i = 0; i < NM; i++) w[i] = _mm512_loadu_si512((const void *)(wb + 16 * i));
-#pragma GCC unroll 8
-      for (int p = 0; p < NP; p++) {
-        __m512i b = _mm512_set1_epi32((int)x[off[p]]);
-#pragma GCC unroll 3
-        for (int i = 0; i < NM; i++) c[p][i] = _mm512_dpbf16_ps(c[p][i], AS_BH(w[i]), AS_BH(b));
-      }
-    }
-  }
+  for (int64_t t = 0; t < j->taps; t++)
+    cb_cv_dot(c, j->xp + j->toff[t], j->P * j->L, wb + t * j->Cq * 16 * NM, j->Cq, off, NM, NP);
   const conv2d_desc *d = j->d;
 #pragma GCC unroll 3
   for (int i = 0; i < NM; i++) {
@@ -69,14 +55,7 @@ CB_INLINE void mv_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, 
 }
 
 /* The tile for NM and np (4..8), each a constant inside. */
-#define MV_NP_CASES(NM)                                                          \
-  switch (np) {                                                                  \
-    case 4: mv_tile(j, wb, off, NM, 4, m0, y0, npv); break;                      \
-    case 5: mv_tile(j, wb, off, NM, 5, m0, y0, npv); break;                      \
-    case 6: mv_tile(j, wb, off, NM, 6, m0, y0, npv); break;                      \
-    case 7: mv_tile(j, wb, off, NM, 7, m0, y0, npv); break;                      \
-    default: mv_tile(j, wb, off, NM, 8, m0, y0, npv); break;                     \
-  }
+#define MV_NP_CASES(NM) CB_NP_SWITCH(np, mv_tile, j, wb, off, NM, m0, y0, npv)
 
 CB_TARGET static void mv_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
                              int64_t y0, int64_t npv) {

@@ -38,8 +38,7 @@
 #include "kernels/x86/bf16_pairs.h"
 #include "kernels/x86/conv_bf16_x86.h"
 
-#define AS_BH(v) ((__m512bh)(v))
-#define NP_MAX 8
+#define NP_MAX CB_NP_MAX
 
 /* V at the 16 points for 16 tiles of tile row ty from tile column tx0, one
  * channel x (NULL: zeros); columns (B's) first, then rows, in the order the
@@ -96,7 +95,7 @@ CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
 /* One item: NM zmm of output channels from m0 (weights wb: [16][Cq][16 NM])
  * by NP tiles of tile row ty from tx0 (npv of them real; off[] their places
  * in the block's rows of np, the last repeated past them). */
-CB_INLINE void wino_tile(const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int NP, int64_t m0,
+CB_INLINE void wino_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int64_t m0,
                          int64_t ty, int64_t tx0, int64_t npv) {
   const conv2d_desc *d = j->d;
   const int64_t W = 16 * NM, NB = conv_cdiv(d->OH, 2) * j->tbr, blk = ty * j->tbr + tx0 / j->np;
@@ -107,18 +106,7 @@ CB_INLINE void wino_tile(const cb_job *j, const uint32_t *wb, const int64_t *off
     for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
       for (int i = 0; i < NM; i++) c[p][i] = _mm512_setzero_ps();
-    const uint32_t *x = j->xp + (xi * NB + blk) * j->Cq * j->np, *w = wb + xi * j->Cq * W;
-    for (int64_t q = 0; q < j->Cq; q++, x += j->np, w += W) {
-      __m512i wv[3];
-#pragma GCC unroll 3
-      for (int i = 0; i < NM; i++) wv[i] = _mm512_loadu_si512((const void *)(w + 16 * i));
-#pragma GCC unroll 8
-      for (int p = 0; p < NP; p++) {
-        __m512i b = _mm512_set1_epi32((int)x[off[p]]);
-#pragma GCC unroll 3
-        for (int i = 0; i < NM; i++) c[p][i] = _mm512_dpbf16_ps(c[p][i], AS_BH(wv[i]), AS_BH(b));
-      }
-    }
+    cb_cv_dot(c, j->xp + (xi * NB + blk) * j->Cq * j->np, j->np, wb + xi * j->Cq * W, j->Cq, off, NM, NP);
 #pragma GCC unroll 8
     for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
@@ -161,14 +149,7 @@ CB_INLINE void wino_tile(const cb_job *j, const uint32_t *wb, const int64_t *off
   }
 }
 
-#define WINO_NP_CASES(NM)                                                     \
-  switch (np) {                                                               \
-    case 4: wino_tile(j, wb, off, NM, 4, m0, ty, tx0, npv); break;            \
-    case 5: wino_tile(j, wb, off, NM, 5, m0, ty, tx0, npv); break;            \
-    case 6: wino_tile(j, wb, off, NM, 6, m0, ty, tx0, npv); break;            \
-    case 7: wino_tile(j, wb, off, NM, 7, m0, ty, tx0, npv); break;            \
-    default: wino_tile(j, wb, off, NM, 8, m0, ty, tx0, npv); break;           \
-  }
+#define WINO_NP_CASES(NM) CB_NP_SWITCH(np, wino_tile, j, wb, off, NM, m0, ty, tx0, npv)
 
 CB_TARGET static void wino_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
                                int64_t ty, int64_t tx0, int64_t npv) {

@@ -76,4 +76,35 @@ CB_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t 
   }
 }
 
+/* The channel-vector tile's loop (x86/conv_bf16_mv.c per tap,
+ * x86/conv_bf16_wino.c per point): c[p][i] += over K channel pairs q, the
+ * pairs of NM vectors of output channels (w, 16 NM words a pair) times
+ * position p's pair, broadcast from x[q xs + off[p]].  NM and NP are
+ * constants at each call, so c stays in registers. */
+#define CB_NP_MAX 8
+CB_INLINE void cb_cv_dot(__m512 c[CB_NP_MAX][3], const uint32_t *x, int64_t xs, const uint32_t *w, int64_t K,
+                         const int64_t *off, int NM, int NP) {
+  for (int64_t q = 0; q < K; q++, x += xs, w += 16 * NM) {
+    __m512i wv[3];
+#pragma GCC unroll 3
+    for (int i = 0; i < NM; i++) wv[i] = _mm512_loadu_si512((const void *)(w + 16 * i));
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++) {
+      __m512i b = _mm512_set1_epi32((int)x[off[p]]);
+#pragma GCC unroll 3
+      for (int i = 0; i < NM; i++) c[p][i] = _mm512_dpbf16_ps(c[p][i], (__m512bh)wv[i], (__m512bh)b);
+    }
+  }
+}
+
+/* f(NP, ...) with NP the constant np (4..8) */
+#define CB_NP_SWITCH(np, f, ...)        \
+  switch (np) {                         \
+    case 4: f(4, __VA_ARGS__); break;   \
+    case 5: f(5, __VA_ARGS__); break;   \
+    case 6: f(6, __VA_ARGS__); break;   \
+    case 7: f(7, __VA_ARGS__); break;   \
+    default: f(8, __VA_ARGS__); break;  \
+  }
+
 #endif
