@@ -133,17 +133,30 @@ typedef struct pack_job {
   const float *W;
   uint32_t *out;
   int64_t Mp, Cq;
+  bool wino; /* the values are Winograd's U at 16 points, not W at the taps */
 } pack_job;
 
-/* The pair of W's channels 2q, 2q + 1 for output m and tap t (zeros past
- * M and C). */
-static uint32_t weight_pair(const pack_job *j, int64_t m, int64_t q, int64_t t) {
+/* Winograd's U = G g G^T at point xi, in double, rounded once to bf16 */
+uint16_t conv_bf16_wino_u(const float *g, int xi) {
+  int a = xi / 4, b = xi % 4;
+  double u = 0;
+  for (int i = 0; i < 3; i++)
+    for (int k = 0; k < 3; k++) u += conv_wino_g2[a][i] * (double)g[i * 3 + k] * conv_wino_g2[b][k];
+  return f32_to_bf16((float)u);
+}
+
+/* Output m's value at tap (or Winograd point) t for input channel c, as
+ * bf16; 0 past M and C. */
+static uint16_t weight_at(const pack_job *j, int64_t m, int64_t c, int64_t t) {
   const conv2d_desc *d = j->d;
-  int64_t taps = d->KH * d->KW;
-  uint32_t lo = 0, hi = 0;
-  if (m < d->M && 2 * q < d->C) lo = f32_to_bf16(j->W[(m * d->C + 2 * q) * taps + t]);
-  if (m < d->M && 2 * q + 1 < d->C) hi = f32_to_bf16(j->W[(m * d->C + 2 * q + 1) * taps + t]);
-  return lo | hi << 16;
+  if (m >= d->M || c >= d->C) return 0;
+  if (j->wino) return conv_bf16_wino_u(j->W + (m * d->C + c) * 9, (int)t);
+  return f32_to_bf16(j->W[(m * d->C + c) * d->KH * d->KW + t]);
+}
+
+/* The pair of channels 2q, 2q + 1 for output m and tap (point) t */
+static uint32_t weight_pair(const pack_job *j, int64_t m, int64_t q, int64_t t) {
+  return (uint32_t)weight_at(j, m, 2 * q, t) | (uint32_t)weight_at(j, m, 2 * q + 1, t) << 16;
 }
 
 /* [taps][Mp][Cq] */
@@ -157,11 +170,11 @@ static void pack_rows(void *ctx, int64_t m0, int64_t m1) {
     }
 }
 
-/* The channel-vector kernel's: blocks of channels (cb_mv_block), each
- * [taps][Cq][width] */
+/* The channel-vector and Winograd kernels': blocks of channels
+ * (cb_mv_block), each [taps, or 16 points][Cq][width] */
 static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
   const pack_job *j = ctx;
-  int64_t taps = j->d->KH * j->d->KW;
+  int64_t taps = j->wino ? 16 : j->d->KH * j->d->KW;
   for (int64_t b = b0; b < b1; b++) {
     int64_t m0, wd;
     cb_mv_block(j->Mp, b, &m0, &wd);
@@ -172,52 +185,14 @@ static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
   }
 }
 
-/* Winograd's U = G g G^T per (output, input) channel pair, in double,
- * rounded once to bf16: blocks of CB_MV_BLOCK channels as the
- * channel-vector kernel's, each [16 points][Cq][width] */
-static const double G2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
-
-uint16_t conv_bf16_wino_u(const float *g, int xi) {
-  int a = xi / 4, b = xi % 4;
-  double u = 0;
-  for (int i = 0; i < 3; i++)
-    for (int k = 0; k < 3; k++) u += G2[a][i] * (double)g[i * 3 + k] * G2[b][k];
-  return f32_to_bf16((float)u);
-}
-
-static void pack_wino_blocks(void *ctx, int64_t b0, int64_t b1) {
-  const pack_job *j = ctx;
-  const conv2d_desc *d = j->d;
-  for (int64_t b = b0; b < b1; b++) {
-    int64_t m0, wd;
-    cb_mv_block(j->Mp, b, &m0, &wd);
-    uint32_t *o = j->out + m0 * 16 * j->Cq;
-    for (int xi = 0; xi < 16; xi++)
-      for (int64_t q = 0; q < j->Cq; q++, o += wd)
-        for (int64_t i = 0; i < wd; i++) {
-          int64_t m = m0 + i;
-          uint32_t lo = 0, hi = 0;
-          if (m < d->M && 2 * q < d->C) lo = conv_bf16_wino_u(j->W + (m * d->C + 2 * q) * 9, xi);
-          if (m < d->M && 2 * q + 1 < d->C) hi = conv_bf16_wino_u(j->W + (m * d->C + 2 * q + 1) * 9, xi);
-          o[i] = lo | hi << 16;
-        }
-  }
-}
-
 void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, cb_form form, const float *W, uint32_t *out) {
-  if (form == CB_FORM_WINO) {
-    pack_job j = {d, W, out, round_up(d->M, 16), conv_cdiv(d->C, 2)};
-    pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_wino_blocks, &j);
-    return;
-  }
-  if (form == CB_FORM_MV) {
-    conv2d_desc v = as_run(d); /* the gathered form: [M][C*KH*KW] as one tap */
-    pack_job j = {&v, W, out, round_up(d->M, 16), conv_cdiv(v.C, 2)};
+  conv2d_desc v = as_run(d); /* the gathered form: [M][C*KH*KW] as one tap */
+  if (form == CB_FORM_MV || form == CB_FORM_WINO) {
+    pack_job j = {&v, W, out, round_up(d->M, 16), conv_cdiv(v.C, 2), form == CB_FORM_WINO};
     pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_mv_blocks, &j);
     return;
   }
-  conv2d_desc v = as_run(d); /* the gathered form: [M][C*KH*KW] as one tap */
-  pack_job j = {&v, W, out, round_up(v.M, CB_BLOCK), round_up(v.C, 32) / 2};
+  pack_job j = {&v, W, out, round_up(v.M, CB_BLOCK), round_up(v.C, 32) / 2, false};
   pool_parallel_for(pool, j.Mp, 4, pack_rows, &j);
 }
 
@@ -330,6 +305,14 @@ void cb_items_scalar(void *ctx, int64_t it0, int64_t it1) {
 
 /* ---- the driver ---- */
 
+/* Position blocks per item group (cb_item) whose converted input, words
+ * per block, fits CB_GROUP_BYTES: it stays in the core's L2 while each
+ * output-channel block passes over it */
+static int64_t group_blocks(int64_t block_words) {
+  int64_t g = CB_GROUP_BYTES / ((int64_t)sizeof(uint32_t) * block_words);
+  return g > 1 ? g : 1;
+}
+
 smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
   if (!conv_bf16_shape(d) || d->N < 0 || d->H < 1 || d->W < 1 || d->pt < 0 || d->pl < 0)
@@ -349,31 +332,25 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
   j.L = j.Hq * j.Wq;
   if (j.L < j.nfb * CB_BLOCK + reach) j.L = j.nfb * CB_BLOCK + reach;
   j.L = round_up(j.L, 16); /* planes start on a cache line */
-  /* a group's position blocks of every channel pair (and phase) within
-   * CB_GROUP_BYTES, so that it stays in the core's L2 while each
-   * output-channel block passes over it (cb_item) */
-  int64_t block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * CB_BLOCK;
-  j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
+  j.gfb = group_blocks(j.Cq * j.P * CB_BLOCK);
   bool amx = bf16dp_amx_hw(isa), vdp = !amx && bf16dp_hw(isa);
   bool mv = form == CB_FORM_MV, wino = form == CB_FORM_WINO;
   if ((mv || wino) && !vdp)
     return err_set(SMELT_ERR_INTERNAL, "bf16 conv: weights laid out for a kernel this CPU lacks");
-  if (wino && !(d->KH == 3 && d->KW == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 && d->dw == 1 && !gathered))
+  if (wino && !wino_shape(d))
     return err_set(SMELT_ERR_INTERNAL, "bf16 conv: Winograd weights for a %lldx%lld convolution", (long long)d->KH,
                    (long long)d->KW);
   if (wino) { /* Winograd F(2x2): V per point, tile block and pair (x86/conv_bf16_wino.c) */
     j.TW = conv_cdiv(d->OW, 2), j.Cq = conv_cdiv(d->C, 2), j.np = conv_bf16_mv_np(j.TW);
     j.tbr = conv_cdiv(j.TW, j.np);
     j.nfb = conv_cdiv(d->OH, 2) * j.tbr, j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
-    block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * 16 * j.np;
-    j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
+    j.gfb = group_blocks(j.Cq * 16 * j.np);
     j.P = 16, j.L = j.nfb * j.np; /* xp: [16 points][nfb blocks][Cq][np], Cq * P * L words */
   }
   if (mv) { /* the channel-vector kernel: channels in pairs, positions in blocks of np */
     j.Cq = conv_cdiv(d->C * (gathered ? j.taps_v : 1), 2), j.np = conv_bf16_mv_np(j.S);
     j.nfb = conv_cdiv(j.S, j.np), j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
-    block_bytes = (int64_t)sizeof(uint32_t) * j.Cq * j.P * j.np;
-    j.gfb = CB_GROUP_BYTES / block_bytes > 1 ? CB_GROUP_BYTES / block_bytes : 1;
+    j.gfb = group_blocks(j.Cq * j.P * j.np);
   }
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
   size_t xp_bytes = sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);

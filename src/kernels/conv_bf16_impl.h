@@ -9,7 +9,8 @@
 
 typedef struct cb_job {
   const conv2d_desc *d;
-  int64_t Cq, Mp;      /* channel pairs (C padded to 32, halved), output channels padded to 32 */
+  int64_t Cq, Mp;      /* channel pairs (C padded to 32, halved; the channel-vector and Winograd
+                        * kernels: C padded to 2), output channels padded to 32 */
   int64_t P, L;        /* phase planes per channel pair, words per plane */
   int64_t Hq, Wq;      /* rows and columns of a phase plane */
   int64_t F, nfb, nmb; /* flat positions OH*Wq, their blocks, output-channel blocks
@@ -21,7 +22,8 @@ typedef struct cb_job {
                         * tiles per item; else 0 */
   int64_t TW, tbr;     /* Winograd: tile columns, item blocks per tile row */
   const int64_t *toff; /* per tap: its word offset in a channel pair's P*L words */
-  const uint32_t *w;   /* [taps][Mp][Cq] */
+  const uint32_t *w;   /* [taps][Mp][Cq]; the channel-vector and Winograd kernels: blocks of
+                        * output channels (cb_mv_block), each [taps or 16 points][Cq][width] */
   const uint8_t *used; /* per phase: some tap reads it (the others are left unfilled) */
   uint32_t *xp;        /* [Cq][P][L]: this image, converted */
   const float *X;      /* this image, [C][H][W] */

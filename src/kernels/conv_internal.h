@@ -77,6 +77,9 @@ typedef struct conv_wino_plan {
   int64_t rc, pc;
   bool pmajor;
 } conv_wino_plan;
+/* F(2x2, 3x3)'s G (u = G g G^T), for the fp32 kernel and the bf16 one
+ * (kernels/conv_bf16.c) alike. */
+extern const double conv_wino_g2[4][3];
 void conv_wino_plan_of(const conv2d_desc *d, const conv_kernels *k, int m, int threads, conv_wino_plan *p);
 /* One item of the plan: image n, tile rows [r0, r1), output panels
  * [p0, p1). */

@@ -237,8 +237,8 @@ static double cm_bf16(const conv2d_desc *d, const cm_ctx *c) {
   }
   bool mv = form == CB_FORM_MV;
   double mp = mv ? (double)(conv_cdiv(d->M, 16) * 16) : (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
-  double pos = mv ? (double)(conv_cdiv(S, conv_bf16_mv_np(S)) * conv_bf16_mv_np(S))
-                  : (double)(conv_cdiv(d->OH * Wq, 32) * 32);
+  int64_t np = conv_bf16_mv_np(S);
+  double pos = mv ? (double)(conv_cdiv(S, np) * np) : (double)(conv_cdiv(d->OH * Wq, 32) * 32);
   if (mv) cp = conv_cdiv(d->C, 2) * 2;
   double flops = 2.0 * d->N * mp * pos * (double)cp * taps;
   double bytes = 2.0 * taps * mp * cp + 4.0 * d->N * cp * d->sh * d->sw * Hq * Wq;

@@ -36,7 +36,7 @@
 #include "kernels/conv_internal.h"
 #include "util/err.h"
 
-static const double G2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+const double conv_wino_g2[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
 static const double G4[6][3] = {{1.0 / 4, 0, 0},
                                 {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6},
@@ -100,7 +100,7 @@ smelt_status conv_wino_prepare(smelt_pool *pool, conv2d_weights *w, const float 
   if (k->wnr > WINO_WNR_MAX) return err_set(SMELT_ERR_INTERNAL, "winograd: panel width %d", k->wnr);
   int m = conv_wino_m(w->algo);
   conv_wino_layout(w);
-  wino_prep_job j = {w, W, m == 4 ? G4 : G2, m + 2};
+  wino_prep_job j = {w, W, m == 4 ? G4 : conv_wino_g2, m + 2};
   pool_parallel_for(pool, w->mp / k->wnr, 1, wino_prep_panels, &j);
   return SMELT_OK;
 }
