@@ -15,8 +15,10 @@
  *     vdpbf16ps kernels where the CPU has AVX512_BF16 (SMELT_AMX=0): the
  *     position-vector one and the channel-vector one (x86/conv_bf16_mv.c,
  *     SMELT_CONV_BF16_MV forcing each: np 4..8, channel blocks of 48, 32
- *     and 16, rows past M, several item groups) and the pick by shape, and
- *     the AMX driver where the CPU and OS offer AMX (the output says which did
+ *     and 16, rows past M, several item groups), Winograd F(2x2) on every
+ *     3x3 stride-1 shape (SMELT_CONV_BF16_WINO=1: against a reference over
+ *     the same rounded V and U, and coarsely against the exact
+ *     convolution) and the pick by shape, and the AMX driver where the CPU and OS offer AMX (the output says which did
  *     not run);
  *   - the gathered form for fewer than 16 channels (7x7 / 3x3 stride-2 stems,
  *     a dilated 2x3, a 1-D conv); conv_bf16_shape refuses groups, 1x1 convs
