@@ -313,8 +313,20 @@ static int64_t group_blocks(int64_t block_words) {
   return g > 1 ? g : 1;
 }
 
+bool conv_bf16_io_native(isa_level isa) { return bf16dp_hw(isa) && !bf16dp_amx_hw(isa); }
+
 smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
+  return conv_bf16_run_io(pool, isa, d, form, wts, X, NULL, B, ep, Y, NULL);
+}
+
+smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form,
+                              const uint32_t *wts, const float *X, const uint16_t *Xh, const float *B,
+                              const conv2d_epilogue *ep, float *Y, uint16_t *Yh) {
+  if ((Xh || Yh) && !conv_bf16_io_native(isa))
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: bf16 input or output asked of a kernel without them");
+  if ((Xh ? 1 : 0) + (X ? 1 : 0) != 1 || (Yh ? 1 : 0) + (Y ? 1 : 0) != 1)
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: give the input and the output each in one type");
   if (!conv_bf16_shape(d) || d->N < 0 || d->H < 1 || d->W < 1 || d->pt < 0 || d->pl < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "bf16 conv: unsupported geometry (C=%lld, group %lld)",
                    (long long)d->C, (long long)d->G);
@@ -378,8 +390,10 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
                                                   : cb_items_scalar;
   void (*fill)(void *, int64_t, int64_t) = wino ? cb_fill_wino : amx || vdp ? cb_fill_avx512 : cb_fill_scalar;
   for (int64_t n = 0; n < d->N; n++) {
-    j.X = X + n * d->C * d->H * d->W;
-    j.Y = Y + n * d->M * j.S;
+    if (X) j.X = X + n * d->C * d->H * d->W;
+    else j.Xh = Xh + n * d->C * d->H * d->W;
+    if (Y) j.Y = Y + n * d->M * j.S;
+    else j.Yh = Yh + n * d->M * j.S;
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
     pool_parallel_for(pool, j.Cq, 1, fill, &j);
     pool_parallel_for(pool, items, 1, body, &j);

@@ -27,9 +27,12 @@ typedef struct cb_job {
   const uint8_t *used; /* per phase: some tap reads it (the others are left unfilled) */
   uint32_t *xp;        /* [Cq][P][L]: this image, converted */
   const float *X;      /* this image, [C][H][W] */
+  const uint16_t *Xh;  /* or the image in bf16 (conv_bf16_run_io; X unused then), NULL: X */
   const float *B, *res; /* bias (M) or NULL; residual of Y's shape (this image) or NULL */
   float lo, hi;
   float *Y;            /* this image, [M][OH*OW] */
+  uint16_t *Yh;        /* or the image's output in bf16, rounded to nearest even after the
+                        * epilogue (conv_bf16_run_io; Y unused then), NULL: Y */
 } cb_job;
 
 /* Item `it` of nvb output-channel blocks x nfb position blocks: the

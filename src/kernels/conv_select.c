@@ -523,12 +523,28 @@ smelt_status conv2d_run(smelt_pool *pool, const conv2d_desc *d, const conv2d_wei
   return conv2d_run_ep(pool, d, w, X, B, NULL, Y);
 }
 
-smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
-                           const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
+/* d runs on w (the weights were prepared for its channels and taps) */
+static smelt_status check_run(const conv2d_desc *d, const conv2d_weights *w) {
   TRY(check_desc(d));
   const conv2d_desc *p = &w->d;
   if (d->C != p->C || d->M != p->M || d->G != p->G || d->KH != p->KH || d->KW != p->KW)
     return err_set(SMELT_ERR_INTERNAL, "conv: weights prepared for another shape");
+  return SMELT_OK;
+}
+
+bool conv2d_bf16_io(const conv2d_weights *w) { return w->algo == CONV_ALGO_BF16 && conv_bf16_io_native(w->k->isa); }
+
+smelt_status conv2d_run_bf16io(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const float *X,
+                               const uint16_t *Xh, const float *B, const conv2d_epilogue *ep, float *Y, uint16_t *Yh) {
+  TRY(check_run(d, w));
+  if (!conv2d_bf16_io(w)) return err_set(SMELT_ERR_INTERNAL, "conv: %s takes no bf16 input or output", conv_algo_name(w->algo));
+  if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
+  return conv_bf16_run_io(pool, w->k->isa, d, (cb_form)w->form, (const uint32_t *)w->data, X, Xh, B, ep, Y, Yh);
+}
+
+smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
+                           const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
+  TRY(check_run(d, w));
   if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
   conv2d_weights run = *w;
   run.d = *d; /* the spatial geometry may change between runs; the weights do not */

@@ -85,6 +85,41 @@ static double wino_ref(const conv2d_desc *d, const float *X, const float *W, int
   return y;
 }
 
+static long n_io; /* outputs checked with a bf16 input or output */
+
+/* The same conv with X given in bf16 and / or Y written in bf16
+ * (conv2d_run_bf16io) against fp32 runs: a bf16 Y is the fp32 Y rounded
+ * to nearest even, and a bf16 X gives bit for bit the fp32 run over X
+ * rounded to bf16 (which is Y itself but for Winograd, whose input
+ * transform reads X unrounded in fp32). */
+static void io_check(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const float *X, const float *B,
+                     const conv2d_epilogue *ep, const float *Y) {
+  size_t nx = (size_t)(d->N * d->C * d->H * d->W), ny = (size_t)(d->N * d->M * d->OH * d->OW);
+  uint16_t *Xh = malloc(sizeof *Xh * nx), *Yh = malloc(sizeof *Yh * ny);
+  float *Y2 = malloc(sizeof *Y2 * ny), *Xr = malloc(sizeof *Xr * nx), *Yr = malloc(sizeof *Yr * ny);
+  CHECK(Xh && Yh && Y2 && Xr && Yr);
+  if (Xh && Yh && Y2 && Xr && Yr) {
+    for (size_t i = 0; i < nx; i++) Xh[i] = f32_to_bf16(X[i]), Xr[i] = bf(X[i]);
+    CHECK_OK(conv2d_run_ep(pool, d, w, Xr, B, ep, Yr));
+    for (int k = 0; k < 3; k++) { /* bf16 in and out; bf16 in, fp32 out; fp32 in, bf16 out */
+      const float *ref = k == 2 ? Y : Yr;
+      for (size_t i = 0; i < ny; i++) Yh[i] = 0x7fc1, Y2[i] = NAN;
+      CHECK_OK(conv2d_run_bf16io(pool, d, w, k == 2 ? X : NULL, k == 2 ? NULL : Xh, B, ep, k == 1 ? Y2 : NULL,
+                                 k == 1 ? NULL : Yh));
+      long bad = 0;
+      for (size_t i = 0; i < ny; i++) {
+        bool ok = k == 1 ? !memcmp(&Y2[i], &ref[i], sizeof *Y) : Yh[i] == f32_to_bf16(ref[i]);
+        if (!ok && bad++ < 3)
+          fprintf(stderr, "bf16 io %d: C%lld M%lld %lldx%lld k%lldx%lld: y[%zu] %.9g / 0x%04x, fp32 run %.9g\n", k,
+                  (long long)d->C, (long long)d->M, (long long)d->H, (long long)d->W, (long long)d->KH,
+                  (long long)d->KW, i, Y2[i], Yh[i], ref[i]);
+      }
+      n_bad += bad, n_io += (long)ny;
+    }
+  }
+  free(Xh), free(Yh), free(Y2), free(Xr), free(Yr);
+}
+
 static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool clamp) {
   int64_t taps = d.KH * d.KW, S = d.OH * d.OW;
   size_t nx = (size_t)(d.N * d.C * d.H * d.W), nw = (size_t)(d.M * d.C * taps), ny = (size_t)(d.N * d.M * S);
@@ -102,6 +137,7 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool
   if (!w) goto done;
   conv2d_epilogue ep = {res_on ? R : NULL, clamp ? -0.25f : -INFINITY, clamp ? 0.5f : INFINITY};
   CHECK_OK(conv2d_run_ep(pool, &d, w, X, bias_on ? Bv : NULL, &ep, Y));
+  if (conv2d_bf16_io(w)) io_check(pool, &d, w, X, bias_on ? Bv : NULL, &ep, Y);
   conv2d_weights_free(w);
   bool wino = conv_bf16_form(&d, path_isa) == CB_FORM_WINO;
   for (int64_t n = 0; n < d.N; n++)
@@ -200,9 +236,11 @@ static void run_path(const char *name, bool has, const char *why_not, smelt_pool
   }
   long before = n_bad;
   n_values = 0, n_wino = 0, max_err = 0;
+  long io0 = n_io;
   shapes(pool);
-  printf("%s: %ld values (%ld on Winograd), %ld past the tolerance; largest difference %.3g\n", name, n_values,
-         n_wino, n_bad - before, max_err);
+  printf("%s: %ld values (%ld on Winograd, %ld more with a bf16 input or output), %ld past the tolerance; largest "
+         "difference %.3g\n",
+         name, n_values, n_wino, n_io - io0, n_bad - before, max_err);
 }
 
 /* Which convolutions a session marked bf16 runs in bf16 (kernels/conv_bf16.h:

@@ -17,11 +17,11 @@
 #include "kernels/x86/conv_bf16_x86.h"
 
 /* Wq words of a plane row: the pairs of rows x0 (low halves) and x1 (high),
- * each with its own column offset (NULL: zeros). */
-CB_TARGET static void fill_row(const float *x0, int64_t off0, const float *x1, int64_t off1, int64_t W, int64_t sw,
-                               int64_t Wq, uint32_t *o) {
+ * each with its own column offset (none: zeros). */
+CB_TARGET static void fill_row(cb_src x0, int64_t off0, cb_src x1, int64_t off1, int64_t W, int64_t sw, int64_t Wq,
+                               uint32_t *o) {
   for (int64_t c = 0; c < Wq; c += 16) {
-    __m512 v0 = row_lanes(x0, W, sw, off0, c), v1 = row_lanes(x1, W, sw, off1, c);
+    __m512 v0 = src_lanes(x0, W, sw, off0, c), v1 = src_lanes(x1, W, sw, off1, c);
     __m512i p = bf16_pairs16(v0, v1);
     _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
   }
@@ -33,7 +33,7 @@ CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
   const conv2d_desc *d = j->d;
   uint32_t *o = j->xp + q * j->L;
   for (int64_t oh = 0; oh < d->OH; oh++) {
-    const float *x[2] = {NULL, NULL};
+    cb_src x[2] = {{NULL, NULL}, {NULL, NULL}};
     int64_t off[2] = {0, 0};
     for (int h = 0; h < 2; h++) {
       int64_t cv = 2 * q + h;
@@ -41,7 +41,7 @@ CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
       int64_t c = cv / j->taps_v, t = cv % j->taps_v, kh = t / d->KW, kw = t % d->KW;
       int64_t r = oh * d->sh - d->pt + kh * d->dh;
       if (r < 0 || r >= d->H) continue;
-      x[h] = j->X + (c * d->H + r) * d->W, off[h] = kw * d->dw - d->pl;
+      x[h] = cb_src_at(j, (c * d->H + r) * d->W), off[h] = kw * d->dw - d->pl;
     }
     fill_row(x[0], off[0], x[1], off[1], d->W, d->sw, d->OW, o + oh * d->OW);
   }
@@ -57,14 +57,15 @@ CB_TARGET static void fill_plane(const cb_job *j, int64_t q) {
   const conv2d_desc *d = j->d;
   int64_t S = d->H * d->W;
   uint32_t *o = j->xp + q * j->L;
-  const float *x0 = 2 * q < d->C ? j->X + 2 * q * S : NULL, *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * S : NULL;
-  if (!x0) {
+  cb_src none = {NULL, NULL};
+  cb_src x0 = 2 * q < d->C ? cb_src_at(j, 2 * q * S) : none, x1 = 2 * q + 1 < d->C ? cb_src_at(j, (2 * q + 1) * S) : none;
+  if (cb_src_none(x0)) {
     memset(o, 0, sizeof *o * (size_t)j->L);
     return;
   }
   for (int64_t c = 0; c < S; c += 16) {
     __mmask16 m = avx512_mask(S - c);
-    __m512 v0 = _mm512_maskz_loadu_ps(m, x0 + c), v1 = x1 ? _mm512_maskz_loadu_ps(m, x1 + c) : _mm512_setzero_ps();
+    __m512 v0 = src_load16(x0, c, m), v1 = src_load16(x1, c, m);
     _mm512_mask_storeu_epi32(o + c, m, bf16_pairs16(v0, v1));
   }
   memset(o + S, 0, sizeof *o * (size_t)(j->L - S));
@@ -83,8 +84,9 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
       fill_plane(j, q);
       continue;
     }
-    const float *x0 = 2 * q < d->C ? j->X + 2 * q * d->H * d->W : NULL;
-    const float *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * d->H * d->W : NULL;
+    cb_src none = {NULL, NULL};
+    cb_src x0 = 2 * q < d->C ? cb_src_at(j, 2 * q * d->H * d->W) : none;
+    cb_src x1 = 2 * q + 1 < d->C ? cb_src_at(j, (2 * q + 1) * d->H * d->W) : none;
     for (int64_t ph = 0; ph < d->sh; ph++)
       for (int64_t pw = 0; pw < d->sw; pw++) {
         if (!j->used[ph * d->sw + pw]) continue;
@@ -92,11 +94,11 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
         for (int64_t i = 0; i < j->Hq; i++) {
           int64_t r = i * d->sh + ph - d->pt;
           uint32_t *row = o + i * j->Wq;
-          if (r < 0 || r >= d->H || !x0) {
+          if (r < 0 || r >= d->H || cb_src_none(x0)) {
             memset(row, 0, sizeof *row * (size_t)j->Wq);
             continue;
           }
-          fill_row(x0 + r * d->W, pw - d->pl, x1 ? x1 + r * d->W : NULL, pw - d->pl, d->W, d->sw, j->Wq, row);
+          fill_row(cb_src_add(x0, r * d->W), pw - d->pl, cb_src_add(x1, r * d->W), pw - d->pl, d->W, d->sw, j->Wq, row);
         }
         memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
       }
@@ -115,7 +117,7 @@ CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, in
     for (int64_t r = 0; r < rows; r++) {
       int64_t m = m0 + r;
       __m512 b = _mm512_set1_ps(j->B ? j->B[m] : 0.f);
-      float *y = j->Y + m * j->S + segs[i].y0;
+      int64_t yo = m * j->S + segs[i].y0;
       const float *res = j->res ? j->res + m * j->S + segs[i].y0 : NULL;
       const float *a = acc + r * ld + segs[i].c;
       for (int64_t k = 0; k < segs[i].len; k += 16) {
@@ -123,7 +125,7 @@ CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, in
         __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, a + k), b);
         if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, res + k));
         v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
-        _mm512_mask_storeu_ps(y + k, mk, v);
+        cb_out16(j, yo + k, mk, v);
       }
     }
 }
@@ -151,8 +153,10 @@ static inline void vdp_prefetch_store(const cb_job *j, int64_t it, int64_t nvb) 
   int64_t rows = j->d->M - vb * VR < VR ? j->d->M - vb * VR : VR;
   for (int64_t r = 0; r < rows; r++) {
     int64_t o = (vb * VR + r) * j->S + y0;
-    _mm_prefetch((const char *)(j->Y + o), _MM_HINT_ET0);
-    _mm_prefetch((const char *)(j->Y + o + CB_BLOCK - 1), _MM_HINT_ET0);
+    const char *y0 = j->Yh ? (const char *)(j->Yh + o) : (const char *)(j->Y + o);
+    const char *y1 = j->Yh ? (const char *)(j->Yh + o + CB_BLOCK - 1) : (const char *)(j->Y + o + CB_BLOCK - 1);
+    _mm_prefetch(y0, _MM_HINT_ET0);
+    _mm_prefetch(y1, _MM_HINT_ET0);
     if (j->res) {
       _mm_prefetch((const char *)(j->res + o), _MM_HINT_T0);
       _mm_prefetch((const char *)(j->res + o + CB_BLOCK - 1), _MM_HINT_T0);

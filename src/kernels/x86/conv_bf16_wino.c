@@ -43,18 +43,18 @@
 /* V at the 16 points for 16 tiles of tile row ty from tile column tx0, one
  * channel x (NULL: zeros); columns (B's) first, then rows, in the order the
  * unit test's reference keeps. */
-CB_INLINE void wino_v16(const cb_job *j, const float *x, int64_t ty, int64_t tx0, __m512 *v) {
+CB_INLINE void wino_v16(const cb_job *j, cb_src x, int64_t ty, int64_t tx0, __m512 *v) {
   const conv2d_desc *d = j->d;
   __m512 u[4][4];
   for (int r = 0; r < 4; r++) {
     int64_t row = 2 * ty + r - d->pt;
-    if (!x || row < 0 || row >= d->H) {
+    if (cb_src_none(x) || row < 0 || row >= d->H) {
       for (int k = 0; k < 4; k++) u[r][k] = _mm512_setzero_ps();
       continue;
     }
-    const float *xr = x + row * d->W;
-    __m512 d0 = row_lanes(xr, d->W, 2, 0 - d->pl, tx0), d1 = row_lanes(xr, d->W, 2, 1 - d->pl, tx0);
-    __m512 d2 = row_lanes(xr, d->W, 2, 2 - d->pl, tx0), d3 = row_lanes(xr, d->W, 2, 3 - d->pl, tx0);
+    cb_src xr = cb_src_add(x, row * d->W);
+    __m512 d0 = src_lanes(xr, d->W, 2, 0 - d->pl, tx0), d1 = src_lanes(xr, d->W, 2, 1 - d->pl, tx0);
+    __m512 d2 = src_lanes(xr, d->W, 2, 2 - d->pl, tx0), d3 = src_lanes(xr, d->W, 2, 3 - d->pl, tx0);
     u[r][0] = _mm512_sub_ps(d0, d2), u[r][1] = _mm512_add_ps(d1, d2);
     u[r][2] = _mm512_sub_ps(d2, d1), u[r][3] = _mm512_sub_ps(d1, d3);
   }
@@ -70,7 +70,8 @@ CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
   int64_t TH = conv_cdiv(d->OH, 2), HW = d->H * d->W;
   const int64_t np = j->np, NB = TH * j->tbr;
   for (int64_t q = q0; q < q1; q++) {
-    const float *x0 = 2 * q < d->C ? j->X + 2 * q * HW : NULL, *x1 = 2 * q + 1 < d->C ? j->X + (2 * q + 1) * HW : NULL;
+    cb_src none = {NULL, NULL};
+    cb_src x0 = 2 * q < d->C ? cb_src_at(j, 2 * q * HW) : none, x1 = 2 * q + 1 < d->C ? cb_src_at(j, (2 * q + 1) * HW) : none;
     for (int64_t ty = 0; ty < TH; ty++)
       for (int64_t tx0 = 0; tx0 < j->TW; tx0 += 16) {
         __m512 v0[16], v1[16];

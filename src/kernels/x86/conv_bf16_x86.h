@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include "ir/tensor.h" /* bf16_to_f32 */
 #include "kernels/conv_bf16_impl.h"
 #include "kernels/x86/avx512_tile.h"
 
@@ -42,6 +43,79 @@ CB_INLINE __m512 row_lanes(const float *x, int64_t W, int64_t sw, int64_t off, i
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, x, 4);
 }
 
+/* 16 bf16 values widened to fp32 (exact: the bits moved up) */
+CB_INLINE __m512 cb_bf16x16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+
+/* A mask of the lanes [lo, hi) of 32 (either may lie outside 0..32) */
+CB_INLINE __mmask32 cb_mask32(int64_t lo, int64_t hi) {
+  lo = lo < 0 ? 0 : lo > 32 ? 32 : lo, hi = hi < 0 ? 0 : hi > 32 ? 32 : hi;
+  if (hi <= lo) return 0;
+  uint64_t m = ((1ull << hi) - 1) & ~((1ull << lo) - 1);
+  return (__mmask32)m;
+}
+
+/* row_lanes over a row stored in bf16: the same lanes, widened exactly */
+CB_INLINE __m512 row_lanes_h(const uint16_t *x, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  if (!x) return _mm512_setzero_ps();
+  int64_t s0 = c * sw + off;
+  if (sw == 1) {
+    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 16 ? W - s0 : 16;
+    __mmask16 m = (__mmask16)cb_mask32(lo, hi);
+    return m ? cb_bf16x16(_mm256_maskz_loadu_epi16(m, x + s0)) : _mm512_setzero_ps();
+  }
+  if (sw == 2) { /* 32 values from s0: the even ones are the low halves of the 32-bit lanes */
+    __mmask32 m = cb_mask32(s0 < 0 ? -s0 : 0, W - s0);
+    if (!m) return _mm512_setzero_ps();
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_maskz_loadu_epi16(m, x + s0), 16));
+  }
+  float t[16] __attribute__((aligned(64)));
+  for (int k = 0; k < 16; k++) {
+    int64_t s = s0 + k * sw;
+    t[k] = s >= 0 && s < W ? bf16_to_f32(x[s]) : 0.f;
+  }
+  return _mm512_load_ps(t);
+}
+
+/* A row or plane of the input: fp32 (f) or bf16 (h), the other NULL; both
+ * NULL reads as zeros */
+typedef struct cb_src {
+  const float *f;
+  const uint16_t *h;
+} cb_src;
+
+/* Element off of this image's input (j->X or j->Xh) */
+CB_INLINE cb_src cb_src_at(const cb_job *j, int64_t off) {
+  cb_src s = {NULL, NULL};
+  if (j->Xh) s.h = j->Xh + off;
+  else s.f = j->X + off;
+  return s;
+}
+CB_INLINE cb_src cb_src_add(cb_src s, int64_t off) {
+  if (s.h) s.h += off;
+  if (s.f) s.f += off;
+  return s;
+}
+CB_INLINE bool cb_src_none(cb_src s) { return !s.f && !s.h; }
+CB_INLINE __m512 src_lanes(cb_src s, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  return s.h ? row_lanes_h(s.h, W, sw, off, c) : row_lanes(s.f, W, sw, off, c);
+}
+/* The 16 values from element c under mask m (the others 0, not read) */
+CB_INLINE __m512 src_load16(cb_src s, int64_t c, __mmask16 m) {
+  if (s.h) return cb_bf16x16(_mm256_maskz_loadu_epi16(m, s.h + c));
+  return s.f ? _mm512_maskz_loadu_ps(m, s.f + c) : _mm512_setzero_ps();
+}
+
+/* 8 (masked) outputs of channel m from position y0: into Y, or rounded into Yh */
+CB_INLINE void cb_out8(const cb_job *j, int64_t m, int64_t y0, __mmask8 mk, __m256 v) {
+  if (j->Yh) _mm_mask_storeu_epi16(j->Yh + m * j->S + y0, mk, (__m128i)_mm256_cvtneps_pbh(v));
+  else _mm256_mask_storeu_ps(j->Y + m * j->S + y0, mk, v);
+}
+/* 16 (masked) outputs at element o of this image's output */
+CB_INLINE void cb_out16(const cb_job *j, int64_t o, __mmask16 mk, __m512 v) {
+  if (j->Yh) _mm256_mask_storeu_epi16(j->Yh + o, mk, (__m256i)_mm512_cvtneps_pbh(v));
+  else _mm512_mask_storeu_ps(j->Y + o, mk, v);
+}
+
 /* 16 channels from m0 (rows past M dropped) by positions y0 .. y0 + npv - 1
  * of Y from r[p] (position p's 16 channels, bias added; p < 8): an 8 x 16
  * transpose in registers (unpack, shuffle, two-source permute), then per
@@ -71,7 +145,7 @@ CB_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t 
       if (m >= j->d->M) continue;
       __m256 x = v[k];
       if (j->res) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mk, j->res + m * j->S + y0));
-      _mm256_mask_storeu_ps(j->Y + m * j->S + y0, mk, _mm256_min_ps(hi, _mm256_max_ps(lo, x)));
+      cb_out8(j, m, y0, mk, _mm256_min_ps(hi, _mm256_max_ps(lo, x)));
     }
   }
 }
