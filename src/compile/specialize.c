@@ -11,6 +11,7 @@
 #include "compile/compile.h"
 #include "ops/infer.h"
 #include "ops/op.h"
+#include "parallel/pool.h"
 #include "passes/pass.h"
 #include "util/err.h"
 
@@ -100,7 +101,8 @@ smelt_status specialize_graph(const ir_graph *mg, tensor *const *inputs, const c
   double t1 = now_s();
   pass_report pr;
   memset(&pr, 0, sizeof pr);
-  pass_options po = {.mode = o->mode, .specialized = true, .debug_dir = o->debug_dir, .precision = o->precision};
+  pass_options po = {.mode = o->mode, .specialized = true, .debug_dir = o->debug_dir, .precision = o->precision,
+                     .threads = pool_threads(o->pool)};
   if (!s) s = passes_run(g, &po, &pr);
   int n_split = 0;
   if (!s) s = split_activations(g, &n_split);

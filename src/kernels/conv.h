@@ -149,10 +149,12 @@ typedef struct conv2d_epilogue {
 smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y);
 /* conv2d_run_ep on bf16 prepared weights (CONV_ALGO_BF16) with the input in
- * bf16 (Xh, X NULL) and / or the output written in bf16 (Yh, Y NULL), where
- * conv2d_bf16_io(w): kernels/conv_bf16.h, conv_bf16_run_io. */
+ * bf16 (Xh, X NULL), the residual in bf16 (Rh, NULL: ep's) and / or the
+ * output written in bf16 (Yh, Y NULL), where conv2d_bf16_io(w):
+ * kernels/conv_bf16.h, conv_bf16_run_io. */
 smelt_status conv2d_run_bf16io(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const float *X,
-                               const uint16_t *Xh, const float *B, const conv2d_epilogue *ep, float *Y, uint16_t *Yh);
+                               const uint16_t *Xh, const float *B, const conv2d_epilogue *ep, const uint16_t *Rh,
+                               float *Y, uint16_t *Yh);
 /* Whether w's kernel takes a bf16 input and output (bf16 weights on the
  * vdpbf16ps kernels) */
 bool conv2d_bf16_io(const conv2d_weights *w);

@@ -317,16 +317,17 @@ bool conv_bf16_io_native(isa_level isa) { return bf16dp_hw(isa) && !bf16dp_amx_h
 
 smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form, const uint32_t *wts,
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y) {
-  return conv_bf16_run_io(pool, isa, d, form, wts, X, NULL, B, ep, Y, NULL);
+  return conv_bf16_run_io(pool, isa, d, form, wts, X, NULL, B, ep, NULL, Y, NULL);
 }
 
 smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form,
                               const uint32_t *wts, const float *X, const uint16_t *Xh, const float *B,
-                              const conv2d_epilogue *ep, float *Y, uint16_t *Yh) {
-  if ((Xh || Yh) && !conv_bf16_io_native(isa))
+                              const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh) {
+  if ((Xh || Yh || Rh) && !conv_bf16_io_native(isa))
     return err_set(SMELT_ERR_INTERNAL, "bf16 conv: bf16 input or output asked of a kernel without them");
   if ((Xh ? 1 : 0) + (X ? 1 : 0) != 1 || (Yh ? 1 : 0) + (Y ? 1 : 0) != 1)
     return err_set(SMELT_ERR_INTERNAL, "bf16 conv: give the input and the output each in one type");
+  if (Rh && ep && ep->residual) return err_set(SMELT_ERR_INTERNAL, "bf16 conv: a residual in two types");
   if (!conv_bf16_shape(d) || d->N < 0 || d->H < 1 || d->W < 1 || d->pt < 0 || d->pl < 0)
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "bf16 conv: unsupported geometry (C=%lld, group %lld)",
                    (long long)d->C, (long long)d->G);
@@ -395,6 +396,7 @@ smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc
     if (Y) j.Y = Y + n * d->M * j.S;
     else j.Yh = Yh + n * d->M * j.S;
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
+    j.resh = Rh ? Rh + n * d->M * j.S : NULL;
     pool_parallel_for(pool, j.Cq, 1, fill, &j);
     pool_parallel_for(pool, items, 1, body, &j);
   }

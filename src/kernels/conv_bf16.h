@@ -115,15 +115,18 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
 /* Whether the kernels at isa read a bf16 input and write a bf16 output
  * (conv_bf16_run_io): the vdpbf16ps forms (bf16dp_hw without AMX). */
 bool conv_bf16_io_native(isa_level isa);
-/* conv_bf16_run with the input in bf16 (Xh, X NULL) and / or the output
- * written in bf16 (Yh, Y NULL; each value rounded to nearest even after
- * bias, residual and clamp, which stay fp32), where conv_bf16_io_native.
+/* conv_bf16_run with the input in bf16 (Xh, X NULL), the residual in bf16
+ * (Rh, ep->residual NULL; NULL: ep's), and / or the output written in bf16
+ * (Yh, Y NULL; each value rounded to nearest even after bias, residual and
+ * clamp, which are fp32), where conv_bf16_io_native.  Yh may be Rh (each
+ * residual value is read just before its output is written over it).
  * A bf16 input gives the same result as its values widened to fp32: the
  * kernels round their input to bf16 anyway.  Passes (passes/bf16_acts.c)
  * keep an activation in bf16 between convolutions that run here, so the
  * producer writes half the bytes and the consumer reads half. */
 smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form,
                               const uint32_t *wts, const float *X, const uint16_t *Xh, const float *B,
-                              const conv2d_epilogue *ep, float *Y, uint16_t *Yh) __attribute__((warn_unused_result));
+                              const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh)
+    __attribute__((warn_unused_result));
 
 #endif

@@ -29,6 +29,7 @@ typedef struct cb_job {
   const float *X;      /* this image, [C][H][W] */
   const uint16_t *Xh;  /* or the image in bf16 (conv_bf16_run_io; X unused then), NULL: X */
   const float *B, *res; /* bias (M) or NULL; residual of Y's shape (this image) or NULL */
+  const uint16_t *resh; /* or the residual in bf16 (conv_bf16_run_io; res NULL then) */
   float lo, hi;
   float *Y;            /* this image, [M][OH*OW] */
   uint16_t *Yh;        /* or the image's output in bf16, rounded to nearest even after the

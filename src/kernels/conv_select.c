@@ -535,11 +535,12 @@ static smelt_status check_run(const conv2d_desc *d, const conv2d_weights *w) {
 bool conv2d_bf16_io(const conv2d_weights *w) { return w->algo == CONV_ALGO_BF16 && conv_bf16_io_native(w->k->isa); }
 
 smelt_status conv2d_run_bf16io(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const float *X,
-                               const uint16_t *Xh, const float *B, const conv2d_epilogue *ep, float *Y, uint16_t *Yh) {
+                               const uint16_t *Xh, const float *B, const conv2d_epilogue *ep, const uint16_t *Rh,
+                               float *Y, uint16_t *Yh) {
   TRY(check_run(d, w));
   if (!conv2d_bf16_io(w)) return err_set(SMELT_ERR_INTERNAL, "conv: %s takes no bf16 input or output", conv_algo_name(w->algo));
   if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
-  return conv_bf16_run_io(pool, w->k->isa, d, (cb_form)w->form, (const uint32_t *)w->data, X, Xh, B, ep, Y, Yh);
+  return conv_bf16_run_io(pool, w->k->isa, d, (cb_form)w->form, (const uint32_t *)w->data, X, Xh, B, ep, Rh, Y, Yh);
 }
 
 smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,

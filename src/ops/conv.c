@@ -37,7 +37,9 @@ static const smelt_dtype conv_types[] = {SMELT_F32, SMELT_F16, SMELT_BF16, SMELT
 /* Checks types and shapes and fills g (dims may be unknown statically). */
 static smelt_status conv_plan(op_ctx *c, conv_geom *g) {
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
-  TRY(nn_check_conv_operands(c, conv_types, &g->G));
+  op_ctx c2;
+  tensor xf[2], *ins[4];
+  TRY(nn_check_conv_operands(conv_x_as_f32(c, &c2, xf, ins), conv_types, &g->G));
   if (x->rank < 0 || w->rank < 0) return SMELT_OK; /* caller leaves the output unranked */
   int nsp = x->rank - 2;
   g->N = x->dims[0];
@@ -69,13 +71,18 @@ smelt_status conv_op_infer(op_ctx *c) {
   conv_geom g;
   TRY(conv_plan(c, &g));
   const tensor *x = c->in[0], *w = c->in[1];
+  /* a bf16 X beside fp32 weights gives fp32, or bf16 where the node is
+   * told to write it (bf16_out, passes/bf16_acts.c) */
+  smelt_dtype yt = conv_bf16_act_in(c) ? SMELT_F32 : x->dtype;
+  if (conv_marked_bf16(c->node) && ir_attr_int(c->node, "bf16_out", 0) && (yt == SMELT_F32 || yt == SMELT_BF16))
+    yt = SMELT_BF16;
   if (x->rank < 0 || w->rank < 0) {
-    nn_out_unknown(c, 0, x->dtype);
+    nn_out_unknown(c, 0, yt);
     return SMELT_OK;
   }
   int64_t dims[SMELT_MAX_RANK] = {g.N, g.M};
   memcpy(dims + 2, g.w.out, sizeof(int64_t) * (size_t)g.w.nsp);
-  op_set_out(c, 0, x->dtype, x->rank, dims);
+  op_set_out(c, 0, yt, x->rank, dims);
   return SMELT_OK;
 }
 
@@ -488,7 +495,8 @@ void conv_describe_geom(op_ctx *c, const conv_geom *g, char *buf, size_t n) {
 
 smelt_status conv_op_prepare(op_ctx *c) {
   const tensor *x = c->in[0], *w = c->in[1];
-  if (!c->cache || !op_input_is_constant(c, 1) || x->dtype != SMELT_F32 || w->dtype != SMELT_F32)
+  if (!c->cache || !op_input_is_constant(c, 1) || (x->dtype != SMELT_F32 && !conv_bf16_act_in(c)) ||
+      w->dtype != SMELT_F32)
     return SMELT_OK;
   conv_geom g;
   TRY(conv_plan(c, &g));
@@ -500,11 +508,16 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
   if (nd->n_inputs < 4 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->inputs[1] < 0 || nd->inputs[3] < 0)
     return false;
   const ir_value *xv = &g->values[nd->inputs[0]], *wv = &g->values[nd->inputs[1]];
-  if (xv->dtype != SMELT_F32 || wv->dtype != SMELT_F32 || xv->rank < 3 || wv->rank != xv->rank) return false;
+  /* a bf16 X (passes/bf16_acts.c) picks as an fp32 one; the output goes
+   * over the residual only in the same element type */
+  bool bf16 = xv->dtype == SMELT_BF16 && conv_marked_bf16(nd);
+  if ((xv->dtype != SMELT_F32 && !bf16) || wv->dtype != SMELT_F32 || xv->rank < 3 || wv->rank != xv->rank ||
+      g->values[nd->inputs[3]].dtype != g->values[nd->outputs[0]].dtype)
+    return false;
   for (int i = 0; i < xv->rank; i++)
     if (!dim_known(xv->dims[i]) || !dim_known(wv->dims[i])) return false;
   tensor x, w, y, *in[2] = {&x, &w}, *out[1] = {&y};
-  tensor_view(&x, xv->dtype, xv->rank, xv->dims, NULL);
+  tensor_view(&x, SMELT_F32, xv->rank, xv->dims, NULL);
   tensor_view(&w, wv->dtype, wv->rank, wv->dims, wv->constant ? wv->constant->data : NULL);
   memset(&y, 0, sizeof y);
   op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = 2, .n_out = 1, .in = in, .out = out,
@@ -518,6 +531,35 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
   conv_query_of(&c, &cg, &q);
   const conv_kernel *k = conv_select(&q, 0);
   return k && k->residual_in_place;
+}
+
+bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads) {
+  if (!conv_marked_bf16(nd) || nd->n_inputs < 2 || nd->n_outputs != 1 || nd->inputs[0] < 0 || nd->inputs[1] < 0)
+    return false;
+  bool fused = !strcmp(nd->domain, "smelt");
+  const ir_value *xv = &g->values[nd->inputs[0]], *wv = &g->values[nd->inputs[1]];
+  const ir_value *bv = nd->n_inputs > 2 && nd->inputs[2] >= 0 ? &g->values[nd->inputs[2]] : NULL;
+  const ir_value *rv = fused && nd->n_inputs > 3 && nd->inputs[3] >= 0 ? &g->values[nd->inputs[3]] : NULL;
+  if ((xv->dtype != SMELT_F32 && xv->dtype != SMELT_BF16) || wv->dtype != SMELT_F32 || (bv && bv->dtype != SMELT_F32) ||
+      (rv && rv->dtype != SMELT_F32 && rv->dtype != SMELT_BF16) || xv->rank < 3 || wv->rank != xv->rank || (bv && bv->rank != 1))
+    return false;
+  for (int i = 0; i < xv->rank; i++)
+    if (!dim_known(xv->dims[i]) || !dim_known(wv->dims[i])) return false;
+  /* X viewed as fp32: the checks and the pick are the same for both */
+  tensor x, w, b, y, *in[3] = {&x, &w, bv ? &b : NULL}, *out[1] = {&y};
+  tensor_view(&x, SMELT_F32, xv->rank, xv->dims, NULL);
+  tensor_view(&w, wv->dtype, wv->rank, wv->dims, wv->constant ? wv->constant->data : NULL);
+  if (bv) tensor_view(&b, bv->dtype, bv->rank, bv->dims, NULL);
+  memset(&y, 0, sizeof y);
+  op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = bv ? 3 : 2, .n_out = 1, .in = in, .out = out,
+              .static_infer = true};
+  conv_geom cg = {0};
+  fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
+  if (conv_plan(&c, &cg) || (fused && fused_act_read(nd, &act))) {
+    err_clear();
+    return false;
+  }
+  return conv_bf16_io_applies(&c, &cg, &act, threads);
 }
 
 smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
@@ -542,7 +584,19 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
     snprintf(geo + o, sizeof geo - (size_t)o, ", weight %s", ir_quant_describe(wq, c->in[1]->dtype, wt, sizeof wt));
   char how[256];
   conv_describe_geom(c, &g, how, sizeof how);
-  snprintf(buf, n, "%s%s: %s", geo, x->dtype == SMELT_F32 || x->dtype == SMELT_F64 ? "" : " (via f32 copies)", how);
+  const tensor *y = c->out[0];
+  const char *io = "";
+  if (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_marked_bf16(c->node))) {
+    fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
+    if (!strcmp(c->node->op_type, "Conv") && !strcmp(c->node->domain, "smelt")) TRY(fused_act_read(c->node, &act));
+    bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
+    io = !conv_bf16_io_applies(c, &g, &act, 0) ? " (via f32 copies)"
+         : xh && yh                           ? ", bf16 in and out"
+         : xh                                 ? ", bf16 in"
+                                              : ", bf16 out";
+  } else if (x->dtype != SMELT_F32 && x->dtype != SMELT_F64)
+    io = " (via f32 copies)";
+  snprintf(buf, n, "%s%s: %s", geo, io, how);
   return SMELT_OK;
 }
 
@@ -600,8 +654,24 @@ smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) {
   tensor *y = c->out[0];
   if (tensor_numel(y) == 0) return SMELT_OK;
   if (g.Kdim < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "kernel size overflows");
-  bool plain = !e->residual && e->act.kind == FUSED_ACT_NONE;
-  if (!plain && y->dtype != SMELT_F32)
+  bool plain = !e->residual && !e->residual_h && e->act.kind == FUSED_ACT_NONE;
+  if (y->dtype != SMELT_F64 && (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_marked_bf16(c->node)))) {
+    bool done; /* bf16 activations: on the bf16 kernel as they are, else through f32 copies below */
+    TRY(conv_bf16_io_run(c, &g, e, &done));
+    if (done) return SMELT_OK;
+  }
+  if (e->residual_h) { /* a bf16 residual on another kernel: an f32 copy of it */
+    int64_t n = tensor_numel(y);
+    float *r = NULL;
+    TRY(nn_alloc((void **)&r, n, sizeof(float), "f32 copy of the residual"));
+    for (int64_t i = 0; i < n; i++) r[i] = bf16_to_f32(e->residual_h[i]);
+    conv_epilogue e2 = *e;
+    e2.residual = r, e2.residual_h = NULL;
+    smelt_status st = conv_op_run(c, &e2);
+    free(r);
+    return st;
+  }
+  if (!plain && y->dtype != SMELT_F32 && !(y->dtype == SMELT_BF16 && conv_marked_bf16(c->node)))
     return err_set(SMELT_ERR_UNSUPPORTED, "a fused conv epilogue needs float32, not %s", dtype_name(y->dtype));
   if (y->dtype == SMELT_F64) { /* the registry's float64 entry */
     conv_query q;

@@ -9,6 +9,7 @@
 
 typedef struct conv_epilogue {
   const float *residual; /* same shape as Y, added before the activation; NULL: none */
+  const uint16_t *residual_h; /* or the residual in bf16 (passes/bf16_acts.c); NULL: none */
   fused_act act;
 } conv_epilogue;
 
@@ -26,6 +27,11 @@ smelt_status conv_op_prepare(op_ctx *c);
  * other route conv_op_run, handed such an output, copies the residual
  * aside first, so a wrong answer here costs a copy, never a wrong result. */
 bool conv_residual_in_place(const ir_graph *g, const ir_node *nd);
+/* Whether Conv / smelt.Conv node nd of g (shapes known), marked bf16 by
+ * autocast, runs on a bf16 kernel that reads and writes bf16 itself at
+ * `threads` (ops/conv_route.h: conv_bf16_io_applies; its X fp32 or bf16,
+ * W, B and the residual fp32): passes/bf16_acts.c asks it. */
+bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads);
 /* op_describe_fn of Conv and smelt.Conv: the geometry, the element type and
  * the kernel conv_op_run takes ("1x1 pointwise on X in place", "winograd
  * F(4x4,3x3)", "bf16 on AMX tiles", ...). */

@@ -80,6 +80,23 @@ struct gemm_packed;
 smelt_status conv_pw_t_ep(op_ctx *c, const conv_geom *g, int64_t C, const float *X, const float *W,
                           const struct gemm_packed *wt, const float *B, const conv_epilogue *ep, float *Y);
 
+/* bf16 activations (passes/bf16_acts.c keeps a conv's output in bf16 where
+ * every reader is a convolution that takes it so):
+ *   - whether node nd is marked bf16 by autocast;
+ *   - whether c reads a bf16 X or residual (input 3), the other fp32 or
+ *     bf16, beside fp32 W and B on a node so marked;
+ *   - c itself, or c2 over ins (c->n_in entries) with X and the residual
+ *     viewed as fp32, for the type checks (xf: two views);
+ *   - whether c (X fp32 or bf16, W and B fp32) runs on a bf16 kernel that
+ *     reads and writes bf16 itself (conv2d_bf16_io) with activation act,
+ *     at `threads` (0: c's pool's);
+ *   - runs c so when it applies (*done), else leaves it to the f32 copies. */
+bool conv_marked_bf16(const ir_node *nd);
+bool conv_bf16_act_in(op_ctx *c);
+op_ctx *conv_x_as_f32(op_ctx *c, op_ctx *c2, tensor *xf, tensor **ins);
+bool conv_bf16_io_applies(op_ctx *c, const conv_geom *g, const fused_act *act, int threads);
+smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done);
+
 /* The registry's hooks (conv_kernel's prepare, run, describe). */
 #define CONV_ROUTE(name)                                                                                         \
   smelt_status conv_route_##name##_prepare(const conv_kernel *k, const conv_query *q, const conv_call *a,       \

@@ -212,6 +212,70 @@ smelt_status conv_route_fast_run(const conv_kernel *k, const conv_query *q, cons
   return st;
 }
 
+/* ---- bf16 activations (passes/bf16_acts.c) ---- */
+
+bool conv_marked_bf16(const ir_node *nd) { return nd && !strcmp(ir_attr_string(nd, "precision", "fp32"), "bf16"); }
+
+/* Input i is a bf16 activation or fp32 */
+static bool f32_or_bf16(const tensor *t) { return t->dtype == SMELT_F32 || t->dtype == SMELT_BF16; }
+
+bool conv_bf16_act_in(op_ctx *c) {
+  const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2), *r = op_in(c, 3);
+  bool bf16 = x->dtype == SMELT_BF16 || (r && r->dtype == SMELT_BF16);
+  return bf16 && f32_or_bf16(x) && (!r || f32_or_bf16(r)) && w->dtype == SMELT_F32 &&
+         (!b || b->dtype == SMELT_F32) && conv_marked_bf16(c->node);
+}
+
+op_ctx *conv_x_as_f32(op_ctx *c, op_ctx *c2, tensor *xf, tensor **ins) {
+  if (!conv_bf16_act_in(c) || c->n_in > 4) return c;
+  for (int i = 0; i < c->n_in; i++) {
+    ins[i] = c->in[i];
+    if ((i == 0 || i == 3) && ins[i] && ins[i]->dtype == SMELT_BF16) {
+      xf[i ? 1 : 0] = *ins[i], xf[i ? 1 : 0].dtype = SMELT_F32;
+      ins[i] = &xf[i ? 1 : 0];
+    }
+  }
+  *c2 = *c, c2->in = ins;
+  return c2;
+}
+
+bool conv_bf16_io_applies(op_ctx *c, const conv_geom *g, const fused_act *act, int threads) {
+  const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
+  if ((x->dtype != SMELT_F32 && x->dtype != SMELT_BF16) || w->dtype != SMELT_F32 || (b && b->dtype != SMELT_F32))
+    return false;
+  if (act->kind != FUSED_ACT_NONE && act->kind != FUSED_ACT_RELU && act->kind != FUSED_ACT_CLIP) return false;
+  if (g->w.nsp > 2 || g->Kdim <= 0) return false;
+  conv_query q;
+  conv_query_of(c, g, &q);
+  if (threads > 0) q.threads = threads;
+  const conv_kernel *k = conv_select(&q, 0);
+  return k && k->algo == CONV_ALGO_BF16 && conv_bf16_io_native(conv2d_kernel_isa(q.isa));
+}
+
+smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done) {
+  *done = false;
+  if (!conv_bf16_io_applies(c, g, &e->act, 0)) return SMELT_OK;
+  const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
+  tensor *y = c->out[0];
+  if (y->dtype != SMELT_F32 && y->dtype != SMELT_BF16) return SMELT_OK;
+  conv2d_desc d;
+  conv_desc_of(g, &d);
+  conv2d_weights *pw;
+  bool own;
+  TRY(conv_weights_algo(c, w->data, &d, CONV_ALGO_BF16, &pw, &own));
+  smelt_status st = SMELT_OK;
+  if (conv2d_bf16_io(pw)) {
+    fused_act rest;
+    conv2d_epilogue kep = conv_kernel_epilogue(e, &rest);
+    bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
+    st = conv2d_run_bf16io(c->pool, &d, pw, xh ? NULL : x->data, xh ? x->data : NULL, b ? b->data : NULL, &kep,
+                           e->residual_h, yh ? NULL : y->data, yh ? y->data : NULL);
+    *done = true;
+  }
+  if (own) conv2d_weights_free(pw);
+  return st;
+}
+
 void conv_route_fast_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {
   (void)a;
   cb_form f = k->algo == CONV_ALGO_BF16 ? conv_bf16_form(&q->d, conv2d_kernel_isa(q->isa)) : CB_FORM_PV;

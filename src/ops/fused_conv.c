@@ -11,12 +11,15 @@
 #include <string.h>
 
 #include "ops/conv_core.h"
+#include "ops/conv_route.h"
 #include "ops/fused_util.h"
 #include "ops/nn_util.h"
 #include "util/err.h"
 
 static smelt_status fconv_check(op_ctx *c) {
-  TRY(fused_check_inputs(c));
+  op_ctx c2;
+  tensor xf[2], *ins[4];
+  TRY(fused_check_inputs(conv_x_as_f32(c, &c2, xf, ins))); /* X, residual may be bf16: ops/conv_route.h */
   fused_act act;
   return fused_act_read(c->node, &act);
 }
@@ -35,9 +38,10 @@ static smelt_status fconv_run(op_ctx *c) {
   TRY(fconv_check(c));
   TRY(check_residual(c));
   const tensor *res = op_in(c, 3);
-  if (res && res->nbytes != c->out[0]->nbytes)
+  if (res && tensor_numel(res) != tensor_numel(c->out[0]))
     return err_set(SMELT_ERR_INTERNAL, "residual size differs from the output's");
-  conv_epilogue e = {.residual = res ? res->data : NULL};
+  conv_epilogue e = {.residual = res && res->dtype == SMELT_F32 ? res->data : NULL,
+                     .residual_h = res && res->dtype == SMELT_BF16 ? res->data : NULL};
   TRY(fused_act_read(c->node, &e.act));
   return conv_op_run(c, &e);
 }

@@ -16,6 +16,7 @@ typedef struct pass_options {
   const char *debug_dir;  /* SMELT_DEBUG: write IR before/after each pass here; NULL = off */
   smelt_precision precision; /* session precision: autocast marks nodes for it (autocast.c) */
   bool static_kv;         /* a generator's decode graph (passes/static_kv.h): lengths symbolic */
+  int threads;            /* the session's threads (bf16_acts.c asks the conv registry's pick); 0: one */
 } pass_options;
 
 typedef struct pass_stat {

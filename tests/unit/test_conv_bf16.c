@@ -87,28 +87,41 @@ static double wino_ref(const conv2d_desc *d, const float *X, const float *W, int
 
 static long n_io; /* outputs checked with a bf16 input or output */
 
-/* The same conv with X given in bf16 and / or Y written in bf16
- * (conv2d_run_bf16io) against fp32 runs: a bf16 Y is the fp32 Y rounded
- * to nearest even, and a bf16 X gives bit for bit the fp32 run over X
- * rounded to bf16 (which is Y itself but for Winograd, whose input
- * transform reads X unrounded in fp32). */
+/* The same conv with X given in bf16, the residual in bf16 and / or Y
+ * written in bf16 (conv2d_run_bf16io) against fp32 runs: a bf16 Y is the
+ * fp32 Y rounded to nearest even, and a bf16 X (or residual) gives bit for
+ * bit the fp32 run over X (or the residual) rounded to bf16 -- which is Y
+ * itself for X but on Winograd, whose input transform reads X unrounded.
+ * Last, Y written in bf16 over the bf16 residual (in place). */
 static void io_check(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const float *X, const float *B,
                      const conv2d_epilogue *ep, const float *Y) {
   size_t nx = (size_t)(d->N * d->C * d->H * d->W), ny = (size_t)(d->N * d->M * d->OH * d->OW);
-  uint16_t *Xh = malloc(sizeof *Xh * nx), *Yh = malloc(sizeof *Yh * ny);
+  uint16_t *Xh = malloc(sizeof *Xh * nx), *Yh = malloc(sizeof *Yh * ny), *Rh = malloc(sizeof *Rh * ny);
   float *Y2 = malloc(sizeof *Y2 * ny), *Xr = malloc(sizeof *Xr * nx), *Yr = malloc(sizeof *Yr * ny);
-  CHECK(Xh && Yh && Y2 && Xr && Yr);
-  if (Xh && Yh && Y2 && Xr && Yr) {
+  float *Rr = malloc(sizeof *Rr * ny), *Yrr = malloc(sizeof *Yrr * ny);
+  CHECK(Xh && Yh && Rh && Y2 && Xr && Yr && Rr && Yrr);
+  if (Xh && Yh && Rh && Y2 && Xr && Yr && Rr && Yrr) {
+    const float *R = ep->residual;
     for (size_t i = 0; i < nx; i++) Xh[i] = f32_to_bf16(X[i]), Xr[i] = bf(X[i]);
-    CHECK_OK(conv2d_run_ep(pool, d, w, Xr, B, ep, Yr));
-    for (int k = 0; k < 3; k++) { /* bf16 in and out; bf16 in, fp32 out; fp32 in, bf16 out */
-      const float *ref = k == 2 ? Y : Yr;
+    for (size_t i = 0; R && i < ny; i++) Rh[i] = f32_to_bf16(R[i]), Rr[i] = bf(R[i]);
+    conv2d_epilogue epr = *ep;
+    epr.residual = R ? Rr : NULL;
+    CHECK_OK(conv2d_run_ep(pool, d, w, Xr, B, ep, Yr));    /* X rounded */
+    CHECK_OK(conv2d_run_ep(pool, d, w, X, B, &epr, Yrr)); /* the residual rounded */
+    conv2d_epilogue nores = *ep;
+    nores.residual = NULL;
+    /* bf16 in and out; bf16 in, fp32 out; fp32 in, bf16 out; the residual
+     * in bf16, fp32 out; bf16 out over the bf16 residual */
+    for (int k = 0; k < (R ? 5 : 3); k++) {
+      const float *ref = k == 2 ? Y : k >= 3 ? Yrr : Yr;
       for (size_t i = 0; i < ny; i++) Yh[i] = 0x7fc1, Y2[i] = NAN;
-      CHECK_OK(conv2d_run_bf16io(pool, d, w, k == 2 ? X : NULL, k == 2 ? NULL : Xh, B, ep, k == 1 ? Y2 : NULL,
-                                 k == 1 ? NULL : Yh));
+      if (k == 4) memcpy(Yh, Rh, sizeof *Yh * ny);
+      bool xh = k < 2, yh = k != 1 && k != 3;
+      CHECK_OK(conv2d_run_bf16io(pool, d, w, xh ? NULL : X, xh ? Xh : NULL, B, k >= 3 ? &nores : ep,
+                                 k == 3 ? Rh : k == 4 ? Yh : NULL, yh ? NULL : Y2, yh ? Yh : NULL));
       long bad = 0;
       for (size_t i = 0; i < ny; i++) {
-        bool ok = k == 1 ? !memcmp(&Y2[i], &ref[i], sizeof *Y) : Yh[i] == f32_to_bf16(ref[i]);
+        bool ok = !yh ? !memcmp(&Y2[i], &ref[i], sizeof *Y) : Yh[i] == f32_to_bf16(ref[i]);
         if (!ok && bad++ < 3)
           fprintf(stderr, "bf16 io %d: C%lld M%lld %lldx%lld k%lldx%lld: y[%zu] %.9g / 0x%04x, fp32 run %.9g\n", k,
                   (long long)d->C, (long long)d->M, (long long)d->H, (long long)d->W, (long long)d->KH,
@@ -117,7 +130,7 @@ static void io_check(smelt_pool *pool, const conv2d_desc *d, const conv2d_weight
       n_bad += bad, n_io += (long)ny;
     }
   }
-  free(Xh), free(Yh), free(Y2), free(Xr), free(Yr);
+  free(Xh), free(Yh), free(Rh), free(Y2), free(Xr), free(Yr), free(Rr), free(Yrr);
 }
 
 static void one(smelt_pool *pool, conv2d_desc d, bool bias_on, bool res_on, bool clamp) {

@@ -17,14 +17,23 @@
 #include "kernels/x86/conv_bf16_x86.h"
 
 /* Wq words of a plane row: the pairs of rows x0 (low halves) and x1 (high),
- * each with its own column offset (none: zeros). */
-CB_TARGET static void fill_row(cb_src x0, int64_t off0, cb_src x1, int64_t off1, int64_t W, int64_t sw, int64_t Wq,
-                               uint32_t *o) {
+ * each with its own column offset (none: zeros); h: the rows are bf16 (a
+ * constant at both calls, so each loop is its own) */
+CB_INLINE void fill_row_t(bool h, cb_src x0, int64_t off0, cb_src x1, int64_t off1, int64_t W, int64_t sw,
+                          int64_t Wq, uint32_t *o) {
   for (int64_t c = 0; c < Wq; c += 16) {
-    __m512 v0 = src_lanes(x0, W, sw, off0, c), v1 = src_lanes(x1, W, sw, off1, c);
-    __m512i p = bf16_pairs16(v0, v1);
+    __m512i p;
+    if (h && sw == 1) p = cb_pairs_h16(row_h16(x0.h, W, off0, c), row_h16(x1.h, W, off1, c));
+    else if (h) p = bf16_pairs16(row_lanes_h(x0.h, W, sw, off0, c), row_lanes_h(x1.h, W, sw, off1, c));
+    else p = bf16_pairs16(row_lanes(x0.f, W, sw, off0, c), row_lanes(x1.f, W, sw, off1, c));
     _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
   }
+}
+
+CB_TARGET static void fill_row(const cb_job *j, cb_src x0, int64_t off0, cb_src x1, int64_t off1, int64_t W,
+                               int64_t sw, int64_t Wq, uint32_t *o) {
+  if (j->Xh) fill_row_t(true, x0, off0, x1, off1, W, sw, Wq, o);
+  else fill_row_t(false, x0, off0, x1, off1, W, sw, Wq, o);
 }
 
 /* The small-channel form (kernels/conv_bf16.c: conv_bf16_gathered): virtual channel
@@ -43,7 +52,7 @@ CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
       if (r < 0 || r >= d->H) continue;
       x[h] = cb_src_at(j, (c * d->H + r) * d->W), off[h] = kw * d->dw - d->pl;
     }
-    fill_row(x[0], off[0], x[1], off[1], d->W, d->sw, d->OW, o + oh * d->OW);
+    fill_row(j, x[0], off[0], x[1], off[1], d->W, d->sw, d->OW, o + oh * d->OW);
   }
   memset(o + d->OH * d->OW, 0, sizeof *o * (size_t)(j->L - d->OH * d->OW));
 }
@@ -63,11 +72,18 @@ CB_TARGET static void fill_plane(const cb_job *j, int64_t q) {
     memset(o, 0, sizeof *o * (size_t)j->L);
     return;
   }
-  for (int64_t c = 0; c < S; c += 16) {
-    __mmask16 m = avx512_mask(S - c);
-    __m512 v0 = src_load16(x0, c, m), v1 = src_load16(x1, c, m);
-    _mm512_mask_storeu_epi32(o + c, m, bf16_pairs16(v0, v1));
-  }
+  if (j->Xh) /* bf16 as it lies: only the pairs to interleave */
+    for (int64_t c = 0; c < S; c += 16) {
+      __mmask16 m = avx512_mask(S - c);
+      __m256i a = _mm256_maskz_loadu_epi16(m, x0.h + c), b = x1.h ? _mm256_maskz_loadu_epi16(m, x1.h + c) : _mm256_setzero_si256();
+      _mm512_mask_storeu_epi32(o + c, m, cb_pairs_h16(a, b));
+    }
+  else
+    for (int64_t c = 0; c < S; c += 16) {
+      __mmask16 m = avx512_mask(S - c);
+      __m512 v0 = _mm512_maskz_loadu_ps(m, x0.f + c), v1 = x1.f ? _mm512_maskz_loadu_ps(m, x1.f + c) : _mm512_setzero_ps();
+      _mm512_mask_storeu_epi32(o + c, m, bf16_pairs16(v0, v1));
+    }
   memset(o + S, 0, sizeof *o * (size_t)(j->L - S));
 }
 
@@ -98,7 +114,7 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
             memset(row, 0, sizeof *row * (size_t)j->Wq);
             continue;
           }
-          fill_row(cb_src_add(x0, r * d->W), pw - d->pl, cb_src_add(x1, r * d->W), pw - d->pl, d->W, d->sw, j->Wq, row);
+          fill_row(j, cb_src_add(x0, r * d->W), pw - d->pl, cb_src_add(x1, r * d->W), pw - d->pl, d->W, d->sw, j->Wq, row);
         }
         memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
       }
@@ -118,12 +134,11 @@ CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, in
       int64_t m = m0 + r;
       __m512 b = _mm512_set1_ps(j->B ? j->B[m] : 0.f);
       int64_t yo = m * j->S + segs[i].y0;
-      const float *res = j->res ? j->res + m * j->S + segs[i].y0 : NULL;
       const float *a = acc + r * ld + segs[i].c;
       for (int64_t k = 0; k < segs[i].len; k += 16) {
         __mmask16 mk = avx512_mask(segs[i].len - k);
         __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, a + k), b);
-        if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, res + k));
+        if (j->res || j->resh) v = _mm512_add_ps(v, cb_res16(j, yo + k, mk));
         v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
         cb_out16(j, yo + k, mk, v);
       }
@@ -160,6 +175,9 @@ static inline void vdp_prefetch_store(const cb_job *j, int64_t it, int64_t nvb) 
     if (j->res) {
       _mm_prefetch((const char *)(j->res + o), _MM_HINT_T0);
       _mm_prefetch((const char *)(j->res + o + CB_BLOCK - 1), _MM_HINT_T0);
+    } else if (j->resh) {
+      _mm_prefetch((const char *)(j->resh + o), _MM_HINT_T0);
+      _mm_prefetch((const char *)(j->resh + o + CB_BLOCK - 1), _MM_HINT_T0);
     }
   }
 }

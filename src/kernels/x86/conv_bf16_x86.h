@@ -76,6 +76,23 @@ CB_INLINE __m512 row_lanes_h(const uint16_t *x, int64_t W, int64_t sw, int64_t o
   return _mm512_load_ps(t);
 }
 
+/* 16 words of channel pairs from two runs of 16 bf16 values as they lie:
+ * a's values in the low halves, b's in the high (one permute, no rounding) */
+CB_INLINE __m512i cb_pairs_h16(__m256i a, __m256i b) {
+  static const uint16_t ix[32] __attribute__((aligned(64))) = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+                                                               21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26,
+                                                               11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512((const void *)ix),
+                                  _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
+}
+
+/* row_lanes' 16 values for stride 1 from a bf16 row, as they lie */
+CB_INLINE __m256i row_h16(const uint16_t *x, int64_t W, int64_t off, int64_t c) {
+  int64_t s0 = c + off, lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 16 ? W - s0 : 16;
+  __mmask16 m = x ? (__mmask16)cb_mask32(lo, hi) : 0;
+  return m ? _mm256_maskz_loadu_epi16(m, x + s0) : _mm256_setzero_si256();
+}
+
 /* A row or plane of the input: fp32 (f) or bf16 (h), the other NULL; both
  * NULL reads as zeros */
 typedef struct cb_src {
@@ -99,10 +116,17 @@ CB_INLINE bool cb_src_none(cb_src s) { return !s.f && !s.h; }
 CB_INLINE __m512 src_lanes(cb_src s, int64_t W, int64_t sw, int64_t off, int64_t c) {
   return s.h ? row_lanes_h(s.h, W, sw, off, c) : row_lanes(s.f, W, sw, off, c);
 }
-/* The 16 values from element c under mask m (the others 0, not read) */
-CB_INLINE __m512 src_load16(cb_src s, int64_t c, __mmask16 m) {
-  if (s.h) return cb_bf16x16(_mm256_maskz_loadu_epi16(m, s.h + c));
-  return s.f ? _mm512_maskz_loadu_ps(m, s.f + c) : _mm512_setzero_ps();
+/* The residual's 8 (masked) values of channel m from position y0, fp32 or
+ * bf16 widened (call only where j->res or j->resh) */
+CB_INLINE __m256 cb_res8(const cb_job *j, int64_t m, int64_t y0, __mmask8 mk) {
+  if (j->resh)
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_maskz_loadu_epi16(mk, j->resh + m * j->S + y0)), 16));
+  return _mm256_maskz_loadu_ps(mk, j->res + m * j->S + y0);
+}
+/* ... 16 of them at element o of this image */
+CB_INLINE __m512 cb_res16(const cb_job *j, int64_t o, __mmask16 mk) {
+  if (j->resh) return cb_bf16x16(_mm256_maskz_loadu_epi16(mk, j->resh + o));
+  return _mm512_maskz_loadu_ps(mk, j->res + o);
 }
 
 /* 8 (masked) outputs of channel m from position y0: into Y, or rounded into Yh */
@@ -144,7 +168,7 @@ CB_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t 
       int64_t m = m0 + i + 4 * k;
       if (m >= j->d->M) continue;
       __m256 x = v[k];
-      if (j->res) x = _mm256_add_ps(x, _mm256_maskz_loadu_ps(mk, j->res + m * j->S + y0));
+      if (j->res || j->resh) x = _mm256_add_ps(x, cb_res8(j, m, y0, mk));
       cb_out8(j, m, y0, mk, _mm256_min_ps(hi, _mm256_max_ps(lo, x)));
     }
   }

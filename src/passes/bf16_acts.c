@@ -1,0 +1,97 @@
+/* bf16 activations between convolutions: under precision bf16, the output
+ * of a convolution that runs on the bf16 kernels is kept in bf16 when every
+ * node that reads it is such a convolution too, reading it as its input X
+ * (never as a residual, never a graph output).  The producer then rounds
+ * each value once after its epilogue (bias, residual, clamp in fp32) and
+ * writes 2 bytes, and each consumer reads 2 where it read 4 -- the rounding
+ * is the one its kernel did anyway when it converted its input to bf16,
+ * so the numbers are the same but for bf16 Winograd, whose input transform
+ * now starts from the rounded values (kernels/conv_bf16.h).
+ *
+ * "Runs on the bf16 kernels" is the registry's own pick for the node's
+ * shape at the session's thread count (ops/conv_route.h:
+ * conv_bf16_io_applies: the vdpbf16ps forms, which read and write bf16;
+ * not AMX, not the fp32 kernels the cost model prefers for some shapes,
+ * not an activation left for a pass after the kernel).  If the pick at run
+ * time differs (another thread count, SMELT_CONV forcing), the op converts
+ * through f32 copies: slower, never wrong.
+ *
+ * The one exception to rewrite.h's rule that a value's dtype never changes
+ * under its consumers: each of them takes both (ops/conv.c, conv_plan).
+ * The producer gets bf16_out = 1 (its inference then gives bf16).
+ * SMELT_BF16_ACTS=0 turns the pass off (for benches and diagnosis).
+ *
+ * Complexity: O(n + v), one look at each convolution and its readers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/conv_core.h"
+#include "passes/rewrite.h"
+#include "util/err.h"
+
+static bool is_conv(const ir_node *nd) {
+  return !strcmp(nd->op_type, "Conv") && (!strcmp(nd->domain, "smelt") || !nd->domain[0]);
+}
+
+/* Every live reader of v is a convolution on the bf16 kernels reading v as
+ * X or as the residual of a smelt.Conv, not as a weight or bias */
+static bool readers_take_bf16(rewriter *w, int v, int threads) {
+  const rw_uses *u = &w->uses[v];
+  if (u->n == 0 || rw_is_output(w, v)) return false;
+  for (int k = 0; k < u->n; k++) {
+    const ir_node *nd = rw_node(w, u->node[k]);
+    if (!rw_live(w, u->node[k]) || !is_conv(nd) || rw_has_subgraph(nd)) return false;
+    bool fused = !strcmp(nd->domain, "smelt"), reads = false;
+    for (int i = 0; i < nd->n_inputs; i++) {
+      if (nd->inputs[i] != v) continue;
+      if (i == 1 || i == 2 || (i == 3 && !fused) || i > 3) return false;
+      reads = true;
+    }
+    if (!reads || !conv_node_bf16_io(w->g, nd, threads)) return false;
+  }
+  return true;
+}
+
+/* The same node again with bf16_out = 1 added */
+static smelt_status mark_out(rewriter *w, int id) {
+  const ir_node *nd = rw_node(w, id);
+  char op[64], dom[64];
+  int ins[16], n_in = nd->n_inputs, n_attrs = nd->n_attrs + 1, nid;
+  if (n_in > 16 || snprintf(op, sizeof op, "%s", nd->op_type) >= (int)sizeof op ||
+      snprintf(dom, sizeof dom, "%s", nd->domain) >= (int)sizeof dom)
+    return err_set(SMELT_ERR_INTERNAL, "bf16_acts: node %d is not a convolution", id);
+  for (int k = 0; k < n_in; k++) ins[k] = nd->inputs[k];
+  TRY(rw_replace_node(w, id, op, dom, n_in, n_attrs, &nid));
+  nd = rw_node(w, id); /* the node array may have moved */
+  for (int k = 0; k < nd->n_attrs; k++) TRY(rw_attr_copy(w, nid, k, &nd->attrs[k]));
+  TRY(rw_attr_int(w, nid, n_attrs - 1, "bf16_out", 1));
+  for (int k = 0; k < n_in; k++) TRY(rw_set_input(w, nid, k, ins[k]));
+  return SMELT_OK;
+}
+
+smelt_status pass_bf16_acts(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
+  if (o->precision != SMELT_PRECISION_BF16 || o->mode == SMELT_MODE_EAGER) return SMELT_OK;
+  const char *env = getenv("SMELT_BF16_ACTS"); /* 0: off (benches, diagnosis) */
+  if (env && !strcmp(env, "0")) return SMELT_OK;
+  rewriter w;
+  TRY(rw_begin(&w, g, o, r));
+  smelt_status s = SMELT_OK;
+  int n = g->n_nodes, kept = 0;
+  for (int id = 0; !s && id < n; id++) {
+    if (!rw_live(&w, id)) continue;
+    const ir_node *nd = rw_node(&w, id);
+    if (!is_conv(nd) || nd->n_outputs != 1 || nd->outputs[0] < 0 || ir_attr_int(nd, "bf16_out", 0)) continue;
+    int v = nd->outputs[0];
+    if (rw_val(&w, v)->dtype != SMELT_F32 || !conv_node_bf16_io(g, nd, o->threads) ||
+        !readers_take_bf16(&w, v, o->threads))
+      continue;
+    char nb[160];
+    pass_log(r, "bf16_acts: %s writes its output in bf16 for the %d bf16 convolution(s) reading it",
+             rw_name(&w, id, nb, sizeof nb), w.uses[v].n);
+    s = mark_out(&w, id);
+    if (!s) rw_val(&w, v)->dtype = SMELT_BF16, kept++, w.changes++;
+  }
+  if (!s && kept) pass_log(r, "bf16_acts: %d activation(s) kept in bf16 between convolutions", kept);
+  return rw_end(&w, s, changes);
+}
