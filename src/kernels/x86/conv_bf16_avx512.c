@@ -24,6 +24,9 @@ CB_INLINE void fill_row_t(bool h, cb_src x0, int64_t off0, cb_src x1, int64_t of
   for (int64_t c = 0; c < Wq; c += 16) {
     __m512i p;
     if (h && sw == 1) p = cb_pairs_h16(row_h16(x0.h, W, off0, c), row_h16(x1.h, W, off1, c));
+    else if (h && sw == 2) /* x0's values in the low halves as loaded, x1's moved up */
+      p = _mm512_or_si512(_mm512_and_si512(row_h32(x0.h, W, off0, c), _mm512_set1_epi32(0xffff)),
+                          _mm512_slli_epi32(row_h32(x1.h, W, off1, c), 16));
     else if (h) p = bf16_pairs16(row_lanes_h(x0.h, W, sw, off0, c), row_lanes_h(x1.h, W, sw, off1, c));
     else p = bf16_pairs16(row_lanes(x0.f, W, sw, off0, c), row_lanes(x1.f, W, sw, off1, c));
     _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);

@@ -93,6 +93,14 @@ CB_INLINE __m256i row_h16(const uint16_t *x, int64_t W, int64_t off, int64_t c) 
   return m ? _mm256_maskz_loadu_epi16(m, x + s0) : _mm256_setzero_si256();
 }
 
+/* row_lanes' 16 values for stride 2 from a bf16 row: 32 values loaded from
+ * column 2c + off, so value k of the 16 is the low half of 32-bit lane k */
+CB_INLINE __m512i row_h32(const uint16_t *x, int64_t W, int64_t off, int64_t c) {
+  int64_t s0 = 2 * c + off;
+  __mmask32 m = x ? cb_mask32(s0 < 0 ? -s0 : 0, W - s0) : 0;
+  return m ? _mm512_maskz_loadu_epi16(m, x + s0) : _mm512_setzero_si512();
+}
+
 /* A row or plane of the input: fp32 (f) or bf16 (h), the other NULL; both
  * NULL reads as zeros */
 typedef struct cb_src {
