@@ -219,19 +219,9 @@ static const char *conv_check(rewriter *w, int id) {
 
 /* The same node again with precision = pname added. */
 static smelt_status mark_precision(rewriter *w, int id, const char *pname) {
-  const ir_node *nd = rw_node(w, id);
-  char op[64], dom[64];
-  int ins[16], n_in = nd->n_inputs, n_attrs = nd->n_attrs + 1, nid;
-  if (n_in > 16 || snprintf(op, sizeof op, "%s", nd->op_type) >= (int)sizeof op ||
-      snprintf(dom, sizeof dom, "%s", nd->domain) >= (int)sizeof dom)
-    return err_set(SMELT_ERR_INTERNAL, "autocast: node %d is not a convolution", id);
-  for (int k = 0; k < n_in; k++) ins[k] = nd->inputs[k];
-  TRY(rw_replace_node(w, id, op, dom, n_in, n_attrs, &nid));
-  nd = rw_node(w, id); /* the node array may have moved */
-  for (int k = 0; k < nd->n_attrs; k++) TRY(rw_attr_copy(w, nid, k, &nd->attrs[k]));
-  TRY(rw_attr_string(w, nid, n_attrs - 1, "precision", pname));
-  for (int k = 0; k < n_in; k++) TRY(rw_set_input(w, nid, k, ins[k]));
-  return SMELT_OK;
+  int nid, slot;
+  TRY(rw_with_attr(w, id, &nid, &slot));
+  return rw_attr_string(w, nid, slot, "precision", pname);
 }
 
 /* Counts of the other ops kept in fp32, for one summary line. */

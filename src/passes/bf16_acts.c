@@ -55,19 +55,9 @@ static bool readers_take_bf16(rewriter *w, int v, int threads) {
 
 /* The same node again with bf16_out = 1 added */
 static smelt_status mark_out(rewriter *w, int id) {
-  const ir_node *nd = rw_node(w, id);
-  char op[64], dom[64];
-  int ins[16], n_in = nd->n_inputs, n_attrs = nd->n_attrs + 1, nid;
-  if (n_in > 16 || snprintf(op, sizeof op, "%s", nd->op_type) >= (int)sizeof op ||
-      snprintf(dom, sizeof dom, "%s", nd->domain) >= (int)sizeof dom)
-    return err_set(SMELT_ERR_INTERNAL, "bf16_acts: node %d is not a convolution", id);
-  for (int k = 0; k < n_in; k++) ins[k] = nd->inputs[k];
-  TRY(rw_replace_node(w, id, op, dom, n_in, n_attrs, &nid));
-  nd = rw_node(w, id); /* the node array may have moved */
-  for (int k = 0; k < nd->n_attrs; k++) TRY(rw_attr_copy(w, nid, k, &nd->attrs[k]));
-  TRY(rw_attr_int(w, nid, n_attrs - 1, "bf16_out", 1));
-  for (int k = 0; k < n_in; k++) TRY(rw_set_input(w, nid, k, ins[k]));
-  return SMELT_OK;
+  int nid, slot;
+  TRY(rw_with_attr(w, id, &nid, &slot));
+  return rw_attr_int(w, nid, slot, "bf16_out", 1);
 }
 
 smelt_status pass_bf16_acts(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {

@@ -332,6 +332,22 @@ smelt_status rw_replace_node(rewriter *w, int old, const char *op_type, const ch
   return SMELT_OK;
 }
 
+smelt_status rw_with_attr(rewriter *w, int id, int *nid, int *slot) {
+  const ir_node *nd = rw_node(w, id);
+  char op[64], dom[64];
+  int ins[16], n_in = nd->n_inputs, n_attrs = nd->n_attrs + 1;
+  if (n_in > 16 || snprintf(op, sizeof op, "%s", nd->op_type) >= (int)sizeof op ||
+      snprintf(dom, sizeof dom, "%s", nd->domain) >= (int)sizeof dom)
+    return err_set(SMELT_ERR_INTERNAL, "rewrite: node %d has too many inputs or too long a name to copy", id);
+  for (int k = 0; k < n_in; k++) ins[k] = nd->inputs[k];
+  TRY(rw_replace_node(w, id, op, dom, n_in, n_attrs, nid));
+  nd = rw_node(w, id); /* the node array may have moved */
+  for (int k = 0; k < nd->n_attrs; k++) TRY(rw_attr_copy(w, *nid, k, &nd->attrs[k]));
+  for (int k = 0; k < n_in; k++) TRY(rw_set_input(w, *nid, k, ins[k]));
+  *slot = n_attrs - 1;
+  return SMELT_OK;
+}
+
 smelt_status rw_add_value(rewriter *w, const char *base, int like, int *id) {
   size_t n = strlen(base) + 24;
   char *name = malloc(n);

@@ -106,6 +106,11 @@ smelt_status rw_set_op(rewriter *w, int node, const char *op_type);
 smelt_status rw_replace_node(rewriter *w, int old, const char *op_type, const char *domain,
                              int n_inputs, int n_attrs, int *id);
 
+/* Kills node id and adds the same node again (name, op, inputs, outputs,
+ * attributes) with one attribute slot more, *slot, for the caller to fill
+ * with rw_attr_*; *nid: the new node.  Up to 16 inputs. */
+smelt_status rw_with_attr(rewriter *w, int id, int *nid, int *slot);
+
 /* ---- new things ---- */
 /* A node whose arrays are sized as given; op resolved by (domain, op_type).
  * Attribute slots are filled with rw_attr_*. */
