@@ -504,62 +504,66 @@ smelt_status conv_op_prepare(op_ctx *c) {
   return conv_prepare_geom(c, &g);
 }
 
-bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
-  if (nd->n_inputs < 4 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->inputs[1] < 0 || nd->inputs[3] < 0)
-    return false;
+/* A shape-only context for node nd of g, for the questions the scheduler
+ * and passes/bf16_acts.c ask before any run: X viewed as fp32 (a bf16 X
+ * on a node marked bf16 picks as an fp32 one), W, and B when `bias`; its
+ * geometry in n->g.  False: shapes unknown or not such a conv. */
+typedef struct node_ctx {
+  tensor x, w, b, y, *in[3], *out[1];
+  op_ctx c;
+  conv_geom g;
+} node_ctx;
+
+static bool node_ctx_of(const ir_graph *g, const ir_node *nd, bool bias, node_ctx *n) {
+  if (nd->n_inputs < 2 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->inputs[1] < 0) return false;
   const ir_value *xv = &g->values[nd->inputs[0]], *wv = &g->values[nd->inputs[1]];
-  /* a bf16 X (passes/bf16_acts.c) picks as an fp32 one; the output goes
-   * over the residual only in the same element type */
+  const ir_value *bv = bias && nd->n_inputs > 2 && nd->inputs[2] >= 0 ? &g->values[nd->inputs[2]] : NULL;
   bool bf16 = xv->dtype == SMELT_BF16 && conv_marked_bf16(nd);
   if ((xv->dtype != SMELT_F32 && !bf16) || wv->dtype != SMELT_F32 || xv->rank < 3 || wv->rank != xv->rank ||
-      g->values[nd->inputs[3]].dtype != g->values[nd->outputs[0]].dtype)
+      (bv && (bv->dtype != SMELT_F32 || bv->rank != 1)))
     return false;
   for (int i = 0; i < xv->rank; i++)
     if (!dim_known(xv->dims[i]) || !dim_known(wv->dims[i])) return false;
-  tensor x, w, y, *in[2] = {&x, &w}, *out[1] = {&y};
-  tensor_view(&x, SMELT_F32, xv->rank, xv->dims, NULL);
-  tensor_view(&w, wv->dtype, wv->rank, wv->dims, wv->constant ? wv->constant->data : NULL);
-  memset(&y, 0, sizeof y);
-  op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = 2, .n_out = 1, .in = in, .out = out,
-              .static_infer = true};
-  conv_geom cg = {0};
-  if (conv_plan(&c, &cg)) {
+  memset(n, 0, sizeof *n);
+  tensor_view(&n->x, SMELT_F32, xv->rank, xv->dims, NULL);
+  tensor_view(&n->w, wv->dtype, wv->rank, wv->dims, wv->constant ? wv->constant->data : NULL);
+  if (bv) tensor_view(&n->b, bv->dtype, bv->rank, bv->dims, NULL);
+  n->in[0] = &n->x, n->in[1] = &n->w, n->in[2] = bv ? &n->b : NULL, n->out[0] = &n->y;
+  n->c = (op_ctx){.graph = g, .node = nd, .opset = nd->opset, .n_in = bv ? 3 : 2, .n_out = 1, .in = n->in,
+                  .out = n->out, .static_infer = true};
+  if (conv_plan(&n->c, &n->g)) {
     err_clear();
     return false;
   }
+  return true;
+}
+
+bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
+  /* the output goes over the residual only in the same element type */
+  if (nd->n_inputs < 4 || nd->inputs[3] < 0 || nd->n_outputs < 1 ||
+      g->values[nd->inputs[3]].dtype != g->values[nd->outputs[0]].dtype)
+    return false;
+  node_ctx n;
+  if (!node_ctx_of(g, nd, false, &n)) return false;
   conv_query q;
-  conv_query_of(&c, &cg, &q);
+  conv_query_of(&n.c, &n.g, &q);
   const conv_kernel *k = conv_select(&q, 0);
   return k && k->residual_in_place;
 }
 
 bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads) {
-  if (!conv_marked_bf16(nd) || nd->n_inputs < 2 || nd->n_outputs != 1 || nd->inputs[0] < 0 || nd->inputs[1] < 0)
-    return false;
+  if (!conv_marked_bf16(nd) || nd->n_outputs != 1) return false;
   bool fused = !strcmp(nd->domain, "smelt");
-  const ir_value *xv = &g->values[nd->inputs[0]], *wv = &g->values[nd->inputs[1]];
-  const ir_value *bv = nd->n_inputs > 2 && nd->inputs[2] >= 0 ? &g->values[nd->inputs[2]] : NULL;
   const ir_value *rv = fused && nd->n_inputs > 3 && nd->inputs[3] >= 0 ? &g->values[nd->inputs[3]] : NULL;
-  if ((xv->dtype != SMELT_F32 && xv->dtype != SMELT_BF16) || wv->dtype != SMELT_F32 || (bv && bv->dtype != SMELT_F32) ||
-      (rv && rv->dtype != SMELT_F32 && rv->dtype != SMELT_BF16) || xv->rank < 3 || wv->rank != xv->rank || (bv && bv->rank != 1))
-    return false;
-  for (int i = 0; i < xv->rank; i++)
-    if (!dim_known(xv->dims[i]) || !dim_known(wv->dims[i])) return false;
-  /* X viewed as fp32: the checks and the pick are the same for both */
-  tensor x, w, b, y, *in[3] = {&x, &w, bv ? &b : NULL}, *out[1] = {&y};
-  tensor_view(&x, SMELT_F32, xv->rank, xv->dims, NULL);
-  tensor_view(&w, wv->dtype, wv->rank, wv->dims, wv->constant ? wv->constant->data : NULL);
-  if (bv) tensor_view(&b, bv->dtype, bv->rank, bv->dims, NULL);
-  memset(&y, 0, sizeof y);
-  op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = bv ? 3 : 2, .n_out = 1, .in = in, .out = out,
-              .static_infer = true};
-  conv_geom cg = {0};
+  if (rv && rv->dtype != SMELT_F32 && rv->dtype != SMELT_BF16) return false;
+  node_ctx n;
   fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
-  if (conv_plan(&c, &cg) || (fused && fused_act_read(nd, &act))) {
+  if (!node_ctx_of(g, nd, true, &n)) return false;
+  if (fused && fused_act_read(nd, &act)) {
     err_clear();
     return false;
   }
-  return conv_bf16_io_applies(&c, &cg, &act, threads);
+  return conv_bf16_io_applies(&n.c, &n.g, &act, threads);
 }
 
 smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
@@ -664,7 +668,7 @@ smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) {
     int64_t n = tensor_numel(y);
     float *r = NULL;
     TRY(nn_alloc((void **)&r, n, sizeof(float), "f32 copy of the residual"));
-    for (int64_t i = 0; i < n; i++) r[i] = bf16_to_f32(e->residual_h[i]);
+    nn_load_f32(SMELT_BF16, e->residual_h, 0, 1, n, r);
     conv_epilogue e2 = *e;
     e2.residual = r, e2.residual_h = NULL;
     smelt_status st = conv_op_run(c, &e2);

@@ -69,8 +69,7 @@ CB_TARGET static void fill_plane(const cb_job *j, int64_t q) {
   const conv2d_desc *d = j->d;
   int64_t S = d->H * d->W;
   uint32_t *o = j->xp + q * j->L;
-  cb_src none = {NULL, NULL};
-  cb_src x0 = 2 * q < d->C ? cb_src_at(j, 2 * q * S) : none, x1 = 2 * q + 1 < d->C ? cb_src_at(j, (2 * q + 1) * S) : none;
+  cb_src x0 = cb_src_chan(j, 2 * q), x1 = cb_src_chan(j, 2 * q + 1);
   if (cb_src_none(x0)) {
     memset(o, 0, sizeof *o * (size_t)j->L);
     return;
@@ -103,9 +102,7 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
       fill_plane(j, q);
       continue;
     }
-    cb_src none = {NULL, NULL};
-    cb_src x0 = 2 * q < d->C ? cb_src_at(j, 2 * q * d->H * d->W) : none;
-    cb_src x1 = 2 * q + 1 < d->C ? cb_src_at(j, (2 * q + 1) * d->H * d->W) : none;
+    cb_src x0 = cb_src_chan(j, 2 * q), x1 = cb_src_chan(j, 2 * q + 1);
     for (int64_t ph = 0; ph < d->sh; ph++)
       for (int64_t pw = 0; pw < d->sw; pw++) {
         if (!j->used[ph * d->sw + pw]) continue;

@@ -67,11 +67,10 @@ CB_INLINE void wino_v16(const cb_job *j, cb_src x, int64_t ty, int64_t tx0, __m5
 CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d;
-  int64_t TH = conv_cdiv(d->OH, 2), HW = d->H * d->W;
+  int64_t TH = conv_cdiv(d->OH, 2);
   const int64_t np = j->np, NB = TH * j->tbr;
   for (int64_t q = q0; q < q1; q++) {
-    cb_src none = {NULL, NULL};
-    cb_src x0 = 2 * q < d->C ? cb_src_at(j, 2 * q * HW) : none, x1 = 2 * q + 1 < d->C ? cb_src_at(j, (2 * q + 1) * HW) : none;
+    cb_src x0 = cb_src_chan(j, 2 * q), x1 = cb_src_chan(j, 2 * q + 1);
     for (int64_t ty = 0; ty < TH; ty++)
       for (int64_t tx0 = 0; tx0 < j->TW; tx0 += 16) {
         __m512 v0[16], v1[16];

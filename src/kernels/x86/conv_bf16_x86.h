@@ -54,28 +54,6 @@ CB_INLINE __mmask32 cb_mask32(int64_t lo, int64_t hi) {
   return (__mmask32)m;
 }
 
-/* row_lanes over a row stored in bf16: the same lanes, widened exactly */
-CB_INLINE __m512 row_lanes_h(const uint16_t *x, int64_t W, int64_t sw, int64_t off, int64_t c) {
-  if (!x) return _mm512_setzero_ps();
-  int64_t s0 = c * sw + off;
-  if (sw == 1) {
-    int64_t lo = s0 < 0 ? -s0 : 0, hi = W - s0 < 16 ? W - s0 : 16;
-    __mmask16 m = (__mmask16)cb_mask32(lo, hi);
-    return m ? cb_bf16x16(_mm256_maskz_loadu_epi16(m, x + s0)) : _mm512_setzero_ps();
-  }
-  if (sw == 2) { /* 32 values from s0: the even ones are the low halves of the 32-bit lanes */
-    __mmask32 m = cb_mask32(s0 < 0 ? -s0 : 0, W - s0);
-    if (!m) return _mm512_setzero_ps();
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_maskz_loadu_epi16(m, x + s0), 16));
-  }
-  float t[16] __attribute__((aligned(64)));
-  for (int k = 0; k < 16; k++) {
-    int64_t s = s0 + k * sw;
-    t[k] = s >= 0 && s < W ? bf16_to_f32(x[s]) : 0.f;
-  }
-  return _mm512_load_ps(t);
-}
-
 /* 16 words of channel pairs from two runs of 16 bf16 values as they lie:
  * a's values in the low halves, b's in the high (one permute, no rounding) */
 CB_INLINE __m512i cb_pairs_h16(__m256i a, __m256i b) {
@@ -101,6 +79,18 @@ CB_INLINE __m512i row_h32(const uint16_t *x, int64_t W, int64_t off, int64_t c) 
   return m ? _mm512_maskz_loadu_epi16(m, x + s0) : _mm512_setzero_si512();
 }
 
+/* row_lanes over a row stored in bf16: the same lanes, widened exactly */
+CB_INLINE __m512 row_lanes_h(const uint16_t *x, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  if (sw == 1) return cb_bf16x16(row_h16(x, W, off, c));
+  if (sw == 2) return _mm512_castsi512_ps(_mm512_slli_epi32(row_h32(x, W, off, c), 16));
+  float t[16] __attribute__((aligned(64)));
+  for (int k = 0; k < 16; k++) {
+    int64_t s = c * sw + off + k * sw;
+    t[k] = x && s >= 0 && s < W ? bf16_to_f32(x[s]) : 0.f;
+  }
+  return _mm512_load_ps(t);
+}
+
 /* A row or plane of the input: fp32 (f) or bf16 (h), the other NULL; both
  * NULL reads as zeros */
 typedef struct cb_src {
@@ -121,6 +111,11 @@ CB_INLINE cb_src cb_src_add(cb_src s, int64_t off) {
   return s;
 }
 CB_INLINE bool cb_src_none(cb_src s) { return !s.f && !s.h; }
+/* Input channel c's plane of this image; none past C (a pair's missing half) */
+CB_INLINE cb_src cb_src_chan(const cb_job *j, int64_t c) {
+  cb_src none = {NULL, NULL};
+  return c < j->d->C ? cb_src_at(j, c * j->d->H * j->d->W) : none;
+}
 CB_INLINE __m512 src_lanes(cb_src s, int64_t W, int64_t sw, int64_t off, int64_t c) {
   return s.h ? row_lanes_h(s.h, W, sw, off, c) : row_lanes(s.f, W, sw, off, c);
 }
