@@ -150,11 +150,12 @@ smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_
                            const float *X, const float *B, const conv2d_epilogue *ep, float *Y);
 /* conv2d_run_ep on bf16 prepared weights (CONV_ALGO_BF16) with the input in
  * bf16 (Xh, X NULL), the residual in bf16 (Rh, NULL: ep's) and / or the
- * output written in bf16 (Yh, Y NULL), where conv2d_bf16_io(w):
- * kernels/conv_bf16.h, conv_bf16_run_io. */
+ * output written in bf16 (Yh, Y NULL), where conv2d_bf16_io(w); the bf16
+ * ones named in cl channels-last (kernels/conv_bf16.h: CB_CL_*, 0: none):
+ * kernels/conv_bf16.h, conv_bf16_run_cl. */
 smelt_status conv2d_run_bf16io(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const float *X,
                                const uint16_t *Xh, const float *B, const conv2d_epilogue *ep, const uint16_t *Rh,
-                               float *Y, uint16_t *Yh);
+                               float *Y, uint16_t *Yh, unsigned cl);
 /* Whether w's kernel takes a bf16 input and output (bf16 weights on the
  * vdpbf16ps kernels) */
 bool conv2d_bf16_io(const conv2d_weights *w);

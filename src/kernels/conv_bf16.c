@@ -313,6 +313,11 @@ static int64_t group_blocks(int64_t block_words) {
   return g > 1 ? g : 1;
 }
 
+bool conv_bf16_cl_direct(const conv2d_desc *d, cb_form form) {
+  return form == CB_FORM_MV && !conv_bf16_gathered(d) && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 &&
+         d->pt == 0 && d->pl == 0 && d->OH == d->H && d->OW == d->W;
+}
+
 bool conv_bf16_io_native(isa_level isa) { return bf16dp_hw(isa) && !bf16dp_amx_hw(isa); }
 
 smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form, const uint32_t *wts,
@@ -323,6 +328,20 @@ smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d
 smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form,
                               const uint32_t *wts, const float *X, const uint16_t *Xh, const float *B,
                               const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh) {
+  return conv_bf16_run_cl(pool, isa, d, form, wts, X, Xh, B, ep, Rh, Y, Yh, 0);
+}
+
+smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form,
+                              const uint32_t *wts, const float *X, const uint16_t *Xh, const float *B,
+                              const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh, unsigned cl) {
+  if (((cl & CB_CL_X) && (!Xh || d->C % 2)) || ((cl & CB_CL_Y) && (!Yh || d->M % 2)) ||
+      ((cl & CB_CL_R) && (!Rh || d->M % 2)))
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: a channels-last operand not in bf16 or with odd channels");
+  if ((cl & CB_CL_X) && (uintptr_t)Xh % 4)
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: a channels-last input not on a 4-byte boundary");
+  if ((cl & CB_CL_X) && d->W * d->C > INT32_MAX / 2)
+    return err_set(SMELT_ERR_INTERNAL, "bf16 conv: a channels-last row of %lld values is past the gathers' reach",
+                   (long long)(d->W * d->C));
   if ((Xh || Yh || Rh) && !conv_bf16_io_native(isa))
     return err_set(SMELT_ERR_INTERNAL, "bf16 conv: bf16 input or output asked of a kernel without them");
   if ((Xh ? 1 : 0) + (X ? 1 : 0) != 1 || (Yh ? 1 : 0) + (Y ? 1 : 0) != 1)
@@ -360,20 +379,25 @@ smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc
     j.gfb = group_blocks(j.Cq * 16 * j.np);
     j.P = 16, j.L = j.nfb * j.np; /* xp: [16 points][nfb blocks][Cq][np], Cq * P * L words */
   }
+  j.xcl = cl & CB_CL_X, j.ycl = cl & CB_CL_Y, j.rcl = cl & CB_CL_R;
   if (mv) { /* the channel-vector kernel: channels in pairs, positions in blocks of np */
     j.Cq = conv_cdiv(d->C * (gathered ? j.taps_v : 1), 2), j.np = conv_bf16_mv_np(j.S);
     j.nfb = conv_cdiv(j.S, j.np), j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
+    /* a 1x1 over a channels-last input as it lies: its pairs are the words */
+    j.xdirect = j.xcl && conv_bf16_cl_direct(d, form);
+    if (j.xdirect) j.P = 1, j.L = 1, j.Wq = d->W;
     j.gfb = group_blocks(j.Cq * j.P * j.np);
   }
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
-  size_t xp_bytes = sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
+  size_t xp_bytes = j.xdirect ? 0 : sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
   int64_t *toff = malloc(sizeof *toff * (size_t)j.taps);
   uint8_t *used = calloc((size_t)j.P, 1);
-  j.xp = tensor_data_alloc(xp_bytes);
-  if (!toff || !used || !j.xp) {
-    free(toff), free(used), tensor_data_free(j.xp);
+  uint32_t *xp = xp_bytes ? tensor_data_alloc(xp_bytes) : NULL;
+  if (!toff || !used || (xp_bytes && !xp)) {
+    free(toff), free(used), tensor_data_free(xp);
     return err_nomem("bf16 conv: the converted input", xp_bytes);
   }
+  j.xp = xp;
   for (int64_t kh = 0; kh < (gathered ? 1 : d->KH); kh++)
     for (int64_t kw = 0; kw < (gathered ? 1 : d->KW); kw++) {
       int64_t a = kh * d->dh, b = kw * d->dw, phase = a % d->sh * d->sw + b % d->sw;
@@ -397,10 +421,11 @@ smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc
     else j.Yh = Yh + n * d->M * j.S;
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
     j.resh = Rh ? Rh + n * d->M * j.S : NULL;
-    pool_parallel_for(pool, j.Cq, 1, fill, &j);
+    if (j.xdirect) j.xp = (uint32_t *)(uintptr_t)j.Xh; /* read only: no fill */
+    else pool_parallel_for(pool, j.Cq, 1, fill, &j);
     pool_parallel_for(pool, items, 1, body, &j);
   }
   free(toff), free(used);
-  tensor_data_free(j.xp);
+  tensor_data_free(xp);
   return SMELT_OK;
 }

@@ -129,4 +129,26 @@ smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc
                               const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh)
     __attribute__((warn_unused_result));
 
+/* Channels-last bf16 operands (conv_bf16_run_cl's cl, any of them): the
+ * tensor is [N][H][W][C] bf16 instead of [N][C][H][W], C even.  Only bf16
+ * operands lie so (passes/bf16_acts.c keeps an activation channels-last
+ * between convolutions whose kernels read and write it so).  The fills
+ * read a channels-last input by gathers of channel pairs; the
+ * channel-vector 1x1 (stride 1, unpadded) reads it as it lies, with no
+ * converted copy at all; the channel-vector and Winograd stores write a
+ * position's 16 channels as one vector instead of transposing them. */
+#define CB_CL_X 1u /* Xh */
+#define CB_CL_Y 2u /* Yh */
+#define CB_CL_R 4u /* Rh */
+/* Whether form reads a channels-last input of d as it lies, with no
+ * converted copy (the channel-vector 1x1, stride 1, unpadded) */
+bool conv_bf16_cl_direct(const conv2d_desc *d, cb_form form);
+/* conv_bf16_run_io with the bf16 operands named in cl channels-last
+ * (CB_CL_*; 0: conv_bf16_run_io).  Each one named must be given in bf16
+ * and have an even channel count. */
+smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form,
+                              const uint32_t *wts, const float *X, const uint16_t *Xh, const float *B,
+                              const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh, unsigned cl)
+    __attribute__((warn_unused_result));
+
 #endif

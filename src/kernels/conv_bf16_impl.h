@@ -34,6 +34,9 @@ typedef struct cb_job {
   float *Y;            /* this image, [M][OH*OW] */
   uint16_t *Yh;        /* or the image's output in bf16, rounded to nearest even after the
                         * epilogue (conv_bf16_run_io; Y unused then), NULL: Y */
+  bool xcl, ycl, rcl;  /* Xh, Yh, resh channels-last ([H][W][C], conv_bf16_run_cl) */
+  bool xdirect;        /* the channel-vector 1x1 reading a channels-last Xh as it lies: xp is
+                        * Xh's words (never written), pair q of position y at y * C/2 + q */
 } cb_job;
 
 /* Item `it` of nvb output-channel blocks x nfb position blocks: the

@@ -536,11 +536,11 @@ bool conv2d_bf16_io(const conv2d_weights *w) { return w->algo == CONV_ALGO_BF16 
 
 smelt_status conv2d_run_bf16io(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const float *X,
                                const uint16_t *Xh, const float *B, const conv2d_epilogue *ep, const uint16_t *Rh,
-                               float *Y, uint16_t *Yh) {
+                               float *Y, uint16_t *Yh, unsigned cl) {
   TRY(check_run(d, w));
   if (!conv2d_bf16_io(w)) return err_set(SMELT_ERR_INTERNAL, "conv: %s takes no bf16 input or output", conv_algo_name(w->algo));
   if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
-  return conv_bf16_run_io(pool, w->k->isa, d, (cb_form)w->form, (const uint32_t *)w->data, X, Xh, B, ep, Rh, Y, Yh);
+  return conv_bf16_run_cl(pool, w->k->isa, d, (cb_form)w->form, (const uint32_t *)w->data, X, Xh, B, ep, Rh, Y, Yh, cl);
 }
 
 smelt_status conv2d_run_ep(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w,

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "kernels/conv.h"
+#include "kernels/conv_bf16.h"
 #include "kernels/gemm.h"
 #include "ops/conv_route.h"
 #include "ops/gemm_weights.h"
@@ -539,9 +540,10 @@ static bool node_ctx_of(const ir_graph *g, const ir_node *nd, bool bias, node_ct
 }
 
 bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
-  /* the output goes over the residual only in the same element type */
+  /* the output goes over the residual only in the same element type and layout */
+  unsigned cl = conv_cl_of(nd);
   if (nd->n_inputs < 4 || nd->inputs[3] < 0 || nd->n_outputs < 1 ||
-      g->values[nd->inputs[3]].dtype != g->values[nd->outputs[0]].dtype)
+      g->values[nd->inputs[3]].dtype != g->values[nd->outputs[0]].dtype || !(cl & CB_CL_R) != !(cl & CB_CL_Y))
     return false;
   node_ctx n;
   if (!node_ctx_of(g, nd, false, &n)) return false;
@@ -552,18 +554,27 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
 }
 
 bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads) {
-  if (!conv_marked_bf16(nd) || nd->n_outputs != 1) return false;
+  return conv_node_bf16_form(g, nd, threads, NULL) >= 0;
+}
+
+int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, bool *direct) {
+  if (direct) *direct = false;
+  if (!conv_marked_bf16(nd) || nd->n_outputs != 1) return -1;
   bool fused = !strcmp(nd->domain, "smelt");
   const ir_value *rv = fused && nd->n_inputs > 3 && nd->inputs[3] >= 0 ? &g->values[nd->inputs[3]] : NULL;
   if (rv && rv->dtype != SMELT_F32 && rv->dtype != SMELT_BF16) return false;
   node_ctx n;
   fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
-  if (!node_ctx_of(g, nd, true, &n)) return false;
+  if (!node_ctx_of(g, nd, true, &n)) return -1;
   if (fused && fused_act_read(nd, &act)) {
     err_clear();
-    return false;
+    return -1;
   }
-  return conv_bf16_io_applies(&n.c, &n.g, &act, threads);
+  int form;
+  conv2d_desc d;
+  if (!conv_bf16_io_pick(&n.c, &n.g, &act, threads, &form, &d)) return -1;
+  if (direct) *direct = conv_bf16_cl_direct(&d, (cb_form)form);
+  return form;
 }
 
 smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
@@ -590,6 +601,7 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
   conv_describe_geom(c, &g, how, sizeof how);
   const tensor *y = c->out[0];
   const char *io = "";
+  char clbuf[96];
   if (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_marked_bf16(c->node))) {
     fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
     if (!strcmp(c->node->op_type, "Conv") && !strcmp(c->node->domain, "smelt")) TRY(fused_act_read(c->node, &act));
@@ -598,6 +610,13 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
          : xh && yh                           ? ", bf16 in and out"
          : xh                                 ? ", bf16 in"
                                               : ", bf16 out";
+    unsigned cl = conv_cl_of(c->node);
+    if (cl) {
+      snprintf(clbuf, sizeof clbuf, "%s, channels-last%s%s%s", io, cl & CB_CL_X ? " in" : "",
+               cl & CB_CL_R ? (cl & CB_CL_X ? ", residual" : " residual") : "",
+               cl & CB_CL_Y ? (cl & (CB_CL_X | CB_CL_R) ? " and out" : " out") : "");
+      io = clbuf;
+    }
   } else if (x->dtype != SMELT_F32 && x->dtype != SMELT_F64)
     io = " (via f32 copies)";
   snprintf(buf, n, "%s%s: %s", geo, io, how);
@@ -652,18 +671,80 @@ void conv_route_f64_describe(const conv_kernel *k, const conv_query *q, const co
   snprintf(buf, n, "float64 reference loop (ops/conv.c)");
 }
 
-smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) {
+/* ---- channels-last bf16 operands (passes/bf16_acts.c) on another kernel ---- */
+
+/* [N][S][C] bf16 -> [N][C][S] fp32, and back rounded to nearest even */
+static void cl_to_planes(const uint16_t *x, int64_t N, int64_t C, int64_t S, float *y) {
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t p = 0; p < S; p++)
+      for (int64_t ch = 0; ch < C; ch++) y[(n * C + ch) * S + p] = bf16_to_f32(x[(n * S + p) * C + ch]);
+}
+static void planes_to_cl(const float *x, int64_t N, int64_t C, int64_t S, uint16_t *y) {
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t ch = 0; ch < C; ch++)
+      for (int64_t p = 0; p < S; p++) y[(n * S + p) * C + ch] = f32_to_bf16(x[(n * C + ch) * S + p]);
+}
+
+static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned cl);
+
+/* c with the channels-last operands in cl as fp32 planes: copies in, the
+ * run on whatever kernel the registry picks, the output copied back.  Taken
+ * where the bf16 kernel does not run c (another thread count or ISA than the
+ * compile saw, SMELT_CONV forcing): slower, never wrong. */
+static smelt_status conv_cl_via_planes(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl) {
+  const tensor *x = c->in[0];
+  tensor *y = c->out[0];
+  int64_t ny = g->N * g->M * g->S_out, nx = g->N * g->C * g->S_in;
+  float *xf = NULL, *rf = NULL, *yf = NULL;
+  smelt_status st = SMELT_OK;
+  if (cl & CB_CL_X) st = nn_alloc((void **)&xf, nx, sizeof(float), "fp32 planes of a channels-last input");
+  if (!st && (cl & CB_CL_R)) st = nn_alloc((void **)&rf, ny, sizeof(float), "fp32 planes of a channels-last residual");
+  if (!st && (cl & CB_CL_Y)) st = nn_alloc((void **)&yf, ny, sizeof(float), "fp32 planes of a channels-last output");
+  if (!st) {
+    tensor xt, yt, *ins[8], *outs[1];
+    op_ctx c2 = *c;
+    for (int i = 0; i < c->n_in && i < 8; i++) ins[i] = c->in[i];
+    outs[0] = y;
+    conv_epilogue e2 = *e;
+    if (xf) {
+      cl_to_planes(x->data, g->N, g->C, g->S_in, xf);
+      tensor_view(&xt, SMELT_F32, x->rank, x->dims, xf);
+      ins[0] = &xt;
+    }
+    if (rf) {
+      cl_to_planes(e->residual_h, g->N, g->M, g->S_out, rf);
+      e2.residual = rf, e2.residual_h = NULL;
+    }
+    if (yf) {
+      tensor_view(&yt, SMELT_F32, y->rank, y->dims, yf);
+      outs[0] = &yt;
+    }
+    c2.in = ins, c2.out = outs;
+    st = c->n_in > 8 ? err_set(SMELT_ERR_INTERNAL, "conv: too many inputs") : conv_op_run_cl(&c2, &e2, 0);
+    if (!st && yf) planes_to_cl(yf, g->N, g->M, g->S_out, y->data);
+  }
+  free(xf), free(rf), free(yf);
+  return st;
+}
+
+smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) { return conv_op_run_cl(c, e, conv_cl_of(c->node)); }
+
+static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned cl) {
   conv_geom g;
   TRY(conv_plan(c, &g));
   tensor *y = c->out[0];
   if (tensor_numel(y) == 0) return SMELT_OK;
   if (g.Kdim < 0) return err_set(SMELT_ERR_INVALID_ARGUMENT, "kernel size overflows");
+  if (((cl & CB_CL_X) && c->in[0]->dtype != SMELT_BF16) || ((cl & CB_CL_Y) && y->dtype != SMELT_BF16) ||
+      ((cl & CB_CL_R) && !e->residual_h))
+    return err_set(SMELT_ERR_INTERNAL, "conv: a channels-last operand that is not bf16");
   bool plain = !e->residual && !e->residual_h && e->act.kind == FUSED_ACT_NONE;
   if (y->dtype != SMELT_F64 && (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_marked_bf16(c->node)))) {
     bool done; /* bf16 activations: on the bf16 kernel as they are, else through f32 copies below */
-    TRY(conv_bf16_io_run(c, &g, e, &done));
+    TRY(conv_bf16_io_run(c, &g, e, cl, &done));
     if (done) return SMELT_OK;
   }
+  if (cl) return conv_cl_via_planes(c, &g, e, cl);
   if (e->residual_h) { /* a bf16 residual on another kernel: an f32 copy of it */
     int64_t n = tensor_numel(y);
     float *r = NULL;
@@ -671,7 +752,7 @@ smelt_status conv_op_run(op_ctx *c, const conv_epilogue *e) {
     nn_load_f32(SMELT_BF16, e->residual_h, 0, 1, n, r);
     conv_epilogue e2 = *e;
     e2.residual = r, e2.residual_h = NULL;
-    smelt_status st = conv_op_run(c, &e2);
+    smelt_status st = conv_op_run_cl(c, &e2, 0);
     free(r);
     return st;
   }

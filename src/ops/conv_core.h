@@ -32,6 +32,10 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd);
  * `threads` (ops/conv_route.h: conv_bf16_io_applies; its X fp32 or bf16,
  * W, B and the residual fp32): passes/bf16_acts.c asks it. */
 bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads);
+/* ... and where it does, the kernel's layout there (kernels/conv_bf16.h:
+ * cb_form), and in *direct (may be NULL) whether it reads a channels-last
+ * input as it lies (conv_bf16_cl_direct); -1 where it does not. */
+int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, bool *direct);
 /* op_describe_fn of Conv and smelt.Conv: the geometry, the element type and
  * the kernel conv_op_run takes ("1x1 pointwise on X in place", "winograd
  * F(4x4,3x3)", "bf16 on AMX tiles", ...). */

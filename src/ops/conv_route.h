@@ -95,7 +95,17 @@ bool conv_marked_bf16(const ir_node *nd);
 bool conv_bf16_act_in(op_ctx *c);
 op_ctx *conv_x_as_f32(op_ctx *c, op_ctx *c2, tensor *xf, tensor **ins);
 bool conv_bf16_io_applies(op_ctx *c, const conv_geom *g, const fused_act *act, int threads);
-smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done);
+/* conv_bf16_io_applies, also giving (where it does, each may be NULL) the
+ * kernel's layout (cb_form) and c's geometry as the kernels see it */
+bool conv_bf16_io_pick(op_ctx *c, const conv_geom *g, const fused_act *act, int threads, int *form,
+                       conv2d_desc *d);
+/* The channels-last bf16 operands bf16_acts gave node nd (kernels/
+ * conv_bf16.h: CB_CL_X for X, CB_CL_R for the residual, CB_CL_Y for Y;
+ * node attributes cl_in, cl_res, cl_out) */
+unsigned conv_cl_of(const ir_node *nd);
+/* Runs c on the bf16 kernel, its operands named in cl channels-last, when
+ * conv_bf16_io_applies (*done); else leaves it to the f32 copies. */
+smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done);
 
 /* The registry's hooks (conv_kernel's prepare, run, describe). */
 #define CONV_ROUTE(name)                                                                                         \

@@ -240,6 +240,17 @@ op_ctx *conv_x_as_f32(op_ctx *c, op_ctx *c2, tensor *xf, tensor **ins) {
 }
 
 bool conv_bf16_io_applies(op_ctx *c, const conv_geom *g, const fused_act *act, int threads) {
+  return conv_bf16_io_pick(c, g, act, threads, NULL, NULL);
+}
+
+unsigned conv_cl_of(const ir_node *nd) {
+  if (!conv_marked_bf16(nd)) return 0;
+  return (ir_attr_int(nd, "cl_in", 0) ? CB_CL_X : 0u) | (ir_attr_int(nd, "cl_res", 0) ? CB_CL_R : 0u) |
+         (ir_attr_int(nd, "cl_out", 0) ? CB_CL_Y : 0u);
+}
+
+bool conv_bf16_io_pick(op_ctx *c, const conv_geom *g, const fused_act *act, int threads, int *form,
+                       conv2d_desc *d) {
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
   if ((x->dtype != SMELT_F32 && x->dtype != SMELT_BF16) || w->dtype != SMELT_F32 || (b && b->dtype != SMELT_F32))
     return false;
@@ -249,10 +260,13 @@ bool conv_bf16_io_applies(op_ctx *c, const conv_geom *g, const fused_act *act, i
   conv_query_of(c, g, &q);
   if (threads > 0) q.threads = threads;
   const conv_kernel *k = conv_select(&q, 0);
-  return k && k->algo == CONV_ALGO_BF16 && conv_bf16_io_native(conv2d_kernel_isa(q.isa));
+  if (!k || k->algo != CONV_ALGO_BF16 || !conv_bf16_io_native(conv2d_kernel_isa(q.isa))) return false;
+  if (form) *form = (int)conv_bf16_form(&q.d, conv2d_kernel_isa(q.isa));
+  if (d) *d = q.d;
+  return true;
 }
 
-smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done) {
+smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done) {
   *done = false;
   if (!conv_bf16_io_applies(c, g, &e->act, 0)) return SMELT_OK;
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2);
@@ -269,7 +283,7 @@ smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue
     conv2d_epilogue kep = conv_kernel_epilogue(e, &rest);
     bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
     st = conv2d_run_bf16io(c->pool, &d, pw, xh ? NULL : x->data, xh ? x->data : NULL, b ? b->data : NULL, &kep,
-                           e->residual_h, yh ? NULL : y->data, yh ? y->data : NULL);
+                           e->residual_h, yh ? NULL : y->data, yh ? y->data : NULL, cl);
     *done = true;
   }
   if (own) conv2d_weights_free(pw);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/conv_bf16.h" /* cb_form */
 #include "ops/conv_core.h"
 #include "passes/rewrite.h"
 #include "util/err.h"
@@ -60,6 +61,84 @@ static smelt_status mark_out(rewriter *w, int id) {
   return rw_attr_int(w, nid, slot, "bf16_out", 1);
 }
 
+/* ---- channels-last ---- */
+
+/* Whether bf16 activation v (produced by a conv node the first half of
+ * the pass marked) should lie channels-last: its producer's kernel writes
+ * a position's channels as one vector (the channel-vector and Winograd
+ * forms), its channel count is even, and every reader gains or loses
+ * nothing: X of a channel-vector 1x1 that reads it as it lies (no
+ * converted copy), or the residual of a channel-vector or Winograd form
+ * (added before the transposed store).  With `any` (SMELT_BF16_CL=all,
+ * for measuring), X of any bf16-kernel form (gathered by its fill). */
+static bool cl_wanted(rewriter *w, int v, int threads, bool any) {
+  const ir_value *val = rw_val(w, v);
+  int p = rw_producer(w, v);
+  if (val->dtype != SMELT_BF16 || val->rank != 4 || !dim_known(val->dims[1]) || val->dims[1] % 2 || p < 0) return false;
+  int fp = conv_node_bf16_form(w->g, rw_node(w, p), threads, NULL);
+  if (fp != CB_FORM_MV && fp != CB_FORM_WINO) return false;
+  const rw_uses *u = &w->uses[v];
+  for (int k = 0; k < u->n; k++) {
+    const ir_node *nd = rw_node(w, u->node[k]);
+    bool direct;
+    int f = conv_node_bf16_form(w->g, nd, threads, &direct);
+    if (f < 0) return false;
+    for (int i = 0; i < nd->n_inputs; i++) {
+      if (nd->inputs[i] != v) continue;
+      if (i == 0 && !direct && !any) return false;
+      if (i == 3 && f != CB_FORM_MV && f != CB_FORM_WINO) return false;
+    }
+  }
+  return true;
+}
+
+/* Node id again with the attribute name = 1; *id becomes the new node */
+static smelt_status mark(rewriter *w, int *id, const char *name) {
+  int nid, slot;
+  TRY(rw_with_attr(w, *id, &nid, &slot));
+  *id = nid;
+  return rw_attr_int(w, nid, slot, name, 1);
+}
+
+/* The bf16 activations cl_wanted picks: their producers get cl_out = 1,
+ * each reader cl_in = 1 (X) and / or cl_res = 1 (the residual) */
+static smelt_status channels_last(rewriter *w, int threads, int *kept) {
+  const char *env = getenv("SMELT_BF16_CL"); /* 0: off; all: every bf16-kernel reader */
+  if (env && !strcmp(env, "0")) return SMELT_OK;
+  bool any = env && !strcmp(env, "all");
+  ir_graph *g = w->g;
+  int nv = g->n_values, n = g->n_nodes;
+  bool *cl = calloc((size_t)nv + 1, 1);
+  if (!cl) return err_nomem("bf16_acts: channels-last marks", (size_t)nv + 1);
+  for (int id = 0; id < n; id++) {
+    if (!rw_live(w, id)) continue;
+    const ir_node *nd = rw_node(w, id);
+    if (!is_conv(nd) || !ir_attr_int(nd, "bf16_out", 0) || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
+    int v = nd->outputs[0];
+    if (cl_wanted(w, v, threads, any)) cl[v] = true, (*kept)++;
+  }
+  smelt_status s = SMELT_OK;
+  for (int id0 = 0; !s && id0 < n; id0++) {
+    if (!rw_live(w, id0) || !is_conv(rw_node(w, id0))) continue;
+    const ir_node *nd = rw_node(w, id0);
+    bool out = nd->n_outputs == 1 && nd->outputs[0] >= 0 && cl[nd->outputs[0]];
+    bool in = nd->n_inputs > 0 && nd->inputs[0] >= 0 && cl[nd->inputs[0]];
+    bool res = nd->n_inputs > 3 && nd->inputs[3] >= 0 && cl[nd->inputs[3]];
+    if (!out && !in && !res) continue;
+    char nb[160];
+    pass_log(w->r, "bf16_acts: %s reads%s%s and writes %s channels-last", rw_name(w, id0, nb, sizeof nb),
+             in ? " X" : "", res ? (in ? " and the residual" : " the residual") : (in ? "" : " nothing"),
+             out ? "its output" : "nothing");
+    int id = id0;
+    if (out) s = mark(w, &id, "cl_out");
+    if (!s && in) s = mark(w, &id, "cl_in");
+    if (!s && res) s = mark(w, &id, "cl_res");
+    if (!s) w->changes++;
+  }
+  free(cl);
+  return s;
+}
+
 smelt_status pass_bf16_acts(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
   if (o->precision != SMELT_PRECISION_BF16 || o->mode == SMELT_MODE_EAGER) return SMELT_OK;
   const char *env = getenv("SMELT_BF16_ACTS"); /* 0: off (benches, diagnosis) */
@@ -83,5 +162,8 @@ smelt_status pass_bf16_acts(ir_graph *g, const pass_options *o, pass_report *r, 
     if (!s) rw_val(&w, v)->dtype = SMELT_BF16, kept++, w.changes++;
   }
   if (!s && kept) pass_log(r, "bf16_acts: %d activation(s) kept in bf16 between convolutions", kept);
+  int cl = 0;
+  if (!s && kept) s = channels_last(&w, o->threads, &cl);
+  if (!s && cl) pass_log(r, "bf16_acts: %d of them channels-last", cl);
   return rw_end(&w, s, changes);
 }

@@ -17,7 +17,11 @@
  *     compile (SMELT_CONV_BF16=0: the fp32 kernels, the bf16 activations
  *     and residual through f32 copies) gives results as close;
  *   - SMELT_BF16_ACTS=0 keeps every activation fp32; fp32 precision and
- *     eager mode are never touched. */
+ *     eager mode are never touched;
+ *   - channels-last (the second half of the pass): with the channel-vector
+ *     form forced, b and c lie channels-last (SMELT_BF16_CL=all: a too,
+ *     and =0: none), with the same results and the same fallback through
+ *     fp32 planes when the kernel is turned off after the compile. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +79,19 @@ static int conv_outputs(const compiled_plan *p, smelt_dtype *dt) {
   return n;
 }
 
-static void run(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, bool acts_on) {
+/* Activations the plan keeps channels-last (producers marked cl_out) */
+static int cl_outputs(const compiled_plan *p) {
+  int n = 0;
+  for (int i = 0; i < p->g->n_nodes; i++) n += !strcmp(p->g->nodes[i].op_type, "Conv") && ir_attr_int(&p->g->nodes[i], "cl_out", 0);
+  return n;
+}
+
+/* cl: NULL, or the channel-vector form forced (SMELT_CONV_BF16_MV=1, every
+ * 1x1 reads a channels-last X as it lies) with SMELT_BF16_CL=cl; then b and
+ * c are channels-last (their readers: conv3's X, conv4's X and residual),
+ * and with "all" a too (conv2, a 3x3, gathers it; conv3 adds it as its
+ * residual and writes c over it in place) */
+static void run_cl(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, bool acts_on, const char *cl) {
   gb b;
   build(&b, N, 40, H);
   CHECK_OK(gb_finish(&b));
@@ -86,6 +102,7 @@ static void run(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, boo
   o.precision = prec;
   setenv("SMELT_CONV_BF16", "1", 1);
   if (!acts_on) setenv("SMELT_BF16_ACTS", "0", 1);
+  if (cl) setenv("SMELT_CONV_BF16_MV", "1", 1), setenv("SMELT_BF16_CL", cl, 1);
   compiled_plan *p = NULL;
   compile_report rep;
   memset(&rep, 0, sizeof rep);
@@ -95,6 +112,11 @@ static void run(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, boo
   smelt_dtype dt[4] = {0};
   int n = p ? conv_outputs(p, dt) : 0;
   CHECK(n == 4);
+  if (cl && p) {
+    int want_cl = !want ? 0 : !strcmp(cl, "all") ? 3 : !strcmp(cl, "0") ? 0 : 2;
+    CHECK(cl_outputs(p) == want_cl);
+    if (cl_outputs(p) != want_cl) fprintf(stderr, "SMELT_BF16_CL=%s: %d channels-last, want %d\n", cl, cl_outputs(p), want_cl);
+  }
   smelt_dtype act = want ? SMELT_BF16 : SMELT_F32;
   CHECK(dt[0] == act && dt[1] == act && dt[2] == act && dt[3] == SMELT_F32);
   if (n == 4 && !(dt[0] == act && dt[1] == act && dt[2] == act && dt[3] == SMELT_F32))
@@ -109,7 +131,7 @@ static void run(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, boo
   setenv("SMELT_CONV_BF16", "0", 1);
   double worst_off = p ? gb_rerun_tol(&env, b.g, pin, p, 2, rtol, atol) : 1e30;
   CHECK(worst_off <= 1);
-  unsetenv("SMELT_CONV_BF16");
+  unsetenv("SMELT_CONV_BF16"), unsetenv("SMELT_CONV_BF16_MV"), unsetenv("SMELT_BF16_CL");
   if (worst > 1 || worst_off > 1)
     fprintf(stderr, "N=%lld H=%lld mode %d precision %d acts %d: error %g / %g (kernel off) of the tolerance\n",
             (long long)N, (long long)H, mode, prec, acts_on, worst, worst_off);
@@ -117,6 +139,10 @@ static void run(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, boo
   compile_report_free(&rep);
   tensor_release(&in);
   gb_free(&b);
+}
+
+static void run(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, bool acts_on) {
+  run_cl(N, H, mode, prec, acts_on, NULL);
 }
 
 int main(void) {
@@ -135,6 +161,9 @@ int main(void) {
       run(N, 14, modes[m], SMELT_PRECISION_BF16, false);
     }
   run(1, 9, SMELT_MODE_DEFAULT, SMELT_PRECISION_FP32, true);
+  const char *cls[3] = {"1", "all", "0"};
+  for (int k = 0; k < 3; k++)
+    for (int64_t N = 1; N <= 2; N++) run_cl(N, 9, modes[k % 2], SMELT_PRECISION_BF16, true, cls[k]);
   pool_free(env.pool);
   return test_report("test_bf16_acts");
 }

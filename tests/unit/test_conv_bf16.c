@@ -40,6 +40,7 @@
 #include "ops/conv_registry.h"
 #include "parallel/pool.h"
 #include "smelt.h"
+#include "util/err.h"
 
 #define TEST_RNG_SEED 0x3c0a1fb27d9e6a51ull
 #include "test_rng.h"
@@ -85,6 +86,66 @@ static double wino_ref(const conv2d_desc *d, const float *X, const float *W, int
   return y;
 }
 
+static long n_cl; /* outputs checked with channels-last operands */
+
+/* [N][C][S] <-> [N][S][C] */
+static void to_cl(const uint16_t *x, int64_t N, int64_t C, int64_t S, uint16_t *y, bool back) {
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t c = 0; c < C; c++)
+      for (int64_t p = 0; p < S; p++) {
+        size_t a = (size_t)((n * C + c) * S + p), b = (size_t)((n * S + p) * C + c);
+        if (back) y[a] = x[b];
+        else y[b] = x[a];
+      }
+}
+
+/* Channels-last operands (conv2d_run_bf16io's cl: X, the residual, Y, Y
+ * over the residual) against the same bf16 run on planes, bit for bit:
+ * the kernels read the same values and round the same sums, whichever way
+ * they lie.  An odd channel count is refused for the operand it names. */
+static void cl_check(smelt_pool *pool, const conv2d_desc *d, const conv2d_weights *w, const uint16_t *Xh,
+                     const float *B, const conv2d_epilogue *ep, const uint16_t *Rh) {
+  int64_t S = d->OH * d->OW, Si = d->H * d->W;
+  size_t nx = (size_t)(d->N * d->C * Si), ny = (size_t)(d->N * d->M * S);
+  uint16_t *ref = malloc(2 * ny), *Xc = malloc(2 * nx), *Rc = malloc(2 * ny), *Yc = malloc(2 * ny), *Yp = malloc(2 * ny);
+  CHECK(ref && Xc && Rc && Yc && Yp);
+  if (ref && Xc && Rc && Yc && Yp) {
+    conv2d_epilogue e = *ep;
+    e.residual = NULL;
+    const uint16_t *R = ep->residual ? Rh : NULL;
+    CHECK_OK(conv2d_run_bf16io(pool, d, w, NULL, Xh, B, &e, R, NULL, ref, 0));
+    to_cl(Xh, d->N, d->C, Si, Xc, false);
+    if (R) to_cl(R, d->N, d->M, S, Rc, false);
+    static const unsigned cls[] = {CB_CL_X, CB_CL_Y, CB_CL_R, CB_CL_X | CB_CL_Y, CB_CL_X | CB_CL_Y | CB_CL_R,
+                                   CB_CL_Y | CB_CL_R | 8u /* Y over the residual */};
+    for (size_t k = 0; k < sizeof cls / sizeof *cls; k++) {
+      unsigned cl = cls[k] & 7u;
+      if ((cl & CB_CL_R) && !R) continue;
+      bool odd = ((cl & CB_CL_X) && d->C % 2) || ((cl & (CB_CL_Y | CB_CL_R)) && d->M % 2);
+      for (size_t i = 0; i < ny; i++) Yc[i] = 0x7fc1;
+      const uint16_t *res = !R ? NULL : (cl & CB_CL_R) ? Rc : R;
+      if (cls[k] & 8u) memcpy(Yc, Rc, 2 * ny), res = Yc;
+      smelt_status st = conv2d_run_bf16io(pool, d, w, NULL, (cl & CB_CL_X) ? Xc : Xh, B, &e, res, NULL, Yc, cl);
+      if (odd) { /* refused, nothing written */
+        CHECK(st == SMELT_ERR_INTERNAL);
+        err_clear();
+        continue;
+      }
+      CHECK_OK(st);
+      if (cl & CB_CL_Y) to_cl(Yc, d->N, d->M, S, Yp, true);
+      else memcpy(Yp, Yc, 2 * ny);
+      long bad = 0;
+      for (size_t i = 0; i < ny; i++)
+        if (Yp[i] != ref[i] && bad++ < 3)
+          fprintf(stderr, "channels-last %u: C%lld M%lld %lldx%lld k%lldx%lld s%lld: y[%zu] 0x%04x, planes 0x%04x\n",
+                  cls[k], (long long)d->C, (long long)d->M, (long long)d->H, (long long)d->W, (long long)d->KH,
+                  (long long)d->KW, (long long)d->sh, i, Yp[i], ref[i]);
+      n_bad += bad, n_cl += (long)ny;
+    }
+  }
+  free(ref), free(Xc), free(Rc), free(Yc), free(Yp);
+}
+
 static long n_io; /* outputs checked with a bf16 input or output */
 
 /* The same conv with X given in bf16, the residual in bf16 and / or Y
@@ -118,7 +179,7 @@ static void io_check(smelt_pool *pool, const conv2d_desc *d, const conv2d_weight
       if (k == 4) memcpy(Yh, Rh, sizeof *Yh * ny);
       bool xh = k < 2, yh = k != 1 && k != 3;
       CHECK_OK(conv2d_run_bf16io(pool, d, w, xh ? NULL : X, xh ? Xh : NULL, B, k >= 3 ? &nores : ep,
-                                 k == 3 ? Rh : k == 4 ? Yh : NULL, yh ? NULL : Y2, yh ? Yh : NULL));
+                                 k == 3 ? Rh : k == 4 ? Yh : NULL, yh ? NULL : Y2, yh ? Yh : NULL, 0));
       long bad = 0;
       for (size_t i = 0; i < ny; i++) {
         bool ok = !yh ? !memcmp(&Y2[i], &ref[i], sizeof *Y) : Yh[i] == f32_to_bf16(ref[i]);
@@ -129,6 +190,7 @@ static void io_check(smelt_pool *pool, const conv2d_desc *d, const conv2d_weight
       }
       n_bad += bad, n_io += (long)ny;
     }
+    cl_check(pool, d, w, Xh, B, ep, Rh);
   }
   free(Xh), free(Yh), free(Rh), free(Y2), free(Xr), free(Yr), free(Rr), free(Yrr);
 }
@@ -249,11 +311,11 @@ static void run_path(const char *name, bool has, const char *why_not, smelt_pool
   }
   long before = n_bad;
   n_values = 0, n_wino = 0, max_err = 0;
-  long io0 = n_io;
+  long io0 = n_io, cl0 = n_cl;
   shapes(pool);
-  printf("%s: %ld values (%ld on Winograd, %ld more with a bf16 input or output), %ld past the tolerance; largest "
-         "difference %.3g\n",
-         name, n_values, n_wino, n_io - io0, n_bad - before, max_err);
+  printf("%s: %ld values (%ld on Winograd, %ld more with a bf16 input or output, %ld channels-last), %ld past the "
+         "tolerance; largest difference %.3g\n",
+         name, n_values, n_wino, n_io - io0, n_cl - cl0, n_bad - before, max_err);
 }
 
 /* Which convolutions a session marked bf16 runs in bf16 (kernels/conv_bf16.h:

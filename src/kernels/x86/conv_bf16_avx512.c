@@ -33,9 +33,23 @@ CB_INLINE void fill_row_t(bool h, cb_src x0, int64_t off0, cb_src x1, int64_t of
   }
 }
 
+/* fill_row_t over a channels-last input: where the two are channels c and
+ * c + 1 of the same position (the usual pair), each word is gathered as it
+ * lies; else each half gathered on its own */
+CB_TARGET static void fill_row_cl(cb_src x0, int64_t off0, cb_src x1, int64_t off1, int64_t W, int64_t sw,
+                                  int64_t Wq, uint32_t *o) {
+  bool pair = x0.h && x1.h == x0.h + 1 && off0 == off1 && ((uintptr_t)x0.h & 3) == 0;
+  for (int64_t c = 0; c < Wq; c += 16) {
+    __m512i p = pair ? row_pairs_cl(x0.h, x0.cs, W, sw, off0, c)
+                     : bf16_pairs16(src_lanes(x0, W, sw, off0, c), src_lanes(x1, W, sw, off1, c));
+    _mm512_mask_storeu_epi32(o + c, avx512_mask(Wq - c), p);
+  }
+}
+
 CB_TARGET static void fill_row(const cb_job *j, cb_src x0, int64_t off0, cb_src x1, int64_t off1, int64_t W,
                                int64_t sw, int64_t Wq, uint32_t *o) {
-  if (j->Xh) fill_row_t(true, x0, off0, x1, off1, W, sw, Wq, o);
+  if (j->xcl) fill_row_cl(x0, off0, x1, off1, W, sw, Wq, o);
+  else if (j->Xh) fill_row_t(true, x0, off0, x1, off1, W, sw, Wq, o);
   else fill_row_t(false, x0, off0, x1, off1, W, sw, Wq, o);
 }
 
@@ -45,7 +59,7 @@ CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
   const conv2d_desc *d = j->d;
   uint32_t *o = j->xp + q * j->L;
   for (int64_t oh = 0; oh < d->OH; oh++) {
-    cb_src x[2] = {{NULL, NULL}, {NULL, NULL}};
+    cb_src x[2] = {{NULL, NULL, 1}, {NULL, NULL, 1}};
     int64_t off[2] = {0, 0};
     for (int h = 0; h < 2; h++) {
       int64_t cv = 2 * q + h;
@@ -53,7 +67,7 @@ CB_TARGET static void fill_gathered(const cb_job *j, int64_t q) {
       int64_t c = cv / j->taps_v, t = cv % j->taps_v, kh = t / d->KW, kw = t % d->KW;
       int64_t r = oh * d->sh - d->pt + kh * d->dh;
       if (r < 0 || r >= d->H) continue;
-      x[h] = cb_src_at(j, (c * d->H + r) * d->W), off[h] = kw * d->dw - d->pl;
+      x[h] = cb_src_pos(j, c, r * d->W), off[h] = kw * d->dw - d->pl;
     }
     fill_row(j, x[0], off[0], x[1], off[1], d->W, d->sw, d->OW, o + oh * d->OW);
   }
@@ -92,7 +106,7 @@ CB_TARGET static void fill_plane(const cb_job *j, int64_t q) {
 CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d;
-  bool whole = !j->taps_v && j->P == 1 && d->pt == 0 && d->pl == 0 && j->Hq == d->H && j->Wq == d->W;
+  bool whole = !j->taps_v && !j->xcl && j->P == 1 && d->pt == 0 && d->pl == 0 && j->Hq == d->H && j->Wq == d->W;
   for (int64_t q = q0; q < q1; q++) {
     if (j->taps_v) {
       fill_gathered(j, q);
@@ -121,6 +135,24 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
   }
 }
 
+/* n <= 16 outputs of channel m from position y0 (v, bias added) where the
+ * residual or the output is channels-last: each value on its own */
+CB_TARGET static void store_cl_lanes(const cb_job *j, __m512 v, int64_t m, int64_t y0, int64_t n) {
+  float t[16];
+  _mm512_storeu_ps(t, v);
+  const conv2d_desc *d = j->d;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t y = y0 + k, o = j->ycl ? y * d->M + m : m * j->S + y, ro = j->rcl ? y * d->M + m : m * j->S + y;
+    float x = t[k];
+    if (j->res) x += j->res[ro];
+    else if (j->resh) x += bf16_to_f32(j->resh[ro]);
+    x = x < j->lo ? j->lo : x; /* NaN passes through */
+    x = x > j->hi ? j->hi : x;
+    if (j->Yh) j->Yh[o] = f32_to_bf16(x);
+    else j->Y[o] = x;
+  }
+}
+
 /* cb_store_scalar with 16 lanes at a time, for `rows` output channels from
  * m0 (acc row r, ld floats apart): bias, residual, clamp (max(lo, v) then
  * min(hi, v): NaN passes through, as there). */
@@ -138,6 +170,10 @@ CB_TARGET void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, in
       for (int64_t k = 0; k < segs[i].len; k += 16) {
         __mmask16 mk = avx512_mask(segs[i].len - k);
         __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, a + k), b);
+        if (j->rcl || j->ycl) { /* channels-last: position by position (not a form bf16_acts picks) */
+          store_cl_lanes(j, v, m, segs[i].y0 + k, segs[i].len - k < 16 ? segs[i].len - k : 16);
+          continue;
+        }
         if (j->res || j->resh) v = _mm512_add_ps(v, cb_res16(j, yo + k, mk));
         v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
         cb_out16(j, yo + k, mk, v);

@@ -91,36 +91,73 @@ CB_INLINE __m512 row_lanes_h(const uint16_t *x, int64_t W, int64_t sw, int64_t o
   return _mm512_load_ps(t);
 }
 
+/* row_lanes over a channels-last bf16 row (value k of the row at x[k cs]):
+ * one gather of the 32-bit words holding the 16 values, from x's 4-byte
+ * boundary below, each value moved to the high half (exact) */
+CB_INLINE __m512 row_lanes_cl(const uint16_t *x, int64_t cs, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  int64_t s0 = c * sw + off, odd = (int64_t)(((uintptr_t)x >> 1) & 1);
+  __m512i col = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
+                                 _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                    _mm512_set1_epi32((int)sw)));
+  __mmask16 m = _mm512_cmpge_epi32_mask(col, _mm512_setzero_si512()) &
+                _mm512_cmplt_epi32_mask(col, _mm512_set1_epi32((int)W));
+  if (!m) return _mm512_setzero_ps();
+  __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, _mm512_mullo_epi32(col, _mm512_set1_epi32((int)cs)),
+                                          (const void *)(x - odd), 2);
+  return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
+}
+
+/* The pairs of a channels-last row: word k holds value k's channels c and
+ * c + 1 (x at channel c, even, on a 4-byte boundary), one gather; lanes
+ * outside [0, W) are zeros */
+CB_INLINE __m512i row_pairs_cl(const uint16_t *x, int64_t cs, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  int64_t s0 = c * sw + off;
+  __m512i col = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
+                                 _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                    _mm512_set1_epi32((int)sw)));
+  __mmask16 m = _mm512_cmpge_epi32_mask(col, _mm512_setzero_si512()) &
+                _mm512_cmplt_epi32_mask(col, _mm512_set1_epi32((int)W));
+  if (!m) return _mm512_setzero_si512();
+  return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, _mm512_mullo_epi32(col, _mm512_set1_epi32((int)cs)),
+                                     (const void *)x, 2);
+}
+
 /* A row or plane of the input: fp32 (f) or bf16 (h), the other NULL; both
- * NULL reads as zeros */
+ * NULL reads as zeros.  cs: elements from one position to the next (1, or
+ * the channel count where the bf16 input is channels-last) */
 typedef struct cb_src {
   const float *f;
   const uint16_t *h;
+  int64_t cs;
 } cb_src;
 
-/* Element off of this image's input (j->X or j->Xh) */
-CB_INLINE cb_src cb_src_at(const cb_job *j, int64_t off) {
-  cb_src s = {NULL, NULL};
-  if (j->Xh) s.h = j->Xh + off;
-  else s.f = j->X + off;
+/* Input channel c at position pos (of H W) of this image (j->X or j->Xh) */
+CB_INLINE cb_src cb_src_pos(const cb_job *j, int64_t c, int64_t pos) {
+  const conv2d_desc *d = j->d;
+  cb_src s = {NULL, NULL, 1};
+  if (j->xcl) s.h = j->Xh + pos * d->C + c, s.cs = d->C;
+  else if (j->Xh) s.h = j->Xh + c * d->H * d->W + pos;
+  else s.f = j->X + c * d->H * d->W + pos;
   return s;
 }
+/* s moved by off positions */
 CB_INLINE cb_src cb_src_add(cb_src s, int64_t off) {
-  if (s.h) s.h += off;
+  if (s.h) s.h += off * s.cs;
   if (s.f) s.f += off;
   return s;
 }
 CB_INLINE bool cb_src_none(cb_src s) { return !s.f && !s.h; }
 /* Input channel c's plane of this image; none past C (a pair's missing half) */
 CB_INLINE cb_src cb_src_chan(const cb_job *j, int64_t c) {
-  cb_src none = {NULL, NULL};
-  return c < j->d->C ? cb_src_at(j, c * j->d->H * j->d->W) : none;
+  cb_src none = {NULL, NULL, 1};
+  return c < j->d->C ? cb_src_pos(j, c, 0) : none;
 }
 CB_INLINE __m512 src_lanes(cb_src s, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  if (s.h && s.cs != 1) return row_lanes_cl(s.h, s.cs, W, sw, off, c);
   return s.h ? row_lanes_h(s.h, W, sw, off, c) : row_lanes(s.f, W, sw, off, c);
 }
 /* The residual's 8 (masked) values of channel m from position y0, fp32 or
- * bf16 widened (call only where j->res or j->resh) */
+ * bf16 widened (call only where j->res or j->resh, not channels-last) */
 CB_INLINE __m256 cb_res8(const cb_job *j, int64_t m, int64_t y0, __mmask8 mk) {
   if (j->resh)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_maskz_loadu_epi16(mk, j->resh + m * j->S + y0)), 16));
@@ -143,13 +180,42 @@ CB_INLINE void cb_out16(const cb_job *j, int64_t o, __mmask16 mk, __m512 v) {
   else _mm512_mask_storeu_ps(j->Y + o, mk, v);
 }
 
+/* Position y's output channels m0 .. m0 + 15 (those below M) as a vector:
+ * v plus the residual's same 16 values, where the residual is channels-last
+ * (as they lie) or the output is (gathered from the residual's planes);
+ * else v (the transposed store adds it).  Before the clamp, as everywhere. */
+CB_INLINE __m512 cb_res_pos16(const cb_job *j, int64_t y, int64_t m0, __m512 v) {
+  __mmask16 mk = avx512_mask(j->d->M - m0);
+  if (j->rcl) return _mm512_add_ps(v, cb_bf16x16(_mm256_maskz_loadu_epi16(mk, j->resh + y * j->d->M + m0)));
+  if (!j->ycl || (!j->res && !j->resh)) return v;
+  __m512i ix = _mm512_add_epi32(_mm512_set1_epi32((int)y),
+                                _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                   _mm512_set1_epi32((int)j->S)));
+  if (j->res) return _mm512_add_ps(v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, ix, j->res + m0 * j->S, 4));
+  float t[16];
+  for (int k = 0; k < 16; k++) t[k] = m0 + k < j->d->M ? bf16_to_f32(j->resh[(m0 + k) * j->S + y]) : 0.f;
+  return _mm512_add_ps(v, _mm512_loadu_ps(t));
+}
+/* ... clamped and rounded into a channels-last Yh */
+CB_INLINE void cb_out_cl16(const cb_job *j, int64_t y, int64_t m0, __m512 v) {
+  v = _mm512_min_ps(_mm512_set1_ps(j->hi), _mm512_max_ps(_mm512_set1_ps(j->lo), v));
+  _mm256_mask_storeu_epi16(j->Yh + y * j->d->M + m0, avx512_mask(j->d->M - m0), (__m256i)_mm512_cvtneps_pbh(v));
+}
+
 /* 16 channels from m0 (rows past M dropped) by positions y0 .. y0 + npv - 1
  * of Y from r[p] (position p's 16 channels, bias added; p < 8): an 8 x 16
  * transpose in registers (unpack, shuffle, two-source permute), then per
  * channel its npv outputs as one masked 8-lane store, the residual added
- * and the clamp applied (max(lo, v) then min(hi, v): NaN passes through). */
-CB_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t y0, int64_t npv) {
-  __m512 t[8], u[8];
+ * and the clamp applied (max(lo, v) then min(hi, v): NaN passes through).
+ * A channels-last residual is added before the transpose, and a
+ * channels-last output is stored without it, a position at a time. */
+CB_INLINE void mv_store16(const cb_job *j, const __m512 *r0, int64_t m0, int64_t y0, int64_t npv) {
+  __m512 t[8], u[8], r[8];
+  for (int p = 0; p < 8; p++) r[p] = p < npv ? cb_res_pos16(j, y0 + p, m0, r0[p]) : r0[p];
+  if (j->ycl) { /* channels-last: each position's 16 channels as they are */
+    for (int p = 0; p < npv; p++) cb_out_cl16(j, y0 + p, m0, r[p]);
+    return;
+  }
   for (int h = 0; h < 2; h++) { /* positions 4h .. 4h + 3 */
     const __m512 *q = r + 4 * h;
     t[0] = _mm512_unpacklo_ps(q[0], q[1]), t[1] = _mm512_unpackhi_ps(q[0], q[1]);
@@ -171,7 +237,7 @@ CB_INLINE void mv_store16(const cb_job *j, const __m512 *r, int64_t m0, int64_t 
       int64_t m = m0 + i + 4 * k;
       if (m >= j->d->M) continue;
       __m256 x = v[k];
-      if (j->res || j->resh) x = _mm256_add_ps(x, cb_res8(j, m, y0, mk));
+      if (j->res || (j->resh && !j->rcl)) x = _mm256_add_ps(x, cb_res8(j, m, y0, mk));
       cb_out8(j, m, y0, mk, _mm256_min_ps(hi, _mm256_max_ps(lo, x)));
     }
   }
