@@ -71,6 +71,12 @@ typedef struct conv2d_desc {
   int64_t KH, KW, OH, OW;
   int64_t sh, sw, dh, dw; /* strides, dilations */
   int64_t pt, pl;         /* begin pads (top, left) */
+  int64_t x_cl;           /* 1: X arrives channels-last in bf16 (passes/bf16_acts.c), which the bf16
+                           * channel-vector 1x1 reads as it lies (kernels/conv_bf16.h:
+                           * conv_bf16_form, conv2d_bf16_pays count no conversion); else 0 */
+  int64_t y_cl;           /* 1: Y leaves channels-last in bf16, which the bf16 channel-vector and
+                           * Winograd forms store as they compute it (conv_bf16_form takes the
+                           * channel-vector form over the position-vector one); else 0 */
 } conv2d_desc;
 
 const char *conv_algo_name(conv_algo a);

@@ -100,6 +100,12 @@ static double per_output_wino(const conv2d_desc *d) {
   return (double)(conv_cdiv(d->C, 2) * 4) / 16.0 / (pos * m) + 2.0 + 7.5 * (double)(d->C + d->M) / (double)d->M;
 }
 
+/* 1x1, unpadded (any stride), an even channel count */
+static bool cl_direct_shape(const conv2d_desc *d) {
+  return !conv_bf16_gathered(d) && d->C % 2 == 0 && d->KH == 1 && d->KW == 1 && d->pt == 0 && d->pl == 0 &&
+         (d->OH - 1) * d->sh < d->H && (d->OW - 1) * d->sw < d->W;
+}
+
 /* 3x3, stride 1, undilated, one group, not the gathered form */
 static bool wino_shape(const conv2d_desc *d) {
   return d->KH == 3 && d->KW == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 && d->dw == 1 && !conv_bf16_gathered(d);
@@ -115,9 +121,11 @@ cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa) {
   int mv = env_01("SMELT_CONV_BF16_MV"), wino = env_01("SMELT_CONV_BF16_WINO");
   if (wino == 1 && wino_shape(d)) return CB_FORM_WINO;
   if (mv >= 0) return mv ? CB_FORM_MV : CB_FORM_PV;
+  if (d->x_cl && cl_direct_shape(d)) return CB_FORM_MV; /* reads X as it lies: no converted copy */
   double pv_c = per_output_pv(d), mv_c = per_output_mv(d);
   if (wino != 0 && wino_shape(d) && per_output_wino(d) < (mv_c < pv_c ? mv_c : pv_c)) return CB_FORM_WINO;
-  return mv_c < pv_c ? CB_FORM_MV : CB_FORM_PV;
+  /* a channels-last Y: the position-vector form would store it a value at a time */
+  return mv_c < pv_c || d->y_cl ? CB_FORM_MV : CB_FORM_PV;
 }
 
 int64_t conv_bf16_words(const conv2d_desc *d, cb_form form) {
@@ -313,9 +321,10 @@ static int64_t group_blocks(int64_t block_words) {
   return g > 1 ? g : 1;
 }
 
-bool conv_bf16_cl_direct(const conv2d_desc *d, cb_form form) {
-  return form == CB_FORM_MV && !conv_bf16_gathered(d) && d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 &&
-         d->pt == 0 && d->pl == 0 && d->OH == d->H && d->OW == d->W;
+bool conv_bf16_cl_direct(const conv2d_desc *d, cb_form form) { return form == CB_FORM_MV && cl_direct_shape(d); }
+
+bool conv_bf16_x_in_place(const conv2d_desc *d, isa_level isa) {
+  return d->x_cl && cl_direct_shape(d) && conv_bf16_form(d, isa) == CB_FORM_MV;
 }
 
 bool conv_bf16_io_native(isa_level isa) { return bf16dp_hw(isa) && !bf16dp_amx_hw(isa); }
@@ -385,7 +394,7 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
     j.nfb = conv_cdiv(j.S, j.np), j.nmb = conv_cdiv(round_up(d->M, 16), CB_MV_BLOCK);
     /* a 1x1 over a channels-last input as it lies: its pairs are the words */
     j.xdirect = j.xcl && conv_bf16_cl_direct(d, form);
-    if (j.xdirect) j.P = 1, j.L = 1, j.Wq = d->W;
+    if (j.xdirect) j.P = 1, j.L = 1; /* toff[0] = 0: one tap, one phase */
     j.gfb = group_blocks(j.Cq * j.P * j.np);
   }
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;

@@ -141,14 +141,30 @@ smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc
 #define CB_CL_Y 2u /* Yh */
 #define CB_CL_R 4u /* Rh */
 /* Whether form reads a channels-last input of d as it lies, with no
- * converted copy (the channel-vector 1x1, stride 1, unpadded) */
+ * converted copy (the channel-vector 1x1, stride 1, unpadded, C even);
+ * and whether d, its X channels-last (d->x_cl), is run so at isa (the form
+ * conv_bf16_form picks for it then). */
 bool conv_bf16_cl_direct(const conv2d_desc *d, cb_form form);
+bool conv_bf16_x_in_place(const conv2d_desc *d, isa_level isa);
 /* conv_bf16_run_io with the bf16 operands named in cl channels-last
  * (CB_CL_*; 0: conv_bf16_run_io).  Each one named must be given in bf16
  * and have an even channel count. */
 smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form,
                               const uint32_t *wts, const float *X, const uint16_t *Xh, const float *B,
                               const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh, unsigned cl)
+    __attribute__((warn_unused_result));
+
+/* The depthwise convolution (G == C == M) over channels-last bf16
+ * activations (x86/conv_dw_cl.c; where conv_bf16_io_native): X and Y
+ * [N][H][W][C] bf16, W [C][1][KH][KW] and B fp32 as the model has them,
+ * fp32 sums of the widened inputs (exact) times the fp32 weights, then
+ * bias and the clamp, then Y rounded to nearest even.  Positions along a
+ * row and 16 channels per vector, the weights of a 16-channel block kept in
+ * registers across the row.  conv_dw_cl_shape: the shapes it takes (any
+ * kernel of at most 25 taps, stride, dilation and pads; C even). */
+bool conv_dw_cl_shape(const conv2d_desc *d);
+smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *W, const float *B,
+                            const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh)
     __attribute__((warn_unused_result));
 
 #endif

@@ -355,7 +355,10 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * 32 -> 16 at 112x112 0.53x, 16 -> 96 0.67x, 24 -> 144 at 56x56 0.80x,
    * 32 -> 192 at 28x28 0.79-0.85x; the rule keeps those fp32; earlier
    * kernels gained there from the fp32 kernels sharing the memory bus). */
-  if (gathered || (d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
+  /* (not where X arrives channels-last and is read as it lies: no
+   * conversion pass, and the store is the channel-vector one) */
+  bool in_place = conv_bf16_x_in_place(d, conv2d_kernel_isa(isa));
+  if (!in_place && (gathered || (d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0))) {
     int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
     double pairs = mv ? (double)conv_cdiv(C, 2) : (double)(conv_cdiv(C, 32) * 16);
     double item = 24.0 * pairs / (24.0 * pairs + (mv ? 150.0 : 220.0));

@@ -65,6 +65,7 @@ static smelt_status conv_plan(op_ctx *c, conv_geom *g) {
   g->Kdim = dim_known(g->Cg) && g->Kk >= 0 && (g->Kk == 0 || g->Cg <= INT64_MAX / g->Kk)
                 ? g->Cg * g->Kk
                 : DIM_UNKNOWN;
+  g->x_cl = (conv_cl_of(c->node) & CB_CL_X) != 0, g->y_cl = (conv_cl_of(c->node) & CB_CL_Y) != 0;
   return SMELT_OK;
 }
 
@@ -75,7 +76,7 @@ smelt_status conv_op_infer(op_ctx *c) {
   /* a bf16 X beside fp32 weights gives fp32, or bf16 where the node is
    * told to write it (bf16_out, passes/bf16_acts.c) */
   smelt_dtype yt = conv_bf16_act_in(c) ? SMELT_F32 : x->dtype;
-  if (conv_marked_bf16(c->node) && ir_attr_int(c->node, "bf16_out", 0) && (yt == SMELT_F32 || yt == SMELT_BF16))
+  if (conv_bf16_acts_node(c->node) && ir_attr_int(c->node, "bf16_out", 0) && (yt == SMELT_F32 || yt == SMELT_BF16))
     yt = SMELT_BF16;
   if (x->rank < 0 || w->rank < 0) {
     nn_out_unknown(c, 0, yt);
@@ -519,7 +520,7 @@ static bool node_ctx_of(const ir_graph *g, const ir_node *nd, bool bias, node_ct
   if (nd->n_inputs < 2 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->inputs[1] < 0) return false;
   const ir_value *xv = &g->values[nd->inputs[0]], *wv = &g->values[nd->inputs[1]];
   const ir_value *bv = bias && nd->n_inputs > 2 && nd->inputs[2] >= 0 ? &g->values[nd->inputs[2]] : NULL;
-  bool bf16 = xv->dtype == SMELT_BF16 && conv_marked_bf16(nd);
+  bool bf16 = xv->dtype == SMELT_BF16 && conv_bf16_acts_node(nd);
   if ((xv->dtype != SMELT_F32 && !bf16) || wv->dtype != SMELT_F32 || xv->rank < 3 || wv->rank != xv->rank ||
       (bv && (bv->dtype != SMELT_F32 || bv->rank != 1)))
     return false;
@@ -554,10 +555,10 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
 }
 
 bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads) {
-  return conv_node_bf16_form(g, nd, threads, NULL) >= 0;
+  return conv_node_bf16_form(g, nd, threads, -1, -1, NULL) >= 0;
 }
 
-int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, bool *direct) {
+int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, int x_cl, int y_cl, bool *direct) {
   if (direct) *direct = false;
   if (!conv_marked_bf16(nd) || nd->n_outputs != 1) return -1;
   bool fused = !strcmp(nd->domain, "smelt");
@@ -570,11 +571,26 @@ int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, bool 
     err_clear();
     return -1;
   }
+  if (x_cl >= 0) n.g.x_cl = x_cl;
+  if (y_cl >= 0) n.g.y_cl = y_cl;
   int form;
   conv2d_desc d;
   if (!conv_bf16_io_pick(&n.c, &n.g, &act, threads, &form, &d)) return -1;
   if (direct) *direct = conv_bf16_cl_direct(&d, (cb_form)form);
   return form;
+}
+
+bool conv_node_dw_cl(const ir_graph *g, const ir_node *nd) {
+  bool fused = !strcmp(nd->domain, "smelt");
+  if (nd->n_outputs != 1 || (fused && nd->n_inputs > 3 && nd->inputs[3] >= 0)) return false;
+  node_ctx n;
+  fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
+  if (!node_ctx_of(g, nd, true, &n)) return false;
+  if (fused && fused_act_read(nd, &act)) {
+    err_clear();
+    return false;
+  }
+  return conv_dw_cl_applies(&n.c, &n.g, &act);
 }
 
 smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
@@ -602,11 +618,14 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
   const tensor *y = c->out[0];
   const char *io = "";
   char clbuf[96];
-  if (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_marked_bf16(c->node))) {
+  if (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_bf16_acts_node(c->node))) {
     fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
     if (!strcmp(c->node->op_type, "Conv") && !strcmp(c->node->domain, "smelt")) TRY(fused_act_read(c->node, &act));
     bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
-    io = !conv_bf16_io_applies(c, &g, &act, 0) ? " (via f32 copies)"
+    bool dw = conv_cl_of(c->node) == (CB_CL_X | CB_CL_Y) && conv_dw_cl_applies(c, &g, &act);
+    if (dw) snprintf(how, sizeof how, "bf16 depthwise, fp32 weights and sums (x86/conv_dw_cl.c)");
+    io = dw                                   ? ", bf16 in and out"
+         : !conv_bf16_io_applies(c, &g, &act, 0) ? " (via f32 copies)"
          : xh && yh                           ? ", bf16 in and out"
          : xh                                 ? ", bf16 in"
                                               : ", bf16 out";
@@ -739,9 +758,14 @@ static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned c
       ((cl & CB_CL_R) && !e->residual_h))
     return err_set(SMELT_ERR_INTERNAL, "conv: a channels-last operand that is not bf16");
   bool plain = !e->residual && !e->residual_h && e->act.kind == FUSED_ACT_NONE;
-  if (y->dtype != SMELT_F64 && (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_marked_bf16(c->node)))) {
+  if (y->dtype != SMELT_F64 && (conv_bf16_act_in(c) || (y->dtype == SMELT_BF16 && conv_bf16_acts_node(c->node)))) {
     bool done; /* bf16 activations: on the bf16 kernel as they are, else through f32 copies below */
     TRY(conv_bf16_io_run(c, &g, e, cl, &done));
+    if (done) return SMELT_OK;
+  }
+  if (cl == (CB_CL_X | CB_CL_Y)) { /* a depthwise convolution between channels-last activations */
+    bool done;
+    TRY(conv_dw_cl_try(c, &g, e, &done));
     if (done) return SMELT_OK;
   }
   if (cl) return conv_cl_via_planes(c, &g, e, cl);
@@ -756,7 +780,7 @@ static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned c
     free(r);
     return st;
   }
-  if (!plain && y->dtype != SMELT_F32 && !(y->dtype == SMELT_BF16 && conv_marked_bf16(c->node)))
+  if (!plain && y->dtype != SMELT_F32 && !(y->dtype == SMELT_BF16 && conv_bf16_acts_node(c->node)))
     return err_set(SMELT_ERR_UNSUPPORTED, "a fused conv epilogue needs float32, not %s", dtype_name(y->dtype));
   if (y->dtype == SMELT_F64) { /* the registry's float64 entry */
     conv_query q;

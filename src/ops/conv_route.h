@@ -19,6 +19,8 @@ typedef struct conv_geom {
   nn_window w;
   int64_t N, C, M, G, Cg, Mg;
   int64_t S_in, S_out, Kk, Kdim; /* spatial in/out sizes, taps, GEMM depth Cg*Kk */
+  bool x_cl, y_cl;               /* X, Y channels-last bf16 (the node's cl_in, cl_out; kernels/conv.h:
+                                  * conv2d_desc.x_cl, y_cl) */
 } conv_geom;
 
 /* A run's operands (prepare: X, B, Y and ep NULL, W the node's). */
@@ -92,6 +94,9 @@ smelt_status conv_pw_t_ep(op_ctx *c, const conv_geom *g, int64_t C, const float 
  *     at `threads` (0: c's pool's);
  *   - runs c so when it applies (*done), else leaves it to the f32 copies. */
 bool conv_marked_bf16(const ir_node *nd);
+/* ... or given bf16 activations by bf16_acts without it (a depthwise
+ * convolution over channels-last ones: cl_in / cl_out) */
+bool conv_bf16_acts_node(const ir_node *nd);
 bool conv_bf16_act_in(op_ctx *c);
 op_ctx *conv_x_as_f32(op_ctx *c, op_ctx *c2, tensor *xf, tensor **ins);
 bool conv_bf16_io_applies(op_ctx *c, const conv_geom *g, const fused_act *act, int threads);
@@ -103,6 +108,11 @@ bool conv_bf16_io_pick(op_ctx *c, const conv_geom *g, const fused_act *act, int 
  * conv_bf16.h: CB_CL_X for X, CB_CL_R for the residual, CB_CL_Y for Y;
  * node attributes cl_in, cl_res, cl_out) */
 unsigned conv_cl_of(const ir_node *nd);
+/* Whether c (a depthwise convolution, its X and Y channels-last bf16, no
+ * residual, activation act) runs on kernels/conv_bf16.h's conv_dw_cl_run
+ * here; and the run, when it does (*done) */
+bool conv_dw_cl_applies(op_ctx *c, const conv_geom *g, const fused_act *act);
+smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done);
 /* Runs c on the bf16 kernel, its operands named in cl channels-last, when
  * conv_bf16_io_applies (*done); else leaves it to the f32 copies. */
 smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done);

@@ -25,7 +25,7 @@ void conv_desc_of(const conv_geom *g, conv2d_desc *d) {
                      .M = g->M, .G = g->G, .KH = two ? w->kernel[0] : 1, .KW = w->kernel[two],
                      .OH = two ? w->out[0] : 1, .OW = w->out[two], .sh = two ? w->stride[0] : 1,
                      .sw = w->stride[two], .dh = two ? w->dil[0] : 1, .dw = w->dil[two],
-                     .pt = two ? w->pad_lo[0] : 0, .pl = w->pad_lo[two]};
+                     .pt = two ? w->pad_lo[0] : 0, .pl = w->pad_lo[two], .x_cl = g->x_cl, .y_cl = g->y_cl};
 }
 
 /* 1x1, stride 1, no pads, one group: X is the GEMM's B as it lies. */
@@ -216,6 +216,8 @@ smelt_status conv_route_fast_run(const conv_kernel *k, const conv_query *q, cons
 
 bool conv_marked_bf16(const ir_node *nd) { return nd && !strcmp(ir_attr_string(nd, "precision", "fp32"), "bf16"); }
 
+bool conv_bf16_acts_node(const ir_node *nd) { return conv_marked_bf16(nd) || conv_cl_of(nd); }
+
 /* Input i is a bf16 activation or fp32 */
 static bool f32_or_bf16(const tensor *t) { return t->dtype == SMELT_F32 || t->dtype == SMELT_BF16; }
 
@@ -223,7 +225,7 @@ bool conv_bf16_act_in(op_ctx *c) {
   const tensor *x = c->in[0], *w = c->in[1], *b = op_in(c, 2), *r = op_in(c, 3);
   bool bf16 = x->dtype == SMELT_BF16 || (r && r->dtype == SMELT_BF16);
   return bf16 && f32_or_bf16(x) && (!r || f32_or_bf16(r)) && w->dtype == SMELT_F32 &&
-         (!b || b->dtype == SMELT_F32) && conv_marked_bf16(c->node);
+         (!b || b->dtype == SMELT_F32) && conv_bf16_acts_node(c->node);
 }
 
 op_ctx *conv_x_as_f32(op_ctx *c, op_ctx *c2, tensor *xf, tensor **ins) {
@@ -244,7 +246,7 @@ bool conv_bf16_io_applies(op_ctx *c, const conv_geom *g, const fused_act *act, i
 }
 
 unsigned conv_cl_of(const ir_node *nd) {
-  if (!conv_marked_bf16(nd)) return 0;
+  if (!nd) return 0;
   return (ir_attr_int(nd, "cl_in", 0) ? CB_CL_X : 0u) | (ir_attr_int(nd, "cl_res", 0) ? CB_CL_R : 0u) |
          (ir_attr_int(nd, "cl_out", 0) ? CB_CL_Y : 0u);
 }
@@ -288,6 +290,30 @@ smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue
   }
   if (own) conv2d_weights_free(pw);
   return st;
+}
+
+bool conv_dw_cl_applies(op_ctx *c, const conv_geom *g, const fused_act *act) {
+  const tensor *w = c->in[1], *b = op_in(c, 2);
+  if (w->dtype != SMELT_F32 || (b && b->dtype != SMELT_F32) || g->w.nsp != 2) return false;
+  if (act->kind != FUSED_ACT_NONE && act->kind != FUSED_ACT_RELU && act->kind != FUSED_ACT_CLIP) return false;
+  conv2d_desc d;
+  conv_desc_of(g, &d);
+  return conv_dw_cl_shape(&d) && conv_bf16_io_native(isa_active());
+}
+
+smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done) {
+  *done = false;
+  const tensor *x = c->in[0], *b = op_in(c, 2);
+  tensor *y = c->out[0];
+  if (e->residual || e->residual_h || x->dtype != SMELT_BF16 || y->dtype != SMELT_BF16 ||
+      !conv_dw_cl_applies(c, g, &e->act))
+    return SMELT_OK;
+  conv2d_desc d;
+  conv_desc_of(g, &d);
+  fused_act rest;
+  conv2d_epilogue kep = conv_kernel_epilogue(e, &rest);
+  *done = true;
+  return conv_dw_cl_run(c->pool, isa_active(), &d, c->in[1]->data, b ? b->data : NULL, &kep, x->data, y->data);
 }
 
 void conv_route_fast_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {

@@ -63,31 +63,78 @@ static smelt_status mark_out(rewriter *w, int id) {
 
 /* ---- channels-last ---- */
 
-/* Whether bf16 activation v (produced by a conv node the first half of
- * the pass marked) should lie channels-last: its producer's kernel writes
- * a position's channels as one vector (the channel-vector and Winograd
- * forms), its channel count is even, and every reader gains or loses
- * nothing: X of a channel-vector 1x1 that reads it as it lies (no
- * converted copy), or the residual of a channel-vector or Winograd form
- * (added before the transposed store).  With `any` (SMELT_BF16_CL=all,
- * for measuring), X of any bf16-kernel form (gathered by its fill). */
-static bool cl_wanted(rewriter *w, int v, int threads, bool any) {
-  const ir_value *val = rw_val(w, v);
-  int p = rw_producer(w, v);
-  if (val->dtype != SMELT_BF16 || val->rank != 4 || !dim_known(val->dims[1]) || val->dims[1] % 2 || p < 0) return false;
-  int fp = conv_node_bf16_form(w->g, rw_node(w, p), threads, NULL);
-  if (fp != CB_FORM_MV && fp != CB_FORM_WINO) return false;
+/* The channels-last decision: cl[v] for every value, the greatest fixed
+ * point of "v may lie so" (start with every candidate, drop one that breaks
+ * a rule, again until none does -- dropping one never lets another in). */
+typedef struct cl_state {
+  rewriter *w;
+  int threads;
+  bool any; /* SMELT_BF16_CL=all: X of any bf16-kernel form, gathered by its fill */
+  bool *cl;
+} cl_state;
+
+/* Whether node id's X (input 0) is marked channels-last */
+static int x_cl_of(const cl_state *s, const ir_node *nd) {
+  return nd->n_inputs > 0 && nd->inputs[0] >= 0 && s->cl[nd->inputs[0]];
+}
+
+/* The form node nd runs in with its X and Y as cl says (-1: not on the
+ * bf16 kernels) */
+static int form_of(const cl_state *s, const ir_node *nd, bool *direct) {
+  int y_cl = nd->n_outputs == 1 && nd->outputs[0] >= 0 && s->cl[nd->outputs[0]];
+  return conv_node_bf16_form(s->w->g, nd, s->threads, x_cl_of(s, nd), y_cl, direct);
+}
+
+/* A depthwise convolution between channels-last activations: its X and Y
+ * both so (conv_dw_cl_run takes nothing else) */
+static bool dw_cl(const cl_state *s, const ir_node *nd) {
+  return is_conv(nd) && nd->n_outputs == 1 && nd->outputs[0] >= 0 && s->cl[nd->outputs[0]] && x_cl_of(s, nd) &&
+         conv_node_dw_cl(s->w->g, nd);
+}
+
+/* v, marked, may stay channels-last: its producer writes a position's
+ * channels as one vector (the channel-vector and Winograd forms' stores,
+ * or a depthwise one between such activations); every reader takes it:
+ * as X, a channel-vector 1x1 reading it as it lies (no converted copy) or a
+ * depthwise one between such activations; as the residual, a
+ * channel-vector or Winograd form (added before its store). */
+static bool cl_holds(const cl_state *s, int v) {
+  rewriter *w = s->w;
+  const ir_node *p = rw_node(w, rw_producer(w, v));
+  int fp = form_of(s, p, NULL);
+  if (fp != CB_FORM_MV && fp != CB_FORM_WINO && !dw_cl(s, p)) return false;
   const rw_uses *u = &w->uses[v];
   for (int k = 0; k < u->n; k++) {
     const ir_node *nd = rw_node(w, u->node[k]);
     bool direct;
-    int f = conv_node_bf16_form(w->g, nd, threads, &direct);
-    if (f < 0) return false;
+    int f = form_of(s, nd, &direct);
     for (int i = 0; i < nd->n_inputs; i++) {
       if (nd->inputs[i] != v) continue;
-      if (i == 0 && !direct && !any) return false;
+      if (i == 0 && !(f >= 0 && (direct || s->any)) && !dw_cl(s, nd)) return false;
       if (i == 3 && f != CB_FORM_MV && f != CB_FORM_WINO) return false;
     }
+  }
+  return true;
+}
+
+/* A candidate: a 4-D activation of an even channel count, written by a
+ * convolution (one output), read only by live convolutions as X or as a
+ * smelt.Conv's residual, not a graph output */
+static bool cl_candidate(rewriter *w, int v) {
+  const ir_value *val = rw_val(w, v);
+  int p = rw_producer(w, v);
+  if (p < 0 || !rw_live(w, p) || !is_conv(rw_node(w, p)) || rw_node(w, p)->n_outputs != 1) return false;
+  if ((val->dtype != SMELT_F32 && val->dtype != SMELT_BF16) || val->rank != 4 || !dim_known(val->dims[1]) ||
+      val->dims[1] % 2 || rw_is_output(w, v))
+    return false;
+  const rw_uses *u = &w->uses[v];
+  if (u->n == 0) return false;
+  for (int k = 0; k < u->n; k++) {
+    const ir_node *nd = rw_node(w, u->node[k]);
+    if (!rw_live(w, u->node[k]) || !is_conv(nd) || rw_has_subgraph(nd)) return false;
+    bool fused = !strcmp(nd->domain, "smelt");
+    for (int i = 0; i < nd->n_inputs; i++)
+      if (nd->inputs[i] == v && i != 0 && !(i == 3 && fused)) return false;
   }
   return true;
 }
@@ -100,43 +147,44 @@ static smelt_status mark(rewriter *w, int *id, const char *name) {
   return rw_attr_int(w, nid, slot, name, 1);
 }
 
-/* The bf16 activations cl_wanted picks: their producers get cl_out = 1,
- * each reader cl_in = 1 (X) and / or cl_res = 1 (the residual) */
+/* The activations cl_holds keeps: bf16 (their producers bf16_out = 1)
+ * and channels-last (cl_out = 1; each reader cl_in = 1 for X, cl_res = 1
+ * for the residual) */
 static smelt_status channels_last(rewriter *w, int threads, int *kept) {
   const char *env = getenv("SMELT_BF16_CL"); /* 0: off; all: every bf16-kernel reader */
   if (env && !strcmp(env, "0")) return SMELT_OK;
-  bool any = env && !strcmp(env, "all");
   ir_graph *g = w->g;
   int nv = g->n_values, n = g->n_nodes;
-  bool *cl = calloc((size_t)nv + 1, 1);
-  if (!cl) return err_nomem("bf16_acts: channels-last marks", (size_t)nv + 1);
-  for (int id = 0; id < n; id++) {
-    if (!rw_live(w, id)) continue;
-    const ir_node *nd = rw_node(w, id);
-    if (!is_conv(nd) || !ir_attr_int(nd, "bf16_out", 0) || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
-    int v = nd->outputs[0];
-    if (cl_wanted(w, v, threads, any)) cl[v] = true, (*kept)++;
+  cl_state s = {w, threads, env && !strcmp(env, "all"), calloc((size_t)nv + 1, 1)};
+  if (!s.cl) return err_nomem("bf16_acts: channels-last marks", (size_t)nv + 1);
+  for (int v = 0; v < nv; v++) s.cl[v] = cl_candidate(w, v);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int v = 0; v < nv; v++)
+      if (s.cl[v] && !cl_holds(&s, v)) s.cl[v] = false, changed = true;
   }
-  smelt_status s = SMELT_OK;
-  for (int id0 = 0; !s && id0 < n; id0++) {
+  smelt_status st = SMELT_OK;
+  for (int id0 = 0; !st && id0 < n; id0++) {
     if (!rw_live(w, id0) || !is_conv(rw_node(w, id0))) continue;
     const ir_node *nd = rw_node(w, id0);
-    bool out = nd->n_outputs == 1 && nd->outputs[0] >= 0 && cl[nd->outputs[0]];
-    bool in = nd->n_inputs > 0 && nd->inputs[0] >= 0 && cl[nd->inputs[0]];
-    bool res = nd->n_inputs > 3 && nd->inputs[3] >= 0 && cl[nd->inputs[3]];
+    int v = nd->n_outputs == 1 ? nd->outputs[0] : -1;
+    bool out = v >= 0 && s.cl[v], in = x_cl_of(&s, nd);
+    bool res = nd->n_inputs > 3 && nd->inputs[3] >= 0 && s.cl[nd->inputs[3]];
     if (!out && !in && !res) continue;
     char nb[160];
     pass_log(w->r, "bf16_acts: %s reads%s%s and writes %s channels-last", rw_name(w, id0, nb, sizeof nb),
              in ? " X" : "", res ? (in ? " and the residual" : " the residual") : (in ? "" : " nothing"),
              out ? "its output" : "nothing");
     int id = id0;
-    if (out) s = mark(w, &id, "cl_out");
-    if (!s && in) s = mark(w, &id, "cl_in");
-    if (!s && res) s = mark(w, &id, "cl_res");
-    if (!s) w->changes++;
+    if (out && !ir_attr_int(nd, "bf16_out", 0)) st = mark(w, &id, "bf16_out");
+    if (!st && out) st = mark(w, &id, "cl_out");
+    if (!st && in) st = mark(w, &id, "cl_in");
+    if (!st && res) st = mark(w, &id, "cl_res");
+    if (!st && out) rw_val(w, v)->dtype = SMELT_BF16, (*kept)++;
+    if (!st) w->changes++;
   }
-  free(cl);
-  return s;
+  free(s.cl);
+  return st;
 }
 
 smelt_status pass_bf16_acts(ir_graph *g, const pass_options *o, pass_report *r, int *changes) {
@@ -163,7 +211,7 @@ smelt_status pass_bf16_acts(ir_graph *g, const pass_options *o, pass_report *r, 
   }
   if (!s && kept) pass_log(r, "bf16_acts: %d activation(s) kept in bf16 between convolutions", kept);
   int cl = 0;
-  if (!s && kept) s = channels_last(&w, o->threads, &cl);
-  if (!s && cl) pass_log(r, "bf16_acts: %d of them channels-last", cl);
+  if (!s) s = channels_last(&w, o->threads, &cl);
+  if (!s && cl) pass_log(r, "bf16_acts: %d activation(s) channels-last in bf16", cl);
   return rw_end(&w, s, changes);
 }

@@ -172,7 +172,7 @@ static void check_conv(const conv2d_desc *d, smelt_pool *pool) {
 static conv2d_desc mk(int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, int64_t G,
                       int64_t KH, int64_t KW, int64_t sh, int64_t sw, int64_t dh, int64_t dw,
                       int64_t pt, int64_t pl, int64_t pb, int64_t pr) {
-  conv2d_desc d = {N, C, H, W, M, G, KH, KW, 0, 0, sh, sw, dh, dw, pt, pl};
+  conv2d_desc d = {N, C, H, W, M, G, KH, KW, 0, 0, sh, sw, dh, dw, pt, pl, 0, 0};
   d.OH = out_size(H, KH, sh, dh, pt, pb);
   d.OW = out_size(W, KW, sw, dw, pl, pr);
   return d;

@@ -19,7 +19,7 @@
 
 static conv2d_desc geom(int64_t C, int64_t M, int64_t G, int64_t H, int64_t k, int64_t s, int64_t pad) {
   int64_t O = (H + 2 * pad - k) / s + 1;
-  return (conv2d_desc){1, C, H, H, M, G, k, k, O, O, s, s, 1, 1, pad, pad};
+  return (conv2d_desc){1, C, H, H, M, G, k, k, O, O, s, s, 1, 1, pad, pad, 0, 0};
 }
 
 static const conv_kernel *sel(const conv2d_desc *d, isa_level isa, bool cached) {

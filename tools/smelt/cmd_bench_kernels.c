@@ -296,7 +296,7 @@ static void bench_conv_algo(bk *b, const conv_shape *cs, conv_algo algo, bool dw
     double t = bk_time(b, run_node, &n);
     unsetenv("SMELT_CONV");
     char kernel[48], shape[96];
-    conv2d_desc d = {1, cs->C, cs->H, cs->H, cs->M, G, cs->k, cs->k, OH, OH, cs->s, cs->s, 1, 1, pad, pad};
+    conv2d_desc d = {1, cs->C, cs->H, cs->H, cs->M, G, cs->k, cs->k, OH, OH, cs->s, cs->s, 1, 1, pad, pad, 0, 0};
     snprintf(kernel, sizeof kernel, "conv_%s", conv_algo_name(algo));
     conv_algo chosen = conv_select_desc(&d, isa_active(), b->threads, algo, true);
     if (algo == CONV_ALGO_AUTO)
@@ -320,7 +320,7 @@ static void bench_convs(bk *b) {
     const conv_shape *cs = &conv_shapes[i];
     bool dw = !strncmp(cs->name, "mbv2 dw", 7);
     if (!bk_want(b, "conv", cs->name)) continue;
-    conv2d_desc d = {1, cs->C, cs->H, cs->H, cs->M, dw ? cs->C : 1, cs->k, cs->k, 1, 1, cs->s, cs->s, 1, 1, 0, 0};
+    conv2d_desc d = {1, cs->C, cs->H, cs->H, cs->M, dw ? cs->C : 1, cs->k, cs->k, 1, 1, cs->s, cs->s, 1, 1, 0, 0, 0, 0};
     static const conv_algo algos[] = {CONV_ALGO_AUTO, CONV_ALGO_IM2COL, CONV_ALGO_DIRECT,
                                       CONV_ALGO_WINO2, CONV_ALGO_WINO4};
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)

@@ -83,7 +83,7 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
     int64_t off[NP_MAX];
     for (int64_t p = 0; p < j->np; p++) { /* past the plane: the last position again, not stored */
       int64_t y = y0 + (p < npv ? p : npv - 1);
-      off[p] = j->xdirect ? y * (d->C / 2) : y / d->OW * j->Wq + y % d->OW;
+      off[p] = j->xdirect ? (y / d->OW * d->sh * d->W + y % d->OW * d->sw) * (d->C / 2) : y / d->OW * j->Wq + y % d->OW;
     }
     const uint32_t *wb = j->w + m0 * j->taps * j->Cq;
     if (wdt == 48) mv_nm3(j, wb, off, (int)j->np, m0, y0, npv);
