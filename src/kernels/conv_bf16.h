@@ -156,14 +156,18 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
 
 /* The depthwise convolution (G == C == M) over channels-last bf16
  * activations (x86/conv_dw_cl.c; where conv_bf16_io_native): X and Y
- * [N][H][W][C] bf16, W [C][1][KH][KW] and B fp32 as the model has them,
+ * [N][H][W][C] bf16, W fp32 tap-major (conv_dw_cl_pack), B fp32,
  * fp32 sums of the widened inputs (exact) times the fp32 weights, then
  * bias and the clamp, then Y rounded to nearest even.  Positions along a
  * row and 16 channels per vector, the weights of a 16-channel block kept in
  * registers across the row.  conv_dw_cl_shape: the shapes it takes (any
  * kernel of at most 25 taps, stride, dilation and pads; C even). */
 bool conv_dw_cl_shape(const conv2d_desc *d);
-smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *W, const float *B,
+/* W laid out for it, tap-major ([taps][C padded to 16], zeros past C):
+ * conv_dw_cl_packed_floats floats at Wt, on a 64-byte line */
+int64_t conv_dw_cl_packed_floats(const conv2d_desc *d);
+void conv_dw_cl_pack(const conv2d_desc *d, const float *W, float *Wt);
+smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *Wt, const float *B,
                             const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh)
     __attribute__((warn_unused_result));
 

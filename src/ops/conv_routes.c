@@ -312,8 +312,28 @@ smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *
   conv_desc_of(g, &d);
   fused_act rest;
   conv2d_epilogue kep = conv_kernel_epilogue(e, &rest);
+  /* its weights tap-major, made once per session for a constant W (the op
+   * cache), else for this run */
+  int64_t nw = conv_dw_cl_packed_floats(&d);
+  struct {
+    const void *w;
+    int64_t tag, C, KH, KW;
+  } key = {c->in[1]->data, 0x64776c63 /* "dwcl" */, d.C, d.KH, d.KW};
+  bool cacheable = c->cache && op_input_is_constant(c, 1);
+  float *Wt = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
+  bool own = false;
+  if (!Wt) {
+    Wt = tensor_data_alloc(sizeof(float) * (size_t)nw);
+    if (!Wt) return err_nomem("depthwise channels-last: its weights by tap", sizeof(float) * (size_t)nw);
+    conv_dw_cl_pack(&d, c->in[1]->data, Wt);
+    float *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, Wt, tensor_data_free) : NULL;
+    if (kept) Wt = kept;
+    else own = true;
+  }
   *done = true;
-  return conv_dw_cl_run(c->pool, isa_active(), &d, c->in[1]->data, b ? b->data : NULL, &kep, x->data, y->data);
+  smelt_status st = conv_dw_cl_run(c->pool, isa_active(), &d, Wt, b ? b->data : NULL, &kep, x->data, y->data);
+  if (own) tensor_data_free(Wt);
+  return st;
 }
 
 void conv_route_fast_describe(const conv_kernel *k, const conv_query *q, const conv_call *a, char *buf, size_t n) {

@@ -2,7 +2,7 @@
  * (kernels/conv_bf16.h: conv_dw_cl_run) against a double reference over the
  * same bf16 inputs and fp32 weights, on awkward shapes: channel counts
  * that are not multiples of 16 (the masked last block) and span several
- * 64-channel items, 3x3 and 5x5 kernels, strides 1 and 2 (and 2 by 1),
+ * 64-channel items, rows of several 8-position blocks, 3x3 and 5x5 kernels, strides 1 and 2 (and 2 by 1),
  * dilation 2, pads that leave borders on every side and none, planes of
  * one row and one column, batch 2; with and without bias, with a clamp
  * (ReLU6) and without; 1 and 3 threads.  Each output is the reference
@@ -48,7 +48,12 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias, bool clamp) {
   for (int64_t i = 0; i < d.C; i++) B[i] = frand();
   for (size_t i = 0; i < ny + 16; i++) Y[i] = 0x7fc1;
   conv2d_epilogue ep = {NULL, clamp ? 0.f : -INFINITY, clamp ? 6.f : INFINITY};
-  CHECK_OK(conv_dw_cl_run(pool, isa_active(), &d, W, bias ? B : NULL, &ep, X, Y));
+  float *Wt = tensor_data_alloc(sizeof(float) * (size_t)conv_dw_cl_packed_floats(&d));
+  CHECK(Wt != NULL);
+  if (!Wt) goto done;
+  conv_dw_cl_pack(&d, W, Wt);
+  CHECK_OK(conv_dw_cl_run(pool, isa_active(), &d, Wt, bias ? B : NULL, &ep, X, Y));
+  tensor_data_free(Wt);
   long bad = 0;
   for (int64_t n = 0; n < d.N; n++)
     for (int64_t oh = 0; oh < d.OH; oh++)
@@ -90,6 +95,7 @@ int main(void) {
         dw(2, 18, 7, 11, 3, 2, 1, 1, 1),   dw(1, 96, 8, 8, 5, 1, 1, 1, 2),    dw(1, 96, 9, 9, 5, 2, 2, 1, 2),
         dw(1, 40, 10, 10, 3, 1, 1, 2, 2),  dw(1, 66, 1, 13, 3, 1, 1, 1, 1),   dw(1, 2, 13, 1, 3, 1, 1, 1, 1),
         dw(1, 130, 6, 6, 3, 1, 1, 1, 0),   dw(2, 960, 7, 7, 3, 1, 1, 1, 1),   dw(1, 24, 5, 5, 1, 1, 1, 1, 0),
+        dw(1, 96, 6, 40, 3, 1, 1, 1, 1),   dw(1, 80, 5, 33, 3, 2, 2, 1, 1),   dw(1, 34, 4, 37, 5, 1, 1, 1, 2),
     };
     for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++)
       for (int v = 0; v < 4; v++) one(pool, shapes[k], v & 1, v & 2);
@@ -97,11 +103,16 @@ int main(void) {
     conv2d_desc odd = dw(1, 15, 5, 5, 3, 1, 1, 1, 1), grp = dw(1, 32, 5, 5, 3, 1, 1, 1, 1);
     grp.G = 16;
     uint16_t x[32 * 25] = {0}, y[32 * 25];
-    float w[32 * 9] = {0}, r[32 * 25] = {0};
+    float r[32 * 25] = {0}, *w = tensor_data_alloc(sizeof(float) * 32 * 9);
+    CHECK(w != NULL);
+    if (!w) return test_report("test_conv_dw_cl");
+    memset(w, 0, sizeof(float) * 32 * 9);
     conv2d_epilogue res = {r, -INFINITY, INFINITY};
     CHECK(conv_dw_cl_run(pool, isa_active(), &odd, w, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);
     CHECK(conv_dw_cl_run(pool, isa_active(), &grp, w, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);
     CHECK(conv_dw_cl_run(pool, isa_active(), &shapes[0], w, NULL, &res, x, y) == SMELT_ERR_INTERNAL);
+    CHECK(conv_dw_cl_run(pool, isa_active(), &shapes[0], w + 1, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);
+    tensor_data_free(w);
     err_clear();
     pool_free(pool);
   }

@@ -154,35 +154,40 @@ CB_TARGET static void dw_items(void *ctx, int64_t i0, int64_t i1) {
   }
 }
 
-smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *W, const float *B,
+int64_t conv_dw_cl_packed_floats(const conv2d_desc *d) { return d->KH * d->KW * conv_cdiv(d->C, 16) * 16; }
+
+void conv_dw_cl_pack(const conv2d_desc *d, const float *W, float *Wt) {
+  int64_t taps = d->KH * d->KW, Cp = conv_cdiv(d->C, 16) * 16;
+  for (int64_t t = 0; t < taps; t++)
+    for (int64_t c = 0; c < Cp; c++) Wt[t * Cp + c] = c < d->C ? W[c * taps + t] : 0.f;
+}
+
+smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *Wt, const float *B,
                             const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
   if (!conv_bf16_io_native(isa)) return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: no AVX512_BF16 here");
   if (!conv_dw_cl_shape(d) || (ep && ep->residual))
     return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: a shape or residual it does not take");
+  if ((uintptr_t)Wt % 64) return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: weights off a 64-byte line");
   if (d->N <= 0) return SMELT_OK;
-  int64_t taps = d->KH * d->KW, Cp = conv_cdiv(d->C, 16) * 16;
-  size_t bytes = sizeof(float) * (size_t)(taps * Cp);
-  float *Wt = tensor_data_alloc(bytes); /* the taps' weights channel by channel: vectors of 16 channels */
-  if (!Wt) return err_nomem("depthwise channels-last: the weights by tap", bytes);
-  for (int64_t t = 0; t < taps; t++)
-    for (int64_t c = 0; c < Cp; c++) Wt[t * Cp + c] = c < d->C ? W[c * taps + t] : 0.f;
   dw_job j = {.d = d, .Wt = Wt, .B = B, .X = Xh, .Y = Yh, .lo = ep ? ep->lo : -INFINITY,
-              .hi = ep ? ep->hi : INFINITY, .ngroups = conv_cdiv(d->C, DW_GROUP), .Cp = Cp};
+              .hi = ep ? ep->hi : INFINITY, .ngroups = conv_cdiv(d->C, DW_GROUP), .Cp = conv_cdiv(d->C, 16) * 16};
   /* ow * sw - pl >= 0 and ow * sw - pl + (KW - 1) dw < W */
   j.ow_lo = conv_cdiv(d->pl, d->sw);
   int64_t last = d->W - 1 - (d->KW - 1) * d->dw + d->pl; /* the largest ow * sw inside */
   j.ow_hi = last < 0 ? 0 : last / d->sw + 1;
   if (j.ow_hi > d->OW) j.ow_hi = d->OW;
   pool_parallel_for(pool, d->N * d->OH * j.ngroups, 1, dw_items, &j);
-  tensor_data_free(Wt);
   return SMELT_OK;
 }
 
 #else
 
-smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *W, const float *B,
+int64_t conv_dw_cl_packed_floats(const conv2d_desc *d) { return d->KH * d->KW * conv_cdiv(d->C, 16) * 16; }
+void conv_dw_cl_pack(const conv2d_desc *d, const float *W, float *Wt) { (void)d, (void)W, (void)Wt; }
+
+smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *Wt, const float *B,
                             const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
-  (void)pool, (void)isa, (void)d, (void)W, (void)B, (void)ep, (void)Xh, (void)Yh;
+  (void)pool, (void)isa, (void)d, (void)Wt, (void)B, (void)ep, (void)Xh, (void)Yh;
   return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: not built for this platform");
 }
 
