@@ -156,19 +156,19 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
 
 /* The depthwise convolution (G == C == M) over channels-last bf16
  * activations (x86/conv_dw_cl.c; where conv_bf16_io_native): X and Y
- * [N][H][W][C] bf16, W fp32 tap-major (conv_dw_cl_pack), B fp32,
- * fp32 sums of the widened inputs (exact) times the fp32 weights, then
- * bias and the clamp, then Y rounded to nearest even.  Positions along a
- * row and 16 channels per vector, the weights of a 16-channel block kept in
- * registers across the row.  conv_dw_cl_shape: the shapes it takes (any
- * kernel of at most 25 taps, stride, dilation and pads; C even). */
+ * [N][H][W][C] bf16, W rounded to bf16 (conv_dw_cl_pack), B fp32; the
+ * products exact, fp32 sums (vdpbf16ps), then bias and the clamp, then Y
+ * rounded to nearest even.  Positions along a row, 32 channels per vector
+ * of pairs.  conv_dw_cl_shape: the shapes it takes (any kernel of at most
+ * 25 taps, stride, dilation and pads; C even). */
 bool conv_dw_cl_shape(const conv2d_desc *d);
-/* W laid out for it, tap-major ([taps][C padded to 16], zeros past C):
- * conv_dw_cl_packed_floats floats at Wt, on a 64-byte line */
-int64_t conv_dw_cl_packed_floats(const conv2d_desc *d);
-void conv_dw_cl_pack(const conv2d_desc *d, const float *W, float *Wt);
-smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *Wt, const float *B,
-                            const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh)
+/* W laid out for it: conv_dw_cl_packed_words 32-bit words at Wt, on a
+ * 64-byte line (per 32 channels and tap, the bf16 pairs (w, 0) of the
+ * even channels and (0, w) of the odd ones) */
+int64_t conv_dw_cl_packed_words(const conv2d_desc *d);
+void conv_dw_cl_pack(const conv2d_desc *d, const float *W, uint32_t *Wt);
+smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *Wt,
+                            const float *B, const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh)
     __attribute__((warn_unused_result));
 
 #endif

@@ -623,7 +623,7 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
     if (!strcmp(c->node->op_type, "Conv") && !strcmp(c->node->domain, "smelt")) TRY(fused_act_read(c->node, &act));
     bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
     bool dw = conv_cl_of(c->node) == (CB_CL_X | CB_CL_Y) && conv_dw_cl_applies(c, &g, &act);
-    if (dw) snprintf(how, sizeof how, "bf16 depthwise, fp32 weights and sums (x86/conv_dw_cl.c)");
+    if (dw) snprintf(how, sizeof how, "bf16 depthwise on vdpbf16ps, fp32 sums (x86/conv_dw_cl.c)");
     io = dw                                   ? ", bf16 in and out"
          : !conv_bf16_io_applies(c, &g, &act, 0) ? " (via f32 copies)"
          : xh && yh                           ? ", bf16 in and out"

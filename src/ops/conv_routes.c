@@ -312,21 +312,21 @@ smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *
   conv_desc_of(g, &d);
   fused_act rest;
   conv2d_epilogue kep = conv_kernel_epilogue(e, &rest);
-  /* its weights tap-major, made once per session for a constant W (the op
-   * cache), else for this run */
-  int64_t nw = conv_dw_cl_packed_floats(&d);
+  /* its weights in bf16 pairs, made once per session for a constant W (the
+   * op cache), else for this run */
+  int64_t nw = conv_dw_cl_packed_words(&d);
   struct {
     const void *w;
     int64_t tag, C, KH, KW;
-  } key = {c->in[1]->data, 0x64776c63 /* "dwcl" */, d.C, d.KH, d.KW};
+  } key = {c->in[1]->data, 0x64776c32 /* "dwl2": the bf16 pairs' layout */, d.C, d.KH, d.KW};
   bool cacheable = c->cache && op_input_is_constant(c, 1);
-  float *Wt = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
+  uint32_t *Wt = cacheable ? op_cache_find(c->cache, &key, sizeof key) : NULL;
   bool own = false;
   if (!Wt) {
-    Wt = tensor_data_alloc(sizeof(float) * (size_t)nw);
-    if (!Wt) return err_nomem("depthwise channels-last: its weights by tap", sizeof(float) * (size_t)nw);
+    Wt = tensor_data_alloc(sizeof *Wt * (size_t)nw);
+    if (!Wt) return err_nomem("depthwise channels-last: its weights in bf16 pairs", sizeof *Wt * (size_t)nw);
     conv_dw_cl_pack(&d, c->in[1]->data, Wt);
-    float *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, Wt, tensor_data_free) : NULL;
+    uint32_t *kept = cacheable ? op_cache_add(c->cache, &key, sizeof key, Wt, tensor_data_free) : NULL;
     if (kept) Wt = kept;
     else own = true;
   }

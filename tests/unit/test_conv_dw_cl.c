@@ -1,6 +1,6 @@
 /* The depthwise convolution over channels-last bf16 activations
  * (kernels/conv_bf16.h: conv_dw_cl_run) against a double reference over the
- * same bf16 inputs and fp32 weights, on awkward shapes: channel counts
+ * same bf16 inputs and the weights rounded to bf16, on awkward shapes: channel counts
  * that are not multiples of 16 (the masked last block) and span several
  * 64-channel items, rows of several 8-position blocks, 3x3 and 5x5 kernels, strides 1 and 2 (and 2 by 1),
  * dilation 2, pads that leave borders on every side and none, planes of
@@ -28,6 +28,8 @@
 
 static long n_values;
 
+static float bf(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
 static conv2d_desc dw(int64_t N, int64_t C, int64_t H, int64_t W, int64_t K, int64_t sh, int64_t sw, int64_t dil,
                       int64_t pad) {
   conv2d_desc d = {.N = N, .C = C, .H = H, .W = W, .M = C, .G = C, .KH = K, .KW = K, .sh = sh, .sw = sw, .dh = dil,
@@ -48,7 +50,7 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias, bool clamp) {
   for (int64_t i = 0; i < d.C; i++) B[i] = frand();
   for (size_t i = 0; i < ny + 16; i++) Y[i] = 0x7fc1;
   conv2d_epilogue ep = {NULL, clamp ? 0.f : -INFINITY, clamp ? 6.f : INFINITY};
-  float *Wt = tensor_data_alloc(sizeof(float) * (size_t)conv_dw_cl_packed_floats(&d));
+  uint32_t *Wt = tensor_data_alloc(sizeof(uint32_t) * (size_t)conv_dw_cl_packed_words(&d));
   CHECK(Wt != NULL);
   if (!Wt) goto done;
   conv_dw_cl_pack(&d, W, Wt);
@@ -64,7 +66,7 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias, bool clamp) {
             for (int64_t kw = 0; kw < d.KW; kw++) {
               int64_t ih = oh * d.sh - d.pt + kh * d.dh, iw = ow * d.sw - d.pl + kw * d.dw;
               if (ih < 0 || ih >= d.H || iw < 0 || iw >= d.W) continue;
-              double p = (double)W[c * taps + kh * d.KW + kw] * bf16_to_f32(X[((n * d.H + ih) * d.W + iw) * d.C + c]);
+              double p = (double)bf(W[c * taps + kh * d.KW + kw]) * bf16_to_f32(X[((n * d.H + ih) * d.W + iw) * d.C + c]);
               acc += p, mag += fabs(p);
             }
           if (clamp) acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
@@ -103,10 +105,11 @@ int main(void) {
     conv2d_desc odd = dw(1, 15, 5, 5, 3, 1, 1, 1, 1), grp = dw(1, 32, 5, 5, 3, 1, 1, 1, 1);
     grp.G = 16;
     uint16_t x[32 * 25] = {0}, y[32 * 25];
-    float r[32 * 25] = {0}, *w = tensor_data_alloc(sizeof(float) * 32 * 9);
+    float r[32 * 25] = {0};
+    uint32_t *w = tensor_data_alloc(sizeof(uint32_t) * 32 * 9);
     CHECK(w != NULL);
     if (!w) return test_report("test_conv_dw_cl");
-    memset(w, 0, sizeof(float) * 32 * 9);
+    memset(w, 0, sizeof(uint32_t) * 32 * 9);
     conv2d_epilogue res = {r, -INFINITY, INFINITY};
     CHECK(conv_dw_cl_run(pool, isa_active(), &odd, w, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);
     CHECK(conv_dw_cl_run(pool, isa_active(), &grp, w, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);

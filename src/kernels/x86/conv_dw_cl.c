@@ -5,24 +5,32 @@
  *
  *   y[oh][ow][c] = clamp(b[c] + sum over taps of w[c][kh][kw] x[ih][iw][c])
  *
+ * On vdpbf16ps with no widening: a position's 32 channels are one 64-byte
+ * load of 16 channel pairs, and each tap multiplies it twice, by the pairs
+ * (w_c, 0) into the even channels' sums and by (0, w_c+1) into the odd
+ * ones' (the weights rounded to bf16 once, conv_dw_cl_pack; each product
+ * bf16 x bf16 is exact, each sum fp32).  The store interleaves the two
+ * halves back (bf16_pairs16), after bias and clamp in fp32.
+ *
  * An item is one output row of one image for a group of up to 64
- * channels.  Per 16-channel block the taps' weights (up to 25 zmm, from W
- * as it lies, [C][KH][KW]) and the bias stay in registers while the row's
- * positions go by, four at a time: per tap and position one 16-value bf16
- * load widened exactly, one fp32 FMA.  Taps past the input's edge are
- * skipped (the padding's zeros).  The sums are fp32 in tap order (kh, then
- * kw), as the fp32 depthwise kernel's; the output is rounded once. */
+ * channels; per 32-channel block, eight positions of the row at a time
+ * (stride 1 or 2, undilated): the (8 - 1) stride + KW input columns each
+ * loaded once and multiplied into every position that reads it, 16 sums in
+ * registers, the weights as memory operands (a block's taps lie together,
+ * 128 bytes a tap).  Other strides and dilations: a position at a time.
+ * Columns past the input's edge load as zeros (the padding). */
 #include "kernels/conv_bf16_impl.h"
 
 #include <math.h>
 
+#include "ir/tensor.h"
 #include "kernels/conv_internal.h"
 #include "kernels/gemm_kernels.h" /* SMELT_X86 */
-#include "ir/tensor.h"
 #include "util/err.h"
 
 #define DW_TAPS_MAX 25 /* 5x5 */
 #define DW_GROUP 64    /* channels per item */
+#define DW_BLOCK 32    /* channels per vector of pairs */
 
 bool conv_dw_cl_shape(const conv2d_desc *d) {
   return d->G == d->C && d->M == d->C && d->C >= 2 && d->C % 2 == 0 && d->KH * d->KW <= DW_TAPS_MAX && d->KH >= 1 &&
@@ -30,46 +38,70 @@ bool conv_dw_cl_shape(const conv2d_desc *d) {
          d->OH >= 1 && d->OW >= 1 && d->H >= 1 && d->W >= 1;
 }
 
+int64_t conv_dw_cl_packed_words(const conv2d_desc *d) {
+  return conv_cdiv(d->C, DW_BLOCK) * d->KH * d->KW * 2 * 16;
+}
+
+/* Block b's tap t: 16 words of pairs (w_c, 0) for its even channels c, then
+ * 16 of (0, w_c) for its odd ones */
+void conv_dw_cl_pack(const conv2d_desc *d, const float *W, uint32_t *Wt) {
+  int64_t taps = d->KH * d->KW, nb = conv_cdiv(d->C, DW_BLOCK);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t t = 0; t < taps; t++)
+      for (int64_t i = 0; i < 16; i++) {
+        int64_t ce = b * DW_BLOCK + 2 * i, co = ce + 1;
+        uint32_t *o = Wt + ((b * taps + t) * 2) * 16 + i;
+        o[0] = ce < d->C ? f32_to_bf16(W[ce * taps + t]) : 0;
+        o[16] = co < d->C ? (uint32_t)f32_to_bf16(W[co * taps + t]) << 16 : 0;
+      }
+}
+
 #if defined(SMELT_X86) && defined(__x86_64__)
 #include <immintrin.h>
 
 #include "kernels/x86/avx512_tile.h"
+#include "kernels/x86/bf16_pairs.h"
 #include "kernels/x86/conv_bf16_x86.h"
 
 typedef struct dw_job {
   const conv2d_desc *d;
-  const float *Wt, *B; /* Wt: [taps][Cp] (C padded to 16 with zeros) */
+  const uint32_t *Wt; /* conv_dw_cl_pack's */
+  const float *B;
   const uint16_t *X;
   uint16_t *Y;
   float lo, hi;
-  int64_t ngroups, Cp;
-  int64_t ow_lo, ow_hi; /* the output columns whose taps all lie inside the row */
+  int64_t ngroups;
 } dw_job;
 
-/* 16 channels of position (ih, iw) of image x (from its channel c), widened
- * (zeros outside the plane) */
-CB_INLINE __m512 dw_x(const dw_job *j, const uint16_t *x, int64_t ih, int64_t iw, __mmask16 mk) {
-  const conv2d_desc *d = j->d;
-  if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) return _mm512_setzero_ps();
-  return cb_bf16x16(_mm256_maskz_loadu_epi16(mk, x + (ih * d->W + iw) * d->C));
+#define AS_BH(v) ((__m512bh)(v))
+
+/* The 16 channel pairs of input column iw of row xr (words, zeros outside
+ * [0, W) or with no row) */
+CB_INLINE __m512i dw_col(const uint16_t *xr, int64_t iw, int64_t W, int64_t C, __mmask16 mw) {
+  __mmask16 m = xr && iw >= 0 && iw < W ? mw : 0;
+  return m ? _mm512_maskz_loadu_epi32(m, xr + iw * C) : _mm512_setzero_si512();
 }
 
-CB_INLINE void dw_store(const dw_job *j, uint16_t *y, int64_t oh, int64_t ow, int64_t c, __mmask16 mk, __m512 v) {
-  v = _mm512_min_ps(_mm512_set1_ps(j->hi), _mm512_max_ps(_mm512_set1_ps(j->lo), v)); /* NaN passes through */
-  _mm256_mask_storeu_epi16(y + (oh * j->d->OW + ow) * j->d->C + c, mk, (__m256i)_mm512_cvtneps_pbh(v));
+/* Even and odd channels' sums, bias added: clamped, interleaved, rounded
+ * and stored as position (oh, ow)'s 32 channels from c */
+CB_INLINE void dw_store(const dw_job *j, uint16_t *y, int64_t oh, int64_t ow, int64_t c, __mmask16 mw, __m512 e,
+                        __m512 o) {
+  __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+  e = _mm512_min_ps(hi, _mm512_max_ps(lo, e)), o = _mm512_min_ps(hi, _mm512_max_ps(lo, o)); /* NaN passes through */
+  _mm512_mask_storeu_epi32(y + (oh * j->d->OW + ow) * j->d->C + c, mw, bf16_pairs16(e, o));
 }
 
 /* Eight output positions from ow of row oh (those past OW computed and
- * dropped), undilated, stride SW (1 or 2): the (8 - 1) SW + KW input
- * columns each loaded and widened once (zeros past the row's ends) and
- * multiplied into every position that reads it */
+ * dropped), undilated, stride SW (1 or 2), for a KH x KW kernel (constants
+ * at each call, so the loops unroll and the sums stay in registers) */
 CB_INLINE void dw_cols(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t oh, int64_t ow, int64_t c,
-                       __mmask16 mk, const __m512 *wv, __m512 bias, const int KH, const int KW, const int SW) {
+                       __mmask16 mw, const uint32_t *wb, __m512 be, __m512 bo, const int KH, const int KW,
+                       const int SW) {
   const conv2d_desc *d = j->d;
   const int64_t C = d->C, ih0 = oh * d->sh - d->pt, iw0 = ow * SW - d->pl;
-  __m512 a[8];
+  __m512 ae[8], ao[8];
 #pragma GCC unroll 8
-  for (int p = 0; p < 8; p++) a[p] = bias;
+  for (int p = 0; p < 8; p++) ae[p] = be, ao[p] = bo;
 #pragma GCC unroll 8
   for (int kh = 0; kh < KH; kh++) {
     int64_t ih = ih0 + kh * d->dh;
@@ -77,63 +109,53 @@ CB_INLINE void dw_cols(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t 
     const uint16_t *xr = x + ih * d->W * C + c;
 #pragma GCC unroll 24
     for (int k = 0; k < 7 * SW + KW; k++) {
-      int64_t iw = iw0 + k;
-      __mmask16 m = iw >= 0 && iw < d->W ? mk : 0;
-      __m512 xk = cb_bf16x16(_mm256_maskz_loadu_epi16(m, xr + iw * C));
+      __m512i xk = dw_col(xr, iw0 + k, d->W, C, mw);
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; kw++)
-        if (k - kw >= 0 && (k - kw) % SW == 0 && (k - kw) / SW < 8)
-          a[(k - kw) / SW] = _mm512_fmadd_ps(wv[kh * KW + kw], xk, a[(k - kw) / SW]);
+        if (k - kw >= 0 && (k - kw) % SW == 0 && (k - kw) / SW < 8) {
+          const uint32_t *w = wb + (kh * KW + kw) * 32;
+          int p = (k - kw) / SW;
+          ae[p] = _mm512_dpbf16_ps(ae[p], AS_BH(xk), AS_BH(_mm512_load_si512((const void *)w)));
+          ao[p] = _mm512_dpbf16_ps(ao[p], AS_BH(xk), AS_BH(_mm512_load_si512((const void *)(w + 16))));
+        }
     }
   }
   int n = d->OW - ow < 8 ? (int)(d->OW - ow) : 8;
-  for (int p = 0; p < n; p++) dw_store(j, y, oh, ow + p, c, mk, a[p]);
+  for (int p = 0; p < n; p++) dw_store(j, y, oh, ow + p, c, mw, ae[p], ao[p]);
 }
 
-/* Row oh of image x, channels c .. c + 15 (mask mk), for a KH x KW kernel
- * (constants where the caller passes them, so the taps unroll into
- * registers): inside the plane four positions at a time with no checks,
- * at its edges one at a time with them */
-CB_INLINE void dw_row(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t oh, int64_t c, __mmask16 mk,
+/* Row oh, channels c .. c + 31 (mw: their pairs below C), for a KH x KW
+ * kernel (constants where the caller passes them) */
+CB_INLINE void dw_row(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t oh, int64_t c, __mmask16 mw,
                       const int KH, const int KW) {
   const conv2d_desc *d = j->d;
-  const int64_t C = d->C, sw = d->sw, dw = d->dw, ih0 = oh * d->sh - d->pt;
-  __m512 wv[DW_TAPS_MAX];
-  for (int t = 0; t < KH * KW; t++) wv[t] = _mm512_load_ps(j->Wt + t * j->Cp + c);
-  __m512 bias = j->B ? _mm512_maskz_loadu_ps(mk, j->B + c) : _mm512_setzero_ps();
-  bool rows_in = ih0 >= 0 && ih0 + (KH - 1) * d->dh < d->H;
-  int64_t ow = 0;
-  while (ow < d->OW) {
-    if (dw == 1 && (sw == 1 || sw == 2)) {
-      if (sw == 1) dw_cols(j, x, y, oh, ow, c, mk, wv, bias, KH, KW, 1);
-      else dw_cols(j, x, y, oh, ow, c, mk, wv, bias, KH, KW, 2);
-      ow += 8;
-      continue;
-    }
-    if (rows_in && ow >= j->ow_lo && ow + 4 <= j->ow_hi) {
-      __m512 a0 = bias, a1 = bias, a2 = bias, a3 = bias;
-      for (int kh = 0; kh < KH; kh++) {
-        const uint16_t *xr = x + ((ih0 + kh * d->dh) * d->W + ow * sw - d->pl) * C + c;
-        for (int kw = 0; kw < KW; kw++) {
-          __m512 w = wv[kh * KW + kw];
-          const uint16_t *q = xr + kw * dw * C;
-          a0 = _mm512_fmadd_ps(w, cb_bf16x16(_mm256_maskz_loadu_epi16(mk, q)), a0);
-          a1 = _mm512_fmadd_ps(w, cb_bf16x16(_mm256_maskz_loadu_epi16(mk, q + sw * C)), a1);
-          a2 = _mm512_fmadd_ps(w, cb_bf16x16(_mm256_maskz_loadu_epi16(mk, q + 2 * sw * C)), a2);
-          a3 = _mm512_fmadd_ps(w, cb_bf16x16(_mm256_maskz_loadu_epi16(mk, q + 3 * sw * C)), a3);
-        }
+  const uint32_t *wb = j->Wt + (c / DW_BLOCK) * d->KH * d->KW * 32;
+  __m512 be = _mm512_setzero_ps(), bo = _mm512_setzero_ps();
+  if (j->B) { /* the bias's even and odd channels apart */
+    __mmask16 m0 = avx512_mask(d->C - c), m1 = avx512_mask(d->C - c - 16);
+    __m512 b0 = _mm512_maskz_loadu_ps(m0, j->B + c), b1 = m1 ? _mm512_maskz_loadu_ps(m1, j->B + c + 16) : _mm512_setzero_ps();
+    be = _mm512_permutex2var_ps(b0, _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), b1);
+    bo = _mm512_permutex2var_ps(b0, _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1), b1);
+  }
+  if (d->dw == 1 && d->sw <= 2) {
+    for (int64_t ow = 0; ow < d->OW; ow += 8)
+      if (d->sw == 1) dw_cols(j, x, y, oh, ow, c, mw, wb, be, bo, KH, KW, 1);
+      else dw_cols(j, x, y, oh, ow, c, mw, wb, be, bo, KH, KW, 2);
+    return;
+  }
+  for (int64_t ow = 0; ow < d->OW; ow++) {
+    __m512 e = be, o = bo;
+    for (int kh = 0; kh < KH; kh++) {
+      int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+      const uint16_t *xr = ih >= 0 && ih < d->H ? x + ih * d->W * d->C + c : NULL;
+      for (int kw = 0; kw < KW; kw++) {
+        __m512i xk = dw_col(xr, ow * d->sw - d->pl + kw * d->dw, d->W, d->C, mw);
+        const uint32_t *w = wb + (kh * KW + kw) * 32;
+        e = _mm512_dpbf16_ps(e, AS_BH(xk), AS_BH(_mm512_load_si512((const void *)w)));
+        o = _mm512_dpbf16_ps(o, AS_BH(xk), AS_BH(_mm512_load_si512((const void *)(w + 16))));
       }
-      dw_store(j, y, oh, ow, c, mk, a0), dw_store(j, y, oh, ow + 1, c, mk, a1);
-      dw_store(j, y, oh, ow + 2, c, mk, a2), dw_store(j, y, oh, ow + 3, c, mk, a3);
-      ow += 4;
-      continue;
     }
-    __m512 a = bias;
-    for (int kh = 0; kh < KH; kh++)
-      for (int kw = 0; kw < KW; kw++)
-        a = _mm512_fmadd_ps(wv[kh * KW + kw], dw_x(j, x + c, ih0 + kh * d->dh, ow * sw - d->pl + kw * dw, mk), a);
-    dw_store(j, y, oh, ow, c, mk, a);
-    ow++;
+    dw_store(j, y, oh, ow, c, mw, e, o);
   }
 }
 
@@ -145,48 +167,32 @@ CB_TARGET static void dw_items(void *ctx, int64_t i0, int64_t i1) {
     const uint16_t *x = j->X + n * d->H * d->W * d->C;
     uint16_t *y = j->Y + n * d->OH * d->OW * d->C;
     int64_t c1 = (gi + 1) * DW_GROUP < d->C ? (gi + 1) * DW_GROUP : d->C;
-    for (int64_t c = gi * DW_GROUP; c < c1; c += 16) {
-      __mmask16 mk = avx512_mask(d->C - c);
-      if (d->KH == 3 && d->KW == 3) dw_row(j, x, y, oh, c, mk, 3, 3);
-      else if (d->KH == 5 && d->KW == 5) dw_row(j, x, y, oh, c, mk, 5, 5);
-      else dw_row(j, x, y, oh, c, mk, (int)d->KH, (int)d->KW);
+    for (int64_t c = gi * DW_GROUP; c < c1; c += DW_BLOCK) {
+      __mmask16 mw = avx512_mask((d->C - c) / 2); /* C is even: whole pairs */
+      if (d->KH == 3 && d->KW == 3) dw_row(j, x, y, oh, c, mw, 3, 3);
+      else if (d->KH == 5 && d->KW == 5) dw_row(j, x, y, oh, c, mw, 5, 5);
+      else dw_row(j, x, y, oh, c, mw, (int)d->KH, (int)d->KW);
     }
   }
 }
 
-int64_t conv_dw_cl_packed_floats(const conv2d_desc *d) { return d->KH * d->KW * conv_cdiv(d->C, 16) * 16; }
-
-void conv_dw_cl_pack(const conv2d_desc *d, const float *W, float *Wt) {
-  int64_t taps = d->KH * d->KW, Cp = conv_cdiv(d->C, 16) * 16;
-  for (int64_t t = 0; t < taps; t++)
-    for (int64_t c = 0; c < Cp; c++) Wt[t * Cp + c] = c < d->C ? W[c * taps + t] : 0.f;
-}
-
-smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *Wt, const float *B,
-                            const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
+smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *Wt,
+                            const float *B, const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
   if (!conv_bf16_io_native(isa)) return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: no AVX512_BF16 here");
   if (!conv_dw_cl_shape(d) || (ep && ep->residual))
     return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: a shape or residual it does not take");
   if ((uintptr_t)Wt % 64) return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: weights off a 64-byte line");
   if (d->N <= 0) return SMELT_OK;
   dw_job j = {.d = d, .Wt = Wt, .B = B, .X = Xh, .Y = Yh, .lo = ep ? ep->lo : -INFINITY,
-              .hi = ep ? ep->hi : INFINITY, .ngroups = conv_cdiv(d->C, DW_GROUP), .Cp = conv_cdiv(d->C, 16) * 16};
-  /* ow * sw - pl >= 0 and ow * sw - pl + (KW - 1) dw < W */
-  j.ow_lo = conv_cdiv(d->pl, d->sw);
-  int64_t last = d->W - 1 - (d->KW - 1) * d->dw + d->pl; /* the largest ow * sw inside */
-  j.ow_hi = last < 0 ? 0 : last / d->sw + 1;
-  if (j.ow_hi > d->OW) j.ow_hi = d->OW;
+              .hi = ep ? ep->hi : INFINITY, .ngroups = conv_cdiv(d->C, DW_GROUP)};
   pool_parallel_for(pool, d->N * d->OH * j.ngroups, 1, dw_items, &j);
   return SMELT_OK;
 }
 
 #else
 
-int64_t conv_dw_cl_packed_floats(const conv2d_desc *d) { return d->KH * d->KW * conv_cdiv(d->C, 16) * 16; }
-void conv_dw_cl_pack(const conv2d_desc *d, const float *W, float *Wt) { (void)d, (void)W, (void)Wt; }
-
-smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const float *Wt, const float *B,
-                            const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
+smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *Wt,
+                            const float *B, const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
   (void)pool, (void)isa, (void)d, (void)Wt, (void)B, (void)ep, (void)Xh, (void)Yh;
   return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: not built for this platform");
 }
