@@ -80,10 +80,14 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
     int64_t m0, wdt;
     cb_mv_block(Mp, mb, &m0, &wdt);
     int64_t y0 = pb * j->np, npv = j->S - y0 < j->np ? j->S - y0 : j->np;
-    int64_t off[NP_MAX];
+    int64_t off[NP_MAX], oh = y0 / d->OW, ow = y0 - oh * d->OW; /* one division an item */
+    /* a position's words from the row start: the converted copy's rows are
+     * Wq apart; a channels-last input read as it lies, C/2 words a position */
+    const int64_t rs = j->xdirect ? d->sh * d->W * (d->C / 2) : j->Wq, cs = j->xdirect ? d->sw * (d->C / 2) : 1;
     for (int64_t p = 0; p < j->np; p++) { /* past the plane: the last position again, not stored */
-      int64_t y = y0 + (p < npv ? p : npv - 1);
-      off[p] = j->xdirect ? (y / d->OW * d->sh * d->W + y % d->OW * d->sw) * (d->C / 2) : y / d->OW * j->Wq + y % d->OW;
+      if (p < npv) off[p] = oh * rs + ow * cs;
+      else off[p] = off[p - 1];
+      if (p < npv - 1 && ++ow == d->OW) ow = 0, oh++;
     }
     const uint32_t *wb = j->w + m0 * j->taps * j->Cq;
     if (wdt == 48) mv_nm3(j, wb, off, (int)j->np, m0, y0, npv);
