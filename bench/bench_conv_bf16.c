@@ -5,9 +5,11 @@
  * them alike.  Default shapes: ResNet-50's convolutions (C, M, input plane,
  * kernel, stride; the stem's 3 channels in the gathered form), batch 1.
  *
- * usage: bench_conv_bf16 [--threads N] [--reps R] [--shapes C:M:H:K:S,...]
+ * usage: bench_conv_bf16 [--threads N] [--reps R] [--shapes C:M:H:K:S,...] [--cl 1]
  * (--shapes: these layers instead, square input plane H, kernel K x K,
- * stride S, padding K/2)
+ * stride S, padding K/2; --cl 1: the bf16 column reads X and writes Y in
+ * bf16 channels-last, as between two convolutions bf16_acts keeps so
+ * (conv_bf16_run_cl; vdpbf16ps only))
  * The bf16 column runs on AMX, else vdpbf16ps (AVX512_BF16; SMELT_AMX=0
  * picks it on an AMX CPU) -- the kernel conv_bf16_mv picks by shape, or
  * SMELT_CONV_BF16_MV=0 / 1 for position / channel vectors on every layer;
@@ -22,6 +24,7 @@
 #include "kernels/bf16dp.h"
 #include "kernels/conv.h"
 #include "kernels/conv_bf16.h"
+#include "ir/tensor.h"
 #include "kernels/isa.h"
 #include "ops/conv_registry.h"
 #include "parallel/pool.h"
@@ -38,13 +41,14 @@ static const layer resnet50[] = {
 };
 
 int main(int argc, char **argv) {
-  int threads = 1, reps = 21, bad = 0;
+  int threads = 1, reps = 21, bad = 0, cl = 0;
   layer given[64];
   const layer *layers = resnet50;
   size_t n_layers = sizeof resnet50 / sizeof *resnet50;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--cl")) cl = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--shapes")) {
       n_layers = 0, layers = given;
       for (const char *s = argv[i + 1]; *s && !bad; s += *s == ',') {
@@ -59,11 +63,15 @@ int main(int argc, char **argv) {
     } else bad = 1;
   }
   if (threads < 1 || reps < 1 || reps > 1000 || bad || !n_layers) {
-    fprintf(stderr, "usage: bench_conv_bf16 [--threads N] [--reps R] [--shapes C:M:H:K:S,...]\n");
+    fprintf(stderr, "usage: bench_conv_bf16 [--threads N] [--reps R] [--shapes C:M:H:K:S,...] [--cl 1]\n");
     return 2;
   }
   isa_level isa = isa_active();
   bool bf16 = conv_bf16_wanted(isa);
+  if (cl && !conv_bf16_io_native(isa)) {
+    fprintf(stderr, "bench_conv_bf16: --cl 1 needs the vdpbf16ps kernels (AVX512_BF16 without AMX)\n");
+    return 1;
+  }
   smelt_pool *pool = NULL;
   if (threads > 1 && pool_create(threads, &pool)) {
     fprintf(stderr, "bench_conv_bf16: no pool of %d threads\n", threads);
@@ -78,24 +86,31 @@ int main(int argc, char **argv) {
     const layer *l = &layers[li];
     int64_t pad = l->K / 2, OH = (l->H + 2 * pad - l->K) / l->s + 1;
     conv2d_desc d = {.N = 1, .C = l->C, .H = l->H, .W = l->H, .M = l->M, .G = 1, .KH = l->K, .KW = l->K,
-                     .OH = OH, .OW = OH, .sh = l->s, .sw = l->s, .dh = 1, .dw = 1, .pt = pad, .pl = pad};
+                     .OH = OH, .OW = OH, .sh = l->s, .sw = l->s, .dh = 1, .dw = 1, .pt = pad, .pl = pad,
+                     .x_cl = cl && l->C % 2 == 0, .y_cl = cl && l->M % 2 == 0};
+    conv2d_desc d32 = d;
+    d32.x_cl = d32.y_cl = 0;
     size_t nx = (size_t)(l->C * l->H * l->H), nw = (size_t)(l->M * l->C * l->K * l->K), ny = (size_t)(l->M * OH * OH);
     float *X = malloc(sizeof(float) * nx), *W = malloc(sizeof(float) * nw), *Y = malloc(sizeof(float) * ny);
     float *Bv = calloc((size_t)l->M, sizeof(float));
-    if (!X || !W || !Y || !Bv) return 1;
+    uint16_t *Xh = malloc(2 * nx), *Yh = malloc(2 * ny);
+    if (!X || !W || !Y || !Bv || !Xh || !Yh) return 1;
     for (size_t i = 0; i < nx; i++) X[i] = sinf((float)i * 0.01f);
     for (size_t i = 0; i < nw; i++) W[i] = cosf((float)i * 0.007f) * 0.05f;
-    conv_algo a32 = conv_select_desc(&d, isa, threads, CONV_ALGO_AUTO, true);
+    for (size_t i = 0; i < nx; i++) Xh[i] = f32_to_bf16(X[i]);
+    unsigned clf = (d.x_cl ? CB_CL_X : 0u) | (d.y_cl ? CB_CL_Y : 0u);
+    conv_algo a32 = conv_select_desc(&d32, isa, threads, CONV_ALGO_AUTO, true);
     if (a32 == CONV_ALGO_IM2COL) a32 = CONV_ALGO_DIRECT; /* the benchmark runs a prepared kernel */
     conv2d_weights *w32 = NULL, *w16 = NULL;
-    if (conv2d_prepare(pool, &d, a32, isa, W, &w32)) return 1;
+    if (conv2d_prepare(pool, &d32, a32, isa, W, &w32)) return 1;
     if (bf16 && conv2d_prepare(pool, &d, CONV_ALGO_BF16, isa, W, &w16)) return 1;
     double t32[1000], t16[1000];
     for (int r = -2; r < reps; r++) {
       double t0 = now_s();
-      if (conv2d_run(pool, &d, w32, X, Bv, Y)) return 1;
+      if (conv2d_run(pool, &d32, w32, X, Bv, Y)) return 1;
       double t1 = now_s();
-      if (w16 && conv2d_run(pool, &d, w16, X, Bv, Y)) return 1;
+      if (w16 && cl && conv2d_run_bf16io(pool, &d, w16, NULL, Xh, Bv, NULL, NULL, NULL, Yh, clf)) return 1;
+      if (w16 && !cl && conv2d_run(pool, &d, w16, X, Bv, Y)) return 1;
       double t2 = now_s();
       if (r >= 0) t32[r] = t1 - t0, t16[r] = t2 - t1;
     }
@@ -109,7 +124,7 @@ int main(int argc, char **argv) {
     if (w16) printf("%.3f | %.2fx | %.0f | %s |\n", m16, m32 / m16, macs / (m16 * 1e-3) * 1e-9, conv_algo_name(pick));
     else printf("n/a | n/a | n/a | %s |\n", conv_algo_name(pick));
     conv2d_weights_free(w32), conv2d_weights_free(w16);
-    free(X), free(W), free(Y), free(Bv);
+    free(X), free(W), free(Y), free(Bv), free(Xh), free(Yh);
   }
   if (bf16) printf("sum of the layers (each once): fp32 %.2f ms, bf16 %.2f ms (%.2fx)\n", sum32, sum16, sum32 / sum16);
   pool_free(pool);

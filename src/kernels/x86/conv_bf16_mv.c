@@ -16,7 +16,8 @@
  * item streams its block front to back.  The store adds the bias as a
  * vector, transposes each 16 channels x np positions in registers and
  * writes each channel's np outputs (contiguous in Y) as one masked store,
- * the residual added and the clamp applied.  Compiles
+ * the residual added and the clamp applied; a channels-last Y is written a
+ * position's channels at a time, no transpose.  Compiles
  * everywhere (per-function target attributes); runs only where bf16dp_hw. */
 #include "kernels/conv_bf16_impl.h"
 
@@ -36,20 +37,44 @@
  * call, so the loops unroll into registers). */
 CB_INLINE void mv_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int64_t m0,
                        int64_t y0, int64_t npv) {
-  __m512 c[NP_MAX][3];
+  const conv2d_desc *d = j->d;
+  __m512 c[NP_MAX][3], bias[3];
+  __mmask16 mk[3];
+#pragma GCC unroll 3
+  for (int i = 0; i < NM; i++) { /* the sums start at the bias */
+    mk[i] = avx512_mask(d->M - m0 - 16 * i);
+    bias[i] = j->B ? _mm512_maskz_loadu_ps(mk[i], j->B + m0 + 16 * i) : _mm512_setzero_ps();
+  }
 #pragma GCC unroll 8
   for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
-    for (int i = 0; i < NM; i++) c[p][i] = _mm512_setzero_ps();
+    for (int i = 0; i < NM; i++) c[p][i] = bias[i];
   for (int64_t t = 0; t < j->taps; t++)
     cb_cv_dot(c, j->xp + j->toff[t], j->P * j->L, wb + t * j->Cq * 16 * NM, j->Cq, off, NM, NP);
-  const conv2d_desc *d = j->d;
+  if (j->ycl && (j->rcl || (!j->res && !j->resh))) {
+    /* channels-last, the residual too or none: each position's NM vectors
+     * stored as they are, the masks and bounds loaded once */
+    __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++) {
+      if (p >= npv) break;
+      uint16_t *yp = j->Yh + (y0 + p) * d->M + m0;
+      const uint16_t *rp = j->rcl ? j->resh + (y0 + p) * d->M + m0 : NULL;
+#pragma GCC unroll 3
+      for (int i = 0; i < NM; i++) {
+        __m512 v = c[p][i];
+        if (rp) v = _mm512_add_ps(v, cb_bf16x16(_mm256_maskz_loadu_epi16(mk[i], rp + 16 * i)));
+        v = _mm512_min_ps(hi, _mm512_max_ps(lo, v)); /* NaN passes through */
+        _mm256_mask_storeu_epi16(yp + 16 * i, mk[i], (__m256i)_mm512_cvtneps_pbh(v));
+      }
+    }
+    return;
+  }
 #pragma GCC unroll 3
   for (int i = 0; i < NM; i++) {
-    __m512 bias = _mm512_setzero_ps(), r[NP_MAX];
-    if (j->B) bias = _mm512_maskz_loadu_ps(avx512_mask(d->M - m0 - 16 * i), j->B + m0 + 16 * i);
+    __m512 r[NP_MAX];
 #pragma GCC unroll 8
-    for (int p = 0; p < NP_MAX; p++) r[p] = p < NP ? _mm512_add_ps(c[p][i], bias) : _mm512_setzero_ps();
+    for (int p = 0; p < NP_MAX; p++) r[p] = p < NP ? c[p][i] : _mm512_setzero_ps();
     mv_store16(j, r, m0 + 16 * i, y0, npv);
   }
 }
