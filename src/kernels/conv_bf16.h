@@ -154,9 +154,12 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
                               const conv2d_epilogue *ep, const uint16_t *Rh, float *Y, uint16_t *Yh, unsigned cl)
     __attribute__((warn_unused_result));
 
-/* The depthwise convolution (G == C == M) over channels-last bf16
- * activations (x86/conv_dw_cl.c; where conv_bf16_io_native): X and Y
- * [N][H][W][C] bf16, W rounded to bf16 (conv_dw_cl_pack), B fp32; the
+/* The depthwise convolution (G == C == M) into channels-last bf16
+ * activations (x86/conv_dw_cl.c; where conv_bf16_io_native): Y
+ * [N][H][W][C] bf16; X the same (Xh, x_planes false), or as the model lays
+ * it, [N][C][H][W], in fp32 (Xp) or bf16 (Xh, x_planes true: rounded to
+ * bf16 as each item stages its rows channels-last); W rounded to bf16
+ * (conv_dw_cl_pack), B fp32; the
  * products exact, fp32 sums (vdpbf16ps), then bias and the clamp, then Y
  * rounded to nearest even.  Positions along a row, 32 channels per vector
  * of pairs.  conv_dw_cl_shape: the shapes it takes (any kernel of at most
@@ -168,7 +171,7 @@ bool conv_dw_cl_shape(const conv2d_desc *d);
 int64_t conv_dw_cl_packed_words(const conv2d_desc *d);
 void conv_dw_cl_pack(const conv2d_desc *d, const float *W, uint32_t *Wt);
 smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *Wt,
-                            const float *B, const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh)
-    __attribute__((warn_unused_result));
+                            const float *B, const conv2d_epilogue *ep, const float *Xp, const uint16_t *Xh,
+                            bool x_planes, uint16_t *Yh) __attribute__((warn_unused_result));
 
 #endif

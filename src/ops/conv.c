@@ -622,9 +622,10 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
     fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
     if (!strcmp(c->node->op_type, "Conv") && !strcmp(c->node->domain, "smelt")) TRY(fused_act_read(c->node, &act));
     bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
-    bool dw = conv_cl_of(c->node) == (CB_CL_X | CB_CL_Y) && conv_dw_cl_applies(c, &g, &act);
+    unsigned ncl = conv_cl_of(c->node);
+    bool dw = (ncl == (CB_CL_X | CB_CL_Y) || ncl == CB_CL_Y) && conv_dw_cl_applies(c, &g, &act);
     if (dw) snprintf(how, sizeof how, "bf16 depthwise on vdpbf16ps, fp32 sums (x86/conv_dw_cl.c)");
-    io = dw                                   ? ", bf16 in and out"
+    io = dw                                   ? (ncl & CB_CL_X ? ", bf16 in and out" : ", bf16 out")
          : !conv_bf16_io_applies(c, &g, &act, 0) ? " (via f32 copies)"
          : xh && yh                           ? ", bf16 in and out"
          : xh                                 ? ", bf16 in"
@@ -763,9 +764,9 @@ static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned c
     TRY(conv_bf16_io_run(c, &g, e, cl, &done));
     if (done) return SMELT_OK;
   }
-  if (cl == (CB_CL_X | CB_CL_Y)) { /* a depthwise convolution between channels-last activations */
+  if (cl == (CB_CL_X | CB_CL_Y) || cl == CB_CL_Y) { /* a depthwise convolution into channels-last activations */
     bool done;
-    TRY(conv_dw_cl_try(c, &g, e, &done));
+    TRY(conv_dw_cl_try(c, &g, e, cl, &done));
     if (done) return SMELT_OK;
   }
   if (cl) return conv_cl_via_planes(c, &g, e, cl);

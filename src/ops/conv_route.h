@@ -108,11 +108,12 @@ bool conv_bf16_io_pick(op_ctx *c, const conv_geom *g, const fused_act *act, int 
  * conv_bf16.h: CB_CL_X for X, CB_CL_R for the residual, CB_CL_Y for Y;
  * node attributes cl_in, cl_res, cl_out) */
 unsigned conv_cl_of(const ir_node *nd);
-/* Whether c (a depthwise convolution, its X and Y channels-last bf16, no
- * residual, activation act) runs on kernels/conv_bf16.h's conv_dw_cl_run
- * here; and the run, when it does (*done) */
+/* Whether c (a depthwise convolution, its Y channels-last bf16, its X so
+ * or fp32 / bf16 planes, no residual, activation act) runs on kernels/
+ * conv_bf16.h's conv_dw_cl_run here; and the run, when it does (*done; cl:
+ * the node's channels-last operands, CB_CL_Y and maybe CB_CL_X) */
 bool conv_dw_cl_applies(op_ctx *c, const conv_geom *g, const fused_act *act);
-smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done);
+smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done);
 /* Runs c on the bf16 kernel, its operands named in cl channels-last, when
  * conv_bf16_io_applies (*done); else leaves it to the f32 copies. */
 smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done);

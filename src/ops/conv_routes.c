@@ -301,12 +301,13 @@ bool conv_dw_cl_applies(op_ctx *c, const conv_geom *g, const fused_act *act) {
   return conv_dw_cl_shape(&d) && conv_bf16_io_native(isa_active());
 }
 
-smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, bool *done) {
+smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done) {
   *done = false;
   const tensor *x = c->in[0], *b = op_in(c, 2);
   tensor *y = c->out[0];
-  if (e->residual || e->residual_h || x->dtype != SMELT_BF16 || y->dtype != SMELT_BF16 ||
-      !conv_dw_cl_applies(c, g, &e->act))
+  bool planes = !(cl & CB_CL_X);
+  if (e->residual || e->residual_h || y->dtype != SMELT_BF16 || !(cl & CB_CL_Y) || (cl & CB_CL_R) ||
+      (x->dtype != SMELT_BF16 && !(planes && x->dtype == SMELT_F32)) || !conv_dw_cl_applies(c, g, &e->act))
     return SMELT_OK;
   conv2d_desc d;
   conv_desc_of(g, &d);
@@ -331,7 +332,9 @@ smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *
     else own = true;
   }
   *done = true;
-  smelt_status st = conv_dw_cl_run(c->pool, isa_active(), &d, Wt, b ? b->data : NULL, &kep, x->data, y->data);
+  smelt_status st = conv_dw_cl_run(c->pool, isa_active(), &d, Wt, b ? b->data : NULL, &kep,
+                                   x->dtype == SMELT_F32 ? x->data : NULL, x->dtype == SMELT_BF16 ? x->data : NULL,
+                                   planes, y->data);
   if (own) tensor_data_free(Wt);
   return st;
 }

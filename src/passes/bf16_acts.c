@@ -85,16 +85,19 @@ static int form_of(const cl_state *s, const ir_node *nd, bool *direct) {
   return conv_node_bf16_form(s->w->g, nd, s->threads, x_cl_of(s, nd), y_cl, direct);
 }
 
-/* A depthwise convolution between channels-last activations: its X and Y
- * both so (conv_dw_cl_run takes nothing else) */
-static bool dw_cl(const cl_state *s, const ir_node *nd) {
-  return is_conv(nd) && nd->n_outputs == 1 && nd->outputs[0] >= 0 && s->cl[nd->outputs[0]] && x_cl_of(s, nd) &&
-         conv_node_dw_cl(s->w->g, nd);
+/* A depthwise convolution writes its output channels-last whatever its X
+ * (conv_dw_cl_run stages planes), and reads a channels-last X only when it
+ * writes so too */
+static bool dw_writes_cl(const cl_state *s, const ir_node *nd) {
+  return is_conv(nd) && nd->n_outputs == 1 && nd->outputs[0] >= 0 && conv_node_dw_cl(s->w->g, nd);
+}
+static bool dw_reads_cl(const cl_state *s, const ir_node *nd) {
+  return dw_writes_cl(s, nd) && s->cl[nd->outputs[0]];
 }
 
 /* v, marked, may stay channels-last: its producer writes a position's
  * channels as one vector (the channel-vector and Winograd forms' stores,
- * or a depthwise one between such activations); every reader takes it:
+ * or a depthwise one, whatever its input); every reader takes it:
  * as X, a channel-vector 1x1 reading it as it lies (no converted copy) or a
  * depthwise one between such activations; as the residual, a
  * channel-vector or Winograd form (added before its store). */
@@ -102,7 +105,7 @@ static bool cl_holds(const cl_state *s, int v) {
   rewriter *w = s->w;
   const ir_node *p = rw_node(w, rw_producer(w, v));
   int fp = form_of(s, p, NULL);
-  if (fp != CB_FORM_MV && fp != CB_FORM_WINO && !dw_cl(s, p)) return false;
+  if (fp != CB_FORM_MV && fp != CB_FORM_WINO && !dw_writes_cl(s, p)) return false;
   const rw_uses *u = &w->uses[v];
   for (int k = 0; k < u->n; k++) {
     const ir_node *nd = rw_node(w, u->node[k]);
@@ -110,7 +113,7 @@ static bool cl_holds(const cl_state *s, int v) {
     int f = form_of(s, nd, &direct);
     for (int i = 0; i < nd->n_inputs; i++) {
       if (nd->inputs[i] != v) continue;
-      if (i == 0 && !(f >= 0 && (direct || s->any)) && !dw_cl(s, nd)) return false;
+      if (i == 0 && !(f >= 0 && (direct || s->any)) && !dw_reads_cl(s, nd)) return false;
       if (i == 3 && f != CB_FORM_MV && f != CB_FORM_WINO) return false;
     }
   }

@@ -8,8 +8,10 @@
  * (ReLU6) and without; 1 and 3 threads.  Each output is the reference
  * rounded to bf16 within the fp32 sums' rounding: |y - ref| <= one bf16
  * step of |ref| plus (taps + 2) 2^-23 sum |w x|.  Every output is written
- * (Y starts as NaN) and the values past Y are left alone.  Odd channel
- * counts, groups other than C, and residuals are refused. */
+ * (Y starts as NaN) and the values past Y are left alone.  The same input
+ * given as planes (fp32 and bf16, each row staged channels-last) gives the
+ * same outputs bit for bit.  Odd channel counts, groups other than C,
+ * residuals, weights off a 64-byte line and two inputs are refused. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,7 @@
 #define TEST_RNG_SEED 0x51c7e0d2b39a4f61ull
 #include "test_rng.h"
 
-static long n_values;
+static long n_values, n_planes;
 
 static float bf(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 
@@ -54,7 +56,32 @@ static void one(smelt_pool *pool, conv2d_desc d, bool bias, bool clamp) {
   CHECK(Wt != NULL);
   if (!Wt) goto done;
   conv_dw_cl_pack(&d, W, Wt);
-  CHECK_OK(conv_dw_cl_run(pool, isa_active(), &d, Wt, bias ? B : NULL, &ep, X, Y));
+  CHECK_OK(conv_dw_cl_run(pool, isa_active(), &d, Wt, bias ? B : NULL, &ep, NULL, X, false, Y));
+  /* the same input as planes, fp32 (the bf16 values widened) and bf16: the
+   * same outputs bit for bit (each row staged channels-last in bf16) */
+  uint16_t *Xph = malloc(2 * nx), *Y2 = malloc(2 * (ny + 16));
+  float *Xpf = malloc(sizeof(float) * nx);
+  CHECK(Xph && Y2 && Xpf);
+  if (Xph && Y2 && Xpf) {
+    for (int64_t n = 0; n < d.N; n++)
+      for (int64_t c = 0; c < d.C; c++)
+        for (int64_t p = 0; p < d.H * d.W; p++) {
+          uint16_t v = X[(n * d.H * d.W + p) * d.C + c];
+          Xph[(n * d.C + c) * d.H * d.W + p] = v, Xpf[(n * d.C + c) * d.H * d.W + p] = bf16_to_f32(v);
+        }
+    for (int form = 0; form < 2; form++) {
+      for (size_t i = 0; i < ny + 16; i++) Y2[i] = 0x7fc1;
+      CHECK_OK(conv_dw_cl_run(pool, isa_active(), &d, Wt, bias ? B : NULL, &ep, form ? NULL : Xpf, form ? Xph : NULL,
+                              true, Y2));
+      long diff = 0;
+      for (size_t i = 0; i < ny + 16; i++) diff += Y2[i] != Y[i];
+      CHECK(diff == 0);
+      if (diff) fprintf(stderr, "dw C%lld %lldx%lld: %ld outputs differ from planes (%s)\n", (long long)d.C,
+                        (long long)d.H, (long long)d.W, diff, form ? "bf16" : "fp32");
+      n_planes += (long)ny;
+    }
+  }
+  free(Xph), free(Y2), free(Xpf);
   tensor_data_free(Wt);
   long bad = 0;
   for (int64_t n = 0; n < d.N; n++)
@@ -111,14 +138,15 @@ int main(void) {
     if (!w) return test_report("test_conv_dw_cl");
     memset(w, 0, sizeof(uint32_t) * 32 * 9);
     conv2d_epilogue res = {r, -INFINITY, INFINITY};
-    CHECK(conv_dw_cl_run(pool, isa_active(), &odd, w, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);
-    CHECK(conv_dw_cl_run(pool, isa_active(), &grp, w, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);
-    CHECK(conv_dw_cl_run(pool, isa_active(), &shapes[0], w, NULL, &res, x, y) == SMELT_ERR_INTERNAL);
-    CHECK(conv_dw_cl_run(pool, isa_active(), &shapes[0], w + 1, NULL, NULL, x, y) == SMELT_ERR_INTERNAL);
+    CHECK(conv_dw_cl_run(pool, isa_active(), &odd, w, NULL, NULL, NULL, x, false, y) == SMELT_ERR_INTERNAL);
+    CHECK(conv_dw_cl_run(pool, isa_active(), &grp, w, NULL, NULL, NULL, x, false, y) == SMELT_ERR_INTERNAL);
+    CHECK(conv_dw_cl_run(pool, isa_active(), &shapes[0], w, NULL, &res, NULL, x, false, y) == SMELT_ERR_INTERNAL);
+    CHECK(conv_dw_cl_run(pool, isa_active(), &shapes[0], w + 1, NULL, NULL, NULL, x, false, y) == SMELT_ERR_INTERNAL);
+    CHECK(conv_dw_cl_run(pool, isa_active(), &shapes[0], w, NULL, NULL, r, x, true, y) == SMELT_ERR_INTERNAL);
     tensor_data_free(w);
     err_clear();
     pool_free(pool);
   }
-  printf("depthwise channels-last: %ld values checked\n", n_values);
+  printf("depthwise channels-last: %ld values checked, %ld more from planes\n", n_values, n_planes);
   return test_report("test_conv_dw_cl");
 }

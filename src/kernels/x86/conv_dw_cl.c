@@ -18,10 +18,16 @@
  * loaded once and multiplied into every position that reads it, 16 sums in
  * registers, the weights as memory operands (a block's taps lie together,
  * 128 bytes a tap).  Other strides and dilations: a position at a time.
- * Columns past the input's edge load as zeros (the padding). */
+ * Columns past the input's edge load as zeros (the padding).  An input
+ * given as planes (the model's layout, fp32 or bf16) is staged: each item
+ * transposes the rows it reads, its channel group's, into a channels-last
+ * bf16 copy (16 x 16 transposes in registers), kept for the next output
+ * row, which is the item after it. */
 #include "kernels/conv_bf16_impl.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
@@ -67,11 +73,22 @@ typedef struct dw_job {
   const conv2d_desc *d;
   const uint32_t *Wt; /* conv_dw_cl_pack's */
   const float *B;
-  const uint16_t *X;
+  const uint16_t *X;   /* channels-last, or NULL: */
+  const float *Xp;     /* the input as fp32 planes, or */
+  const uint16_t *Xph; /* as bf16 planes (staged per row: dw_rows_of) */
   uint16_t *Y;
   float lo, hi;
   int64_t ngroups;
+  _Atomic int nomem; /* a call could not have its staging buffer */
 } dw_job;
+
+/* The KH input rows an output row reads for one channel group: row kh at
+ * r[kh] (NULL: outside the plane, the padding's zeros), position w's
+ * channel pairs at r[kh] + w cs */
+typedef struct dw_rows {
+  const uint16_t *r[DW_TAPS_MAX];
+  int64_t cs;
+} dw_rows;
 
 #define AS_BH(v) ((__m512bh)(v))
 
@@ -94,22 +111,21 @@ CB_INLINE void dw_store(const dw_job *j, uint16_t *y, int64_t oh, int64_t ow, in
 /* Eight output positions from ow of row oh (those past OW computed and
  * dropped), undilated, stride SW (1 or 2), for a KH x KW kernel (constants
  * at each call, so the loops unroll and the sums stay in registers) */
-CB_INLINE void dw_cols(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t oh, int64_t ow, int64_t c,
+CB_INLINE void dw_cols(const dw_job *j, const dw_rows *x, uint16_t *y, int64_t oh, int64_t ow, int64_t c,
                        __mmask16 mw, const uint32_t *wb, __m512 be, __m512 bo, const int KH, const int KW,
                        const int SW) {
   const conv2d_desc *d = j->d;
-  const int64_t C = d->C, ih0 = oh * d->sh - d->pt, iw0 = ow * SW - d->pl;
+  const int64_t iw0 = ow * SW - d->pl;
   __m512 ae[8], ao[8];
 #pragma GCC unroll 8
   for (int p = 0; p < 8; p++) ae[p] = be, ao[p] = bo;
 #pragma GCC unroll 8
   for (int kh = 0; kh < KH; kh++) {
-    int64_t ih = ih0 + kh * d->dh;
-    if (ih < 0 || ih >= d->H) continue;
-    const uint16_t *xr = x + ih * d->W * C + c;
+    const uint16_t *xr = x->r[kh];
+    if (!xr) continue;
 #pragma GCC unroll 24
     for (int k = 0; k < 7 * SW + KW; k++) {
-      __m512i xk = dw_col(xr, iw0 + k, d->W, C, mw);
+      __m512i xk = dw_col(xr, iw0 + k, d->W, x->cs, mw);
 #pragma GCC unroll 8
       for (int kw = 0; kw < KW; kw++)
         if (k - kw >= 0 && (k - kw) % SW == 0 && (k - kw) / SW < 8) {
@@ -124,9 +140,9 @@ CB_INLINE void dw_cols(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t 
   for (int p = 0; p < n; p++) dw_store(j, y, oh, ow + p, c, mw, ae[p], ao[p]);
 }
 
-/* Row oh, channels c .. c + 31 (mw: their pairs below C), for a KH x KW
- * kernel (constants where the caller passes them) */
-CB_INLINE void dw_row(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t oh, int64_t c, __mmask16 mw,
+/* Row oh, channels c .. c + 31 (mw: their pairs below C; x: the rows from
+ * channel c), for a KH x KW kernel (constants where the caller passes them) */
+CB_INLINE void dw_row(const dw_job *j, const dw_rows *x, uint16_t *y, int64_t oh, int64_t c, __mmask16 mw,
                       const int KH, const int KW) {
   const conv2d_desc *d = j->d;
   const uint32_t *wb = j->Wt + (c / DW_BLOCK) * d->KH * d->KW * 32;
@@ -145,55 +161,150 @@ CB_INLINE void dw_row(const dw_job *j, const uint16_t *x, uint16_t *y, int64_t o
   }
   for (int64_t ow = 0; ow < d->OW; ow++) {
     __m512 e = be, o = bo;
-    for (int kh = 0; kh < KH; kh++) {
-      int64_t ih = oh * d->sh - d->pt + kh * d->dh;
-      const uint16_t *xr = ih >= 0 && ih < d->H ? x + ih * d->W * d->C + c : NULL;
+    for (int kh = 0; kh < KH; kh++)
       for (int kw = 0; kw < KW; kw++) {
-        __m512i xk = dw_col(xr, ow * d->sw - d->pl + kw * d->dw, d->W, d->C, mw);
+        __m512i xk = dw_col(x->r[kh], ow * d->sw - d->pl + kw * d->dw, d->W, x->cs, mw);
         const uint32_t *w = wb + (kh * KW + kw) * 32;
         e = _mm512_dpbf16_ps(e, AS_BH(xk), AS_BH(_mm512_load_si512((const void *)w)));
         o = _mm512_dpbf16_ps(o, AS_BH(xk), AS_BH(_mm512_load_si512((const void *)(w + 16))));
       }
-    }
     dw_store(j, y, oh, ow, c, mw, e, o);
   }
 }
 
-CB_TARGET static void dw_items(void *ctx, int64_t i0, int64_t i1) {
-  const dw_job *j = ctx;
-  const conv2d_desc *d = j->d;
-  for (int64_t it = i0; it < i1; it++) {
-    int64_t gi = it % j->ngroups, row = it / j->ngroups, n = row / d->OH, oh = row % d->OH;
-    const uint16_t *x = j->X + n * d->H * d->W * d->C;
-    uint16_t *y = j->Y + n * d->OH * d->OW * d->C;
-    int64_t c1 = (gi + 1) * DW_GROUP < d->C ? (gi + 1) * DW_GROUP : d->C;
-    for (int64_t c = gi * DW_GROUP; c < c1; c += DW_BLOCK) {
-      __mmask16 mw = avx512_mask((d->C - c) / 2); /* C is even: whole pairs */
-      if (d->KH == 3 && d->KW == 3) dw_row(j, x, y, oh, c, mw, 3, 3);
-      else if (d->KH == 5 && d->KW == 5) dw_row(j, x, y, oh, c, mw, 5, 5);
-      else dw_row(j, x, y, oh, c, mw, (int)d->KH, (int)d->KW);
-    }
+/* 16 x 16 floats transposed in registers: r[i] lane k <-> r[k] lane i */
+CB_INLINE void dw_tr16(__m512 *r) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  for (int i = 0; i < 16; i += 4) { /* 4 x 4 blocks within each 128-bit lane */
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  for (int i = 0; i < 4; i++) { /* then the 128-bit lanes across the four groups of rows */
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88), t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88), t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88), r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
   }
 }
 
+/* Input row ih of image n, channels [c0, c1) from the planes, into buf as
+ * a channels-last row of DW_GROUP channels a position, rounded to bf16:
+ * 16 channels x 16 columns loaded, transposed in registers, stored */
+CB_INLINE void dw_stage(const dw_job *j, int64_t n, int64_t ih, int64_t c0, int64_t c1, uint16_t *buf) {
+  const conv2d_desc *d = j->d;
+  for (int64_t c = c0; c < c1; c += 16)
+    for (int64_t w0 = 0; w0 < d->W; w0 += 16) {
+      __mmask16 mw = avx512_mask(d->W - w0);
+      __m512 r[16];
+      for (int k = 0; k < 16; k++) {
+        int64_t o = ((n * d->C + c + k) * d->H + ih) * d->W + w0;
+        if (c + k >= c1) r[k] = _mm512_setzero_ps();
+        else if (j->Xp) r[k] = _mm512_maskz_loadu_ps(mw, j->Xp + o);
+        else r[k] = cb_bf16x16(_mm256_maskz_loadu_epi16(mw, j->Xph + o));
+      }
+      dw_tr16(r);
+      int64_t nw = d->W - w0 < 16 ? d->W - w0 : 16;
+      for (int64_t k = 0; k < nw; k++)
+        _mm256_storeu_si256((__m256i *)(buf + (w0 + k) * DW_GROUP + (c - c0)), (__m256i)_mm512_cvtneps_pbh(r[k]));
+    }
+}
+
+/* The KH input rows of output row oh (image n) for channel group gi: from
+ * the channels-last input as it lies, or staged from the planes into the
+ * call's KH row slots -- a row the previous output row of the group staged
+ * is kept (tags: which row each slot holds), so going down a group's rows
+ * each input row is staged once */
+CB_INLINE void dw_rows_of(const dw_job *j, int64_t n, int64_t oh, int64_t gi, uint16_t *stage, int64_t *tags,
+                          dw_rows *x) {
+  const conv2d_desc *d = j->d;
+  int64_t c0 = gi * DW_GROUP, c1 = c0 + DW_GROUP < d->C ? c0 + DW_GROUP : d->C;
+  x->cs = j->X ? d->C : DW_GROUP;
+  int64_t key[DW_TAPS_MAX];
+  bool held[DW_TAPS_MAX] = {false};
+  for (int64_t kh = 0; kh < d->KH; kh++) {
+    int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+    x->r[kh] = NULL, key[kh] = -1;
+    if (ih < 0 || ih >= d->H) continue;
+    if (j->X) {
+      x->r[kh] = j->X + ((n * d->H + ih) * d->W) * d->C + c0;
+      continue;
+    }
+    key[kh] = (n * d->H + ih) * j->ngroups + gi;
+    for (int64_t s = 0; s < d->KH; s++)
+      if (tags[s] == key[kh]) x->r[kh] = stage + s * d->W * DW_GROUP, held[s] = true;
+  }
+  for (int64_t kh = 0; kh < d->KH; kh++) { /* the rows not held, into slots no row of this one holds */
+    if (key[kh] < 0 || x->r[kh]) continue;
+    int64_t s = 0;
+    while (held[s]) s++;
+    held[s] = true, tags[s] = key[kh];
+    dw_stage(j, n, oh * d->sh - d->pt + kh * d->dh, c0, c1, stage + s * d->W * DW_GROUP);
+    x->r[kh] = stage + s * d->W * DW_GROUP;
+  }
+}
+
+/* Items are (channel group, image and output row), a group's rows in order */
+CB_TARGET static void dw_items(void *ctx, int64_t i0, int64_t i1) {
+  const dw_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  uint16_t *stage = NULL;
+  int64_t tags[DW_TAPS_MAX];
+  for (int k = 0; k < DW_TAPS_MAX; k++) tags[k] = -1;
+  if (!j->X) { /* planes: KH rows of DW_GROUP channels, staged */
+    stage = malloc(sizeof *stage * (size_t)(d->KH * d->W * DW_GROUP));
+    if (!stage) { /* conv_dw_cl_run reports it */
+      atomic_store(&((dw_job *)ctx)->nomem, 1);
+      return;
+    }
+  }
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t gi = it / (d->N * d->OH), row = it % (d->N * d->OH), n = row / d->OH, oh = row % d->OH;
+    uint16_t *y = j->Y + n * d->OH * d->OW * d->C;
+    int64_t c0 = gi * DW_GROUP, c1 = c0 + DW_GROUP < d->C ? c0 + DW_GROUP : d->C;
+    dw_rows x;
+    dw_rows_of(j, n, oh, gi, stage, tags, &x);
+    for (int64_t c = c0; c < c1; c += DW_BLOCK) {
+      __mmask16 mw = avx512_mask((d->C - c) / 2); /* C is even: whole pairs */
+      if (d->KH == 3 && d->KW == 3) dw_row(j, &x, y, oh, c, mw, 3, 3);
+      else if (d->KH == 5 && d->KW == 5) dw_row(j, &x, y, oh, c, mw, 5, 5);
+      else dw_row(j, &x, y, oh, c, mw, (int)d->KH, (int)d->KW);
+      for (int64_t kh = 0; kh < d->KH; kh++)
+        if (x.r[kh]) x.r[kh] += DW_BLOCK;
+    }
+  }
+  free(stage);
+}
+
 smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *Wt,
-                            const float *B, const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
+                            const float *B, const conv2d_epilogue *ep, const float *Xp, const uint16_t *Xh,
+                            bool x_planes, uint16_t *Yh) {
   if (!conv_bf16_io_native(isa)) return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: no AVX512_BF16 here");
-  if (!conv_dw_cl_shape(d) || (ep && ep->residual))
-    return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: a shape or residual it does not take");
+  if (!conv_dw_cl_shape(d) || (ep && ep->residual) || (Xp ? 1 : 0) + (Xh ? 1 : 0) != 1 || (Xp && !x_planes))
+    return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: a shape, input or residual it does not take");
   if ((uintptr_t)Wt % 64) return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: weights off a 64-byte line");
   if (d->N <= 0) return SMELT_OK;
-  dw_job j = {.d = d, .Wt = Wt, .B = B, .X = Xh, .Y = Yh, .lo = ep ? ep->lo : -INFINITY,
-              .hi = ep ? ep->hi : INFINITY, .ngroups = conv_cdiv(d->C, DW_GROUP)};
+  dw_job j = {.d = d, .Wt = Wt, .B = B, .X = x_planes ? NULL : Xh, .Xp = Xp, .Xph = x_planes ? Xh : NULL,
+              .Y = Yh, .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY,
+              .ngroups = conv_cdiv(d->C, DW_GROUP)};
+  atomic_init(&j.nomem, 0);
   pool_parallel_for(pool, d->N * d->OH * j.ngroups, 1, dw_items, &j);
+  if (atomic_load(&j.nomem))
+    return err_nomem("depthwise channels-last: the staged input rows",
+                     sizeof(uint16_t) * (size_t)(d->KH * d->W * DW_GROUP));
   return SMELT_OK;
 }
 
 #else
 
 smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, const uint32_t *Wt,
-                            const float *B, const conv2d_epilogue *ep, const uint16_t *Xh, uint16_t *Yh) {
-  (void)pool, (void)isa, (void)d, (void)Wt, (void)B, (void)ep, (void)Xh, (void)Yh;
+                            const float *B, const conv2d_epilogue *ep, const float *Xp, const uint16_t *Xh,
+                            bool x_planes, uint16_t *Yh) {
+  (void)pool, (void)isa, (void)d, (void)Wt, (void)B, (void)ep, (void)Xp, (void)Xh, (void)x_planes, (void)Yh;
   return err_set(SMELT_ERR_INTERNAL, "depthwise channels-last: not built for this platform");
 }
 
