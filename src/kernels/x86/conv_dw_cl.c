@@ -137,7 +137,9 @@ CB_INLINE void dw_cols(const dw_job *j, const dw_rows *x, uint16_t *y, int64_t o
     }
   }
   int n = d->OW - ow < 8 ? (int)(d->OW - ow) : 8;
-  for (int p = 0; p < n; p++) dw_store(j, y, oh, ow + p, c, mw, ae[p], ao[p]);
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; p++) /* constant indices: the sums stay in registers */
+    if (p < n) dw_store(j, y, oh, ow + p, c, mw, ae[p], ao[p]);
 }
 
 /* Row oh, channels c .. c + 31 (mw: their pairs below C; x: the rows from
