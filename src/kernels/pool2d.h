@@ -27,6 +27,12 @@ bool pool2d_supports(const pool2d_desc *d);
 smelt_status pool2d_f32(smelt_pool *pool, const pool2d_desc *d, isa_level isa, const float *X,
                         float *Y);
 
+/* MaxPool over channels-last bf16 ([N][H][W][C] in, [N][OH][OW][C] out;
+ * kernels/pool_cl.c): exact (the max of bf16 values), NaN ignored as above;
+ * AVX-512 where isa has it, else scalar.  d->is_max must be set. */
+smelt_status pool2d_max_cl_bf16(smelt_pool *pool, const pool2d_desc *d, isa_level isa, const uint16_t *X,
+                                uint16_t *Y) __attribute__((warn_unused_result));
+
 /* Y[p] = mean of the S values of plane p, for `planes` planes (sum in double). */
 void global_avg_f32(smelt_pool *pool, isa_level isa, int64_t planes, int64_t S, const float *X,
                     float *Y);

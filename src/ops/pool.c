@@ -244,6 +244,31 @@ static void pool_planes(void *vctx, int64_t q0, int64_t q1) {
   free(yout);
 }
 
+/* g as the 2-D kernels see it (1-D runs as H = 1) */
+static pool2d_desc pool_desc_of(const pool_geom *g) {
+  const nn_window *w = &g->w;
+  int two = w->nsp == 2;
+  return (pool2d_desc){.N = g->N, .C = g->C, .H = two ? w->in[0] : 1, .W = w->in[two],
+                       .KH = two ? w->kernel[0] : 1, .KW = w->kernel[two], .OH = two ? w->out[0] : 1,
+                       .OW = w->out[two], .sh = two ? w->stride[0] : 1, .sw = w->stride[two],
+                       .dh = two ? w->dil[0] : 1, .dw = w->dil[two], .pt = two ? w->pad_lo[0] : 0,
+                       .pl = w->pad_lo[two], .pb = two ? w->pad_hi[0] : 0, .pr = w->pad_hi[two],
+                       .is_max = g->kind == POOL_MAX, .count_pad = g->count_pad};
+}
+
+/* A MaxPool between channels-last bf16 activations (passes/bf16_acts.c:
+ * cl_in and cl_out): kernels/pool2d.h's pool2d_max_cl_bf16, exact */
+static smelt_status pool_cl(op_ctx *c, const pool_geom *g, bool *done) {
+  *done = false;
+  if (!c->node || !ir_attr_int(c->node, "cl_in", 0) || !ir_attr_int(c->node, "cl_out", 0)) return SMELT_OK;
+  *done = true;
+  if (g->kind != POOL_MAX || g->w.nsp != 2 || c->in[0]->dtype != SMELT_BF16 || c->out[0]->dtype != SMELT_BF16 ||
+      (c->n_out > 1 && c->node->outputs[1] >= 0))
+    return err_set(SMELT_ERR_INTERNAL, "a channels-last pool that is not a bf16 2-D MaxPool without Indices");
+  pool2d_desc d = pool_desc_of(g);
+  return pool2d_max_cl_bf16(c->pool, &d, isa_active(), c->in[0]->data, c->out[0]->data);
+}
+
 /* The vectorized kernel when it covers the op (*done); else the reference. */
 static smelt_status pool_fast(op_ctx *c, const pool_geom *g, bool *done) {
   const tensor *x = c->in[0];
@@ -251,13 +276,7 @@ static smelt_status pool_fast(op_ctx *c, const pool_geom *g, bool *done) {
   *done = false;
   if (g->kind == POOL_LP || x->dtype != SMELT_F32 || w->nsp > 2) return SMELT_OK;
   if (c->n_out > 1 && c->node->outputs[1] >= 0) return SMELT_OK; /* Indices wanted */
-  int two = w->nsp == 2; /* 1-D runs as H = 1 */
-  pool2d_desc d = {.N = g->N, .C = g->C, .H = two ? w->in[0] : 1, .W = w->in[two],
-                   .KH = two ? w->kernel[0] : 1, .KW = w->kernel[two], .OH = two ? w->out[0] : 1,
-                   .OW = w->out[two], .sh = two ? w->stride[0] : 1, .sw = w->stride[two],
-                   .dh = two ? w->dil[0] : 1, .dw = w->dil[two], .pt = two ? w->pad_lo[0] : 0,
-                   .pl = w->pad_lo[two], .pb = two ? w->pad_hi[0] : 0, .pr = w->pad_hi[two],
-                   .is_max = g->kind == POOL_MAX, .count_pad = g->count_pad};
+  pool2d_desc d = pool_desc_of(g);
   if (!pool2d_supports(&d)) return SMELT_OK;
   *done = true;
   return pool2d_f32(c->pool, &d, isa_active(), x->data, c->out[0]->data);
@@ -268,6 +287,8 @@ static smelt_status pool_run_kind(op_ctx *c, pool_kind kind) {
   TRY(pool_plan(c, kind, &g));
   if (tensor_numel(c->out[0]) == 0) return SMELT_OK;
   bool done;
+  smelt_status cl = pool_cl(c, &g, &done);
+  if (done) return cl;
   smelt_status fast = pool_fast(c, &g, &done);
   if (done) return fast;
   pool_tabs tb = {0};

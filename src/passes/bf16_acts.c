@@ -85,6 +85,17 @@ static int form_of(const cl_state *s, const ir_node *nd, bool *direct) {
   return conv_node_bf16_form(s->w->g, nd, s->threads, x_cl_of(s, nd), y_cl, direct);
 }
 
+/* A 2-D MaxPool without Indices: channels-last in and out together
+ * (kernels/pool2d.h: pool2d_max_cl_bf16, exact) */
+static bool is_maxpool(const ir_node *nd) {
+  return !strcmp(nd->op_type, "MaxPool") && !nd->domain[0] && !rw_has_subgraph(nd) &&
+         (nd->n_outputs == 1 || nd->outputs[1] < 0);
+}
+static bool pool_cl_both(const cl_state *s, const ir_node *nd) {
+  return is_maxpool(nd) && nd->n_inputs >= 1 && nd->inputs[0] >= 0 && nd->outputs[0] >= 0 && s->cl[nd->inputs[0]] &&
+         s->cl[nd->outputs[0]];
+}
+
 /* A depthwise convolution writes its output channels-last whatever its X
  * (conv_dw_cl_run stages planes), and reads a channels-last X only when it
  * writes so too */
@@ -105,10 +116,14 @@ static bool cl_holds(const cl_state *s, int v) {
   rewriter *w = s->w;
   const ir_node *p = rw_node(w, rw_producer(w, v));
   int fp = form_of(s, p, NULL);
-  if (fp != CB_FORM_MV && fp != CB_FORM_WINO && !dw_writes_cl(s, p)) return false;
+  if (fp != CB_FORM_MV && fp != CB_FORM_WINO && !dw_writes_cl(s, p) && !pool_cl_both(s, p)) return false;
   const rw_uses *u = &w->uses[v];
   for (int k = 0; k < u->n; k++) {
     const ir_node *nd = rw_node(w, u->node[k]);
+    if (is_maxpool(nd)) {
+      if (!pool_cl_both(s, nd)) return false;
+      continue;
+    }
     bool direct;
     int f = form_of(s, nd, &direct);
     for (int i = 0; i < nd->n_inputs; i++) {
@@ -126,7 +141,9 @@ static bool cl_holds(const cl_state *s, int v) {
 static bool cl_candidate(rewriter *w, int v) {
   const ir_value *val = rw_val(w, v);
   int p = rw_producer(w, v);
-  if (p < 0 || !rw_live(w, p) || !is_conv(rw_node(w, p)) || rw_node(w, p)->n_outputs != 1) return false;
+  if (p < 0 || !rw_live(w, p) || (!is_conv(rw_node(w, p)) && !is_maxpool(rw_node(w, p))) ||
+      rw_node(w, p)->outputs[0] != v)
+    return false;
   if ((val->dtype != SMELT_F32 && val->dtype != SMELT_BF16) || val->rank != 4 || !dim_known(val->dims[1]) ||
       val->dims[1] % 2 || rw_is_output(w, v))
     return false;
@@ -134,7 +151,7 @@ static bool cl_candidate(rewriter *w, int v) {
   if (u->n == 0) return false;
   for (int k = 0; k < u->n; k++) {
     const ir_node *nd = rw_node(w, u->node[k]);
-    if (!rw_live(w, u->node[k]) || !is_conv(nd) || rw_has_subgraph(nd)) return false;
+    if (!rw_live(w, u->node[k]) || (!is_conv(nd) && !is_maxpool(nd)) || rw_has_subgraph(nd)) return false;
     bool fused = !strcmp(nd->domain, "smelt");
     for (int i = 0; i < nd->n_inputs; i++)
       if (nd->inputs[i] == v && i != 0 && !(i == 3 && fused)) return false;
@@ -168,9 +185,9 @@ static smelt_status channels_last(rewriter *w, int threads, int *kept) {
   }
   smelt_status st = SMELT_OK;
   for (int id0 = 0; !st && id0 < n; id0++) {
-    if (!rw_live(w, id0) || !is_conv(rw_node(w, id0))) continue;
+    if (!rw_live(w, id0) || (!is_conv(rw_node(w, id0)) && !is_maxpool(rw_node(w, id0)))) continue;
     const ir_node *nd = rw_node(w, id0);
-    int v = nd->n_outputs == 1 ? nd->outputs[0] : -1;
+    int v = nd->n_outputs >= 1 ? nd->outputs[0] : -1;
     bool out = v >= 0 && s.cl[v], in = x_cl_of(&s, nd);
     bool res = nd->n_inputs > 3 && nd->inputs[3] >= 0 && s.cl[nd->inputs[3]];
     if (!out && !in && !res) continue;
@@ -179,7 +196,7 @@ static smelt_status channels_last(rewriter *w, int threads, int *kept) {
              in ? " X" : "", res ? (in ? " and the residual" : " the residual") : (in ? "" : " nothing"),
              out ? "its output" : "nothing");
     int id = id0;
-    if (out && !ir_attr_int(nd, "bf16_out", 0)) st = mark(w, &id, "bf16_out");
+    if (out && is_conv(nd) && !ir_attr_int(nd, "bf16_out", 0)) st = mark(w, &id, "bf16_out");
     if (!st && out) st = mark(w, &id, "cl_out");
     if (!st && in) st = mark(w, &id, "cl_in");
     if (!st && res) st = mark(w, &id, "cl_res");

@@ -1,0 +1,96 @@
+/* Max pooling over channels-last bf16 activations (kernels/pool2d.h:
+ * pool2d_max_cl_bf16): X [N][H][W][C] and Y [N][OH][OW][C] in bf16, as
+ * passes/bf16_acts.c keeps a convolution's output channels-last through a
+ * MaxPool to the convolutions after it (a ResNet's stem).  The max of bf16
+ * values is one of them, so the result is exact: each output is the
+ * window's maximum as the reference takes it (NaN ignored, the first
+ * maximum kept; a window wholly in the padding gives -inf).  At AVX-512:
+ * 16 channels per vector, widened, the window's taps one max each; else a
+ * scalar loop.  Output rows in parallel. */
+#include "kernels/pool2d.h"
+
+#include <math.h>
+
+#include "ir/tensor.h"
+#include "kernels/gemm_kernels.h" /* SMELT_X86 */
+#include "util/err.h"
+
+typedef struct mcl_job {
+  const pool2d_desc *d;
+  const uint16_t *X;
+  uint16_t *Y;
+} mcl_job;
+
+/* Output row r = (n, oh), channels [c0, c1), scalar */
+static void mcl_row_scalar(const mcl_job *j, int64_t n, int64_t oh, int64_t c0, int64_t c1) {
+  const pool2d_desc *d = j->d;
+  for (int64_t ow = 0; ow < d->OW; ow++)
+    for (int64_t c = c0; c < c1; c++) {
+      float m = -INFINITY;
+      for (int64_t kh = 0; kh < d->KH; kh++) {
+        int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+        if (ih < 0 || ih >= d->H) continue;
+        for (int64_t kw = 0; kw < d->KW; kw++) {
+          int64_t iw = ow * d->sw - d->pl + kw * d->dw;
+          if (iw < 0 || iw >= d->W) continue;
+          float v = bf16_to_f32(j->X[((n * d->H + ih) * d->W + iw) * d->C + c]);
+          if (v > m) m = v; /* NaN never wins */
+        }
+      }
+      j->Y[((n * d->OH + oh) * d->OW + ow) * d->C + c] = f32_to_bf16(m);
+    }
+}
+
+#if defined(SMELT_X86) && defined(__x86_64__)
+#include <immintrin.h>
+
+#define MCL_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+MCL_TARGET static void mcl_rows_avx512(void *ctx, int64_t r0, int64_t r1) {
+  const mcl_job *j = ctx;
+  const pool2d_desc *d = j->d;
+  for (int64_t r = r0; r < r1; r++) {
+    int64_t n = r / d->OH, oh = r % d->OH;
+    for (int64_t ow = 0; ow < d->OW; ow++)
+      for (int64_t c = 0; c < d->C; c += 16) {
+        __mmask16 mk = d->C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (d->C - c)) - 1);
+        __m512 m = _mm512_set1_ps(-INFINITY);
+        for (int64_t kh = 0; kh < d->KH; kh++) {
+          int64_t ih = oh * d->sh - d->pt + kh * d->dh;
+          if (ih < 0 || ih >= d->H) continue;
+          for (int64_t kw = 0; kw < d->KW; kw++) {
+            int64_t iw = ow * d->sw - d->pl + kw * d->dw;
+            if (iw < 0 || iw >= d->W) continue;
+            __m256i h = _mm256_maskz_loadu_epi16(mk, j->X + ((n * d->H + ih) * d->W + iw) * d->C + c);
+            __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+            m = _mm512_max_ps(v, m); /* a NaN v gives m back: ignored */
+          }
+        }
+        /* every lane is a bf16 value (or -inf): its high half, exactly */
+        _mm256_mask_storeu_epi16(j->Y + ((n * d->OH + oh) * d->OW + ow) * d->C + c, mk,
+                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(m), 16)));
+      }
+  }
+}
+#endif
+
+static void mcl_rows_scalar(void *ctx, int64_t r0, int64_t r1) {
+  const mcl_job *j = ctx;
+  for (int64_t r = r0; r < r1; r++) mcl_row_scalar(j, r / j->d->OH, r % j->d->OH, 0, j->d->C);
+}
+
+smelt_status pool2d_max_cl_bf16(smelt_pool *pool, const pool2d_desc *d, isa_level isa, const uint16_t *X,
+                                uint16_t *Y) {
+  if (!d->is_max || d->N < 0 || d->C < 1 || d->H < 1 || d->W < 1 || d->KH < 1 || d->KW < 1 || d->sh < 1 ||
+      d->sw < 1 || d->dh < 1 || d->dw < 1)
+    return err_set(SMELT_ERR_INTERNAL, "channels-last max pool: a geometry it does not take");
+  mcl_job j = {d, X, Y};
+  void (*rows)(void *, int64_t, int64_t) = mcl_rows_scalar;
+#if defined(SMELT_X86) && defined(__x86_64__)
+  if (isa >= ISA_AVX512) rows = mcl_rows_avx512;
+#else
+  (void)isa;
+#endif
+  pool_parallel_for(pool, d->N * d->OH, 1, rows, &j);
+  return SMELT_OK;
+}
