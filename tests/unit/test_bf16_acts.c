@@ -21,7 +21,10 @@
  *   - channels-last (the second half of the pass): with the channel-vector
  *     form forced, b and c lie channels-last (SMELT_BF16_CL=all: a too,
  *     and =0: none), with the same results and the same fallback through
- *     fp32 planes when the kernel is turned off after the compile. */
+ *     fp32 planes when the kernel is turned off after the compile;
+ *   - an inverted-residual shape (1x1, MaxPool, depthwise 3x3 with ReLU6,
+ *     1x1): its three activations channels-last (the pool and the
+ *     depthwise kernel between them), results as close. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,34 @@ static int conv(gb *b, int x, int64_t C, int64_t M, int64_t K, unsigned seed) {
   free(wd);
   ir_attr pads = {.name = "pads", .type = IR_ATTR_INTS, .n = 4, .ints = (int64_t *)(K == 3 ? pads3 : pads1)};
   return gb_node(b, "Conv", 2, IDS(x, w), &pads, 1);
+}
+
+/* a depthwise 3x3 (pad 1) over M channels, its bias 0.1 */
+static int dwconv(gb *b, int x, int64_t M, unsigned seed) {
+  float wd[64 * 9], bd[64];
+  for (int64_t i = 0; i < M * 9; i++) wd[i] = ((float)((i * 29 + seed) % 19) / 19.f - 0.5f) * 0.8f;
+  for (int64_t i = 0; i < M; i++) bd[i] = 0.1f;
+  int w = gb_const(b, SMELT_F32, 4, I64(M, 1, 3, 3), wd), bias = gb_const(b, SMELT_F32, 1, I64(M), bd);
+  ir_attr at[2] = {{.name = "pads", .type = IR_ATTR_INTS, .n = 4, .ints = (int64_t *)pads3},
+                   {.name = "group", .type = IR_ATTR_INT, .i = M}};
+  return gb_node(b, "Conv", 3, IDS(x, w, bias), at, 2);
+}
+
+/* The inverted-residual shape: a = Relu(Conv1x1(x)); p = MaxPool3x3/2(a);
+ * d = Clip(DepthwiseConv3x3(p), 0, 6); y = Conv1x1(d): a, p and d lie
+ * channels-last where the kernels run (the 1x1's store, the pool, the
+ * depthwise kernel, the 1x1 reading d as it lies) */
+static void build_dw(gb *b, int64_t N, int64_t C, int64_t H) {
+  gb_init(b, 17);
+  int x = gb_input(b, "x", SMELT_F32, 4, I64(N, C, H, H));
+  int a = gb_node(b, "Relu", 1, IDS(conv(b, x, C, 48, 1, 1)), NULL, 0);
+  static const int64_t k3[2] = {3, 3}, s2[2] = {2, 2};
+  ir_attr pa[3] = {{.name = "kernel_shape", .type = IR_ATTR_INTS, .n = 2, .ints = (int64_t *)k3},
+                   {.name = "strides", .type = IR_ATTR_INTS, .n = 2, .ints = (int64_t *)s2},
+                   {.name = "pads", .type = IR_ATTR_INTS, .n = 4, .ints = (int64_t *)pads3}};
+  int p = gb_node(b, "MaxPool", 1, IDS(a), pa, 3);
+  int d = gb_node(b, "Clip", 3, IDS(dwconv(b, p, 48, 5), gb_scalar(b, 0.f), gb_scalar(b, 6.f)), NULL, 0);
+  gb_output(b, conv(b, d, 48, 32, 1, 6));
 }
 
 static void build(gb *b, int64_t N, int64_t C, int64_t H) {
@@ -145,6 +176,43 @@ static void run(int64_t N, int64_t H, smelt_mode mode, smelt_precision prec, boo
   run_cl(N, H, mode, prec, acts_on, NULL);
 }
 
+/* Nodes marked cl_out (convolutions and pools) */
+static int cl_nodes(const compiled_plan *p) {
+  int n = 0;
+  for (int i = 0; i < p->g->n_nodes; i++) n += ir_attr_int(&p->g->nodes[i], "cl_out", 0) != 0;
+  return n;
+}
+
+/* build_dw at precision bf16: 3 nodes write channels-last where the bf16
+ * kernels read and write bf16 (none elsewhere, none with SMELT_BF16_CL=0);
+ * the results against eager fp32 within bf16's rounding, run after run */
+static void run_dw(int64_t N, smelt_mode mode, const char *cl) {
+  gb b;
+  build_dw(&b, N, 40, 12);
+  CHECK_OK(gb_finish(&b));
+  tensor in = {0}, *pin[1] = {&in};
+  const ir_value *v = &b.g->values[b.g->inputs[0]];
+  gb_rand(&in, v->dtype, v->rank, v->dims, 9u);
+  compile_options o = gb_opts(&env, mode);
+  o.precision = SMELT_PRECISION_BF16;
+  if (cl) setenv("SMELT_BF16_CL", cl, 1);
+  compiled_plan *p = NULL;
+  compile_report rep;
+  memset(&rep, 0, sizeof rep);
+  CHECK_OK(compile_model(b.g, pin, &o, &p, &rep));
+  unsetenv("SMELT_BF16_CL");
+  int want = conv_bf16_io_native(isa_active()) && !cl ? 3 : 0, got = p ? cl_nodes(p) : -1;
+  CHECK(got == want);
+  if (got != want) fprintf(stderr, "depthwise graph: %d nodes channels-last, want %d\n", got, want);
+  double worst = p ? gb_rerun_tol(&env, b.g, pin, p, 3, 3e-2, 3e-2) : 1e30;
+  CHECK(worst <= 1);
+  if (worst > 1) fprintf(stderr, "depthwise graph N=%lld mode %d: error %g of the tolerance\n", (long long)N, mode, worst);
+  compiled_plan_free(p);
+  compile_report_free(&rep);
+  tensor_release(&in);
+  gb_free(&b);
+}
+
 int main(void) {
   gb_env_init(&env);
   if (!env.have_cc) {
@@ -164,6 +232,8 @@ int main(void) {
   const char *cls[3] = {"1", "all", "0"};
   for (int k = 0; k < 3; k++)
     for (int64_t N = 1; N <= 2; N++) run_cl(N, 9, modes[k % 2], SMELT_PRECISION_BF16, true, cls[k]);
+  for (int64_t N = 1; N <= 2; N++) run_dw(N, modes[N - 1], NULL);
+  run_dw(1, SMELT_MODE_DEFAULT, "0");
   pool_free(env.pool);
   return test_report("test_bf16_acts");
 }
