@@ -423,6 +423,11 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
                                            : vdp  ? cb_items_vdp
                                                   : cb_items_scalar;
   void (*fill)(void *, int64_t, int64_t) = wino ? cb_fill_wino : amx || vdp ? cb_fill_avx512 : cb_fill_scalar;
+  /* Winograd over a channels-last input: its transform as vectors of
+   * channels, a tile's pairs together in V */
+  j.wcl = wino && j.xcl;
+  int64_t fill_items = j.wcl ? conv_cdiv(d->OH, 2) * conv_cdiv(j.Cq, 16) : j.Cq;
+  if (j.wcl) fill = cb_fill_wino_cl;
   for (int64_t n = 0; n < d->N; n++) {
     if (X) j.X = X + n * d->C * d->H * d->W;
     else j.Xh = Xh + n * d->C * d->H * d->W;
@@ -431,7 +436,7 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
     j.resh = Rh ? Rh + n * d->M * j.S : NULL;
     if (j.xdirect) j.xp = (uint32_t *)(uintptr_t)j.Xh; /* read only: no fill */
-    else pool_parallel_for(pool, j.Cq, 1, fill, &j);
+    else pool_parallel_for(pool, fill_items, 1, fill, &j);
     pool_parallel_for(pool, items, 1, body, &j);
   }
   free(toff), free(used);

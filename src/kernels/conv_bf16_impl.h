@@ -37,6 +37,8 @@ typedef struct cb_job {
   bool xcl, ycl, rcl;  /* Xh, Yh, resh channels-last ([H][W][C], conv_bf16_run_cl) */
   bool xdirect;        /* the channel-vector 1x1 reading a channels-last Xh as it lies: xp is
                         * Xh's words (never written), pair q of position y at y * C/2 + q */
+  bool wcl;            /* Winograd over a channels-last Xh: xp is [16 points][item blocks][np
+                        * tiles][Cq] (a tile's pairs together), filled by cb_fill_wino_cl */
 } cb_job;
 
 /* Item `it` of nvb output-channel blocks x nfb position blocks: the
@@ -102,6 +104,9 @@ void cb_items_mv(void *ctx, int64_t it0, int64_t it1);
  * blocks of np tiles][Cq][np] bf16 pairs), and items of up to CB_MV_BLOCK output channels x np tiles of
  * a tile row over the weights conv_bf16_pack lays out for it. */
 void cb_fill_wino(void *ctx, int64_t q0, int64_t q1);
+/* ... from a channels-last Xh (j->wcl): items are (tile row, 16 channel
+ * pairs), each tile's V for those pairs computed as vectors of channels */
+void cb_fill_wino_cl(void *ctx, int64_t i0, int64_t i1);
 void cb_items_wino(void *ctx, int64_t it0, int64_t it1);
 
 /* The AMX driver (x86/conv_bf16_amx.c; call only where bf16dp_amx_hw):

@@ -109,7 +109,8 @@ static bool dw_reads_cl(const cl_state *s, const ir_node *nd) {
 /* v, marked, may stay channels-last: its producer writes a position's
  * channels as one vector (the channel-vector and Winograd forms' stores,
  * or a depthwise one, whatever its input); every reader takes it:
- * as X, a channel-vector 1x1 reading it as it lies (no converted copy) or a
+ * as X, a channel-vector 1x1 reading it as it lies (no converted copy), a
+ * Winograd form (its input transform on vectors of channels) or a
  * depthwise one between such activations; as the residual, a
  * channel-vector or Winograd form (added before its store). */
 static bool cl_holds(const cl_state *s, int v) {
@@ -128,7 +129,7 @@ static bool cl_holds(const cl_state *s, int v) {
     int f = form_of(s, nd, &direct);
     for (int i = 0; i < nd->n_inputs; i++) {
       if (nd->inputs[i] != v) continue;
-      if (i == 0 && !(f >= 0 && (direct || s->any)) && !dw_reads_cl(s, nd)) return false;
+      if (i == 0 && !(f >= 0 && (direct || f == CB_FORM_WINO || s->any)) && !dw_reads_cl(s, nd)) return false;
       if (i == 3 && f != CB_FORM_MV && f != CB_FORM_WINO) return false;
     }
   }

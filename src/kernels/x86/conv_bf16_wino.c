@@ -92,6 +92,49 @@ CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
   }
 }
 
+/* V = B^T d B of one tile's 4x4 patch d (row r, column k: 16 values of
+ * channels, widened), in place of d: columns first, then rows, as
+ * wino_v16 (the same sums in the same order) */
+CB_INLINE void wino_v_tile(__m512 *d) {
+  for (int r = 0; r < 4; r++) {
+    __m512 *u = d + 4 * r, d0 = u[0], d1 = u[1], d2 = u[2], d3 = u[3];
+    u[0] = _mm512_sub_ps(d0, d2), u[1] = _mm512_add_ps(d1, d2);
+    u[2] = _mm512_sub_ps(d2, d1), u[3] = _mm512_sub_ps(d1, d3);
+  }
+  for (int k = 0; k < 4; k++) {
+    __m512 u0 = d[k], u1 = d[4 + k], u2 = d[8 + k], u3 = d[12 + k];
+    d[k] = _mm512_sub_ps(u0, u2), d[4 + k] = _mm512_add_ps(u1, u2);
+    d[8 + k] = _mm512_sub_ps(u2, u1), d[12 + k] = _mm512_sub_ps(u1, u3);
+  }
+}
+
+CB_TARGET void cb_fill_wino_cl(void *ctx, int64_t i0, int64_t i1) {
+  const cb_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  const int64_t np = j->np, NB = conv_cdiv(d->OH, 2) * j->tbr, nq = conv_cdiv(j->Cq, 16), C = d->C;
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t ty = it / nq, q0 = it % nq * 16;
+    __mmask16 mq = avx512_mask(j->Cq - q0); /* the pairs below Cq (C is even: whole pairs) */
+    for (int64_t tx = 0; tx < j->TW; tx++) {
+      __m512i w[16]; /* the patch's pairs, zeros in the padding */
+      for (int r = 0; r < 4; r++)
+        for (int k = 0; k < 4; k++) {
+          int64_t ih = 2 * ty + r - d->pt, iw = 2 * tx + k - d->pl;
+          w[4 * r + k] = ih >= 0 && ih < d->H && iw >= 0 && iw < d->W
+                             ? _mm512_maskz_loadu_epi32(mq, j->Xh + (ih * d->W + iw) * C + 2 * q0)
+                             : _mm512_setzero_si512();
+        }
+      __m512 ve[16], vo[16]; /* the even channels (low halves), then the odd (high) */
+      for (int i = 0; i < 16; i++) ve[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w[i], 16));
+      wino_v_tile(ve);
+      for (int i = 0; i < 16; i++) vo[i] = _mm512_castsi512_ps(_mm512_and_si512(w[i], _mm512_set1_epi32((int)0xffff0000u)));
+      wino_v_tile(vo);
+      uint32_t *o = j->xp + ((ty * j->tbr + tx / np) * np + tx % np) * j->Cq + q0;
+      for (int xi = 0; xi < 16; xi++) _mm512_mask_storeu_epi32(o + xi * NB * np * j->Cq, mq, bf16_pairs16(ve[xi], vo[xi]));
+    }
+  }
+}
+
 /* One item: NM zmm of output channels from m0 (weights wb: [16][Cq][16 NM])
  * by NP tiles of tile row ty from tx0 (npv of them real; off[] their places
  * in the block's rows of np, the last repeated past them). */
@@ -106,7 +149,7 @@ CB_INLINE void wino_tile(int NP, const cb_job *j, const uint32_t *wb, const int6
     for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
       for (int i = 0; i < NM; i++) c[p][i] = _mm512_setzero_ps();
-    cb_cv_dot(c, j->xp + (xi * NB + blk) * j->Cq * j->np, j->np, wb + xi * j->Cq * W, j->Cq, off, NM, NP);
+    cb_cv_dot(c, j->xp + (xi * NB + blk) * j->Cq * j->np, j->wcl ? 1 : j->np, wb + xi * j->Cq * W, j->Cq, off, NM, NP);
 #pragma GCC unroll 8
     for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
@@ -174,7 +217,8 @@ CB_TARGET void cb_items_wino(void *ctx, int64_t it0, int64_t it1) {
     cb_mv_block(Mp, mb, &m0, &wdt);
     int64_t ty = fb / j->tbr, tx0 = fb % j->tbr * j->np, npv = j->TW - tx0 < j->np ? j->TW - tx0 : j->np;
     int64_t off[NP_MAX];
-    for (int64_t p = 0; p < j->np; p++) off[p] = p < npv ? p : npv - 1; /* within the block's row of np */
+    for (int64_t p = 0; p < j->np; p++) /* within the block's np tiles (a tile's pairs together: Cq apart) */
+      off[p] = (p < npv ? p : npv - 1) * (j->wcl ? j->Cq : 1);
     const uint32_t *wb = j->w + m0 * 16 * j->Cq;
     if (wdt == 48) wino_nm3(j, wb, off, (int)j->np, m0, ty, tx0, npv);
     else if (wdt == 32) wino_nm2(j, wb, off, (int)j->np, m0, ty, tx0, npv);
@@ -187,6 +231,7 @@ CB_TARGET void cb_items_wino(void *ctx, int64_t it0, int64_t it1) {
 /* Not built for this platform: conv_bf16_form never picks Winograd where
  * bf16dp_hw is false, and conv_bf16_run refuses its weights there. */
 void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) { (void)ctx, (void)q0, (void)q1; }
+void cb_fill_wino_cl(void *ctx, int64_t i0, int64_t i1) { (void)ctx, (void)i0, (void)i1; }
 void cb_items_wino(void *ctx, int64_t it0, int64_t it1) { (void)ctx, (void)it0, (void)it1; }
 
 #endif
