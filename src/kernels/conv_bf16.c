@@ -122,6 +122,9 @@ cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa) {
   if (wino == 1 && wino_shape(d)) return CB_FORM_WINO;
   if (mv >= 0) return mv ? CB_FORM_MV : CB_FORM_PV;
   if (d->x_cl && cl_direct_shape(d)) return CB_FORM_MV; /* reads X as it lies: no converted copy */
+  /* between channels-last activations: the one 3x3 form that reads them
+   * with no gathers (its input transform on vectors of channels) */
+  if (d->x_cl && d->y_cl && wino != 0 && wino_shape(d)) return CB_FORM_WINO;
   double pv_c = per_output_pv(d), mv_c = per_output_mv(d);
   if (wino != 0 && wino_shape(d) && per_output_wino(d) < (mv_c < pv_c ? mv_c : pv_c)) return CB_FORM_WINO;
   /* a channels-last Y: the position-vector form would store it a value at a time */
