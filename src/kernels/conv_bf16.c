@@ -398,6 +398,9 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
     /* a 1x1 over a channels-last input as it lies: its pairs are the words */
     j.xdirect = j.xcl && conv_bf16_cl_direct(d, form);
     if (j.xdirect) j.P = 1, j.L = 1; /* toff[0] = 0: one tap, one phase */
+    /* else over a channels-last input: a padded channels-last copy, each
+     * position's pairs together (cb_fill_mv_cl), read with stride 1 */
+    j.mcl = j.xcl && !j.xdirect && !gathered;
     j.gfb = group_blocks(j.Cq * j.P * j.np);
   }
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
@@ -413,7 +416,7 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
   for (int64_t kh = 0; kh < (gathered ? 1 : d->KH); kh++)
     for (int64_t kw = 0; kw < (gathered ? 1 : d->KW); kw++) {
       int64_t a = kh * d->dh, b = kw * d->dw, phase = a % d->sh * d->sw + b % d->sw;
-      toff[kh * d->KW + kw] = phase * j.L + a / d->sh * j.Wq + b / d->sw;
+      toff[kh * d->KW + kw] = (phase * j.L + a / d->sh * j.Wq + b / d->sw) * (j.mcl ? j.Cq : 1);
       used[phase] = 1;
     }
   j.toff = toff, j.used = used;
@@ -429,8 +432,9 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
   /* Winograd over a channels-last input: its transform as vectors of
    * channels, a tile's pairs together in V */
   j.wcl = wino && j.xcl;
-  int64_t fill_items = j.wcl ? conv_cdiv(d->OH, 2) * conv_cdiv(j.Cq, 16) : j.Cq;
+  int64_t fill_items = j.wcl ? conv_cdiv(d->OH, 2) * conv_cdiv(j.Cq, 16) : j.mcl ? j.P * j.Hq : j.Cq;
   if (j.wcl) fill = cb_fill_wino_cl;
+  if (j.mcl) fill = cb_fill_mv_cl;
   for (int64_t n = 0; n < d->N; n++) {
     if (X) j.X = X + n * d->C * d->H * d->W;
     else j.Xh = Xh + n * d->C * d->H * d->W;

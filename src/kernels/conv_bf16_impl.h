@@ -39,6 +39,8 @@ typedef struct cb_job {
                         * Xh's words (never written), pair q of position y at y * C/2 + q */
   bool wcl;            /* Winograd over a channels-last Xh: xp is [16 points][item blocks][np
                         * tiles][Cq] (a tile's pairs together), filled by cb_fill_wino_cl */
+  bool mcl;            /* the channel-vector form over a channels-last Xh it cannot read as it
+                        * lies: xp is [P][L][Cq] (a position's pairs together), cb_fill_mv_cl */
 } cb_job;
 
 /* Item `it` of nvb output-channel blocks x nfb position blocks: the
@@ -99,6 +101,10 @@ static inline void cb_mv_block(int64_t Mp, int64_t b, int64_t *m0, int64_t *wd) 
   *m0 = b * CB_MV_BLOCK, *wd = Mp - *m0 < CB_MV_BLOCK ? Mp - *m0 : CB_MV_BLOCK;
 }
 void cb_items_mv(void *ctx, int64_t it0, int64_t it1);
+/* Rows [i0, i1) of the P phase planes (P x Hq rows) of j->xp from a
+ * channels-last Xh (j->mcl): each position's Cq pairs copied as they lie,
+ * zeros in the padding */
+void cb_fill_mv_cl(void *ctx, int64_t i0, int64_t i1);
 /* Winograd F(2x2, 3x3) (x86/conv_bf16_wino.c; call only where bf16dp_hw):
  * the input transform of channel pairs [q0, q1) into j->xp ([16 points][nfb
  * blocks of np tiles][Cq][np] bf16 pairs), and items of up to CB_MV_BLOCK output channels x np tiles of

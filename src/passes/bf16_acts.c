@@ -109,9 +109,10 @@ static bool dw_reads_cl(const cl_state *s, const ir_node *nd) {
 /* v, marked, may stay channels-last: its producer writes a position's
  * channels as one vector (the channel-vector and Winograd forms' stores,
  * or a depthwise one, whatever its input); every reader takes it:
- * as X, a channel-vector 1x1 reading it as it lies (no converted copy), a
- * Winograd form (its input transform on vectors of channels) or a
- * depthwise one between such activations; as the residual, a
+ * as X, a channel-vector form (a 1x1 reads it as it lies; others copy it
+ * padded, a position's pairs together), a Winograd form (its input
+ * transform on vectors of channels) or a depthwise one between such
+ * activations; as the residual, a
  * channel-vector or Winograd form (added before its store). */
 static bool cl_holds(const cl_state *s, int v) {
   rewriter *w = s->w;
@@ -125,11 +126,10 @@ static bool cl_holds(const cl_state *s, int v) {
       if (!pool_cl_both(s, nd)) return false;
       continue;
     }
-    bool direct;
-    int f = form_of(s, nd, &direct);
+    int f = form_of(s, nd, NULL);
     for (int i = 0; i < nd->n_inputs; i++) {
       if (nd->inputs[i] != v) continue;
-      if (i == 0 && !(f >= 0 && (direct || f == CB_FORM_WINO || s->any)) && !dw_reads_cl(s, nd)) return false;
+      if (i == 0 && !(f == CB_FORM_MV || f == CB_FORM_WINO || (f >= 0 && s->any)) && !dw_reads_cl(s, nd)) return false;
       if (i == 3 && f != CB_FORM_MV && f != CB_FORM_WINO) return false;
     }
   }

@@ -27,6 +27,8 @@
 #if defined(SMELT_X86) && defined(__x86_64__)
 #include <immintrin.h>
 
+#include <string.h>
+
 #include "kernels/x86/avx512_tile.h"
 #include "kernels/x86/conv_bf16_x86.h"
 
@@ -50,7 +52,7 @@ CB_INLINE void mv_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_
 #pragma GCC unroll 3
     for (int i = 0; i < NM; i++) c[p][i] = bias[i];
   for (int64_t t = 0; t < j->taps; t++)
-    cb_cv_dot(c, j->xp + j->toff[t], j->P * j->L, wb + t * j->Cq * 16 * NM, j->Cq, off, NM, NP);
+    cb_cv_dot(c, j->xp + j->toff[t], j->mcl ? 1 : j->P * j->L, wb + t * j->Cq * 16 * NM, j->Cq, off, NM, NP);
   if (j->ycl && (j->rcl || (!j->res && !j->resh))) {
     /* channels-last, the residual too or none: each position's NM vectors
      * stored as they are, the masks and bounds loaded once */
@@ -108,7 +110,8 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
     int64_t off[NP_MAX], oh = y0 / d->OW, ow = y0 - oh * d->OW; /* one division an item */
     /* a position's words from the row start: the converted copy's rows are
      * Wq apart; a channels-last input read as it lies, C/2 words a position */
-    const int64_t rs = j->xdirect ? d->sh * d->W * (d->C / 2) : j->Wq, cs = j->xdirect ? d->sw * (d->C / 2) : 1;
+    const int64_t rs = j->xdirect ? d->sh * d->W * (d->C / 2) : j->Wq * (j->mcl ? j->Cq : 1);
+    const int64_t cs = j->xdirect ? d->sw * (d->C / 2) : j->mcl ? j->Cq : 1;
     for (int64_t p = 0; p < j->np; p++) { /* past the plane: the last position again, not stored */
       if (p < npv) off[p] = oh * rs + ow * cs;
       else off[p] = off[p - 1];
@@ -121,8 +124,32 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
   }
 }
 
+CB_TARGET void cb_fill_mv_cl(void *ctx, int64_t i0, int64_t i1) {
+  const cb_job *j = ctx;
+  const conv2d_desc *d = j->d;
+  const int64_t Cq = j->Cq;
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t ph = it / j->Hq / d->sw, pw = it / j->Hq % d->sw, i = it % j->Hq, r = i * d->sh + ph - d->pt;
+    uint32_t *o = j->xp + ((ph * d->sw + pw) * j->L + i * j->Wq) * Cq;
+    if (!j->used[ph * d->sw + pw]) continue;
+    for (int64_t c = 0; c < j->Wq; c++, o += Cq) {
+      int64_t s = c * d->sw + pw - d->pl;
+      bool in = r >= 0 && r < d->H && s >= 0 && s < d->W;
+      const uint32_t *x = in ? (const uint32_t *)(const void *)(j->Xh + (r * d->W + s) * d->C) : NULL;
+      for (int64_t q = 0; q < Cq; q += 16) {
+        __mmask16 m = avx512_mask(Cq - q);
+        _mm512_mask_storeu_epi32(o + q, m, in ? _mm512_maskz_loadu_epi32(m, x + q) : _mm512_setzero_si512());
+      }
+    }
+    if (i == j->Hq - 1) /* the plane's tail past its rows, which the last blocks may read */
+      memset(j->xp + ((ph * d->sw + pw) * j->L + j->Hq * j->Wq) * Cq, 0,
+             sizeof(uint32_t) * (size_t)((j->L - j->Hq * j->Wq) * Cq));
+  }
+}
+
 #else
 
 void cb_items_mv(void *ctx, int64_t it0, int64_t it1) { (void)ctx, (void)it0, (void)it1; }
+void cb_fill_mv_cl(void *ctx, int64_t i0, int64_t i1) { (void)ctx, (void)i0, (void)i1; }
 
 #endif
