@@ -356,18 +356,20 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * 32 -> 192 at 28x28 0.79-0.85x; the rule keeps those fp32; earlier
    * kernels gained there from the fp32 kernels sharing the memory bus). */
   /* Where X arrives channels-last and is read as it lies there is no
-   * conversion pass, and the channel-vector store costs less: 100 cycles
-   * an item through the transpose, 50 where Y is channels-last too (each
+   * conversion pass; the channel-vector store costs 100 cycles an item
+   * through the transpose, and 50 wherever Y is channels-last (each
    * position's vectors stored as they are: bench/bench_conv_bf16 --cl 1,
    * 1 thread, mobilenet_v2's 16 -> 96 at 112x112 0.27 ms against the fp32
    * pointwise kernel's 0.38 in the model, 24 -> 144 at 56x56 0.13); with
    * no conversion to pay for, over 1.2x by that count it pays (96 -> 24
-   * at 56x56: 1.44). */
+   * at 56x56: 1.44).  A channels-last Y alone takes mobilenet_v2's
+   * gathered 3 -> 32 stem to bf16 (the model 1.04-1.05x at 1 and 2
+   * threads: the stem writes what its depthwise reader takes as it lies). */
   bool in_place = conv_bf16_x_in_place(d, conv2d_kernel_isa(isa));
   if (in_place || gathered || (d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
     int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
     double pairs = mv ? (double)conv_cdiv(C, 2) : (double)(conv_cdiv(C, 32) * 16);
-    double store = in_place ? (d->y_cl ? 50.0 : 100.0) : mv ? 150.0 : 220.0;
+    double store = mv && d->y_cl ? 50.0 : in_place ? 100.0 : mv ? 150.0 : 220.0;
     double item = 24.0 * pairs / (24.0 * pairs + store);
     double pos = (double)S / (double)(mv ? conv_cdiv(S, np) * np : conv_cdiv(S, 32) * 32);
     if (gain * item * pos < (in_place ? 1.2 : 1.5)) return false;
