@@ -91,28 +91,10 @@ CB_INLINE __m512 row_lanes_h(const uint16_t *x, int64_t W, int64_t sw, int64_t o
   return _mm512_load_ps(t);
 }
 
-/* row_lanes over a channels-last bf16 row (value k of the row at x[k cs]):
- * one gather of the 32-bit words holding the 16 values, from x's 4-byte
- * boundary below, each value moved to the high half (exact) */
-CB_INLINE __m512 row_lanes_cl(const uint16_t *x, int64_t cs, int64_t W, int64_t sw, int64_t off, int64_t c) {
-  int64_t s0 = c * sw + off, odd = (int64_t)(((uintptr_t)x >> 1) & 1);
-  __m512i col = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
-                                 _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                                    _mm512_set1_epi32((int)sw)));
-  __mmask16 m = _mm512_cmpge_epi32_mask(col, _mm512_setzero_si512()) &
-                _mm512_cmplt_epi32_mask(col, _mm512_set1_epi32((int)W));
-  if (!m) return _mm512_setzero_ps();
-  __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, _mm512_mullo_epi32(col, _mm512_set1_epi32((int)cs)),
-                                          (const void *)(x - odd), 2);
-  return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
-}
-
-/* The pairs of a channels-last row: word k holds value k's channels c and
- * c + 1 (x at channel c, even, on a 4-byte boundary), one gather; lanes
- * outside [0, W) are zeros */
-CB_INLINE __m512i row_pairs_cl(const uint16_t *x, int64_t cs, int64_t W, int64_t sw, int64_t off, int64_t c) {
-  int64_t s0 = c * sw + off;
-  __m512i col = _mm512_add_epi32(_mm512_set1_epi32((int)s0),
+/* Lane k: the 32-bit word starting at bf16 element (c sw + off + k sw) cs
+ * of x, where that column lies in [0, W) (zeros elsewhere): one gather */
+CB_INLINE __m512i cl_gather_words(const uint16_t *x, int64_t cs, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  __m512i col = _mm512_add_epi32(_mm512_set1_epi32((int)(c * sw + off)),
                                  _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                                     _mm512_set1_epi32((int)sw)));
   __mmask16 m = _mm512_cmpge_epi32_mask(col, _mm512_setzero_si512()) &
@@ -120,6 +102,22 @@ CB_INLINE __m512i row_pairs_cl(const uint16_t *x, int64_t cs, int64_t W, int64_t
   if (!m) return _mm512_setzero_si512();
   return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, _mm512_mullo_epi32(col, _mm512_set1_epi32((int)cs)),
                                      (const void *)x, 2);
+}
+
+/* row_lanes over a channels-last bf16 row (value k of the row at x[k cs]):
+ * the 32-bit words holding the 16 values, gathered from x's 4-byte
+ * boundary below, each value moved to the high half (exact) */
+CB_INLINE __m512 row_lanes_cl(const uint16_t *x, int64_t cs, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  int64_t odd = (int64_t)(((uintptr_t)x >> 1) & 1);
+  __m512i v = cl_gather_words(x - odd, cs, W, sw, off, c);
+  return _mm512_castsi512_ps(odd ? _mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u)) : _mm512_slli_epi32(v, 16));
+}
+
+/* The pairs of a channels-last row: word k holds value k's channels c and
+ * c + 1 (x at channel c, even, on a 4-byte boundary); lanes outside [0, W)
+ * are zeros */
+CB_INLINE __m512i row_pairs_cl(const uint16_t *x, int64_t cs, int64_t W, int64_t sw, int64_t off, int64_t c) {
+  return cl_gather_words(x, cs, W, sw, off, c);
 }
 
 /* A row or plane of the input: fp32 (f) or bf16 (h), the other NULL; both
