@@ -326,10 +326,6 @@ static int64_t group_blocks(int64_t block_words) {
 
 bool conv_bf16_cl_direct(const conv2d_desc *d, cb_form form) { return form == CB_FORM_MV && cl_direct_shape(d); }
 
-bool conv_bf16_x_in_place(const conv2d_desc *d, isa_level isa) {
-  return d->x_cl && cl_direct_shape(d) && conv_bf16_form(d, isa) == CB_FORM_MV;
-}
-
 bool conv_bf16_io_native(isa_level isa) { return bf16dp_hw(isa) && !bf16dp_amx_hw(isa); }
 
 smelt_status conv_bf16_run(smelt_pool *pool, isa_level isa, const conv2d_desc *d, cb_form form, const uint32_t *wts,

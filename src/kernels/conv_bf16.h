@@ -141,11 +141,8 @@ smelt_status conv_bf16_run_io(smelt_pool *pool, isa_level isa, const conv2d_desc
 #define CB_CL_Y 2u /* Yh */
 #define CB_CL_R 4u /* Rh */
 /* Whether form reads a channels-last input of d as it lies, with no
- * converted copy (the channel-vector 1x1, stride 1, unpadded, C even);
- * and whether d, its X channels-last (d->x_cl), is run so at isa (the form
- * conv_bf16_form picks for it then). */
+ * converted copy (the channel-vector 1x1, unpadded, any stride, C even) */
 bool conv_bf16_cl_direct(const conv2d_desc *d, cb_form form);
-bool conv_bf16_x_in_place(const conv2d_desc *d, isa_level isa);
 /* conv_bf16_run_io with the bf16 operands named in cl channels-last
  * (CB_CL_*; 0: conv_bf16_run_io).  Each one named must be given in bf16
  * and have an even channel count. */

@@ -365,7 +365,7 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * at 56x56: 1.44).  A channels-last Y alone takes mobilenet_v2's
    * gathered 3 -> 32 stem to bf16 (the model 1.04-1.05x at 1 and 2
    * threads: the stem writes what its depthwise reader takes as it lies). */
-  bool in_place = conv_bf16_x_in_place(d, conv2d_kernel_isa(isa));
+  bool in_place = d->x_cl && conv_bf16_cl_direct(d, form);
   if (in_place || gathered || (d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
     int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
     double pairs = mv ? (double)conv_cdiv(C, 2) : (double)(conv_cdiv(C, 32) * 16);

@@ -555,42 +555,40 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd) {
 }
 
 bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads) {
-  return conv_node_bf16_form(g, nd, threads, -1, -1, NULL) >= 0;
+  return conv_node_bf16_form(g, nd, threads, -1, -1) >= 0;
 }
 
-int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, int x_cl, int y_cl, bool *direct) {
-  if (direct) *direct = false;
-  if (!conv_marked_bf16(nd) || nd->n_outputs != 1) return -1;
-  bool fused = !strcmp(nd->domain, "smelt");
-  const ir_value *rv = fused && nd->n_inputs > 3 && nd->inputs[3] >= 0 ? &g->values[nd->inputs[3]] : NULL;
-  if (rv && rv->dtype != SMELT_F32 && rv->dtype != SMELT_BF16) return false;
-  node_ctx n;
-  fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
-  if (!node_ctx_of(g, nd, true, &n)) return -1;
-  if (fused && fused_act_read(nd, &act)) {
-    err_clear();
-    return -1;
-  }
-  if (x_cl >= 0) n.g.x_cl = x_cl;
-  if (y_cl >= 0) n.g.y_cl = y_cl;
-  int form;
-  conv2d_desc d;
-  if (!conv_bf16_io_pick(&n.c, &n.g, &act, threads, &form, &d)) return -1;
-  if (direct) *direct = conv_bf16_cl_direct(&d, (cb_form)form);
-  return form;
-}
-
-bool conv_node_dw_cl(const ir_graph *g, const ir_node *nd) {
-  bool fused = !strcmp(nd->domain, "smelt");
-  if (nd->n_outputs != 1 || (fused && nd->n_inputs > 3 && nd->inputs[3] >= 0)) return false;
-  node_ctx n;
-  fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
-  if (!node_ctx_of(g, nd, true, &n)) return false;
-  if (fused && fused_act_read(nd, &act)) {
+/* node_ctx_of with its bias, and a smelt.Conv's activation in *act (none
+ * for an ONNX Conv); false where either cannot be had */
+static bool node_ctx_act(const ir_graph *g, const ir_node *nd, node_ctx *n, fused_act *act) {
+  *act = (fused_act){FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
+  if (!node_ctx_of(g, nd, true, n)) return false;
+  if (!strcmp(nd->domain, "smelt") && fused_act_read(nd, act)) {
     err_clear();
     return false;
   }
-  return conv_dw_cl_applies(&n.c, &n.g, &act);
+  return true;
+}
+
+int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, int x_cl, int y_cl) {
+  if (!conv_marked_bf16(nd) || nd->n_outputs != 1) return -1;
+  bool fused = !strcmp(nd->domain, "smelt");
+  const ir_value *rv = fused && nd->n_inputs > 3 && nd->inputs[3] >= 0 ? &g->values[nd->inputs[3]] : NULL;
+  if (rv && rv->dtype != SMELT_F32 && rv->dtype != SMELT_BF16) return -1;
+  node_ctx n;
+  fused_act act;
+  if (!node_ctx_act(g, nd, &n, &act)) return -1;
+  if (x_cl >= 0) n.g.x_cl = x_cl;
+  if (y_cl >= 0) n.g.y_cl = y_cl;
+  int form;
+  return conv_bf16_io_pick(&n.c, &n.g, &act, threads, &form, NULL) ? form : -1;
+}
+
+bool conv_node_dw_cl(const ir_graph *g, const ir_node *nd) {
+  if (nd->n_outputs != 1 || (!strcmp(nd->domain, "smelt") && nd->n_inputs > 3 && nd->inputs[3] >= 0)) return false;
+  node_ctx n;
+  fused_act act;
+  return node_ctx_act(g, nd, &n, &act) && conv_dw_cl_applies(&n.c, &n.g, &act);
 }
 
 smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
@@ -622,15 +620,14 @@ smelt_status conv_op_describe(op_ctx *c, char *buf, size_t n) {
     fused_act act = {FUSED_ACT_NONE, -INFINITY, INFINITY, NULL};
     if (!strcmp(c->node->op_type, "Conv") && !strcmp(c->node->domain, "smelt")) TRY(fused_act_read(c->node, &act));
     bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
-    unsigned ncl = conv_cl_of(c->node);
-    bool dw = (ncl == (CB_CL_X | CB_CL_Y) || ncl == CB_CL_Y) && conv_dw_cl_applies(c, &g, &act);
+    unsigned cl = conv_cl_of(c->node);
+    bool dw = conv_dw_cl_marks(cl) && conv_dw_cl_applies(c, &g, &act);
     if (dw) snprintf(how, sizeof how, "bf16 depthwise on vdpbf16ps, fp32 sums (x86/conv_dw_cl.c)");
-    io = dw                                   ? (ncl & CB_CL_X ? ", bf16 in and out" : ", bf16 out")
+    io = dw                                   ? (cl & CB_CL_X ? ", bf16 in and out" : ", bf16 out")
          : !conv_bf16_io_applies(c, &g, &act, 0) ? " (via f32 copies)"
          : xh && yh                           ? ", bf16 in and out"
          : xh                                 ? ", bf16 in"
                                               : ", bf16 out";
-    unsigned cl = conv_cl_of(c->node);
     if (cl) {
       snprintf(clbuf, sizeof clbuf, "%s, channels-last%s%s%s", io, cl & CB_CL_X ? " in" : "",
                cl & CB_CL_R ? (cl & CB_CL_X ? ", residual" : " residual") : "",
@@ -764,7 +761,7 @@ static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned c
     TRY(conv_bf16_io_run(c, &g, e, cl, &done));
     if (done) return SMELT_OK;
   }
-  if (cl == (CB_CL_X | CB_CL_Y) || cl == CB_CL_Y) { /* a depthwise convolution into channels-last activations */
+  if (conv_dw_cl_marks(cl)) { /* a depthwise convolution into channels-last activations */
     bool done;
     TRY(conv_dw_cl_try(c, &g, e, cl, &done));
     if (done) return SMELT_OK;

@@ -33,11 +33,10 @@ bool conv_residual_in_place(const ir_graph *g, const ir_node *nd);
  * W, B and the residual fp32): passes/bf16_acts.c asks it. */
 bool conv_node_bf16_io(const ir_graph *g, const ir_node *nd, int threads);
 /* ... and where it does, the kernel's layout there (kernels/conv_bf16.h:
- * cb_form), and in *direct (may be NULL) whether it reads a channels-last
- * input as it lies (conv_bf16_cl_direct); -1 where it does not.  x_cl,
- * y_cl: its X, Y taken as channels-last (1) or not (0), whatever the node
- * says (-1: as it says, cl_in, cl_out): the pass asks before it marks. */
-int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, int x_cl, int y_cl, bool *direct);
+ * cb_form); -1 where it does not.  x_cl, y_cl: its X, Y taken as
+ * channels-last (1) or not (0), whatever the node says (-1: as it says,
+ * cl_in, cl_out): the pass asks before it marks. */
+int conv_node_bf16_form(const ir_graph *g, const ir_node *nd, int threads, int x_cl, int y_cl);
 /* Whether Conv / smelt.Conv node nd of g (shapes known) is a depthwise
  * convolution that runs between channels-last bf16 activations
  * (conv_dw_cl_run: no residual; no activation, ReLU or a clamp) */

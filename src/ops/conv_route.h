@@ -113,6 +113,8 @@ unsigned conv_cl_of(const ir_node *nd);
  * conv_bf16.h's conv_dw_cl_run here; and the run, when it does (*done; cl:
  * the node's channels-last operands, CB_CL_Y and maybe CB_CL_X) */
 bool conv_dw_cl_applies(op_ctx *c, const conv_geom *g, const fused_act *act);
+/* The marks conv_dw_cl_try takes: Y channels-last, X so or not, no residual */
+bool conv_dw_cl_marks(unsigned cl);
 smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done);
 /* Runs c on the bf16 kernel, its operands named in cl channels-last, when
  * conv_bf16_io_applies (*done); else leaves it to the f32 copies. */

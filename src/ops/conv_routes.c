@@ -301,12 +301,14 @@ bool conv_dw_cl_applies(op_ctx *c, const conv_geom *g, const fused_act *act) {
   return conv_dw_cl_shape(&d) && conv_bf16_io_native(isa_active());
 }
 
+bool conv_dw_cl_marks(unsigned cl) { return (cl & CB_CL_Y) && !(cl & CB_CL_R); }
+
 smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *e, unsigned cl, bool *done) {
   *done = false;
   const tensor *x = c->in[0], *b = op_in(c, 2);
   tensor *y = c->out[0];
   bool planes = !(cl & CB_CL_X);
-  if (e->residual || e->residual_h || y->dtype != SMELT_BF16 || !(cl & CB_CL_Y) || (cl & CB_CL_R) ||
+  if (e->residual || e->residual_h || y->dtype != SMELT_BF16 || !conv_dw_cl_marks(cl) ||
       (x->dtype != SMELT_BF16 && !(planes && x->dtype == SMELT_F32)) || !conv_dw_cl_applies(c, g, &e->act))
     return SMELT_OK;
   conv2d_desc d;

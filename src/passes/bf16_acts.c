@@ -54,11 +54,12 @@ static bool readers_take_bf16(rewriter *w, int v, int threads) {
   return true;
 }
 
-/* The same node again with bf16_out = 1 added */
-static smelt_status mark_out(rewriter *w, int id) {
+/* Node *id again with the attribute name = 1; *id becomes the new node */
+static smelt_status mark(rewriter *w, int *id, const char *name) {
   int nid, slot;
-  TRY(rw_with_attr(w, id, &nid, &slot));
-  return rw_attr_int(w, nid, slot, "bf16_out", 1);
+  TRY(rw_with_attr(w, *id, &nid, &slot));
+  *id = nid;
+  return rw_attr_int(w, nid, slot, name, 1);
 }
 
 /* ---- channels-last ---- */
@@ -80,9 +81,9 @@ static int x_cl_of(const cl_state *s, const ir_node *nd) {
 
 /* The form node nd runs in with its X and Y as cl says (-1: not on the
  * bf16 kernels) */
-static int form_of(const cl_state *s, const ir_node *nd, bool *direct) {
+static int form_of(const cl_state *s, const ir_node *nd) {
   int y_cl = nd->n_outputs == 1 && nd->outputs[0] >= 0 && s->cl[nd->outputs[0]];
-  return conv_node_bf16_form(s->w->g, nd, s->threads, x_cl_of(s, nd), y_cl, direct);
+  return conv_node_bf16_form(s->w->g, nd, s->threads, x_cl_of(s, nd), y_cl);
 }
 
 /* A 2-D MaxPool without Indices: channels-last in and out together
@@ -117,7 +118,7 @@ static bool dw_reads_cl(const cl_state *s, const ir_node *nd) {
 static bool cl_holds(const cl_state *s, int v) {
   rewriter *w = s->w;
   const ir_node *p = rw_node(w, rw_producer(w, v));
-  int fp = form_of(s, p, NULL);
+  int fp = form_of(s, p);
   if (fp != CB_FORM_MV && fp != CB_FORM_WINO && !dw_writes_cl(s, p) && !pool_cl_both(s, p)) return false;
   const rw_uses *u = &w->uses[v];
   for (int k = 0; k < u->n; k++) {
@@ -126,7 +127,7 @@ static bool cl_holds(const cl_state *s, int v) {
       if (!pool_cl_both(s, nd)) return false;
       continue;
     }
-    int f = form_of(s, nd, NULL);
+    int f = form_of(s, nd);
     for (int i = 0; i < nd->n_inputs; i++) {
       if (nd->inputs[i] != v) continue;
       if (i == 0 && !(f == CB_FORM_MV || f == CB_FORM_WINO || (f >= 0 && s->any)) && !dw_reads_cl(s, nd)) return false;
@@ -137,8 +138,9 @@ static bool cl_holds(const cl_state *s, int v) {
 }
 
 /* A candidate: a 4-D activation of an even channel count, written by a
- * convolution (one output), read only by live convolutions as X or as a
- * smelt.Conv's residual, not a graph output */
+ * convolution or a MaxPool (its first output), read only by live
+ * convolutions (as X or as a smelt.Conv's residual) and MaxPools, not a
+ * graph output */
 static bool cl_candidate(rewriter *w, int v) {
   const ir_value *val = rw_val(w, v);
   int p = rw_producer(w, v);
@@ -158,14 +160,6 @@ static bool cl_candidate(rewriter *w, int v) {
       if (nd->inputs[i] == v && i != 0 && !(i == 3 && fused)) return false;
   }
   return true;
-}
-
-/* Node id again with the attribute name = 1; *id becomes the new node */
-static smelt_status mark(rewriter *w, int *id, const char *name) {
-  int nid, slot;
-  TRY(rw_with_attr(w, *id, &nid, &slot));
-  *id = nid;
-  return rw_attr_int(w, nid, slot, name, 1);
 }
 
 /* The activations cl_holds keeps: bf16 (their producers bf16_out = 1)
@@ -227,7 +221,8 @@ smelt_status pass_bf16_acts(ir_graph *g, const pass_options *o, pass_report *r, 
     char nb[160];
     pass_log(r, "bf16_acts: %s writes its output in bf16 for the %d bf16 convolution(s) reading it",
              rw_name(&w, id, nb, sizeof nb), w.uses[v].n);
-    s = mark_out(&w, id);
+    int nid = id;
+    s = mark(&w, &nid, "bf16_out");
     if (!s) rw_val(&w, v)->dtype = SMELT_BF16, kept++, w.changes++;
   }
   if (!s && kept) pass_log(r, "bf16_acts: %d activation(s) kept in bf16 between convolutions", kept);

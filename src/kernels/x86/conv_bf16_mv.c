@@ -66,8 +66,7 @@ CB_INLINE void mv_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_
       for (int i = 0; i < NM; i++) {
         __m512 v = c[p][i];
         if (rp) v = _mm512_add_ps(v, cb_bf16x16(_mm256_maskz_loadu_epi16(mk[i], rp + 16 * i)));
-        v = _mm512_min_ps(hi, _mm512_max_ps(lo, v)); /* NaN passes through */
-        _mm256_mask_storeu_epi16(yp + 16 * i, mk[i], (__m256i)_mm512_cvtneps_pbh(v));
+        cb_out_cl16(yp + 16 * i, mk[i], lo, hi, v);
       }
     }
     return;

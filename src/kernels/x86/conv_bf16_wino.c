@@ -40,28 +40,33 @@
 
 #define NP_MAX CB_NP_MAX
 
-/* V at the 16 points for 16 tiles of tile row ty from tile column tx0, one
- * channel x (NULL: zeros); columns (B's) first, then rows, in the order the
- * unit test's reference keeps. */
-CB_INLINE void wino_v16(const cb_job *j, cb_src x, int64_t ty, int64_t tx0, __m512 *v) {
-  const conv2d_desc *d = j->d;
-  __m512 u[4][4];
+/* V = B^T d B over a 4x4 patch d (row r, column k: 16 lanes each, tiles
+ * or channels), in place of d: columns (B's) first, then rows, in the order
+ * the unit test's reference keeps */
+CB_INLINE void wino_v_tile(__m512 *d) {
   for (int r = 0; r < 4; r++) {
-    int64_t row = 2 * ty + r - d->pt;
-    if (cb_src_none(x) || row < 0 || row >= d->H) {
-      for (int k = 0; k < 4; k++) u[r][k] = _mm512_setzero_ps();
-      continue;
-    }
-    cb_src xr = cb_src_add(x, row * d->W);
-    __m512 d0 = src_lanes(xr, d->W, 2, 0 - d->pl, tx0), d1 = src_lanes(xr, d->W, 2, 1 - d->pl, tx0);
-    __m512 d2 = src_lanes(xr, d->W, 2, 2 - d->pl, tx0), d3 = src_lanes(xr, d->W, 2, 3 - d->pl, tx0);
-    u[r][0] = _mm512_sub_ps(d0, d2), u[r][1] = _mm512_add_ps(d1, d2);
-    u[r][2] = _mm512_sub_ps(d2, d1), u[r][3] = _mm512_sub_ps(d1, d3);
+    __m512 *u = d + 4 * r, d0 = u[0], d1 = u[1], d2 = u[2], d3 = u[3];
+    u[0] = _mm512_sub_ps(d0, d2), u[1] = _mm512_add_ps(d1, d2);
+    u[2] = _mm512_sub_ps(d2, d1), u[3] = _mm512_sub_ps(d1, d3);
   }
   for (int k = 0; k < 4; k++) {
-    v[0 * 4 + k] = _mm512_sub_ps(u[0][k], u[2][k]), v[1 * 4 + k] = _mm512_add_ps(u[1][k], u[2][k]);
-    v[2 * 4 + k] = _mm512_sub_ps(u[2][k], u[1][k]), v[3 * 4 + k] = _mm512_sub_ps(u[1][k], u[3][k]);
+    __m512 u0 = d[k], u1 = d[4 + k], u2 = d[8 + k], u3 = d[12 + k];
+    d[k] = _mm512_sub_ps(u0, u2), d[4 + k] = _mm512_add_ps(u1, u2);
+    d[8 + k] = _mm512_sub_ps(u2, u1), d[12 + k] = _mm512_sub_ps(u1, u3);
   }
+}
+
+/* V at the 16 points for 16 tiles of tile row ty from tile column tx0, one
+ * channel x (NULL: zeros) */
+CB_INLINE void wino_v16(const cb_job *j, cb_src x, int64_t ty, int64_t tx0, __m512 *v) {
+  const conv2d_desc *d = j->d;
+  for (int r = 0; r < 4; r++) {
+    int64_t row = 2 * ty + r - d->pt;
+    bool none = cb_src_none(x) || row < 0 || row >= d->H;
+    cb_src xr = none ? x : cb_src_add(x, row * d->W);
+    for (int k = 0; k < 4; k++) v[4 * r + k] = none ? _mm512_setzero_ps() : src_lanes(xr, d->W, 2, k - d->pl, tx0);
+  }
+  wino_v_tile(v);
 }
 
 CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
@@ -89,22 +94,6 @@ CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
           }
         }
       }
-  }
-}
-
-/* V = B^T d B of one tile's 4x4 patch d (row r, column k: 16 values of
- * channels, widened), in place of d: columns first, then rows, as
- * wino_v16 (the same sums in the same order) */
-CB_INLINE void wino_v_tile(__m512 *d) {
-  for (int r = 0; r < 4; r++) {
-    __m512 *u = d + 4 * r, d0 = u[0], d1 = u[1], d2 = u[2], d3 = u[3];
-    u[0] = _mm512_sub_ps(d0, d2), u[1] = _mm512_add_ps(d1, d2);
-    u[2] = _mm512_sub_ps(d2, d1), u[3] = _mm512_sub_ps(d1, d3);
-  }
-  for (int k = 0; k < 4; k++) {
-    __m512 u0 = d[k], u1 = d[4 + k], u2 = d[8 + k], u3 = d[12 + k];
-    d[k] = _mm512_sub_ps(u0, u2), d[4 + k] = _mm512_add_ps(u1, u2);
-    d[8 + k] = _mm512_sub_ps(u2, u1), d[12 + k] = _mm512_sub_ps(u1, u3);
   }
 }
 

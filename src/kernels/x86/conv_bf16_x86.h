@@ -194,10 +194,10 @@ CB_INLINE __m512 cb_res_pos16(const cb_job *j, int64_t y, int64_t m0, __m512 v) 
   for (int k = 0; k < 16; k++) t[k] = m0 + k < j->d->M ? bf16_to_f32(j->resh[(m0 + k) * j->S + y]) : 0.f;
   return _mm512_add_ps(v, _mm512_loadu_ps(t));
 }
-/* ... clamped and rounded into a channels-last Yh */
-CB_INLINE void cb_out_cl16(const cb_job *j, int64_t y, int64_t m0, __m512 v) {
-  v = _mm512_min_ps(_mm512_set1_ps(j->hi), _mm512_max_ps(_mm512_set1_ps(j->lo), v));
-  _mm256_mask_storeu_epi16(j->Yh + y * j->d->M + m0, avx512_mask(j->d->M - m0), (__m256i)_mm512_cvtneps_pbh(v));
+/* v clamped to [lo, hi] (max then min: NaN passes through) and rounded
+ * into the 16 (mask mk) channels-last outputs at yp */
+CB_INLINE void cb_out_cl16(uint16_t *yp, __mmask16 mk, __m512 lo, __m512 hi, __m512 v) {
+  _mm256_mask_storeu_epi16(yp, mk, (__m256i)_mm512_cvtneps_pbh(_mm512_min_ps(hi, _mm512_max_ps(lo, v))));
 }
 
 /* 16 channels from m0 (rows past M dropped) by positions y0 .. y0 + npv - 1
@@ -211,7 +211,8 @@ CB_INLINE void mv_store16(const cb_job *j, const __m512 *r0, int64_t m0, int64_t
   __m512 t[8], u[8], r[8];
   for (int p = 0; p < 8; p++) r[p] = p < npv ? cb_res_pos16(j, y0 + p, m0, r0[p]) : r0[p];
   if (j->ycl) { /* channels-last: each position's 16 channels as they are */
-    for (int p = 0; p < npv; p++) cb_out_cl16(j, y0 + p, m0, r[p]);
+    __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+    for (int p = 0; p < npv; p++) cb_out_cl16(j->Yh + (y0 + p) * j->d->M + m0, avx512_mask(j->d->M - m0), lo, hi, r[p]);
     return;
   }
   for (int h = 0; h < 2; h++) { /* positions 4h .. 4h + 3 */
