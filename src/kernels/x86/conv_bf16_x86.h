@@ -199,6 +199,11 @@ CB_INLINE __m512 cb_res_pos16(const cb_job *j, int64_t y, int64_t m0, __m512 v) 
 CB_INLINE void cb_out_cl16(uint16_t *yp, __mmask16 mk, __m512 lo, __m512 hi, __m512 v) {
   _mm256_mask_storeu_epi16(yp, mk, (__m256i)_mm512_cvtneps_pbh(_mm512_min_ps(hi, _mm512_max_ps(lo, v))));
 }
+/* ... 32 channels (a then b) as one store: half the conversions and stores */
+CB_INLINE void cb_out_cl32(uint16_t *yp, __mmask32 mk, __m512 lo, __m512 hi, __m512 a, __m512 b) {
+  a = _mm512_min_ps(hi, _mm512_max_ps(lo, a)), b = _mm512_min_ps(hi, _mm512_max_ps(lo, b));
+  _mm512_mask_storeu_epi16(yp, mk, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+}
 
 /* 16 channels from m0 (rows past M dropped) by positions y0 .. y0 + npv - 1
  * of Y from r[p] (position p's 16 channels, bias added; p < 8): an 8 x 16
