@@ -5,8 +5,10 @@
  * values is one of them, so the result is exact: each output is the
  * window's maximum as the reference takes it (NaN ignored, the first
  * maximum kept; a window wholly in the padding gives -inf).  At AVX-512:
- * 16 channels per vector, widened, the window's taps one max each; else a
- * scalar loop.  Output rows in parallel. */
+ * 32 channels per load, as two vectors of floats (the even channels
+ * shifted up, the odd ones masked: a bf16 value is its float's high half),
+ * the window's taps one max each; else a scalar loop.  Output rows in
+ * parallel. */
 #include "kernels/pool2d.h"
 
 #include <math.h>
@@ -49,26 +51,29 @@ static void mcl_row_scalar(const mcl_job *j, int64_t n, int64_t oh, int64_t c0, 
 MCL_TARGET static void mcl_rows_avx512(void *ctx, int64_t r0, int64_t r1) {
   const mcl_job *j = ctx;
   const pool2d_desc *d = j->d;
+  const __m512i hi16 = _mm512_set1_epi32((int)0xffff0000u);
   for (int64_t r = r0; r < r1; r++) {
     int64_t n = r / d->OH, oh = r % d->OH;
     for (int64_t ow = 0; ow < d->OW; ow++)
-      for (int64_t c = 0; c < d->C; c += 16) {
-        __mmask16 mk = d->C - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (d->C - c)) - 1);
-        __m512 m = _mm512_set1_ps(-INFINITY);
+      for (int64_t c = 0; c < d->C; c += 32) { /* 32 channels a vector: even ones and odd ones apart */
+        __mmask32 mk = d->C - c >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (d->C - c)) - 1);
+        __m512 me = _mm512_set1_ps(-INFINITY), mo = me;
         for (int64_t kh = 0; kh < d->KH; kh++) {
           int64_t ih = oh * d->sh - d->pt + kh * d->dh;
           if (ih < 0 || ih >= d->H) continue;
           for (int64_t kw = 0; kw < d->KW; kw++) {
             int64_t iw = ow * d->sw - d->pl + kw * d->dw;
             if (iw < 0 || iw >= d->W) continue;
-            __m256i h = _mm256_maskz_loadu_epi16(mk, j->X + ((n * d->H + ih) * d->W + iw) * d->C + c);
-            __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-            m = _mm512_max_ps(v, m); /* a NaN v gives m back: ignored */
+            __m512i x = _mm512_maskz_loadu_epi16(mk, j->X + ((n * d->H + ih) * d->W + iw) * d->C + c);
+            /* a bf16 value is its float's high half: the even channel shifted up, the odd one masked */
+            me = _mm512_max_ps(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)), me); /* a NaN gives m back: ignored */
+            mo = _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(x, hi16)), mo);
           }
         }
         /* every lane is a bf16 value (or -inf): its high half, exactly */
-        _mm256_mask_storeu_epi16(j->Y + ((n * d->OH + oh) * d->OW + ow) * d->C + c, mk,
-                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(m), 16)));
+        __m512i y = _mm512_or_si512(_mm512_srli_epi32(_mm512_castps_si512(me), 16),
+                                    _mm512_and_si512(_mm512_castps_si512(mo), hi16));
+        _mm512_mask_storeu_epi16(j->Y + ((n * d->OH + oh) * d->OW + ow) * d->C + c, mk, y);
       }
   }
 }
