@@ -608,9 +608,7 @@ static void chunk_slots(void *vctx, int64_t s0, int64_t s1) {
  * read in place an item costs no packing of its own, so there are at least GEMM_ITEMS_PER_THREAD
  * per thread: a thread that starts late or loses its core for a while
  * (another process) then holds up a smaller share of the product. */
-#ifndef GEMM_ITEMS_PER_THREAD
 #define GEMM_ITEMS_PER_THREAD 4
-#endif
 static void plan_items(packed_ctx *x, int threads) {
   int64_t jt = 1;
   if (threads > 1 && (x->sh_a || x->in_a)) jt = ceil_div(GEMM_ITEMS_PER_THREAD * threads, x->n_ic);
