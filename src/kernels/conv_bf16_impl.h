@@ -50,9 +50,13 @@ typedef struct cb_job {
  * every channel pair: kernels/conv_bf16.c sizes it for L2) is so read from
  * memory once and reused from the cache by each output-channel block,
  * while the weights are read once per group. */
+/* Position blocks in the group starting at block f0: gfb, the last group may be short */
+static inline int64_t cb_group_blocks(const cb_job *j, int64_t f0) {
+  return j->nfb - f0 < j->gfb ? j->nfb - f0 : j->gfb;
+}
 static inline void cb_item(const cb_job *j, int64_t it, int64_t nvb, int64_t *vb, int64_t *fb) {
   int64_t g = it / (nvb * j->gfb), r = it - g * nvb * j->gfb, f0 = g * j->gfb;
-  int64_t gn = j->nfb - f0 < j->gfb ? j->nfb - f0 : j->gfb; /* the last group may be short */
+  int64_t gn = cb_group_blocks(j, f0);
   *vb = r / gn, *fb = f0 + r % gn;
 }
 

@@ -114,9 +114,9 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
    * Wq apart; a channels-last input read as it lies, C/2 words a position */
   const int64_t rs = j->xdirect ? d->sh * d->W * (d->C / 2) : j->Wq * (j->mcl ? j->Cq : 1);
   const int64_t cs = j->xdirect ? d->sw * (d->C / 2) : j->mcl ? j->Cq : 1;
-  int64_t g = it0 / (nvb * j->gfb), r = it0 - g * nvb * j->gfb, f0 = g * j->gfb;
-  int64_t gn = j->nfb - f0 < j->gfb ? j->nfb - f0 : j->gfb; /* the last group may be short */
-  int64_t mb = r / gn, pb = f0 + r % gn;
+  int64_t mb, pb;
+  cb_item(j, it0, nvb, &mb, &pb);
+  int64_t f0 = pb / j->gfb * j->gfb, gn = cb_group_blocks(j, f0); /* groups start at multiples of gfb */
   int64_t oh = pb * j->np / d->OW, ow = pb * j->np - oh * d->OW; /* the block's first position */
   for (int64_t it = it0;;) {
     int64_t m0, wdt;
@@ -138,8 +138,7 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
       continue;
     }
     if (++mb == nvb) { /* the next group */
-      mb = 0, f0 += j->gfb;
-      gn = j->nfb - f0 < j->gfb ? j->nfb - f0 : j->gfb;
+      mb = 0, f0 += j->gfb, gn = cb_group_blocks(j, f0);
     }
     pb = f0, oh = pb * j->np / d->OW, ow = pb * j->np - oh * d->OW;
   }
