@@ -23,24 +23,35 @@ typedef struct mcl_job {
   uint16_t *Y;
 } mcl_job;
 
+/* Taps [*k0, *k1) of a window starting at st (output index x stride - pad)
+ * with dilation dil that fall inside [0, extent): contiguous, since the
+ * input index rises with the tap */
+static void mcl_taps(int64_t st, int64_t dil, int64_t K, int64_t extent, int64_t *k0, int64_t *k1) {
+  int64_t lo = st < 0 ? (-st + dil - 1) / dil : 0, hi = extent - st > 0 ? (extent - st + dil - 1) / dil : 0;
+  *k0 = lo, *k1 = hi < K ? hi : K;
+}
+
 /* Output row r = (n, oh), channels [c0, c1), scalar */
 static void mcl_row_scalar(const mcl_job *j, int64_t n, int64_t oh, int64_t c0, int64_t c1) {
   const pool2d_desc *d = j->d;
-  for (int64_t ow = 0; ow < d->OW; ow++)
+  int64_t h0, h1, w0, w1, ih0 = oh * d->sh - d->pt;
+  mcl_taps(ih0, d->dh, d->KH, d->H, &h0, &h1);
+  for (int64_t ow = 0; ow < d->OW; ow++) {
+    int64_t iw0 = ow * d->sw - d->pl;
+    mcl_taps(iw0, d->dw, d->KW, d->W, &w0, &w1);
     for (int64_t c = c0; c < c1; c++) {
       float m = -INFINITY;
-      for (int64_t kh = 0; kh < d->KH; kh++) {
-        int64_t ih = oh * d->sh - d->pt + kh * d->dh;
-        if (ih < 0 || ih >= d->H) continue;
-        for (int64_t kw = 0; kw < d->KW; kw++) {
-          int64_t iw = ow * d->sw - d->pl + kw * d->dw;
-          if (iw < 0 || iw >= d->W) continue;
+      for (int64_t kh = h0; kh < h1; kh++) {
+        int64_t ih = ih0 + kh * d->dh;
+        for (int64_t kw = w0; kw < w1; kw++) {
+          int64_t iw = iw0 + kw * d->dw;
           float v = bf16_to_f32(j->X[((n * d->H + ih) * d->W + iw) * d->C + c]);
           if (v > m) m = v; /* NaN never wins */
         }
       }
       j->Y[((n * d->OH + oh) * d->OW + ow) * d->C + c] = f32_to_bf16(m);
     }
+  }
 }
 
 #if defined(SMELT_X86) && defined(__x86_64__)
@@ -53,17 +64,18 @@ MCL_TARGET static void mcl_rows_avx512(void *ctx, int64_t r0, int64_t r1) {
   const pool2d_desc *d = j->d;
   const __m512i hi16 = _mm512_set1_epi32((int)0xffff0000u);
   for (int64_t r = r0; r < r1; r++) {
-    int64_t n = r / d->OH, oh = r % d->OH;
-    for (int64_t ow = 0; ow < d->OW; ow++)
+    int64_t n = r / d->OH, oh = r % d->OH, h0, h1, w0, w1, ih0 = oh * d->sh - d->pt;
+    mcl_taps(ih0, d->dh, d->KH, d->H, &h0, &h1);
+    for (int64_t ow = 0; ow < d->OW; ow++) {
+      int64_t iw0 = ow * d->sw - d->pl;
+      mcl_taps(iw0, d->dw, d->KW, d->W, &w0, &w1);
       for (int64_t c = 0; c < d->C; c += 32) { /* 32 channels a vector: even ones and odd ones apart */
         __mmask32 mk = d->C - c >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << (d->C - c)) - 1);
         __m512 me = _mm512_set1_ps(-INFINITY), mo = me;
-        for (int64_t kh = 0; kh < d->KH; kh++) {
-          int64_t ih = oh * d->sh - d->pt + kh * d->dh;
-          if (ih < 0 || ih >= d->H) continue;
-          for (int64_t kw = 0; kw < d->KW; kw++) {
-            int64_t iw = ow * d->sw - d->pl + kw * d->dw;
-            if (iw < 0 || iw >= d->W) continue;
+        for (int64_t kh = h0; kh < h1; kh++) {
+          int64_t ih = ih0 + kh * d->dh;
+          for (int64_t kw = w0; kw < w1; kw++) {
+            int64_t iw = iw0 + kw * d->dw;
             __m512i x = _mm512_maskz_loadu_epi16(mk, j->X + ((n * d->H + ih) * d->W + iw) * d->C + c);
             /* a bf16 value is its float's high half: the even channel shifted up, the odd one masked */
             me = _mm512_max_ps(_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)), me); /* a NaN gives m back: ignored */
@@ -75,6 +87,7 @@ MCL_TARGET static void mcl_rows_avx512(void *ctx, int64_t r0, int64_t r1) {
                                     _mm512_and_si512(_mm512_castps_si512(mo), hi16));
         _mm512_mask_storeu_epi16(j->Y + ((n * d->OH + oh) * d->OW + ow) * d->C + c, mk, y);
       }
+    }
   }
 }
 #endif
