@@ -55,12 +55,37 @@ int64_t conv_bf16_mv_np(int64_t S) {
   return best;
 }
 
-/* d as the kernels see it: the gathered form is a 1x1 convolution over
- * C*KH*KW virtual channels on the output plane. */
-static conv2d_desc as_run(const conv2d_desc *d) {
+static int env_01(const char *name) {
+  const char *e = getenv(name);
+  return e && (!strcmp(e, "0") || !strcmp(e, "1")) ? *e - '0' : -1;
+}
+
+bool conv_bf16_colpair(const conv2d_desc *d, cb_form form) {
+  return form == CB_FORM_MV && conv_bf16_gathered(d) && d->sw == 2 && d->dw == 1 && d->KW >= 2 &&
+         env_01("SMELT_CONV_BF16_COLPAIR") != 0;
+}
+
+/* d as form's kernel sees it: the gathered form is a 1x1 convolution over
+ * C*KH*KW virtual channels on the output plane; the paired-columns form a
+ * stride-(sh, 1) one over 2C virtual channels (channel c's even and odd
+ * padded columns) of word columns, ceil(KW/2) taps a row, its padding in
+ * the converted copy (W: the word columns the outputs read). */
+static conv2d_desc as_run(const conv2d_desc *d, cb_form form) {
   conv2d_desc v = *d;
-  if (conv_bf16_gathered(d)) v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1, v.sh = v.sw = 1, v.dh = v.dw = 1;
+  if (conv_bf16_colpair(d, form))
+    v.C = 2 * d->C, v.KW = (d->KW + 1) / 2, v.sw = 1, v.pl = 0, v.W = d->OW + v.KW - 1;
+  else if (conv_bf16_gathered(d))
+    v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1, v.sh = v.sw = 1, v.dh = v.dw = 1;
   return v;
+}
+
+/* The gathered form's fill per output value: ~1.5 cycles a word of its
+ * copy (cq a position, written by the fill and read back; 2-core Zen 5,
+ * resnet50's 7x7/2 stem in the model, 1 thread: 1.13 ms gathered on
+ * channel vectors, 74 pairs a position, against 0.885 paired columns,
+ * 84 pairs and no gather); 0 for other forms */
+static double gathered_fill(const conv2d_desc *d, int64_t cq) {
+  return conv_bf16_gathered(d) ? 1.5 * (double)cq / (double)d->M : 0.0;
 }
 
 /* Cycles of one core per output value of each kernel: the multiply-adds,
@@ -73,17 +98,19 @@ static conv2d_desc as_run(const conv2d_desc *d) {
  * 0.6: at 56x56 over 64 channels, where the multiply-adds are 2 cycles an
  * output, the position-vector kernel measured faster). */
 static double per_output_pv(const conv2d_desc *d0) {
-  conv2d_desc v = as_run(d0), *d = &v;
+  conv2d_desc v = as_run(d0, CB_FORM_PV), *d = &v;
   int64_t Wq = d->OW + (d->KW - 1) * d->dw / d->sw, S = d->OH * d->OW;
   double pos = (double)S / (double)(conv_cdiv(d->OH * Wq, 32) * 32);
   double m = (double)d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
-  return (double)(conv_cdiv(d->C, 32) * 16 * d->KH * d->KW) / 16.0 / (pos * m) + 0.6;
+  return (double)(conv_cdiv(d->C, 32) * 16 * d->KH * d->KW) / 16.0 / (pos * m) + 0.6 +
+         gathered_fill(d0, conv_cdiv(d->C, 32) * 16);
 }
 static double per_output_mv(const conv2d_desc *d0) {
-  conv2d_desc v = as_run(d0), *d = &v;
+  conv2d_desc v = as_run(d0, CB_FORM_MV), *d = &v;
   int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
   double pos = (double)S / (double)(conv_cdiv(S, np) * np), m = (double)d->M / (double)(conv_cdiv(d->M, 16) * 16);
-  return (double)(conv_cdiv(d->C, 2) * d->KH * d->KW) / 16.0 / (pos * m) + 1.0;
+  return (double)(conv_cdiv(d->C, 2) * d->KH * d->KW) / 16.0 / (pos * m) + 1.0 +
+         (conv_bf16_colpair(d0, CB_FORM_MV) ? 0.0 : gathered_fill(d0, conv_cdiv(d->C, 2)));
 }
 
 /* Winograd F(2x2, 3x3): 16 products a tile of 4 outputs over channel
@@ -111,11 +138,6 @@ static bool wino_shape(const conv2d_desc *d) {
   return d->KH == 3 && d->KW == 3 && d->sh == 1 && d->sw == 1 && d->dh == 1 && d->dw == 1 && !conv_bf16_gathered(d);
 }
 
-static int env_01(const char *name) {
-  const char *e = getenv(name);
-  return e && (!strcmp(e, "0") || !strcmp(e, "1")) ? *e - '0' : -1;
-}
-
 cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa) {
   if (bf16dp_amx_hw(isa) || !bf16dp_hw(isa) || d->OH * d->OW < 1) return CB_FORM_PV;
   int mv = env_01("SMELT_CONV_BF16_MV"), wino = env_01("SMELT_CONV_BF16_WINO");
@@ -134,17 +156,22 @@ cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa) {
 int64_t conv_bf16_words(const conv2d_desc *d, cb_form form) {
   int64_t taps = d->KH * d->KW;
   if (form == CB_FORM_WINO) return 16 * round_up(d->M, 16) * conv_cdiv(d->C, 2);
-  if (form == CB_FORM_MV) return round_up(d->M, 16) * conv_cdiv(as_run(d).C, 2) * (conv_bf16_gathered(d) ? 1 : taps);
+  if (form == CB_FORM_MV) {
+    conv2d_desc v = as_run(d, form);
+    return round_up(d->M, 16) * conv_cdiv(v.C, 2) * v.KH * v.KW;
+  }
   if (conv_bf16_gathered(d)) return round_up(d->M, CB_BLOCK) * (round_up(d->C * taps, 32) / 2);
   return taps * round_up(d->M, CB_BLOCK) * (round_up(d->C, 32) / 2);
 }
 
 typedef struct pack_job {
-  const conv2d_desc *d;
+  const conv2d_desc *d, *d0; /* as the kernel sees it (as_run), as given */
   const float *W;
   uint32_t *out;
   int64_t Mp, Cq;
-  bool wino; /* the values are Winograd's U at 16 points, not W at the taps */
+  bool wino;    /* the values are Winograd's U at 16 points, not W at the taps */
+  bool colpair; /* d is conv_bf16_colpair's: virtual channel 2c + e, tap (kh, k) is W's
+                 * channel c at (kh, 2k + e), 0 at kw = KW */
 } pack_job;
 
 /* Winograd's U = G g G^T at point xi, in double, rounded once to bf16 */
@@ -161,6 +188,11 @@ uint16_t conv_bf16_wino_u(const float *g, int xi) {
 static uint16_t weight_at(const pack_job *j, int64_t m, int64_t c, int64_t t) {
   const conv2d_desc *d = j->d;
   if (m >= d->M || c >= d->C) return 0;
+  if (j->colpair) {
+    const conv2d_desc *g = j->d0;
+    int64_t kh = t / d->KW, kw = 2 * (t % d->KW) + c % 2;
+    return kw < g->KW ? f32_to_bf16(j->W[((m * g->C + c / 2) * g->KH + kh) * g->KW + kw]) : 0;
+  }
   if (j->wino) return conv_bf16_wino_u(j->W + (m * d->C + c) * 9, (int)t);
   return f32_to_bf16(j->W[(m * d->C + c) * d->KH * d->KW + t]);
 }
@@ -197,13 +229,14 @@ static void pack_mv_blocks(void *ctx, int64_t b0, int64_t b1) {
 }
 
 void conv_bf16_pack(smelt_pool *pool, const conv2d_desc *d, cb_form form, const float *W, uint32_t *out) {
-  conv2d_desc v = as_run(d); /* the gathered form: [M][C*KH*KW] as one tap */
+  conv2d_desc v = as_run(d, form); /* the gathered form: [M][C*KH*KW] as one tap */
   if (form == CB_FORM_MV || form == CB_FORM_WINO) {
-    pack_job j = {&v, W, out, round_up(d->M, 16), conv_cdiv(v.C, 2), form == CB_FORM_WINO};
+    pack_job j = {&v, d, W, out, round_up(d->M, 16), conv_cdiv(v.C, 2), form == CB_FORM_WINO,
+                  conv_bf16_colpair(d, form)};
     pool_parallel_for(pool, conv_cdiv(j.Mp, CB_MV_BLOCK), 1, pack_mv_blocks, &j);
     return;
   }
-  pack_job j = {&v, W, out, round_up(v.M, CB_BLOCK), round_up(v.C, 32) / 2, false};
+  pack_job j = {&v, d, W, out, round_up(v.M, CB_BLOCK), round_up(v.C, 32) / 2, false, false};
   pool_parallel_for(pool, j.Mp, 4, pack_rows, &j);
 }
 
@@ -359,8 +392,14 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
     return err_set(SMELT_ERR_INVALID_ARGUMENT, "bf16 conv: unsupported geometry (C=%lld, group %lld)",
                    (long long)d->C, (long long)d->G);
   if (d->N * d->M * d->OH * d->OW == 0) return SMELT_OK;
-  cb_job j = {.d = d, .w = wts, .B = B};
-  bool gathered = conv_bf16_gathered(d);
+  /* the paired-columns form: the kernels see its virtual layer, the fill
+   * the given one */
+  const conv2d_desc *d0 = d;
+  bool colpair = conv_bf16_colpair(d, form);
+  conv2d_desc v = as_run(d, form);
+  if (colpair) d = &v;
+  cb_job j = {.d = d, .d0 = d0, .w = wts, .B = B};
+  bool gathered = !colpair && conv_bf16_gathered(d);
   j.taps = d->KH * d->KW, j.S = d->OH * d->OW, j.Mp = round_up(d->M, CB_BLOCK);
   j.Cq = round_up(d->C * (gathered ? j.taps : 1), 32) / 2;
   j.P = gathered ? 1 : d->sh * d->sw;
@@ -396,7 +435,7 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
     if (j.xdirect) j.P = 1, j.L = 1; /* toff[0] = 0: one tap, one phase */
     /* else over a channels-last input: a padded channels-last copy, each
      * position's pairs together (cb_fill_mv_cl), read with stride 1 */
-    j.mcl = j.xcl && !j.xdirect && !gathered;
+    j.mcl = j.xcl && !j.xdirect && !gathered && !colpair;
     j.gfb = group_blocks(j.Cq * j.P * j.np);
   }
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
@@ -431,15 +470,16 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
   int64_t fill_items = j.wcl ? conv_cdiv(d->OH, 2) * conv_cdiv(j.Cq, 16) : j.mcl ? j.P * j.Hq : j.Cq;
   if (j.wcl) fill = cb_fill_wino_cl;
   if (j.mcl) fill = cb_fill_mv_cl;
+  if (colpair) fill = cb_fill_colpair, fill_items = j.Cq * j.P * j.Hq; /* rows */
   for (int64_t n = 0; n < d->N; n++) {
-    if (X) j.X = X + n * d->C * d->H * d->W;
-    else j.Xh = Xh + n * d->C * d->H * d->W;
+    if (X) j.X = X + n * d0->C * d0->H * d0->W;
+    else j.Xh = Xh + n * d0->C * d0->H * d0->W;
     if (Y) j.Y = Y + n * d->M * j.S;
     else j.Yh = Yh + n * d->M * j.S;
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
     j.resh = Rh ? Rh + n * d->M * j.S : NULL;
     if (j.xdirect) j.xp = (uint32_t *)(uintptr_t)j.Xh; /* read only: no fill */
-    else pool_parallel_for(pool, fill_items, 1, fill, &j);
+    else pool_parallel_for(pool, fill_items, colpair ? 8 : 1, fill, &j);
     pool_parallel_for(pool, items, 1, body, &j);
   }
   free(toff), free(used);

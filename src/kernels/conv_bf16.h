@@ -78,7 +78,8 @@ bool conv_bf16_wanted(isa_level isa);
  * expand layers) 0.92x its fp32 before the padding rule, 1.1x after.  On AMX (3.8x over those layers) and when forced, every marked
  * convolution runs in bf16. */
 bool conv_bf16_by_cost(isa_level isa);
-/* The gathered form (C < CONV_BF16_MIN_C, kernels/conv_bf16.c). */
+/* The gathered form (C < CONV_BF16_MIN_C, kernels/conv_bf16.c; see also
+ * conv_bf16_colpair). */
 bool conv_bf16_gathered(const conv2d_desc *d);
 /* The kernel, and so the prepared weights' layout, d runs on at isa
  * (conv2d_prepared_layout keys it).  On vdpbf16ps (bf16dp_hw, no AMX):
@@ -94,6 +95,18 @@ bool conv_bf16_gathered(const conv2d_desc *d);
  * tests and benches; MV=0 or 1 also turns Winograd off). */
 typedef enum { CB_FORM_PV = 0, CB_FORM_MV = 1, CB_FORM_WINO = 2 } cb_form;
 cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa);
+/* The paired-columns form of a gathered-form layer on the channel-vector kernel
+ * (form CB_FORM_MV), for a horizontal stride of 2, undilated (a network's
+ * 7x7/2 or 3x3/2 stem): a word holds one channel's two adjacent input
+ * columns, which taps kw = 2k and 2k + 1 read at every output position
+ * (column 2 ow + kw of the padded row), so the layer is a stride-(sh, 1)
+ * convolution over 2C virtual channels of word columns with ceil(KW/2)
+ * taps a row, the weight of tap KW (odd KW) zero.  Its converted copy is
+ * the input itself in bf16, split into sh row phases (no gather of
+ * C*KH*KW shifted rows a position), at the price of that zero tap (7x7:
+ * 84 pairs a position against 74).  SMELT_CONV_BF16_COLPAIR=0 turns it
+ * off (benches, tests). */
+bool conv_bf16_colpair(const conv2d_desc *d, cb_form form);
 /* Winograd's U = G g G^T at point xi (0..15, row-major 4x4) of one 3x3
  * kernel g (row-major), in double, rounded to bf16 once. */
 uint16_t conv_bf16_wino_u(const float *g, int xi);

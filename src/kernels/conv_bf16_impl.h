@@ -8,7 +8,8 @@
 #define CB_BLOCK 32 /* output channels and flat positions per item */
 
 typedef struct cb_job {
-  const conv2d_desc *d;
+  const conv2d_desc *d; /* as the kernels see it (the paired-columns form: conv_bf16_colpair's) */
+  const conv2d_desc *d0; /* the layer as given (its input's geometry, for the fills) */
   int64_t Cq, Mp;      /* channel pairs (C padded to 32, halved; the channel-vector and Winograd
                         * kernels: C padded to 2), output channels padded to 32 */
   int64_t P, L;        /* phase planes per channel pair, words per plane */
@@ -84,6 +85,10 @@ void cb_items_scalar(void *ctx, int64_t it0, int64_t it1);
  * the vdpbf16ps kernel's items (CB_VR output channels each). */
 #define CB_VR 12
 void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1);
+/* The paired-columns form (conv_bf16_colpair): rows [i0, i1) of the Cq x P
+ * phase planes (Hq rows each), word s of row i in phase ph holding input
+ * channel q's padded columns 2 s, 2 s + 1 of row i sh + ph */
+void cb_fill_colpair(void *ctx, int64_t i0, int64_t i1);
 void cb_store_avx512(const cb_job *j, const float *acc, int64_t ld, int64_t m0, int64_t rows, int64_t fb);
 void cb_items_vdp(void *ctx, int64_t it0, int64_t it1);
 /* The channel-vector kernel (x86/conv_bf16_mv.c; call only where

@@ -328,15 +328,21 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * against 2.48-2.50 in fp32 (position vectors 2.64), mobilenet_v2's 3 ->
    * 32 3x3/2 (27) 0.53 against 0.37 at 1 thread, 0.33 against 0.24 at 2 */
   cb_form form = conv_bf16_form(d, conv2d_kernel_isa(isa));
-  bool gathered = conv_bf16_gathered(d), mv = form == CB_FORM_MV || form == CB_FORM_WINO;
+  /* the paired-columns form (conv_bf16_colpair) fills the input itself,
+   * as a KxK layer's kernels do: not the gathered form's fill here */
+  bool colpair = conv_bf16_colpair(d, form);
+  bool gathered = !colpair && conv_bf16_gathered(d), mv = form == CB_FORM_MV || form == CB_FORM_WINO;
   if (gathered && !mv) return false;
   int64_t C = gathered ? d->C * d->KH * d->KW : d->C;
   /* twice the rate, less the zero channels (C padded to 32) and output
-   * rows (M to CB_VR) it computes: under 1.3x it does not pay for the
-   * input's conversion (squeezenet, whose expand layers read 16
-   * channels: 5.33 ms in bf16 against 4.90 in fp32, 2 threads) */
-  double gain = mv ? 2.0 * C / (double)(conv_cdiv(C, 2) * 2) * d->M / (double)(conv_cdiv(d->M, 16) * 16)
-                   : 2.0 * C / (double)(conv_cdiv(C, 32) * 32) * d->M / (double)(conv_cdiv(d->M, CB_VR) * CB_VR);
+   * rows (M to CB_VR) it computes (paired columns: the zero tap of an odd
+   * KW): under 1.3x it does not pay for the input's conversion
+   * (squeezenet, whose expand layers read 16 channels: 5.33 ms in bf16
+   * against 4.90 in fp32, 2 threads) */
+  double m_share = d->M / (double)(conv_cdiv(d->M, mv ? 16 : CB_VR) * (mv ? 16 : CB_VR));
+  double gain = colpair ? 2.0 * d->KW / (double)(conv_cdiv(d->KW, 2) * 2) * m_share
+                : mv    ? 2.0 * C / (double)(conv_cdiv(C, 2) * 2) * m_share
+                        : 2.0 * C / (double)(conv_cdiv(C, 32) * 32) * m_share;
   if (gain < 1.3) return false;
   /* A 1x1 convolution the fp32 pointwise kernels take (X read in place, no
    * conversion pass) pays bf16's fixed costs in full: an item's store of
@@ -365,14 +371,21 @@ bool conv2d_bf16_pays(const conv2d_desc *d, isa_level isa, int threads, conv_alg
    * at 56x56: 1.44).  A channels-last Y alone takes mobilenet_v2's
    * gathered 3 -> 32 stem to bf16 (the model 1.04-1.05x at 1 and 2
    * threads: the stem writes what its depthwise reader takes as it lies). */
+  /* The paired-columns stem likewise, with the light fill's 1.2 (2-core
+   * Zen 5, in the model, 2 threads: mobilenet_v2's 3 -> 32 3x3/2 into
+   * channels-last bf16 0.080 ms against fp32's 0.093, 18 pairs an output;
+   * a planar Y's transposed store would leave it at 1.1 by this count). */
   bool in_place = d->x_cl && conv_bf16_cl_direct(d, form);
-  if (in_place || gathered || (d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
+  if (in_place || gathered || colpair ||
+      (d->KH == 1 && d->KW == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0)) {
     int64_t S = d->OH * d->OW, np = conv_bf16_mv_np(S);
-    double pairs = mv ? (double)conv_cdiv(C, 2) : (double)(conv_cdiv(C, 32) * 16);
+    double pairs = colpair ? (double)(d->C * d->KH * conv_cdiv(d->KW, 2))
+                   : mv    ? (double)conv_cdiv(C, 2)
+                           : (double)(conv_cdiv(C, 32) * 16);
     double store = mv && d->y_cl ? 50.0 : in_place ? 100.0 : mv ? 150.0 : 220.0;
     double item = 24.0 * pairs / (24.0 * pairs + store);
     double pos = (double)S / (double)(mv ? conv_cdiv(S, np) * np : conv_cdiv(S, 32) * 32);
-    if (gain * item * pos < (in_place ? 1.2 : 1.5)) return false;
+    if (gain * item * pos < (in_place || colpair ? 1.2 : 1.5)) return false;
   }
   cm_ctx c = cm_ctx_of(isa, threads);
   bool wino = f == CONV_ALGO_WINO2 || f == CONV_ALGO_WINO4;
@@ -454,10 +467,11 @@ int64_t conv2d_prepared_layout(const conv2d_desc *d, conv_algo algo, isa_level i
     case CONV_ALGO_POINTWISE: return (int64_t)2 << 32 | conv_pointwise_panel(isa, d->C, d->M, d->OH * d->OW);
     /* the form's layout (conv_bf16_form): position vectors 0; channel
      * vectors 3 and Winograd 4 since a last block of 16 channels became two
-     * of 32 (cb_mv_block; 1 and 2 were laid out before) */
+     * of 32 (cb_mv_block; 1 and 2 were laid out before); 5 the channel
+     * vectors' paired-columns form (conv_bf16_colpair) */
     case CONV_ALGO_BF16: {
       cb_form f = conv_bf16_form(d, k->isa);
-      return f == CB_FORM_MV ? 3 : f == CB_FORM_WINO ? 4 : 0;
+      return f == CB_FORM_MV ? (conv_bf16_colpair(d, f) ? 5 : 3) : f == CB_FORM_WINO ? 4 : 0;
     }
     default: return 0;
   }

@@ -345,9 +345,10 @@ void conv_route_fast_describe(const conv_kernel *k, const conv_query *q, const c
   (void)a;
   cb_form f = k->algo == CONV_ALGO_BF16 ? conv_bf16_form(&q->d, conv2d_kernel_isa(q->isa)) : CB_FORM_PV;
   snprintf(buf, n, "%s%s", conv_algo_desc(k->algo, q->isa),
-           f == CB_FORM_WINO ? ", Winograd F(2x2,3x3) (x86/conv_bf16_wino.c)"
-           : f == CB_FORM_MV ? ", output channels along the vector"
-                             : "");
+           f == CB_FORM_WINO                 ? ", Winograd F(2x2,3x3) (x86/conv_bf16_wino.c)"
+           : conv_bf16_colpair(&q->d, f)     ? ", output channels along the vector, input columns in pairs"
+           : f == CB_FORM_MV                 ? ", output channels along the vector"
+                                             : "");
 }
 
 /* ---- the strided 1x1 over its subsampled input ---- */

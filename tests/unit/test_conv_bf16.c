@@ -21,7 +21,9 @@
  *     convolution) and the pick by shape, and the AMX driver where the CPU and OS offer AMX (the output says which did
  *     not run);
  *   - the gathered form for fewer than 16 channels (7x7 / 3x3 stride-2 stems,
- *     a dilated 2x3, a 1-D conv); conv_bf16_shape refuses groups, 1x1 convs
+ *     a dilated 2x3, a 1-D conv), and on channel vectors the stride-2
+ *     stems' paired-columns form (conv_bf16_colpair: 7x7, 3x3, 4x4, 2x5,
+ *     rows past its 32-column loads; once more with it off); conv_bf16_shape refuses groups, 1x1 convs
  *     over fewer than 16 channels and fewer than 16 channel-taps;
  *     SMELT_CONV_BF16 turns the path on and off; SMELT_CONV=bf16 is not a
  *     request (bf16 changes the numerics: only a node's precision asks);
@@ -298,6 +300,14 @@ static void shapes(smelt_pool *pool3) {
       geom(2, 3, 33, 17, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
       geom(1, 5, 7, 9, 12, 2, 3, 1, 2, 2, 1, 1, 0, 2, 1),
       geom(1, 4, 16, 1, 40, 1, 5, 1, 1, 1, 2, 0, 3, 0, 1),
+      /* stems on the channel-vector kernel's paired-columns form: rows
+       * wider than its 32-column loads (75: a load wholly inside, one
+       * across each edge), an even kernel, a 2x5 with stride (1, 2), uneven
+       * pads */
+      geom(1, 3, 20, 9, 75, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3),
+      geom(2, 3, 32, 8, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1),
+      geom(1, 2, 17, 6, 67, 4, 4, 2, 2, 1, 1, 1, 2, 2, 1),
+      geom(1, 6, 9, 5, 41, 2, 5, 1, 2, 1, 1, 0, 1, 1, 4),
   };
   for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
     one(i % 2 ? pool3 : NULL, ds[i], i % 3 != 1, i % 2 == 0, i % 4 == 3);
@@ -393,6 +403,18 @@ static void form_choice(void) {
   CHECK(conv_bf16_form(&c7, ISA_AVX512) == CB_FORM_WINO);
   CHECK(conv_bf16_form(&s7, ISA_AVX512) == CB_FORM_MV && conv_bf16_form(&p7, ISA_AVX512) == CB_FORM_MV);
   CHECK(conv_bf16_form(&wide, ISA_AVX512) == CB_FORM_PV && conv_bf16_form(&stem, ISA_AVX512) == CB_FORM_MV);
+  /* the stem's columns in pairs (84 pairs an output and no gathered copy,
+   * against 74 gathered); not a stride-1 or dilated one, not position
+   * vectors, not with SMELT_CONV_BF16_COLPAIR=0 */
+  conv2d_desc st1 = geom(1, 3, 64, 56, 56, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3);
+  conv2d_desc dil = geom(1, 3, 64, 56, 56, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
+  CHECK(conv_bf16_colpair(&stem, CB_FORM_MV) && !conv_bf16_colpair(&stem, CB_FORM_PV));
+  CHECK(!conv_bf16_colpair(&st1, CB_FORM_MV) && !conv_bf16_colpair(&dil, CB_FORM_MV) &&
+        !conv_bf16_colpair(&wide, CB_FORM_MV));
+  CHECK(conv_bf16_words(&stem, CB_FORM_MV) == 64 * 3 * 7 * 4);
+  setenv("SMELT_CONV_BF16_COLPAIR", "0", 1);
+  CHECK(!conv_bf16_colpair(&stem, CB_FORM_MV) && conv_bf16_words(&stem, CB_FORM_MV) == 64 * 74);
+  unsetenv("SMELT_CONV_BF16_COLPAIR");
   CHECK(conv_bf16_form(&c7, ISA_AVX2) == CB_FORM_PV); /* the scalar kernel */
   setenv("SMELT_CONV_BF16_WINO", "0", 1);
   CHECK(conv_bf16_form(&c7, ISA_AVX512) == CB_FORM_MV);
@@ -510,6 +532,10 @@ int main(void) {
   run_path("vdpbf16ps, position vectors", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
   setenv("SMELT_CONV_BF16_MV", "1", 1);
   run_path("vdpbf16ps, channel vectors", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  setenv("SMELT_CONV_BF16_COLPAIR", "0", 1); /* the stems gathered instead of paired columns */
+  run_path("vdpbf16ps, channel vectors, stems gathered", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16",
+           pool3);
+  unsetenv("SMELT_CONV_BF16_COLPAIR");
   unsetenv("SMELT_CONV_BF16_MV");
   setenv("SMELT_CONV_BF16_WINO", "1", 1); /* every 3x3 stride-1 shape */
   run_path("vdpbf16ps, Winograd where it applies", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);

@@ -135,6 +135,40 @@ CB_TARGET void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) {
   }
 }
 
+/* Wq words of a paired-columns row: word k holds columns 2 k + c0 and
+ * 2 k + c0 + 1 of row x (zeros outside [0, W)), so 16 words are 32
+ * consecutive columns: loaded and rounded in order, no interleave */
+CB_TARGET static void colpair_row(cb_src x, int64_t c0, int64_t W, int64_t Wq, uint32_t *o) {
+  for (int64_t k = 0; k < Wq; k += 16, c0 += 32) {
+    __mmask32 m = c0 >= 0 && c0 + 32 <= W ? (__mmask32)0xffffffffu : cb_mask32(-c0, W - c0);
+    __m512i p;
+    if (x.h) p = _mm512_maskz_loadu_epi16(m, x.h + c0);
+    else if (m == 0xffffffffu) p = bf16_pairs_seq16(x.f + c0, 32);
+    else
+      p = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps((__mmask16)(m >> 16), x.f + c0 + 16),
+                                       _mm512_maskz_loadu_ps((__mmask16)m, x.f + c0));
+    _mm512_mask_storeu_epi32(o + k, avx512_mask(Wq - k), p);
+  }
+}
+
+CB_TARGET void cb_fill_colpair(void *ctx, int64_t i0, int64_t i1) {
+  const cb_job *j = ctx;
+  const conv2d_desc *d = j->d0; /* the layer as given: word s of a row is its columns 2 s - pl, 2 s - pl + 1 */
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t i = it % j->Hq, ph = it / j->Hq % j->P, q = it / j->Hq / j->P, r = i * d->sh + ph - d->pt;
+    uint32_t *o = j->xp + (q * j->P + ph) * j->L, *row = o + i * j->Wq;
+    if (!j->used[ph]) continue;
+    if (r < 0 || r >= d->H) memset(row, 0, sizeof *row * (size_t)j->Wq);
+    else {
+      cb_src x = cb_src_pos(j, q, r * d->W);
+      if (j->xcl) fill_row(j, x, -d->pl, x, 1 - d->pl, d->W, 2, j->Wq, row);
+      else colpair_row(x, -d->pl, d->W, j->Wq, row);
+    }
+    if (i == j->Hq - 1) /* the plane's tail, which the last blocks may read */
+      memset(o + j->Hq * j->Wq, 0, sizeof *o * (size_t)(j->L - j->Hq * j->Wq));
+  }
+}
+
 /* n <= 16 outputs of channel m from position y0 (v, bias added) where the
  * residual or the output is channels-last: each value on its own */
 CB_TARGET static void store_cl_lanes(const cb_job *j, __m512 v, int64_t m, int64_t y0, int64_t n) {
@@ -261,5 +295,7 @@ CB_TARGET void cb_items_vdp(void *ctx, int64_t it0, int64_t it1) {
  * scalar paths under the AVX-512 names. */
 void cb_fill_avx512(void *ctx, int64_t q0, int64_t q1) { cb_fill_scalar(ctx, q0, q1); }
 void cb_items_vdp(void *ctx, int64_t it0, int64_t it1) { cb_items_scalar(ctx, it0, it1); }
+/* never called: the paired-columns form runs on the channel-vector kernel only */
+void cb_fill_colpair(void *ctx, int64_t i0, int64_t i1) { (void)ctx, (void)i0, (void)i1; }
 
 #endif

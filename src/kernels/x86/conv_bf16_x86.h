@@ -129,9 +129,10 @@ typedef struct cb_src {
   int64_t cs;
 } cb_src;
 
-/* Input channel c at position pos (of H W) of this image (j->X or j->Xh) */
+/* Input channel c at position pos (of H W) of this image (j->X or j->Xh;
+ * the layer as given, j->d0) */
 CB_INLINE cb_src cb_src_pos(const cb_job *j, int64_t c, int64_t pos) {
-  const conv2d_desc *d = j->d;
+  const conv2d_desc *d = j->d0;
   cb_src s = {NULL, NULL, 1};
   if (j->xcl) s.h = j->Xh + pos * d->C + c, s.cs = d->C;
   else if (j->Xh) s.h = j->Xh + c * d->H * d->W + pos;
@@ -148,7 +149,7 @@ CB_INLINE bool cb_src_none(cb_src s) { return !s.f && !s.h; }
 /* Input channel c's plane of this image; none past C (a pair's missing half) */
 CB_INLINE cb_src cb_src_chan(const cb_job *j, int64_t c) {
   cb_src none = {NULL, NULL, 1};
-  return c < j->d->C ? cb_src_pos(j, c, 0) : none;
+  return c < j->d0->C ? cb_src_pos(j, c, 0) : none;
 }
 CB_INLINE __m512 src_lanes(cb_src s, int64_t W, int64_t sw, int64_t off, int64_t c) {
   if (s.h && s.cs != 1) return row_lanes_cl(s.h, s.cs, W, sw, off, c);
