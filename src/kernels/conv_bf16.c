@@ -438,8 +438,16 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
     j.mcl = j.xcl && !j.xdirect && !gathered && !colpair;
     j.gfb = group_blocks(j.Cq * j.P * j.np);
   }
+  /* Winograd over a channels-last input: its transform as vectors of
+   * channels, a tile's pairs together in V; fused into the items where
+   * the whole V would outweigh the weights (it has as many tiles as M has
+   * channels, padded) and a block's V fits the items' stack buffer
+   * (SMELT_CONV_BF16_WINO_FUSED=0: never) */
+  j.wcl = wino && j.xcl;
+  bool fused = j.wcl && 16 * j.np * j.Cq <= CB_WINO_FUSED_WORDS &&
+               conv_cdiv(d->OH, 2) * j.TW >= round_up(d->M, 16) && env_01("SMELT_CONV_BF16_WINO_FUSED") != 0;
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
-  size_t xp_bytes = j.xdirect ? 0 : sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
+  size_t xp_bytes = j.xdirect || fused ? 0 : sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
   int64_t *toff = malloc(sizeof *toff * (size_t)j.taps);
   uint8_t *used = calloc((size_t)j.P, 1);
   uint32_t *xp = xp_bytes ? tensor_data_alloc(xp_bytes) : NULL;
@@ -464,11 +472,9 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
                                            : vdp  ? cb_items_vdp
                                                   : cb_items_scalar;
   void (*fill)(void *, int64_t, int64_t) = wino ? cb_fill_wino : amx || vdp ? cb_fill_avx512 : cb_fill_scalar;
-  /* Winograd over a channels-last input: its transform as vectors of
-   * channels, a tile's pairs together in V */
-  j.wcl = wino && j.xcl;
+  if (fused) body = cb_items_wino_fused, items = j.nfb, fill = NULL;
   int64_t fill_items = j.wcl ? conv_cdiv(d->OH, 2) * conv_cdiv(j.Cq, 16) : j.mcl ? j.P * j.Hq : j.Cq;
-  if (j.wcl) fill = cb_fill_wino_cl;
+  if (j.wcl && !fused) fill = cb_fill_wino_cl;
   if (j.mcl) fill = cb_fill_mv_cl;
   if (colpair) fill = cb_fill_colpair, fill_items = j.Cq * j.P * j.Hq; /* rows */
   for (int64_t n = 0; n < d->N; n++) {
@@ -479,7 +485,7 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
     j.res = ep && ep->residual ? ep->residual + n * d->M * j.S : NULL;
     j.resh = Rh ? Rh + n * d->M * j.S : NULL;
     if (j.xdirect) j.xp = (uint32_t *)(uintptr_t)j.Xh; /* read only: no fill */
-    else pool_parallel_for(pool, fill_items, colpair ? 8 : 1, fill, &j);
+    else if (fill) pool_parallel_for(pool, fill_items, colpair ? 8 : 1, fill, &j);
     pool_parallel_for(pool, items, 1, body, &j);
   }
   free(toff), free(used);

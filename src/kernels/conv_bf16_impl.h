@@ -123,6 +123,15 @@ void cb_fill_wino(void *ctx, int64_t q0, int64_t q1);
  * pairs), each tile's V for those pairs computed as vectors of channels */
 void cb_fill_wino_cl(void *ctx, int64_t i0, int64_t i1);
 void cb_items_wino(void *ctx, int64_t it0, int64_t it1);
+/* The fused form over a channels-last Xh (j->wcl, conv_bf16.c picks it
+ * where the whole V would outweigh the weights: large planes, few
+ * channels): an item is position block fb, whose V (16 points x np tiles
+ * x Cq pairs, at most CB_WINO_FUSED_WORDS) it computes on its own stack
+ * and every output-channel block then reads from L1 -- no pass writing
+ * the whole V out and reading it back (at 56x56 over 64 channels, 1.6 MB:
+ * from memory, as the buffer was last used a run before) */
+#define CB_WINO_FUSED_WORDS (16 * 8 * 64)
+void cb_items_wino_fused(void *ctx, int64_t fb0, int64_t fb1);
 
 /* The AMX driver (x86/conv_bf16_amx.c; call only where bf16dp_amx_hw):
  * items of CB_BLOCK output channels. */

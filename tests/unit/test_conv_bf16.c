@@ -18,7 +18,8 @@
  *     and 16, rows past M, several item groups), Winograd F(2x2) on every
  *     3x3 stride-1 shape (SMELT_CONV_BF16_WINO=1: against a reference over
  *     the same rounded V and U, and coarsely against the exact
- *     convolution) and the pick by shape, and the AMX driver where the CPU and OS offer AMX (the output says which did
+ *     convolution; over a channels-last input V fused into the items where
+ *     the plane has as many tiles as M channels, then never fused) and the pick by shape, and the AMX driver where the CPU and OS offer AMX (the output says which did
  *     not run);
  *   - the gathered form for fewer than 16 channels (7x7 / 3x3 stride-2 stems,
  *     a dilated 2x3, a 1-D conv), and on channel vectors the stride-2
@@ -539,6 +540,9 @@ int main(void) {
   unsetenv("SMELT_CONV_BF16_MV");
   setenv("SMELT_CONV_BF16_WINO", "1", 1); /* every 3x3 stride-1 shape */
   run_path("vdpbf16ps, Winograd where it applies", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  setenv("SMELT_CONV_BF16_WINO_FUSED", "0", 1); /* a channels-last input's V always as a pass of its own */
+  run_path("vdpbf16ps, Winograd, V never fused", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
+  unsetenv("SMELT_CONV_BF16_WINO_FUSED");
   unsetenv("SMELT_CONV_BF16_WINO");
   run_path("vdpbf16ps, either by shape", bf16dp_hw(ISA_AVX512), "this CPU has no AVX512_BF16", pool3);
   form_choice();

@@ -12,6 +12,14 @@
  *   O[xi] = sum over pairs of V[xi] U[xi] with vdpbf16ps, fp32 sums;
  *   Y = A^T O A per tile, plus the bias, then the epilogue.
  *
+ * Over a channels-last input where the plane's tiles outnumber the output
+ * channels (kernels/conv_bf16.c decides), V is not a pass of its own: an
+ * item is one block of np tiles for every output channel, its V computed
+ * into a buffer on its stack and read from L1 by each channel block
+ * (cb_items_wino_fused).  The whole V of such a plane (1.6 MB at 56x56
+ * over 64 channels) was written to a scratch block last touched a run
+ * before, from memory: resnet50's first 3x3 at 2 threads 0.31 -> 0.20 ms.
+ *
  * 16 products a 2x2 tile for direct's 36, at vdpbf16ps' twice-fp32 rate.
  * An item is up to 48 output channels (NM = 1..3 zmm) x np tiles of one tile
  * row: per point, the channel-vector kernel's loop (NM weight loads and np
@@ -97,30 +105,34 @@ CB_TARGET void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) {
   }
 }
 
+/* V of tile (ty, tx) for channel pairs q0 .. q0 + 15 (those below Cq)
+ * from the channels-last Xh, its 16 points ps words apart from o */
+CB_INLINE void wino_v_cl16(const cb_job *j, int64_t ty, int64_t tx, int64_t q0, uint32_t *o, int64_t ps) {
+  const conv2d_desc *d = j->d;
+  __mmask16 mq = avx512_mask(j->Cq - q0); /* the pairs below Cq (C is even: whole pairs) */
+  __m512i w[16];                          /* the patch's pairs, zeros in the padding */
+  for (int r = 0; r < 4; r++)
+    for (int k = 0; k < 4; k++) {
+      int64_t ih = 2 * ty + r - d->pt, iw = 2 * tx + k - d->pl;
+      w[4 * r + k] = ih >= 0 && ih < d->H && iw >= 0 && iw < d->W
+                         ? _mm512_maskz_loadu_epi32(mq, j->Xh + (ih * d->W + iw) * d->C + 2 * q0)
+                         : _mm512_setzero_si512();
+    }
+  __m512 ve[16], vo[16]; /* the even channels (low halves), then the odd (high) */
+  for (int i = 0; i < 16; i++) ve[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w[i], 16));
+  wino_v_tile(ve);
+  for (int i = 0; i < 16; i++) vo[i] = _mm512_castsi512_ps(_mm512_and_si512(w[i], _mm512_set1_epi32((int)0xffff0000u)));
+  wino_v_tile(vo);
+  for (int xi = 0; xi < 16; xi++) _mm512_mask_storeu_epi32(o + xi * ps, mq, bf16_pairs16(ve[xi], vo[xi]));
+}
+
 CB_TARGET void cb_fill_wino_cl(void *ctx, int64_t i0, int64_t i1) {
   const cb_job *j = ctx;
-  const conv2d_desc *d = j->d;
-  const int64_t np = j->np, NB = conv_cdiv(d->OH, 2) * j->tbr, nq = conv_cdiv(j->Cq, 16), C = d->C;
+  const int64_t np = j->np, NB = conv_cdiv(j->d->OH, 2) * j->tbr, nq = conv_cdiv(j->Cq, 16);
   for (int64_t it = i0; it < i1; it++) {
     int64_t ty = it / nq, q0 = it % nq * 16;
-    __mmask16 mq = avx512_mask(j->Cq - q0); /* the pairs below Cq (C is even: whole pairs) */
-    for (int64_t tx = 0; tx < j->TW; tx++) {
-      __m512i w[16]; /* the patch's pairs, zeros in the padding */
-      for (int r = 0; r < 4; r++)
-        for (int k = 0; k < 4; k++) {
-          int64_t ih = 2 * ty + r - d->pt, iw = 2 * tx + k - d->pl;
-          w[4 * r + k] = ih >= 0 && ih < d->H && iw >= 0 && iw < d->W
-                             ? _mm512_maskz_loadu_epi32(mq, j->Xh + (ih * d->W + iw) * C + 2 * q0)
-                             : _mm512_setzero_si512();
-        }
-      __m512 ve[16], vo[16]; /* the even channels (low halves), then the odd (high) */
-      for (int i = 0; i < 16; i++) ve[i] = _mm512_castsi512_ps(_mm512_slli_epi32(w[i], 16));
-      wino_v_tile(ve);
-      for (int i = 0; i < 16; i++) vo[i] = _mm512_castsi512_ps(_mm512_and_si512(w[i], _mm512_set1_epi32((int)0xffff0000u)));
-      wino_v_tile(vo);
-      uint32_t *o = j->xp + ((ty * j->tbr + tx / np) * np + tx % np) * j->Cq + q0;
-      for (int xi = 0; xi < 16; xi++) _mm512_mask_storeu_epi32(o + xi * NB * np * j->Cq, mq, bf16_pairs16(ve[xi], vo[xi]));
-    }
+    for (int64_t tx = 0; tx < j->TW; tx++)
+      wino_v_cl16(j, ty, tx, q0, j->xp + ((ty * j->tbr + tx / np) * np + tx % np) * j->Cq + q0, NB * np * j->Cq);
   }
 }
 
@@ -128,9 +140,9 @@ CB_TARGET void cb_fill_wino_cl(void *ctx, int64_t i0, int64_t i1) {
  * by NP tiles of tile row ty from tx0 (npv of them real; off[] their places
  * in the block's rows of np, the last repeated past them). */
 CB_INLINE void wino_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int64_t m0,
-                         int64_t ty, int64_t tx0, int64_t npv) {
+                         int64_t ty, int64_t tx0, int64_t npv, const uint32_t *xv, int64_t ps) {
   const conv2d_desc *d = j->d;
-  const int64_t W = 16 * NM, NB = conv_cdiv(d->OH, 2) * j->tbr, blk = ty * j->tbr + tx0 / j->np;
+  const int64_t W = 16 * NM;
   float O[16][NP_MAX][48] __attribute__((aligned(64)));
   for (int xi = 0; xi < 16; xi++) {
     __m512 c[NP_MAX][3];
@@ -138,7 +150,7 @@ CB_INLINE void wino_tile(int NP, const cb_job *j, const uint32_t *wb, const int6
     for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
       for (int i = 0; i < NM; i++) c[p][i] = _mm512_setzero_ps();
-    cb_cv_dot(c, j->xp + (xi * NB + blk) * j->Cq * j->np, j->wcl ? 1 : j->np, wb + xi * j->Cq * W, j->Cq, off, NM, NP);
+    cb_cv_dot(c, xv + xi * ps, j->wcl ? 1 : j->np, wb + xi * j->Cq * W, j->Cq, off, NM, NP);
 #pragma GCC unroll 8
     for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
@@ -181,37 +193,55 @@ CB_INLINE void wino_tile(int NP, const cb_job *j, const uint32_t *wb, const int6
   }
 }
 
-#define WINO_NP_CASES(NM) CB_NP_SWITCH(np, wino_tile, j, wb, off, NM, m0, ty, tx0, npv)
+#define WINO_NP_CASES(NM) CB_NP_SWITCH(np, wino_tile, j, wb, off, NM, m0, ty, tx0, npv, xv, ps)
 
 CB_TARGET static void wino_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
-                               int64_t ty, int64_t tx0, int64_t npv) {
+                               int64_t ty, int64_t tx0, int64_t npv, const uint32_t *xv, int64_t ps) {
   WINO_NP_CASES(1)
 }
 CB_TARGET static void wino_nm2(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
-                               int64_t ty, int64_t tx0, int64_t npv) {
+                               int64_t ty, int64_t tx0, int64_t npv, const uint32_t *xv, int64_t ps) {
   WINO_NP_CASES(2)
 }
 CB_TARGET static void wino_nm3(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
-                               int64_t ty, int64_t tx0, int64_t npv) {
+                               int64_t ty, int64_t tx0, int64_t npv, const uint32_t *xv, int64_t ps) {
   WINO_NP_CASES(3)
+}
+
+/* Output-channel block mb over position block fb, whose V is at xv with
+ * its points ps words apart */
+CB_INLINE void wino_item(const cb_job *j, int64_t mb, int64_t fb, const uint32_t *xv, int64_t ps) {
+  int64_t m0, wdt;
+  cb_mv_block(conv_cdiv(j->d->M, 16) * 16, mb, &m0, &wdt);
+  int64_t ty = fb / j->tbr, tx0 = fb % j->tbr * j->np, npv = j->TW - tx0 < j->np ? j->TW - tx0 : j->np;
+  int64_t off[NP_MAX];
+  for (int64_t p = 0; p < j->np; p++) /* within the block's np tiles (a tile's pairs together: Cq apart) */
+    off[p] = (p < npv ? p : npv - 1) * (j->wcl ? j->Cq : 1);
+  const uint32_t *wb = j->w + m0 * 16 * j->Cq;
+  if (wdt == 48) wino_nm3(j, wb, off, (int)j->np, m0, ty, tx0, npv, xv, ps);
+  else if (wdt == 32) wino_nm2(j, wb, off, (int)j->np, m0, ty, tx0, npv, xv, ps);
+  else wino_nm1(j, wb, off, (int)j->np, m0, ty, tx0, npv, xv, ps);
 }
 
 CB_TARGET void cb_items_wino(void *ctx, int64_t it0, int64_t it1) {
   const cb_job *j = ctx;
-  int64_t Mp = conv_cdiv(j->d->M, 16) * 16;
+  const int64_t NB = conv_cdiv(j->d->OH, 2) * j->tbr, ps = NB * j->Cq * j->np;
   for (int64_t it = it0; it < it1; it++) {
     int64_t mb, fb;
     cb_item(j, it, j->nmb, &mb, &fb);
-    int64_t m0, wdt;
-    cb_mv_block(Mp, mb, &m0, &wdt);
+    wino_item(j, mb, fb, j->xp + fb * j->Cq * j->np, ps);
+  }
+}
+
+CB_TARGET void cb_items_wino_fused(void *ctx, int64_t fb0, int64_t fb1) {
+  const cb_job *j = ctx;
+  uint32_t v[CB_WINO_FUSED_WORDS] __attribute__((aligned(64)));
+  const int64_t ps = j->np * j->Cq; /* [16 points][np tiles][Cq] */
+  for (int64_t fb = fb0; fb < fb1; fb++) {
     int64_t ty = fb / j->tbr, tx0 = fb % j->tbr * j->np, npv = j->TW - tx0 < j->np ? j->TW - tx0 : j->np;
-    int64_t off[NP_MAX];
-    for (int64_t p = 0; p < j->np; p++) /* within the block's np tiles (a tile's pairs together: Cq apart) */
-      off[p] = (p < npv ? p : npv - 1) * (j->wcl ? j->Cq : 1);
-    const uint32_t *wb = j->w + m0 * 16 * j->Cq;
-    if (wdt == 48) wino_nm3(j, wb, off, (int)j->np, m0, ty, tx0, npv);
-    else if (wdt == 32) wino_nm2(j, wb, off, (int)j->np, m0, ty, tx0, npv);
-    else wino_nm1(j, wb, off, (int)j->np, m0, ty, tx0, npv);
+    for (int64_t p = 0; p < npv; p++)
+      for (int64_t q0 = 0; q0 < j->Cq; q0 += 16) wino_v_cl16(j, ty, tx0 + p, q0, v + p * j->Cq + q0, ps);
+    for (int64_t mb = 0; mb < j->nmb; mb++) wino_item(j, mb, fb, v, ps);
   }
 }
 
@@ -222,5 +252,6 @@ CB_TARGET void cb_items_wino(void *ctx, int64_t it0, int64_t it1) {
 void cb_fill_wino(void *ctx, int64_t q0, int64_t q1) { (void)ctx, (void)q0, (void)q1; }
 void cb_fill_wino_cl(void *ctx, int64_t i0, int64_t i1) { (void)ctx, (void)i0, (void)i1; }
 void cb_items_wino(void *ctx, int64_t it0, int64_t it1) { (void)ctx, (void)it0, (void)it1; }
+void cb_items_wino_fused(void *ctx, int64_t fb0, int64_t fb1) { (void)ctx, (void)fb0, (void)fb1; }
 
 #endif
