@@ -70,12 +70,15 @@ bool conv_bf16_colpair(const conv2d_desc *d, cb_form form) {
  * stride-(sh, 1) one over 2C virtual channels (channel c's even and odd
  * padded columns) of word columns, ceil(KW/2) taps a row, its padding in
  * the converted copy (W: the word columns the outputs read). */
-static conv2d_desc as_run(const conv2d_desc *d, cb_form form) {
+static conv2d_desc colpair_desc(const conv2d_desc *d) {
   conv2d_desc v = *d;
-  if (conv_bf16_colpair(d, form))
-    v.C = 2 * d->C, v.KW = (d->KW + 1) / 2, v.sw = 1, v.pl = 0, v.W = d->OW + v.KW - 1;
-  else if (conv_bf16_gathered(d))
-    v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1, v.sh = v.sw = 1, v.dh = v.dw = 1;
+  v.C = 2 * d->C, v.KW = (d->KW + 1) / 2, v.sw = 1, v.pl = 0, v.W = d->OW + v.KW - 1;
+  return v;
+}
+static conv2d_desc as_run(const conv2d_desc *d, cb_form form) {
+  if (conv_bf16_colpair(d, form)) return colpair_desc(d);
+  conv2d_desc v = *d;
+  if (conv_bf16_gathered(d)) v.C = d->C * d->KH * d->KW, v.KH = v.KW = 1, v.sh = v.sw = 1, v.dh = v.dw = 1;
   return v;
 }
 
@@ -396,8 +399,8 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
    * the given one */
   const conv2d_desc *d0 = d;
   bool colpair = conv_bf16_colpair(d, form);
-  conv2d_desc v = as_run(d, form);
-  if (colpair) d = &v;
+  conv2d_desc v;
+  if (colpair) v = colpair_desc(d), d = &v;
   cb_job j = {.d = d, .d0 = d0, .w = wts, .B = B};
   bool gathered = !colpair && conv_bf16_gathered(d);
   j.taps = d->KH * d->KW, j.S = d->OH * d->OW, j.Mp = round_up(d->M, CB_BLOCK);
