@@ -449,6 +449,17 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
   j.wcl = wino && j.xcl;
   bool fused = j.wcl && 16 * j.np * j.Cq <= CB_WINO_FUSED_WORDS &&
                conv_cdiv(d->OH, 2) * j.TW >= round_up(d->M, 16) && env_01("SMELT_CONV_BF16_WINO_FUSED") != 0;
+  /* groups no longer than a thread's share of the positions: the threads'
+   * home ranges of items (parallel/pool.h) are then bands of positions,
+   * every output channel -- the positions the layer before wrote on that
+   * thread and the one after reads there -- not blocks of output channels.
+   * Each thread then reads all the weights: only where they are no larger
+   * than the input (M x taps <= positions); SMELT_CONV_BF16_BANDS=0: groups
+   * sized for L2 only */
+  int threads = pool_threads(pool);
+  if (threads > 1 && !fused && d->M * j.taps * (j.taps_v ? j.taps_v : 1) <= j.S &&
+      env_01("SMELT_CONV_BF16_BANDS") != 0 && j.gfb > conv_cdiv(j.nfb, threads))
+    j.gfb = conv_cdiv(j.nfb, threads);
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
   size_t xp_bytes = j.xdirect || fused ? 0 : sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
   int64_t *toff = malloc(sizeof *toff * (size_t)j.taps);

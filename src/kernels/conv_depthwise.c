@@ -216,25 +216,36 @@ typedef struct dw3_job {
   float *Y;
   float lo, hi;
   int64_t ring_floats; /* 0: in place */
+  int64_t bands;       /* bands of output rows, the outer index of the items */
   atomic_bool failed;
 } dw3_job;
 
-static void dw3_planes(void *vctx, int64_t q0, int64_t q1) {
+/* Items are (band of output rows, plane), bands outer: with a band per
+ * thread, each thread's home range (parallel/pool.h) is its band of every
+ * plane -- the rows the position-split convolution before it wrote and
+ * the one after it reads from that thread -- not half the planes, half of
+ * whose rows the other thread wrote.  A band is the plane's kernel on the
+ * band's rows: the input plane as it lies with the top padding moved up
+ * by the band's first input row. */
+static void dw3_planes(void *vctx, int64_t i0, int64_t i1) {
   dw3_job *j = vctx;
   const conv2d_desc *d = &j->w->d;
   const conv_kernels *k = j->w->k;
-  int64_t HW = d->H * d->W, OHW = d->OH * d->OW;
+  int64_t HW = d->H * d->W, OHW = d->OH * d->OW, NC = d->N * d->C;
   float *ring = NULL;
   if (j->ring_floats && !(ring = tensor_data_alloc(sizeof(float) * (size_t)j->ring_floats))) {
     atomic_store(&j->failed, true);
     return;
   }
-  for (int64_t q = q0; q < q1; q++) {
-    int64_t c = q % d->C;
-    const float *x = j->X + q * HW, *wc = j->w->data + c * 9, *res = j->res ? j->res + q * OHW : NULL;
-    float bias = j->B ? j->B[c] : 0.f, *y = j->Y + q * OHW;
-    if (ring) k->dw3_plane(x, d->H, d->W, d->sh, d->pt, d->pl, wc, bias, res, j->lo, j->hi, y, d->OH, d->OW, ring);
-    else k->dw3d_plane(x, d->H, d->W, d->sh, d->pt, d->pl, wc, bias, res, j->lo, j->hi, y, d->OH, d->OW);
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t q = it % NC, b = it / NC, c = q % d->C;
+    int64_t oh0 = b * d->OH / j->bands, oh1 = (b + 1) * d->OH / j->bands, off = oh0 * d->OW;
+    if (oh1 <= oh0) continue;
+    const float *x = j->X + q * HW, *wc = j->w->data + c * 9, *res = j->res ? j->res + q * OHW + off : NULL;
+    float bias = j->B ? j->B[c] : 0.f, *y = j->Y + q * OHW + off;
+    int64_t pt = d->pt - oh0 * d->sh;
+    if (ring) k->dw3_plane(x, d->H, d->W, d->sh, pt, d->pl, wc, bias, res, j->lo, j->hi, y, oh1 - oh0, d->OW, ring);
+    else k->dw3d_plane(x, d->H, d->W, d->sh, pt, d->pl, wc, bias, res, j->lo, j->hi, y, oh1 - oh0, d->OW);
   }
   if (ring) tensor_data_free(ring);
 }
@@ -266,14 +277,29 @@ static bool dw3_fits(const conv2d_weights *w) {
   return dw3_applies(d) && d->OW >= (d->sh == 1 ? 48 : 40);
 }
 
+static bool dw_bands_on(void) {
+  static _Atomic int on = -1; /* SMELT_DW_BANDS, read once */
+  int v = atomic_load_explicit(&on, memory_order_relaxed);
+  if (v < 0) {
+    const char *e = getenv("SMELT_DW_BANDS");
+    v = !(e && e[0] == '0' && !e[1]);
+    atomic_store_explicit(&on, v, memory_order_relaxed);
+  }
+  return v;
+}
+
 static smelt_status dw3_run(smelt_pool *pool, const conv2d_weights *w, const float *X, const float *B,
                             const conv2d_epilogue *ep, float *Y, bool in_place) {
   const conv2d_desc *d = &w->d;
   dw3_job j = {.w = w, .X = X, .B = B, .Y = Y, .res = ep ? ep->residual : NULL,
                .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY};
   j.ring_floats = in_place ? 0 : 8 * conv_dw3_row_floats(d->OW, d->sh, w->k->vl);
-  int64_t grain = 1 + 32768 / (d->OH * d->OW * 9 + 1);
-  pool_parallel_for(pool, d->N * d->C, grain, dw3_planes, &j);
+  /* a band per thread where each keeps at least 8 rows (SMELT_DW_BANDS=0:
+   * whole planes, split by channels) */
+  int threads = pool_threads(pool);
+  j.bands = threads > 1 && d->OH >= 8 * threads && dw_bands_on() ? threads : 1;
+  int64_t grain = 1 + 32768 / (d->OH / j.bands * d->OW * 9 + 1);
+  pool_parallel_for(pool, j.bands * d->N * d->C, grain, dw3_planes, &j);
   if (atomic_load(&j.failed)) return err_nomem("depthwise rows", sizeof(float) * (size_t)j.ring_floats);
   return SMELT_OK;
 }

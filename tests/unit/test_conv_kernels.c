@@ -252,6 +252,12 @@ static void conv_cases(smelt_pool *pool) {
       mk(1, 2, 5, 128, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       mk(1, 3, 40, 81, 3, 3, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1),
       mk(1, 2, 6, 150, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      /* both row forms in bands of output rows, one per thread (from 8
+       * rows a thread): uneven bands, a top pad of 2 moved by each band's
+       * first row, batch 2, the ring's wide rows */
+      mk(1, 3, 37, 40, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+      mk(2, 2, 51, 30, 2, 2, 3, 3, 2, 2, 1, 1, 2, 0, 0, 1),
+      mk(1, 2, 33, 150, 2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
       /* blocked, several output pixels at a time (dw_blk) and its tail:
        * 5x5 stride 2 (mnasnet, efficientnet) to odd planes, 5x5 stride 1
        * on 14 and 7 with a partial channel block, 3x3 with an odd width,

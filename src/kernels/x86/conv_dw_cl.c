@@ -28,6 +28,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
@@ -77,6 +78,7 @@ typedef struct dw_job {
   const float *Xp;     /* the input as fp32 planes, or */
   const uint16_t *Xph; /* as bf16 planes (staged per row: dw_rows_of) */
   uint16_t *Y;
+  bool rows_outer; /* items row-major (dw_items) */
   float lo, hi;
   int64_t ngroups;
   _Atomic int nomem; /* a call could not have its staging buffer */
@@ -250,7 +252,12 @@ CB_INLINE void dw_rows_of(const dw_job *j, int64_t n, int64_t oh, int64_t gi, ui
   }
 }
 
-/* Items are (channel group, image and output row), a group's rows in order */
+/* Items are (channel group, image and output row): over a channels-last
+ * input rows outer, so each thread's home range (parallel/pool.h) is a band
+ * of rows, every channel -- the positions the convolutions before and after
+ * (conv_bf16.c's groups of position blocks) write and read on that thread;
+ * over planes a group's rows in order, each staged row kept for the next
+ * output row (SMELT_CONV_BF16_BANDS=0: groups outer here too) */
 CB_TARGET static void dw_items(void *ctx, int64_t i0, int64_t i1) {
   const dw_job *j = ctx;
   const conv2d_desc *d = j->d;
@@ -265,7 +272,10 @@ CB_TARGET static void dw_items(void *ctx, int64_t i0, int64_t i1) {
     }
   }
   for (int64_t it = i0; it < i1; it++) {
-    int64_t gi = it / (d->N * d->OH), row = it % (d->N * d->OH), n = row / d->OH, oh = row % d->OH;
+    int64_t gi, row;
+    if (j->rows_outer) gi = it % j->ngroups, row = it / j->ngroups;
+    else gi = it / (d->N * d->OH), row = it % (d->N * d->OH);
+    int64_t n = row / d->OH, oh = row % d->OH;
     uint16_t *y = j->Y + n * d->OH * d->OW * d->C;
     int64_t c0 = gi * DW_GROUP, c1 = c0 + DW_GROUP < d->C ? c0 + DW_GROUP : d->C;
     dw_rows x;
@@ -293,6 +303,8 @@ smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *
   dw_job j = {.d = d, .Wt = Wt, .B = B, .X = x_planes ? NULL : Xh, .Xp = Xp, .Xph = x_planes ? Xh : NULL,
               .Y = Yh, .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY,
               .ngroups = conv_cdiv(d->C, DW_GROUP)};
+  const char *bands = getenv("SMELT_CONV_BF16_BANDS");
+  j.rows_outer = !x_planes && !(bands && !strcmp(bands, "0"));
   atomic_init(&j.nomem, 0);
   pool_parallel_for(pool, d->N * d->OH * j.ngroups, 1, dw_items, &j);
   if (atomic_load(&j.nomem))
