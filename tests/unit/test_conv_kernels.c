@@ -410,7 +410,9 @@ static void pool_cases(smelt_pool *pool) {
       {
         static const int64_t geo[][5] = {{31, 31, 0, 0, 0}, {33, 9, 0, 0, 0}, {64, 64, 1, 1, 1},
                                          {96, 7, 1, 1, 1},  {97, 6, 0, 0, 0}, {95, 3, 1, 1, 2},
-                                         {40, 2, 2, 2, 2},  {17, 4, 2, 0, 3}};
+                                         {40, 2, 2, 2, 2},  {17, 4, 2, 0, 3},
+                                         /* taller planes, the row form's 50 outputs a row */
+                                         {101, 53, 0, 0, 1}, {70, 41, 1, 2, 0}, {33, 37, 1, 1, 1}};
         for (size_t g = 0; g < sizeof geo / sizeof *geo; g++) {
           v = base, v.C = 3, v.W = geo[g][0], v.H = geo[g][1], v.pl = v.pr = geo[g][2], v.pt = geo[g][3];
           v.pb = geo[g][4];
@@ -671,9 +673,10 @@ int main(void) {
   conv_cases(NULL);
   conv_cases(pool);
   conv_cases(pool2); /* two threads, as the benchmarks run */
-  pool_free(pool2);
   pool_cases(NULL);
   pool_cases(pool);
+  pool_cases(pool2); /* two threads, as the benchmarks run */
+  pool_free(pool2);
   cache_cases();
   guard_cases();
   select_cases();
