@@ -71,6 +71,7 @@ typedef struct direct_job {
   const int64_t *boff;
   const float *res; /* epilogue: residual (NULL: none) and clamp */
   float lo, hi;
+  bool epi; /* the tile through the epilogue from registers (direct_epi) */
   atomic_bool failed;
 } direct_job;
 
@@ -82,6 +83,34 @@ static void direct_fill(const direct_job *j, const float *x, int64_t r0, float *
   conv_fill_phases(&ph, x, j->Cg, r0, 0.f, buf);
   int64_t used = j->Cg * j->P * j->Hl * j->Wq;
   memset(buf + used, 0, sizeof(float) * (size_t)(j->buf_len - used));
+}
+
+/* The runs of Y the vectors of the tile at wide position q land in (n of
+ * its positions are outputs' rows: q .. q + n - 1, the columns past OW
+ * dropped); false where a vector would take more than CONV_DIRECT_SEGS
+ * (rows of a few columns), which go through direct_out */
+static bool direct_segs_of(int64_t q, int64_t n, int nv, int vl, int64_t Wq, int64_t OW, conv_direct_segs *sg) {
+  for (int v = 0; v < nv; v++) {
+    int cnt = 0;
+    for (int64_t l = 0; l < vl;) {
+      int64_t p = q + v * vl + l;
+      if (p >= q + n) break;
+      int64_t oh = p / Wq, ow = p - oh * Wq;
+      if (ow >= OW) { /* the dropped columns: on to the next row */
+        l += Wq - ow;
+        continue;
+      }
+      int64_t run = OW - ow;
+      if (run > vl - l) run = vl - l;
+      if (run > q + n - p) run = q + n - p;
+      if (cnt == CONV_DIRECT_SEGS) return false;
+      sg->lo[v][cnt] = (int)l, sg->hi[v][cnt] = (int)(l + run), sg->off[v][cnt] = oh * OW + ow - l;
+      cnt++;
+      l += run;
+    }
+    sg->n[v] = cnt;
+  }
+  return true;
 }
 
 static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *filled) {
@@ -106,10 +135,16 @@ static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *fi
     float *y = j->Y + (n * d->M + g * j->Mg + m0) * d->OH * d->OW;
     const float *bias = j->B ? j->B + g * j->Mg + m0 : NULL;
     for (int64_t t = t0; t < t1; t++) {
-      int64_t q = t * j->NR;
+      int64_t q = t * j->NR, n = j->Q - q < j->NR ? j->Q - q : j->NR;
+      const float *res = j->res ? j->res + (y - j->Y) : NULL;
+      conv_direct_segs sg;
+      if (j->epi && direct_segs_of(q, n, j->nv, k->vl, j->Wq, d->OW, &sg)) {
+        k->direct_epi[j->nv](j->K, a, buf + (q - r0 * j->Wq), j->boff, &sg, mr, bias, res, j->lo, j->hi, y,
+                             d->OH * d->OW);
+        continue;
+      }
       k->direct[j->nv](j->K, a, buf + (q - r0 * j->Wq), j->boff, tile);
-      k->direct_out(tile, j->NR, mr, q, j->Q - q < j->NR ? j->Q - q : j->NR, j->Wq, d->OW, bias,
-                    j->res ? j->res + (y - j->Y) : NULL, j->lo, j->hi, y, d->OH * d->OW);
+      k->direct_out(tile, j->NR, mr, q, n, j->Wq, d->OW, bias, res, j->lo, j->hi, y, d->OH * d->OW);
     }
   }
 }
@@ -227,6 +262,9 @@ smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const fl
   int64_t *boff = conv_tap_offsets(d, j.Cg, j.Hl, j.Wq);
   if (!boff) return SMELT_ERR_NOMEM;
   j.boff = boff;
+  /* SMELT_DIRECT_EPI=0: every tile through memory and direct_out */
+  const char *e = getenv("SMELT_DIRECT_EPI");
+  j.epi = k->direct_epi[j.nv] && !(e && e[0] == '0' && !e[1]);
   pool_parallel_for(pool, d->N * d->G * j.n_qc * j.n_mc, 1, direct_items, &j);
   free(boff);
   if (atomic_load(&j.failed)) return err_nomem("conv scratch", sizeof(float) * (size_t)j.buf_len);

@@ -587,6 +587,73 @@ static SIMD_TARGET void SIMD_NAME(epi_rows)(const float *x, int64_t xs, const fl
     SIMD_NAME(epi_run)(x + r * xs, res ? res + r * n : NULL, vlo, vhi, y + r * n, n, cap - r * n);
 }
 
+#if VL == 16
+/* conv_kernels.h: direct_epi.  direct_body's sums, then for each row and
+ * vector its runs of Y as direct_out writes them -- bias, residual,
+ * clamp -- stored masked from the registers, the residual loaded with the
+ * same mask. */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(direct_epi_body)(int64_t K, const float *restrict a,
+                                                                 const float *restrict b,
+                                                                 const int64_t *restrict boff,
+                                                                 const conv_direct_segs *sg, int mr,
+                                                                 const float *bias, const float *res, float lo,
+                                                                 float hi, float *y, int64_t ys, const int nv) {
+  vf acc[DMR][DNV];
+#pragma GCC unroll 8
+  for (int i = 0; i < DMR; i++)
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
+  for (int64_t k = 0; k < K; k++) {
+    const float *bk = b + boff[k];
+    vf bv[DNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) bv[v] = v_load(bk + v * VL);
+#pragma GCC unroll 8
+    for (int i = 0; i < DMR; i++) {
+      vf ai = v_set1(a[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < nv; v++) acc[i][v] = v_fma(ai, bv[v], acc[i][v]);
+    }
+    a += DMR;
+  }
+  const vf vlo = v_set1(lo), vhi = v_set1(hi);
+  vlm m[DNV][CONV_DIRECT_SEGS];
+#pragma GCC unroll 4
+  for (int v = 0; v < nv; v++)
+    for (int s = 0; s < sg->n[v]; s++) m[v][s] = v_lanes(sg->lo[v][s], sg->hi[v][s]);
+#pragma GCC unroll 8
+  for (int i = 0; i < DMR; i++) {
+    if (i >= mr) continue;
+    const vf bi = v_set1(bias ? bias[i] : 0.f);
+    float *yi = y + i * ys;
+    const float *ri = res ? res + i * ys : NULL;
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) {
+      vf t = v_add(acc[i][v], bi);
+      for (int s = 0; s < sg->n[v]; s++) {
+        int64_t o = sg->off[v][s];
+        vf u = ri ? v_add(t, v_loadm(ri + o, m[v][s])) : t;
+        v_storem(yi + o, SIMD_NAME(clampv)(u, vlo, vhi), m[v][s]);
+      }
+    }
+  }
+}
+
+#define DIRECT_EPI(NV)                                                                                    \
+  static SIMD_TARGET void SIMD_NAME(direct_epi##NV)(int64_t K, const float *a, const float *b,            \
+                                                    const int64_t *boff, const conv_direct_segs *sg, int mr, \
+                                                    const float *bias, const float *res, float lo, float hi, \
+                                                    float *y, int64_t ys) {                               \
+    SIMD_NAME(direct_epi_body)(K, a, b, boff, sg, mr, bias, res, lo, hi, y, ys, NV);                      \
+  }
+DIRECT_EPI(1)
+DIRECT_EPI(2)
+DIRECT_EPI(3)
+#if DNV >= 4
+DIRECT_EPI(4)
+#endif
+#endif
+
 /* conv_kernels.h: direct_out.  The valid outputs of a tile are one run of
  * Y per row i (the dropped columns are not in Y), written segment by
  * segment in order, so a segment's partial last vector may be stored
@@ -1306,6 +1373,13 @@ const conv_kernels SIMD_NAME(conv_kernels) = {
 #endif
     },
     .direct_out = SIMD_NAME(direct_out),
+#if VL == 16
+    .direct_epi = {NULL, SIMD_NAME(direct_epi1), SIMD_NAME(direct_epi2), SIMD_NAME(direct_epi3),
+#if DNV >= 4
+                   SIMD_NAME(direct_epi4)
+#endif
+    },
+#endif
     .cvp = CVP,
     .cvec = SIMD_NAME(cvec),
     .pmr = PMR,

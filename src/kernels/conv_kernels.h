@@ -26,6 +26,16 @@ typedef struct pool_row_geom {
  * this many output vectors (AVX-512) */
 #define CONV_POOL_PLANE_NV 3
 
+/* The runs of Y a direct tile's vectors land in (kernels/conv_direct.c
+ * makes them): vector v's lanes [lo, hi) of run k go to Y offset off + lane
+ * (off: the offset of lane 0, which may lie before Y's start) */
+#define CONV_DIRECT_SEGS 4
+typedef struct conv_direct_segs {
+  int n[CONV_DIRECT_MAX_NV];
+  int lo[CONV_DIRECT_MAX_NV][CONV_DIRECT_SEGS], hi[CONV_DIRECT_MAX_NV][CONV_DIRECT_SEGS];
+  int64_t off[CONV_DIRECT_MAX_NV][CONV_DIRECT_SEGS];
+} conv_direct_segs;
+
 typedef struct conv_kernels {
   isa_level isa;
   int vl; /* floats per vector */
@@ -45,6 +55,13 @@ typedef struct conv_kernels {
    * the same row that a later segment of the tile rewrites). */
   void (*direct_out)(const float *tile, int64_t nr, int mr, int64_t q, int64_t n, int64_t Wq, int64_t OW,
                      const float *bias, const float *res, float lo, float hi, float *y, int64_t ys);
+  /* The direct tile and direct_out in one: the sums leave the registers
+   * through the epilogue into sg's runs of Y for rows i < mr, no tile in
+   * memory.  NULL but at AVX-512 (its masked stores are single
+   * instructions); direct_epi[nv] for nv in 1..dmax_nv. */
+  void (*direct_epi[CONV_DIRECT_MAX_NV + 1])(int64_t K, const float *a, const float *b, const int64_t *boff,
+                                             const conv_direct_segs *sg, int mr, const float *bias,
+                                             const float *res, float lo, float hi, float *y, int64_t ys);
 
   /* Pointwise (1x1, stride 1) tile reading X in place: for i < mr, j < n
    * (1 <= n <= pmax_nv*vl, 1 <= mr <= prows): y[i*ldy + j] = min(hi,

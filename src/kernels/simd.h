@@ -52,6 +52,7 @@ typedef __mmask16 vlm;
 SIMD_FN vlm v_lanes(int lo, int hi) { return (vlm)(v_firstn(hi) & ~v_firstn(lo)); }
 SIMD_FN vf v_loadm(const float *p, vlm m) { return _mm512_maskz_loadu_ps(m, p); }
 SIMD_FN void v_storen(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, v_firstn(n), v); }
+SIMD_FN void v_storem(float *p, vf v, vlm m) { _mm512_mask_storeu_ps(p, m, v); }
 SIMD_FN vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 SIMD_FN vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 SIMD_FN vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
@@ -126,6 +127,7 @@ typedef __m256i vlm;
 SIMD_FN vlm v_lanes(int lo, int hi) { return _mm256_andnot_si256(v_firstn_i(lo), v_firstn_i(hi)); }
 SIMD_FN vf v_loadm(const float *p, vlm m) { return _mm256_maskload_ps(p, m); }
 SIMD_FN void v_storen(float *p, vf v, int n) { _mm256_maskstore_ps(p, v_firstn_i(n), v); }
+SIMD_FN void v_storem(float *p, vf v, vlm m) { _mm256_maskstore_ps(p, m, v); }
 SIMD_FN vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 SIMD_FN vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 SIMD_FN vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
@@ -216,6 +218,9 @@ SIMD_FN vf v_odd2(vf a, vf b) {
 }
 SIMD_FN void v_storen(float *p, vf v, int n) {
   if (n > 0) *p = v;
+}
+SIMD_FN void v_storem(float *p, vf v, vlm m) {
+  if (m) *p = v;
 }
 SIMD_FN vf v_add(vf a, vf b) { return a + b; }
 SIMD_FN vf v_sub(vf a, vf b) { return a - b; }
