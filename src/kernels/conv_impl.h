@@ -40,11 +40,11 @@
 
 /* ---- direct conv tile ---- */
 
-static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(direct_body)(int64_t K, const float *restrict a,
+/* The direct tile's sums: acc[i][v] = sum_k a[k*DMR + i] * b[boff[k] + v*VL ..] */
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(direct_sums)(int64_t K, const float *restrict a,
                                                              const float *restrict b,
-                                                             const int64_t *restrict boff,
-                                                             float *restrict c, const int nv) {
-  vf acc[DMR][DNV];
+                                                             const int64_t *restrict boff, vf acc[DMR][DNV],
+                                                             const int nv) {
 #pragma GCC unroll 8
   for (int i = 0; i < DMR; i++)
 #pragma GCC unroll 4
@@ -62,6 +62,14 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(direct_body)(int64_t K, const fl
     }
     a += DMR;
   }
+}
+
+static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(direct_body)(int64_t K, const float *restrict a,
+                                                             const float *restrict b,
+                                                             const int64_t *restrict boff,
+                                                             float *restrict c, const int nv) {
+  vf acc[DMR][DNV];
+  SIMD_NAME(direct_sums)(K, a, b, boff, acc, nv);
 #pragma GCC unroll 8
   for (int i = 0; i < DMR; i++)
 #pragma GCC unroll 4
@@ -599,23 +607,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(direct_epi_body)(int64_t K, cons
                                                                  const float *bias, const float *res, float lo,
                                                                  float hi, float *y, int64_t ys, const int nv) {
   vf acc[DMR][DNV];
-#pragma GCC unroll 8
-  for (int i = 0; i < DMR; i++)
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; v++) acc[i][v] = v_zero();
-  for (int64_t k = 0; k < K; k++) {
-    const float *bk = b + boff[k];
-    vf bv[DNV];
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; v++) bv[v] = v_load(bk + v * VL);
-#pragma GCC unroll 8
-    for (int i = 0; i < DMR; i++) {
-      vf ai = v_set1(a[i]);
-#pragma GCC unroll 4
-      for (int v = 0; v < nv; v++) acc[i][v] = v_fma(ai, bv[v], acc[i][v]);
-    }
-    a += DMR;
-  }
+  SIMD_NAME(direct_sums)(K, a, b, boff, acc, nv);
   const vf vlo = v_set1(lo), vhi = v_set1(hi);
   vlm m[DNV][CONV_DIRECT_SEGS];
 #pragma GCC unroll 4
