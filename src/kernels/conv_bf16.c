@@ -457,9 +457,9 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
    * than the input (M x taps <= positions); SMELT_CONV_BF16_BANDS=0: groups
    * sized for L2 only */
   int threads = pool_threads(pool);
-  if (threads > 1 && !fused && d->M * j.taps * (j.taps_v ? j.taps_v : 1) <= j.S &&
-      env_01("SMELT_CONV_BF16_BANDS") != 0 && j.gfb > conv_cdiv(j.nfb, threads))
-    j.gfb = conv_cdiv(j.nfb, threads);
+  j.bands = threads > 1 && !fused && d->M * j.taps * (j.taps_v ? j.taps_v : 1) <= j.S &&
+            env_01("SMELT_CONV_BF16_BANDS") != 0;
+  if (j.bands && j.gfb > conv_cdiv(j.nfb, threads)) j.gfb = conv_cdiv(j.nfb, threads);
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
   size_t xp_bytes = j.xdirect || fused ? 0 : sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);
   int64_t *toff = malloc(sizeof *toff * (size_t)j.taps);

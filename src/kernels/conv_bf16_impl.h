@@ -42,6 +42,8 @@ typedef struct cb_job {
                         * tiles][Cq] (a tile's pairs together), filled by cb_fill_wino_cl */
   bool mcl;            /* the channel-vector form over a channels-last Xh it cannot read as it
                         * lies: xp is [P][L][Cq] (a position's pairs together), cb_fill_mv_cl */
+  bool bands;          /* groups of position blocks capped at a thread's share (conv_bf16.c); the
+                        * paired-columns fill then runs its rows outer too */
 } cb_job;
 
 /* Item `it` of nvb output-channel blocks x nfb position blocks: the

@@ -155,7 +155,10 @@ CB_TARGET void cb_fill_colpair(void *ctx, int64_t i0, int64_t i1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d0; /* the layer as given: word s of a row is its columns 2 s - pl, 2 s - pl + 1 */
   for (int64_t it = i0; it < i1; it++) {
-    int64_t i = it % j->Hq, ph = it / j->Hq % j->P, q = it / j->Hq / j->P, r = i * d->sh + ph - d->pt;
+    int64_t i, ph, q; /* rows outer where the items go by bands of positions (cb_job.bands) */
+    if (j->bands) i = it / (j->P * j->Cq), ph = it / j->Cq % j->P, q = it % j->Cq;
+    else i = it % j->Hq, ph = it / j->Hq % j->P, q = it / j->Hq / j->P;
+    int64_t r = i * d->sh + ph - d->pt;
     uint32_t *o = j->xp + (q * j->P + ph) * j->L, *row = o + i * j->Wq;
     if (!j->used[ph]) continue;
     if (r < 0 || r >= d->H) memset(row, 0, sizeof *row * (size_t)j->Wq);
