@@ -1094,9 +1094,11 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3d_rows)(const float *x, int64
    * more).  Measured alone, 1 thread: 144 channels at 56x56 0.155 -> 0.136
    * ms, 32 at 112x112 0.127 -> 0.095.  Stride 2 kept every load masked
    * (plain ones inside ran 4-6% slower: 96 channels 112 -> 56). */
-  int64_t v_lo = S == 1 ? 0 : nv, v_hi;
-  while (v_lo < nv && !in[v_lo]) v_lo++;
-  for (v_hi = v_lo; v_hi < nv && in[v_hi];) v_hi++;
+  int64_t v_lo = 0, v_hi = 0;
+  if (S == 1) {
+    while (v_lo < nv && !in[v_lo]) v_lo++;
+    for (v_hi = v_lo; v_hi < nv && in[v_hi];) v_hi++;
+  }
   for (int64_t oh = 0; oh < OH; oh++) {
     int64_t ih = oh * S - pt;
     const float *r0 = ih >= 0 && ih < H ? x + ih * W - pl : NULL;
@@ -1106,7 +1108,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3d_rows)(const float *x, int64
     const float *rr = res ? res + oh * OW : NULL;
     int64_t v = 0, j = 0;
     for (; v < nv; v++, j += VL) {
-      if (v == v_lo)
+      if (S == 1 && v == v_lo)
         for (; v < v_hi; v++, j += VL) {
           int64_t c = j * S;
           vf a0 = r0 ? SIMD_NAME(dw3d_row_in)(r0 + c, wk, vb, S) : vb;
