@@ -22,6 +22,7 @@
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
+#include "util/env.h"
 #include "util/err.h"
 
 /* Packed weights: [G][panel][K][width], K = Cg*KH*KW in W's own order,
@@ -113,7 +114,17 @@ static bool direct_segs_of(int64_t q, int64_t n, int nv, int vl, int64_t Wq, int
   return true;
 }
 
-static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *filled) {
+/* segs[t - t0] for the chunk's tiles [t0, t1) (j->epi): made once per
+ * chunk, not once per panel; n[0] = -1 where the tile goes through
+ * direct_out */
+static void direct_segs_chunk(const direct_job *j, int64_t t0, int64_t t1, conv_direct_segs *segs) {
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t q = t * j->NR, n = j->Q - q < j->NR ? j->Q - q : j->NR;
+    if (!direct_segs_of(q, n, (int)j->nv, j->k->vl, j->Wq, j->d->OW, &segs[t - t0])) segs[t - t0].n[0] = -1;
+  }
+}
+
+static void direct_item(const direct_job *j, int64_t it, float *buf, conv_direct_segs *segs, int64_t *filled) {
   const conv2d_desc *d = j->d;
   const conv_kernels *k = j->k;
   int64_t mc = it % j->n_mc, rest = it / j->n_mc, qc = rest % j->n_qc, ng = rest / j->n_qc;
@@ -124,6 +135,7 @@ static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *fi
   int64_t r0 = t0 * j->NR / j->Wq; /* first phase row the chunk reads */
   if (*filled != rest) {           /* consecutive items of one chunk share the fill */
     direct_fill(j, j->X + (n * d->C + g * j->Cg) * d->H * d->W, r0, buf);
+    if (segs) direct_segs_chunk(j, t0, t1, segs);
     *filled = rest;
   }
   float tile[8 * 64];
@@ -137,10 +149,9 @@ static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *fi
     for (int64_t t = t0; t < t1; t++) {
       int64_t q = t * j->NR, n = j->Q - q < j->NR ? j->Q - q : j->NR;
       const float *res = j->res ? j->res + (y - j->Y) : NULL;
-      conv_direct_segs sg;
-      if (j->epi && direct_segs_of(q, n, j->nv, k->vl, j->Wq, d->OW, &sg)) {
-        k->direct_epi[j->nv](j->K, a, buf + (q - r0 * j->Wq), j->boff, &sg, mr, bias, res, j->lo, j->hi, y,
-                             d->OH * d->OW);
+      if (segs && segs[t - t0].n[0] >= 0) {
+        k->direct_epi[j->nv](j->K, a, buf + (q - r0 * j->Wq), j->boff, &segs[t - t0], mr, bias, res, j->lo, j->hi,
+                             y, d->OH * d->OW);
         continue;
       }
       k->direct[j->nv](j->K, a, buf + (q - r0 * j->Wq), j->boff, tile);
@@ -152,13 +163,15 @@ static void direct_item(const direct_job *j, int64_t it, float *buf, int64_t *fi
 static void direct_items(void *vctx, int64_t i0, int64_t i1) {
   direct_job *j = vctx;
   float *buf = tensor_data_alloc(sizeof(float) * (size_t)j->buf_len);
-  if (!buf) {
+  conv_direct_segs *segs = j->epi ? malloc(sizeof *segs * (size_t)j->ntc) : NULL;
+  if (!buf || (j->epi && !segs)) {
     atomic_store(&j->failed, true);
+    tensor_data_free(buf), free(segs);
     return;
   }
   int64_t filled = -1;
-  for (int64_t it = i0; it < i1; it++) direct_item(j, it, buf, &filled);
-  tensor_data_free(buf);
+  for (int64_t it = i0; it < i1; it++) direct_item(j, it, buf, segs, &filled);
+  tensor_data_free(buf), free(segs);
 }
 
 /* The vector count per tile: fewest wasted lanes at the end of the rows,
@@ -263,8 +276,7 @@ smelt_status conv_direct_run(smelt_pool *pool, const conv2d_weights *w, const fl
   if (!boff) return SMELT_ERR_NOMEM;
   j.boff = boff;
   /* SMELT_DIRECT_EPI=0: every tile through memory and direct_out */
-  const char *e = getenv("SMELT_DIRECT_EPI");
-  j.epi = k->direct_epi[j.nv] && !(e && e[0] == '0' && !e[1]);
+  j.epi = k->direct_epi[j.nv] && env_flag_on("SMELT_DIRECT_EPI");
   pool_parallel_for(pool, d->N * d->G * j.n_qc * j.n_mc, 1, direct_items, &j);
   free(boff);
   if (atomic_load(&j.failed)) return err_nomem("conv scratch", sizeof(float) * (size_t)j.buf_len);
