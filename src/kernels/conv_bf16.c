@@ -9,6 +9,7 @@
 #include "ir/tensor.h"
 #include "kernels/bf16dp.h"
 #include "kernels/conv_internal.h"
+#include "util/env.h"
 #include "util/err.h"
 
 /* Bytes of converted input a group of items shares (cb_item): a quarter
@@ -62,7 +63,11 @@ static int env_01(const char *name) {
 
 bool conv_bf16_colpair(const conv2d_desc *d, cb_form form) {
   return form == CB_FORM_MV && conv_bf16_gathered(d) && d->sw == 2 && d->dw == 1 && d->KW >= 2 &&
-         env_01("SMELT_CONV_BF16_COLPAIR") != 0;
+         env_flag_on("SMELT_CONV_BF16_COLPAIR");
+}
+
+bool conv_bf16_bands(int64_t rows, int64_t positions) {
+  return rows <= positions && env_flag_on("SMELT_CONV_BF16_BANDS");
 }
 
 /* d as form's kernel sees it: the gathered form is a 1x1 convolution over
@@ -448,17 +453,14 @@ smelt_status conv_bf16_run_cl(smelt_pool *pool, isa_level isa, const conv2d_desc
    * (SMELT_CONV_BF16_WINO_FUSED=0: never) */
   j.wcl = wino && j.xcl;
   bool fused = j.wcl && 16 * j.np * j.Cq <= CB_WINO_FUSED_WORDS &&
-               conv_cdiv(d->OH, 2) * j.TW >= round_up(d->M, 16) && env_01("SMELT_CONV_BF16_WINO_FUSED") != 0;
+               conv_cdiv(d->OH, 2) * j.TW >= round_up(d->M, 16) && env_flag_on("SMELT_CONV_BF16_WINO_FUSED");
   /* groups no longer than a thread's share of the positions: the threads'
    * home ranges of items (parallel/pool.h) are then bands of positions,
    * every output channel -- the positions the layer before wrote on that
    * thread and the one after reads there -- not blocks of output channels.
-   * Each thread then reads all the weights: only where they are no larger
-   * than the input (M x taps <= positions); SMELT_CONV_BF16_BANDS=0: groups
-   * sized for L2 only */
+   * (conv_bf16_bands) */
   int threads = pool_threads(pool);
-  j.bands = threads > 1 && !fused && d->M * j.taps * (j.taps_v ? j.taps_v : 1) <= j.S &&
-            env_01("SMELT_CONV_BF16_BANDS") != 0;
+  j.bands = threads > 1 && !fused && conv_bf16_bands(d->M * j.taps * (j.taps_v ? j.taps_v : 1), j.S);
   if (j.bands && j.gfb > conv_cdiv(j.nfb, threads)) j.gfb = conv_cdiv(j.nfb, threads);
   j.lo = ep ? ep->lo : -INFINITY, j.hi = ep ? ep->hi : INFINITY;
   size_t xp_bytes = j.xdirect || fused ? 0 : sizeof(uint32_t) * (size_t)(j.Cq * j.P * j.L);

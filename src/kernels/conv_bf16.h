@@ -107,6 +107,14 @@ cb_form conv_bf16_form(const conv2d_desc *d, isa_level isa);
  * 84 pairs a position against 74).  SMELT_CONV_BF16_COLPAIR=0 turns it
  * off (benches, tests). */
 bool conv_bf16_colpair(const conv2d_desc *d, cb_form form);
+/* Whether a bf16 layer whose weights are `rows` channel rows (M x taps)
+ * over `positions` output positions runs its items by bands of positions
+ * on 2+ threads (kernels/conv_bf16.c: each thread then reads every
+ * weight, which pays where they are no larger than the input), and so
+ * whether a channels-last depthwise reading such a layer's output of
+ * `rows` channels runs its items rows outer (x86/conv_dw_cl.c): the two
+ * split alike.  SMELT_CONV_BF16_BANDS=0: never. */
+bool conv_bf16_bands(int64_t rows, int64_t positions);
 /* Winograd's U = G g G^T at point xi (0..15, row-major 4x4) of one 3x3
  * kernel g (row-major), in double, rounded to bf16 once. */
 uint16_t conv_bf16_wino_u(const float *g, int xi);

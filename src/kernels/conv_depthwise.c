@@ -39,6 +39,7 @@
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
+#include "util/env.h"
 #include "util/err.h"
 
 #define DW_WIDE_FLOATS 4096 /* scratch of one wide block (16 KB) */
@@ -277,17 +278,6 @@ static bool dw3_fits(const conv2d_weights *w) {
   return dw3_applies(d) && d->OW >= (d->sh == 1 ? 48 : 40);
 }
 
-static bool dw_bands_on(void) {
-  static _Atomic int on = -1; /* SMELT_DW_BANDS, read once */
-  int v = atomic_load_explicit(&on, memory_order_relaxed);
-  if (v < 0) {
-    const char *e = getenv("SMELT_DW_BANDS");
-    v = !(e && e[0] == '0' && !e[1]);
-    atomic_store_explicit(&on, v, memory_order_relaxed);
-  }
-  return v;
-}
-
 static smelt_status dw3_run(smelt_pool *pool, const conv2d_weights *w, const float *X, const float *B,
                             const conv2d_epilogue *ep, float *Y, bool in_place) {
   const conv2d_desc *d = &w->d;
@@ -297,7 +287,7 @@ static smelt_status dw3_run(smelt_pool *pool, const conv2d_weights *w, const flo
   /* a band per thread where each keeps at least 8 rows (SMELT_DW_BANDS=0:
    * whole planes, split by channels) */
   int threads = pool_threads(pool);
-  j.bands = threads > 1 && d->OH >= 8 * threads && dw_bands_on() ? threads : 1;
+  j.bands = threads > 1 && d->OH >= 8 * threads && env_flag_on("SMELT_DW_BANDS") ? threads : 1;
   int64_t grain = 1 + 32768 / (d->OH / j.bands * d->OW * 9 + 1);
   pool_parallel_for(pool, j.bands * d->N * d->C, grain, dw3_planes, &j);
   if (atomic_load(&j.failed)) return err_nomem("depthwise rows", sizeof(float) * (size_t)j.ring_floats);

@@ -28,7 +28,6 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ir/tensor.h"
 #include "kernels/conv_internal.h"
@@ -253,13 +252,12 @@ CB_INLINE void dw_rows_of(const dw_job *j, int64_t n, int64_t oh, int64_t gi, ui
 }
 
 /* Items are (channel group, image and output row): over a channels-last
- * input of no more channels than positions rows outer, so each thread's
- * home range (parallel/pool.h) is a band of rows, every channel -- the
- * positions the convolution before (conv_bf16.c's groups of position
- * blocks, capped where M <= positions) wrote on that thread; with more
- * channels than positions that one split its channels, and so do these
- * items; over planes a group's rows in order, each staged row kept for
- * the next output row (SMELT_CONV_BF16_BANDS=0: groups outer always) */
+ * input rows outer where conv_bf16_bands says the convolution before split
+ * by positions (no more channels than positions), so each thread's home
+ * range (parallel/pool.h) is a band of rows, every channel -- the
+ * positions that convolution wrote on that thread; else, as it split its
+ * channels, groups outer; over planes a group's rows in order, each
+ * staged row kept for the next output row */
 CB_TARGET static void dw_items(void *ctx, int64_t i0, int64_t i1) {
   const dw_job *j = ctx;
   const conv2d_desc *d = j->d;
@@ -305,8 +303,7 @@ smelt_status conv_dw_cl_run(smelt_pool *pool, isa_level isa, const conv2d_desc *
   dw_job j = {.d = d, .Wt = Wt, .B = B, .X = x_planes ? NULL : Xh, .Xp = Xp, .Xph = x_planes ? Xh : NULL,
               .Y = Yh, .lo = ep ? ep->lo : -INFINITY, .hi = ep ? ep->hi : INFINITY,
               .ngroups = conv_cdiv(d->C, DW_GROUP)};
-  const char *bands = getenv("SMELT_CONV_BF16_BANDS");
-  j.rows_outer = !x_planes && !(bands && !strcmp(bands, "0")) && d->C <= d->H * d->W;
+  j.rows_outer = !x_planes && conv_bf16_bands(d->C, d->H * d->W);
   atomic_init(&j.nomem, 0);
   pool_parallel_for(pool, d->N * d->OH * j.ngroups, 1, dw_items, &j);
   if (atomic_load(&j.nomem))
