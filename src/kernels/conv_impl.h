@@ -1048,27 +1048,28 @@ static SIMD_TARGET void SIMD_NAME(dw3_plane)(const float *x, int64_t H, int64_t 
  * transposes (dw_blk). */
 static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(dw3d_row)(const float *row, const vlm *m, const vf *wk, vf acc,
                                                        const int S) {
+  /* m NULL (a constant where this is inlined): every lane inside the row */
+#define DW3D_LD(p, k) (m ? v_loadm(p, m[k]) : v_load(p))
   vf t0, t1, t2;
   if (S == 1) {
-    t0 = v_loadm(row, m[0]), t1 = v_loadm(row + 1, m[1]), t2 = v_loadm(row + 2, m[2]);
+    t0 = DW3D_LD(row, 0), t1 = DW3D_LD(row + 1, 1), t2 = DW3D_LD(row + 2, 2);
   } else {
-    vf a = v_loadm(row, m[0]), b = v_loadm(row + VL, m[1]);
-    vf a2 = v_loadm(row + 2, m[2]), b2 = v_loadm(row + 2 + VL, m[3]);
+    vf a = DW3D_LD(row, 0), b = DW3D_LD(row + VL, 1), a2 = DW3D_LD(row + 2, 2), b2 = DW3D_LD(row + 2 + VL, 3);
     t0 = v_even2(a, b), t1 = v_odd2(a, b), t2 = v_even2(a2, b2);
   }
+#undef DW3D_LD
   return v_fma(wk[2], t2, v_fma(wk[1], t1, v_fma(wk[0], t0, acc)));
 }
 
-/* dw3d_row for a vector whose loads lie wholly inside the row: plain loads */
-static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(dw3d_row_in)(const float *row, const vf *wk, vf acc, const int S) {
-  vf t0, t1, t2;
-  if (S == 1) {
-    t0 = v_load(row), t1 = v_load(row + 1), t2 = v_load(row + 2);
-  } else {
-    vf a = v_load(row), b = v_load(row + VL), a2 = v_load(row + 2), b2 = v_load(row + 2 + VL);
-    t0 = v_even2(a, b), t1 = v_odd2(a, b), t2 = v_even2(a2, b2);
-  }
-  return v_fma(wk[2], t2, v_fma(wk[1], t1, v_fma(wk[0], t0, acc)));
+/* One output vector from input rows r0..r2 (NULL: a padding row) at
+ * column c: the three rows' sums apart -- three chains of 3 FMAs, not one
+ * of 9 */
+static INLINE_ALWAYS SIMD_TARGET vf SIMD_NAME(dw3d_vec)(const float *r0, const float *r1, const float *r2, int64_t c,
+                                                       const vlm *m, const vf *wk, vf vb, const int S) {
+  vf a0 = r0 ? SIMD_NAME(dw3d_row)(r0 + c, m, wk, vb, S) : vb;
+  vf a1 = r1 ? SIMD_NAME(dw3d_row)(r1 + c, m, wk + 3, v_zero(), S) : v_zero();
+  vf a2 = r2 ? SIMD_NAME(dw3d_row)(r2 + c, m, wk + 6, v_zero(), S) : v_zero();
+  return v_add(v_add(a0, a1), a2);
 }
 
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3d_rows)(const float *x, int64_t H, int64_t W, int64_t pt,
@@ -1093,7 +1094,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3d_rows)(const float *x, int64
    * masked load reloads its mask into a mask register, two instructions
    * more).  Measured alone, 1 thread: 144 channels at 56x56 0.155 -> 0.136
    * ms, 32 at 112x112 0.127 -> 0.095.  Stride 2 kept every load masked
-   * (plain ones inside ran 4-6% slower: 96 channels 112 -> 56). */
+   * (plain ones inside ran no faster: 96 channels 112 -> 56). */
   int64_t v_lo = 0, v_hi = 0;
   if (S == 1) {
     while (v_lo < nv && !in[v_lo]) v_lo++;
@@ -1108,21 +1109,13 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(dw3d_rows)(const float *x, int64
     const float *rr = res ? res + oh * OW : NULL;
     int64_t v = 0, j = 0;
     for (; v < nv; v++, j += VL) {
-      if (S == 1 && v == v_lo)
-        for (; v < v_hi; v++, j += VL) {
-          int64_t c = j * S;
-          vf a0 = r0 ? SIMD_NAME(dw3d_row_in)(r0 + c, wk, vb, S) : vb;
-          vf a1 = r1 ? SIMD_NAME(dw3d_row_in)(r1 + c, wk + 3, v_zero(), S) : v_zero();
-          vf a2 = r2 ? SIMD_NAME(dw3d_row_in)(r2 + c, wk + 6, v_zero(), S) : v_zero();
-          SIMD_NAME(dw3_out)(v_add(v_add(a0, a1), a2), rr, vlo, vhi, yr, j, OW, (OH - oh) * OW);
-        }
+      if (S == 1 && v == v_lo) /* the run of vectors inside the row: plain loads */
+        for (; v < v_hi; v++, j += VL)
+          SIMD_NAME(dw3_out)(SIMD_NAME(dw3d_vec)(r0, r1, r2, j * S, NULL, wk, vb, S), rr, vlo, vhi, yr, j, OW,
+                             (OH - oh) * OW);
       if (v >= nv) break;
-      int64_t c = j * S;
-      /* the three rows' sums apart: three chains of 3 FMAs, not one of 9 */
-      vf a0 = r0 ? SIMD_NAME(dw3d_row)(r0 + c, m[v], wk, vb, S) : vb;
-      vf a1 = r1 ? SIMD_NAME(dw3d_row)(r1 + c, m[v], wk + 3, v_zero(), S) : v_zero();
-      vf a2 = r2 ? SIMD_NAME(dw3d_row)(r2 + c, m[v], wk + 6, v_zero(), S) : v_zero();
-      SIMD_NAME(dw3_out)(v_add(v_add(a0, a1), a2), rr, vlo, vhi, yr, j, OW, (OH - oh) * OW);
+      SIMD_NAME(dw3_out)(SIMD_NAME(dw3d_vec)(r0, r1, r2, j * S, m[v], wk, vb, S), rr, vlo, vhi, yr, j, OW,
+                         (OH - oh) * OW);
     }
   }
 }
