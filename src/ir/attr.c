@@ -4,8 +4,13 @@
 #include "ir/ir.h"
 
 const ir_attr *ir_attr_find(const ir_node *n, const char *name) {
-  for (int i = 0; i < n->n_attrs; i++)
-    if (n->attrs[i].name && !strcmp(n->attrs[i].name, name)) return &n->attrs[i];
+  /* run paths ask a node's attributes on every run: the first two bytes
+   * settle most mismatches without a call to strcmp */
+  char c0 = name[0], c1 = c0 ? name[1] : 0;
+  for (int i = 0; i < n->n_attrs; i++) {
+    const char *a = n->attrs[i].name;
+    if (a && a[0] == c0 && (!c0 || (a[1] == c1 && (!c1 || !strcmp(a + 2, name + 2))))) return &n->attrs[i];
+  }
   return NULL;
 }
 

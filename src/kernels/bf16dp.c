@@ -16,6 +16,7 @@
 #include "ir/tensor.h"
 #include "kernels/gemm_kernels.h" /* SMELT_X86 */
 #include "util/err.h"
+#include "util/env.h"
 
 #define BF16DP_MAX_DIM ((int64_t)1 << 40)
 #define BF16DP_A_BLOCK_BYTES ((int64_t)1 << 20)
@@ -107,7 +108,7 @@ bool bf16dp_hw(isa_level isa) {
 }
 
 bool bf16dp_wanted(isa_level isa) {
-  const char *env = getenv("SMELT_BF16DP");
+  const char *env = env_get("SMELT_BF16DP");
   if (env && !strcmp(env, "0")) return false;
   if (env && !strcmp(env, "1")) return true;
   return bf16dp_hw(isa);

@@ -38,14 +38,14 @@ bool conv_bf16_shape(const conv2d_desc *d) {
 }
 
 bool conv_bf16_wanted(isa_level isa) {
-  const char *e = getenv("SMELT_CONV_BF16");
+  const char *e = env_get("SMELT_CONV_BF16");
   if (e && !strcmp(e, "0")) return false;
   if (e && !strcmp(e, "1")) return true;
   return bf16dp_amx_hw(isa) || bf16dp_hw(isa);
 }
 
 bool conv_bf16_by_cost(isa_level isa) {
-  const char *e = getenv("SMELT_CONV_BF16");
+  const char *e = env_get("SMELT_CONV_BF16");
   return !(e && !strcmp(e, "1")) && !bf16dp_amx_hw(isa) && bf16dp_hw(isa);
 }
 
@@ -57,7 +57,7 @@ int64_t conv_bf16_mv_np(int64_t S) {
 }
 
 static int env_01(const char *name) {
-  const char *e = getenv(name);
+  const char *e = env_get(name);
   return e && (!strcmp(e, "0") || !strcmp(e, "1")) ? *e - '0' : -1;
 }
 

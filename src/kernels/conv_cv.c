@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "kernels/conv_internal.h"
+#include "util/env.h"
 
 /* Measured on the 2-core Emerald Rapids Xeon (conv_pointwise.c and
  * conv_select.c say what): planes past 14x14 were slower on this tile on
@@ -21,7 +22,7 @@ int64_t conv_cv_max_plane(isa_level isa) {
  * 512 3x3/2 to 7x7 103 against 88, 3x3 at 7x7 128-134 against 120; 64 to
  * 256 floats a block all alike. */
 int64_t conv_cv_kc(const conv_kernels *k, int64_t K) {
-  int64_t kmax = getenv("SMELT_CV_KC") ? atoll(getenv("SMELT_CV_KC")) : 4096 / k->pmr;
+  int64_t kmax = env_get("SMELT_CV_KC") ? atoll(env_get("SMELT_CV_KC")) : 4096 / k->pmr;
   if (kmax < 1) kmax = 1;
   return conv_cdiv(K, conv_cdiv(K, kmax));
 }

@@ -321,7 +321,7 @@ static dw_form dw_forced(void) {
   static _Atomic int forced = -1; /* SMELT_DW, read once */
   int f = atomic_load_explicit(&forced, memory_order_relaxed);
   if (f < 0) {
-    const char *e = getenv("SMELT_DW");
+    const char *e = env_get("SMELT_DW");
     f = !e ? DW_AUTO : !strcmp(e, "ring") ? DW_RING : !strcmp(e, "direct") ? DW_DIRECT
         : !strcmp(e, "blk") ? DW_BLK : !strcmp(e, "rows") ? DW_ROWS : DW_AUTO;
     atomic_store_explicit(&forced, f, memory_order_relaxed);

@@ -20,6 +20,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernels.h"
 #include "util/err.h"
+#include "util/env.h"
 
 #define CONV_PW_BLOCK_FLOATS 6144 /* the row-group tile's slice of X per block (24 KiB) */
 
@@ -148,7 +149,7 @@ bool conv_pointwise_route(isa_level isa, int64_t C, int64_t M, int64_t S) {
  * channel-vector panels for every shape (measurements). */
 int conv_pointwise_panel(isa_level isa, int64_t C, int64_t M, int64_t S) {
   const conv_kernels *k = conv_kernels_get(isa);
-  const char *e = getenv("SMELT_PW_CV");
+  const char *e = env_get("SMELT_PW_CV");
   if (e && (e[0] == '0' || e[0] == '1') && !e[1]) return e[0] == '1' ? k->pmr : k->prows;
   if (S > conv_cv_max_plane(isa) || C < CONV_POINTWISE_CV_C || M < 1) return k->prows;
   /* the share of each tile's multiply-adds that land in Y: the row-group

@@ -12,6 +12,7 @@
 #include "kernels/conv_bf16_impl.h" /* CB_VR */
 #include "kernels/conv_internal.h"
 #include "util/err.h"
+#include "util/env.h"
 
 static const char *const algo_names[CONV_ALGO_COUNT] = {
     [CONV_ALGO_AUTO] = "auto",           [CONV_ALGO_IM2COL] = "im2col",
@@ -55,7 +56,7 @@ bool conv_algo_parse(const char *s, conv_algo *out) {
 
 conv_algo conv_algo_from_env(void) {
   conv_algo a = CONV_ALGO_AUTO;
-  if (!conv_algo_parse(getenv("SMELT_CONV"), &a) || a == CONV_ALGO_BF16) a = CONV_ALGO_AUTO;
+  if (!conv_algo_parse(env_get("SMELT_CONV"), &a) || a == CONV_ALGO_BF16) a = CONV_ALGO_AUTO;
   return a;
 }
 

@@ -1,4 +1,5 @@
 #include "kernels/isa.h"
+#include "util/env.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -190,7 +191,7 @@ isa_level isa_cap_enter(isa_level cap) {
 isa_choice isa_choose(void) {
   isa_choice ch = {0};
   ch.detected = isa_detect();
-  const char *env = getenv("SMELT_ISA");
+  const char *env = env_get("SMELT_ISA");
   ch.env_set = env != NULL;
   ch.env_valid = isa_parse(env, &ch.requested);
   if (!ch.env_valid) ch.requested = ch.detected;

@@ -1,39 +1,75 @@
 #include "ops/op_cache.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "parallel/run_ctl.h"
 
 struct op_cache_entry {
-  op_cache_entry *next;
+  op_cache_entry *next;  /* in the cache's list of every entry */
+  op_cache_entry *bnext; /* in its bucket */
   void *data;
   void (*free_fn)(void *data);
   size_t key_len;
   unsigned char key[]; /* key_len bytes */
 };
 
+enum { OP_CACHE_BUCKETS = 128 };
+
+static unsigned bucket_of(const void *key, size_t key_len) {
+  const unsigned char *p = key;
+  uint64_t h = 0x9e3779b97f4a7c15u ^ key_len;
+  size_t i = 0;
+  for (; i + 8 <= key_len; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdu;
+    h ^= h >> 32;
+  }
+  for (; i < key_len; i++) h = (h ^ p[i]) * 0x100000001b3u;
+  h ^= h >> 29;
+  return (unsigned)(h % OP_CACHE_BUCKETS);
+}
+
 static void *find_from(op_cache_entry *e, const void *key, size_t key_len) {
-  for (; e; e = e->next)
+  for (; e; e = e->bnext)
     if (e->key_len == key_len && !memcmp(e->key, key, key_len)) return e->data;
   return NULL;
 }
 
 void *op_cache_find(op_cache *c, const void *key, size_t key_len) {
   if (!c) return NULL;
-  return find_from(atomic_load_explicit(&c->head, memory_order_acquire), key, key_len);
+  _Atomic(op_cache_entry *) *b = atomic_load_explicit(&c->buckets, memory_order_acquire);
+  if (!b) return NULL;
+  return find_from(atomic_load_explicit(&b[bucket_of(key, key_len)], memory_order_acquire), key, key_len);
+}
+
+/* c's buckets, made now if there are none yet; NULL when they cannot be had */
+static _Atomic(op_cache_entry *) *buckets_of(op_cache *c) {
+  _Atomic(op_cache_entry *) *b = atomic_load_explicit(&c->buckets, memory_order_acquire);
+  if (b) return b;
+  _Atomic(op_cache_entry *) *made = calloc(OP_CACHE_BUCKETS, sizeof *made);
+  if (!made) return NULL;
+  if (atomic_compare_exchange_strong_explicit(&c->buckets, &b, made, memory_order_acq_rel, memory_order_acquire))
+    return made;
+  free(made); /* another thread's came first: b is it */
+  return b;
 }
 
 void *op_cache_add(op_cache *c, const void *key, size_t key_len, void *data,
                    void (*free_fn)(void *data)) {
   if (!c || key_len > ((size_t)1 << 20)) return NULL;
+  _Atomic(op_cache_entry *) *b = buckets_of(c);
+  if (!b) return NULL;
+  b += bucket_of(key, key_len);
   op_cache_entry *e = malloc(sizeof *e + key_len);
   if (!e) return NULL;
   e->data = data;
   e->free_fn = free_fn;
   e->key_len = key_len;
   memcpy(e->key, key, key_len);
-  op_cache_entry *head = atomic_load_explicit(&c->head, memory_order_acquire);
+  op_cache_entry *head = atomic_load_explicit(b, memory_order_acquire);
   for (;;) {
     /* entries are only ever pushed, so a key already present is in the list
      * this head leads to */
@@ -44,11 +80,14 @@ void *op_cache_add(op_cache *c, const void *key, size_t key_len, void *data,
       if (free_fn) free_fn(data);
       return old;
     }
-    e->next = head;
-    if (atomic_compare_exchange_weak_explicit(&c->head, &head, e, memory_order_release,
-                                              memory_order_acquire))
-      return data;
+    e->bnext = head;
+    if (atomic_compare_exchange_weak_explicit(b, &head, e, memory_order_release, memory_order_acquire)) break;
   }
+  /* published: now also in the list of every entry, for op_cache_free_all */
+  op_cache_entry *all = atomic_load_explicit(&c->head, memory_order_acquire);
+  do e->next = all;
+  while (!atomic_compare_exchange_weak_explicit(&c->head, &all, e, memory_order_release, memory_order_acquire));
+  return data;
 }
 
 void op_cache_free_all(op_cache *caches, int n) {
@@ -62,6 +101,8 @@ void op_cache_free_all(op_cache *caches, int n) {
       e = next;
     }
     atomic_store_explicit(&caches[i].head, NULL, memory_order_relaxed);
+    free((void *)atomic_load_explicit(&caches[i].buckets, memory_order_acquire));
+    atomic_store_explicit(&caches[i].buckets, NULL, memory_order_relaxed);
   }
 }
 

@@ -23,7 +23,11 @@ typedef struct op_cache_entry op_cache_entry;
 typedef struct op_prep_store op_prep_store;
 
 struct op_cache {
-  _Atomic(op_cache_entry *) head;
+  _Atomic(op_cache_entry *) head; /* every entry, newest first (freeing) */
+  /* OP_CACHE_BUCKETS lists by the key's hash, made on the first add: a
+   * session's plans share one cache of every prepared weight, and a find
+   * walks one short list, not all of them */
+  _Atomic(_Atomic(op_cache_entry *) *) buckets;
   /* Where prepared data may also be saved to and loaded from across sessions:
    * an interface the runtime provides (runtime/weight_store.h, over
    * cache/prep_store.h; ops never include cache/).  NULL: memory only.  Not

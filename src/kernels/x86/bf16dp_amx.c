@@ -42,6 +42,7 @@
 #include <unistd.h>
 #define AMX_BUILT 1
 #include "kernels/x86/amx.h"
+#include "util/env.h"
 #else
 #define AMX_BUILT 0
 #endif
@@ -69,7 +70,7 @@ static void amx_probe(void) {
 
 bool bf16dp_amx_hw(isa_level isa) {
   if (isa < ISA_AVX512) return false;
-  const char *e = getenv("SMELT_AMX");
+  const char *e = env_get("SMELT_AMX");
   if (e && !strcmp(e, "0")) return false;
   pthread_once(&amx_once, amx_probe);
   return amx_usable;
