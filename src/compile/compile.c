@@ -29,6 +29,7 @@ static void free_steps(compiled_plan *p) {
     free(p->steps[i].args);
     free(p->steps[i].params);
     free(p->steps[i].gemm);
+    op_memo_clear(&p->steps[i].memo);
   }
   free(p->steps);
   free(p->loc);

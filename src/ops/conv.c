@@ -28,6 +28,7 @@
 #include "kernels/conv.h"
 #include "kernels/conv_bf16.h"
 #include "kernels/gemm.h"
+#include "ops/conv_memo.h"
 #include "ops/conv_route.h"
 #include "ops/gemm_weights.h"
 #include "ops/op_cache.h"
@@ -460,7 +461,7 @@ smelt_status conv_f32(op_ctx *c, const conv_geom *g, const float *X, const float
       if (!r) return err_nomem("conv residual", bytes);
       memcpy(r, Y, bytes);
       conv_epilogue e2 = *ep;
-      e2.residual = r;
+      e2.residual = r, e2.rec = NULL;
       smelt_status st = conv_f32(c, g, X, W, B, Y, &e2);
       tensor_data_free(r);
       return st;
@@ -723,6 +724,7 @@ static smelt_status conv_cl_via_planes(op_ctx *c, const conv_geom *g, const conv
     for (int i = 0; i < c->n_in && i < 8; i++) ins[i] = c->in[i];
     outs[0] = y;
     conv_epilogue e2 = *e;
+    e2.rec = NULL;
     if (xf) {
       cl_to_planes(x->data, g->N, g->C, g->S_in, xf);
       tensor_view(&xt, SMELT_F32, x->rank, x->dims, xf);
@@ -773,7 +775,7 @@ static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned c
     TRY(nn_alloc((void **)&r, n, sizeof(float), "f32 copy of the residual"));
     nn_load_f32(SMELT_BF16, e->residual_h, 0, 1, n, r);
     conv_epilogue e2 = *e;
-    e2.residual = r, e2.residual_h = NULL;
+    e2.residual = r, e2.residual_h = NULL, e2.rec = NULL;
     smelt_status st = conv_op_run_cl(c, &e2, 0);
     free(r);
     return st;
@@ -806,8 +808,14 @@ static smelt_status conv_op_run_cl(op_ctx *c, const conv_epilogue *e, unsigned c
 }
 
 static smelt_status conv_run(op_ctx *c) {
-  conv_epilogue none = {0};
-  return conv_op_run(c, &none);
+  bool hit;
+  TRY(conv_memo_run(c, &hit));
+  if (hit) return SMELT_OK;
+  conv_memo rec;
+  conv_epilogue none = {.rec = conv_memo_begin(c, &rec)};
+  smelt_status st = conv_op_run(c, &none);
+  if (!st) conv_memo_end(c, none.rec);
+  return st;
 }
 
 const op_def op_family_conv[] = {

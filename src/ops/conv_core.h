@@ -11,6 +11,9 @@ typedef struct conv_epilogue {
   const float *residual; /* same shape as Y, added before the activation; NULL: none */
   const uint16_t *residual_h; /* or the residual in bf16 (passes/bf16_acts.c); NULL: none */
   fused_act act;
+  /* the run memo's recorder (ops/conv_memo.h): the route that runs the conv
+   * as it is notes itself there; NULL in runs through copies */
+  struct conv_memo *rec;
 } conv_epilogue;
 
 /* Conv's inference over inputs X, W, B (inputs 0..2 of c; others ignored). */

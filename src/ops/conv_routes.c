@@ -9,6 +9,7 @@
 #include "kernels/conv.h"
 #include "kernels/conv_bf16.h"
 #include "kernels/gemm.h"
+#include "ops/conv_memo.h"
 #include "ops/conv_route.h"
 #include "ops/gemm_weights.h"
 #include "ops/op_cache.h"
@@ -199,6 +200,23 @@ smelt_status conv_route_fast_prepare(const conv_kernel *k, const conv_query *q, 
   return SMELT_OK;
 }
 
+/* a's operands are its node's own, all fp32: a run the memo can repeat */
+static bool fast_as_given(const conv_call *a) {
+  const op_ctx *c = a->c;
+  const tensor *b = c->n_in > 2 ? c->in[2] : NULL;
+  return c->in[0]->dtype == SMELT_F32 && c->in[1]->dtype == SMELT_F32 && (!b || b->dtype == SMELT_F32) &&
+         c->out[0]->dtype == SMELT_F32 && a->X == c->in[0]->data && a->W == c->in[1]->data &&
+         a->B == (b ? b->data : NULL) && a->Y == c->out[0]->data;
+}
+
+/* Later runs of a straight here (ops/conv_memo.h), where a runs as given */
+static void note_fast(const conv_kernel *k, const conv_query *q, const conv_call *a, const conv2d_weights *pw,
+                      const conv2d_epilogue *kep, const fused_act *rest) {
+  if (!a->ep->rec || !fast_as_given(a)) return;
+  conv_memo_note(a->ep->rec, CM_FAST, &q->d, pw, kep);
+  a->ep->rec->rest = *rest, a->ep->rec->residual_in_place = k->residual_in_place;
+}
+
 smelt_status conv_route_fast_run(const conv_kernel *k, const conv_query *q, const conv_call *a, bool *taken) {
   conv2d_weights *pw;
   bool own;
@@ -207,6 +225,7 @@ smelt_status conv_route_fast_run(const conv_kernel *k, const conv_query *q, cons
   conv_epilogue rest = {0};
   conv2d_epilogue kep = conv_kernel_epilogue(a->ep, &rest.act);
   smelt_status st = conv2d_run_ep(a->c->pool, &q->d, pw, a->X, a->B, &kep, a->Y);
+  if (!own) note_fast(k, q, a, pw, &kep, &rest.act);
   if (own) conv2d_weights_free(pw);
   if (!st) conv_epilogue_after(a->c->pool, &rest, a->Y, a->g->N * a->g->M * a->g->S_out);
   return st;
@@ -287,6 +306,10 @@ smelt_status conv_bf16_io_run(op_ctx *c, const conv_geom *g, const conv_epilogue
     st = conv2d_run_bf16io(c->pool, &d, pw, xh ? NULL : x->data, xh ? x->data : NULL, b ? b->data : NULL, &kep,
                            e->residual_h, yh ? NULL : y->data, yh ? y->data : NULL, cl);
     *done = true;
+    if (!own && rest.kind == FUSED_ACT_NONE && e->rec) {
+      conv_memo_note(e->rec, CM_BF16IO, &d, pw, &kep);
+      e->rec->cl = cl;
+    }
   }
   if (own) conv2d_weights_free(pw);
   return st;
@@ -338,6 +361,10 @@ smelt_status conv_dw_cl_try(op_ctx *c, const conv_geom *g, const conv_epilogue *
                                    x->dtype == SMELT_F32 ? x->data : NULL, x->dtype == SMELT_BF16 ? x->data : NULL,
                                    planes, y->data);
   if (own) tensor_data_free(Wt);
+  else if (e->rec && rest.kind == FUSED_ACT_NONE) {
+    conv_memo_note(e->rec, CM_DWCL, &d, Wt, &kep);
+    e->rec->planes = planes;
+  }
   return st;
 }
 
@@ -447,6 +474,7 @@ smelt_status conv_route_pw_run(const conv_kernel *k, const conv_query *q, const 
   smelt_status st =
       pw ? conv2d_run_ep(a->c->pool, &q->d, pw, a->X, a->B, &kep, a->Y)
          : conv_pointwise_run(a->c->pool, q->isa, g->N, g->C, g->M, g->S_out, a->X, a->W, a->B, &kep, a->Y);
+  if (pw && !own) note_fast(k, q, a, pw, &kep, &rest.act);
   if (own) conv2d_weights_free(pw);
   TRY(st);
   conv_epilogue_after(a->c->pool, &rest, a->Y, g->N * g->M * g->S_out);

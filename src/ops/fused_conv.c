@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ops/conv_core.h"
+#include "ops/conv_memo.h"
 #include "ops/conv_route.h"
 #include "ops/fused_util.h"
 #include "ops/nn_util.h"
@@ -35,6 +36,9 @@ static smelt_status fconv_infer(op_ctx *c) {
 }
 
 static smelt_status fconv_run(op_ctx *c) {
+  bool hit;
+  TRY(conv_memo_run(c, &hit)); /* a later run of a plan step: straight to its kernel */
+  if (hit) return SMELT_OK;
   TRY(fconv_check(c));
   TRY(check_residual(c));
   const tensor *res = op_in(c, 3);
@@ -43,7 +47,11 @@ static smelt_status fconv_run(op_ctx *c) {
   conv_epilogue e = {.residual = res && res->dtype == SMELT_F32 ? res->data : NULL,
                      .residual_h = res && res->dtype == SMELT_BF16 ? res->data : NULL};
   TRY(fused_act_read(c->node, &e.act));
-  return conv_op_run(c, &e);
+  conv_memo rec;
+  e.rec = conv_memo_begin(c, &rec);
+  smelt_status st = conv_op_run(c, &e);
+  if (!st) conv_memo_end(c, e.rec);
+  return st;
 }
 
 const op_def op_family_fused_conv[] = {

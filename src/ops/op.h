@@ -27,6 +27,8 @@
 typedef struct op_ctx op_ctx;
 /* Per-node prepared data (packed weights) owned by the session: ops/op_cache.h. */
 typedef struct op_cache op_cache;
+/* A plan step's memo of what its op worked out on a run: ops/op_memo.h. */
+typedef struct op_memo op_memo;
 
 typedef struct op_def {
   const char *name;
@@ -62,6 +64,7 @@ struct op_ctx {
   op_subgraph_fn run_subgraph; /* NULL during static inference */
   void *exec;
   op_cache *cache;         /* this node's cache in the session; NULL outside one */
+  op_memo *memo;           /* this plan step's run memo (ops/op_memo.h); NULL outside a plan */
 };
 
 /* Finds the op for (domain, op_type); NULL if smelt has none. */

@@ -13,6 +13,7 @@
 
 #include "codegen/loader.h"
 #include "ir/ir.h"
+#include "ops/op_memo.h"
 #include "parallel/pool.h"
 
 typedef enum vloc_kind {
@@ -61,6 +62,8 @@ typedef struct pstep {
   int variant;     /* library: lib_variant, or the GEMM step variant */
   double seconds;  /* max-autotune: measured time of the chosen variant */
   char kind_label[48]; /* for run hooks (the profiler): "smelt.fused_3", "Conv", ... */
+  /* library: the op's run memo, the one field runs write */
+  op_memo memo;
 } pstep;
 
 typedef struct plan_instance plan_instance;

@@ -122,7 +122,7 @@ static smelt_status run_library(run_ctx *r, const pstep *st) {
   }
   op_ctx c = {.graph = g, .node = nd, .opset = nd->opset, .n_in = nd->n_inputs, .n_out = nd->n_outputs,
               .in = in, .out = out, .pool = st->variant == LV_SERIAL ? NULL : r->p->pool,
-              .cache = node_cache(r->p, st->node)};
+              .cache = node_cache(r->p, st->node), .memo = (op_memo *)&st->memo};
   smelt_status s = SMELT_OK;
   if (scratch) { /* outputs the graph does not want still need room */
     s = nd->op->infer(&c);

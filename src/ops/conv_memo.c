@@ -1,0 +1,100 @@
+#include "ops/conv_memo.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/conv_route.h"
+#include "ops/op_cache.h"
+#include "ops/op_memo.h"
+#include "util/err.h"
+
+static const tensor *in_at(const op_ctx *c, int i) { return i < c->n_in ? c->in[i] : NULL; }
+
+/* The operands' part of the memo: what a later run must match. */
+static void key_of(const op_ctx *c, conv_memo *k) {
+  memset(k, 0, sizeof *k);
+  const tensor *x = c->in[0], *w = c->in[1], *b = in_at(c, 2), *r = in_at(c, 3), *y = c->out[0];
+  k->n_in = c->n_in;
+  k->xt = x->dtype, k->wt = w->dtype, k->bt = b ? b->dtype : SMELT_UNDEFINED, k->rt = r ? r->dtype : SMELT_UNDEFINED;
+  k->yt = y->dtype;
+  k->xrank = x->rank;
+  if (x->rank > 0) memcpy(k->xdims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+  k->rn = r ? tensor_numel(r) : -1;
+  k->yn = tensor_numel(y);
+  k->w = w->data, k->b = b ? b->data : NULL;
+  k->pool = c->pool;
+  k->isa = isa_active();
+}
+
+static bool same_key(const conv_memo *a, const conv_memo *b) {
+  return a->n_in == b->n_in && a->xt == b->xt && a->wt == b->wt && a->bt == b->bt && a->rt == b->rt &&
+         a->yt == b->yt && a->xrank == b->xrank &&
+         (a->xrank <= 0 || !memcmp(a->xdims, b->xdims, sizeof(int64_t) * (size_t)a->xrank)) && a->rn == b->rn &&
+         a->yn == b->yn && a->w == b->w && a->b == b->b && a->pool == b->pool && a->isa == b->isa;
+}
+
+conv_memo *conv_memo_begin(op_ctx *c, conv_memo *rec) {
+  if (!op_memo_open(c) || c->n_in < 2 || c->n_out != 1 || !c->in[0] || !c->in[1] || c->in[0]->rank < 0) return NULL;
+  key_of(c, rec);
+  /* only weights and bias the session holds for good: their addresses name them */
+  if (!c->cache || !op_input_is_constant(c, 1) || (in_at(c, 2) && !op_input_is_constant(c, 2))) return NULL;
+  return rec;
+}
+
+void conv_memo_end(op_ctx *c, const conv_memo *rec) {
+  if (!rec) return; /* a memo of route CM_NONE: this step takes the full path without asking again */
+  conv_memo *m = malloc(sizeof *m);
+  if (!m) return; /* not remembered: later runs take the full path */
+  *m = *rec;
+  op_memo_put(c, m);
+}
+
+void conv_memo_note(conv_memo *rec, conv_memo_route route, const conv2d_desc *d, const void *wts,
+                    const conv2d_epilogue *kep) {
+  if (!rec) return;
+  rec->route = route, rec->d = *d, rec->wts = wts, rec->kep = *kep;
+  rec->kep.residual = NULL;
+}
+
+static _Atomic size_t hits;
+
+size_t conv_memo_hits(void) { return atomic_load_explicit(&hits, memory_order_relaxed); }
+static void count_hit(void) { atomic_fetch_add_explicit(&hits, 1, memory_order_relaxed); }
+
+smelt_status conv_memo_run(op_ctx *c, bool *hit) {
+  *hit = false;
+  const conv_memo *m = op_memo_get(c);
+  if (!m || m->route == CM_NONE || c->n_in < 2 || c->n_out != 1 || !c->in[0] || !c->in[1]) return SMELT_OK;
+  conv_memo k;
+  key_of(c, &k);
+  if (!same_key(m, &k)) return SMELT_OK;
+  const tensor *x = c->in[0], *b = in_at(c, 2), *r = in_at(c, 3);
+  tensor *y = c->out[0];
+  conv2d_epilogue kep = m->kep;
+  kep.residual = r && r->dtype == SMELT_F32 ? r->data : NULL;
+  const uint16_t *rh = r && r->dtype == SMELT_BF16 ? r->data : NULL;
+  const float *B = b ? b->data : NULL;
+  bool xh = x->dtype == SMELT_BF16, yh = y->dtype == SMELT_BF16;
+  switch (m->route) {
+    case CM_BF16IO:
+      *hit = true, count_hit();
+      return conv2d_run_bf16io(c->pool, &m->d, m->wts, xh ? NULL : x->data, xh ? x->data : NULL, B, &kep, rh,
+                               yh ? NULL : y->data, yh ? y->data : NULL, m->cl);
+    case CM_DWCL:
+      *hit = true, count_hit();
+      return conv_dw_cl_run(c->pool, m->isa, &m->d, m->wts, B, &kep, xh ? NULL : x->data, xh ? x->data : NULL,
+                            m->planes, y->data);
+    case CM_FAST: {
+      if (kep.residual == y->data && !m->residual_in_place) return SMELT_OK; /* the full path copies it */
+      *hit = true, count_hit();
+      TRY(conv2d_run_ep(c->pool, &m->d, m->wts, x->data, B, &kep, y->data));
+      if (m->rest.kind != FUSED_ACT_NONE) {
+        conv_epilogue rest = {.act = m->rest};
+        conv_epilogue_after(c->pool, &rest, y->data, m->yn);
+      }
+      return SMELT_OK;
+    }
+    default: return SMELT_OK;
+  }
+}
