@@ -37,13 +37,17 @@ static bool same_key(const conv_memo *a, const conv_memo *b) {
 conv_memo *conv_memo_begin(op_ctx *c, conv_memo *rec) {
   if (!op_memo_open(c) || c->n_in < 2 || c->n_out != 1 || !c->in[0] || !c->in[1] || c->in[0]->rank < 0) return NULL;
   key_of(c, rec);
-  /* only weights and bias the session holds for good: their addresses name them */
-  if (!c->cache || !op_input_is_constant(c, 1) || (in_at(c, 2) && !op_input_is_constant(c, 2))) return NULL;
+  /* only weights and bias the session holds for good: their addresses name
+   * them.  Others: a memo of no route, so later runs do not ask again */
+  if (!c->cache || !op_input_is_constant(c, 1) || (in_at(c, 2) && !op_input_is_constant(c, 2))) {
+    conv_memo_end(c, rec);
+    return NULL;
+  }
   return rec;
 }
 
 void conv_memo_end(op_ctx *c, const conv_memo *rec) {
-  if (!rec) return; /* a memo of route CM_NONE: this step takes the full path without asking again */
+  if (!rec) return; /* route CM_NONE: this step takes the full path without asking again */
   conv_memo *m = malloc(sizeof *m);
   if (!m) return; /* not remembered: later runs take the full path */
   *m = *rec;
