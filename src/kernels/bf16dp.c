@@ -15,8 +15,8 @@
 
 #include "ir/tensor.h"
 #include "kernels/gemm_kernels.h" /* SMELT_X86 */
-#include "util/err.h"
 #include "util/env.h"
+#include "util/err.h"
 
 #define BF16DP_MAX_DIM ((int64_t)1 << 40)
 #define BF16DP_A_BLOCK_BYTES ((int64_t)1 << 20)

@@ -19,8 +19,8 @@
 #include "kernels/conv_internal.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_kernels.h"
-#include "util/err.h"
 #include "util/env.h"
+#include "util/err.h"
 
 #define CONV_PW_BLOCK_FLOATS 6144 /* the row-group tile's slice of X per block (24 KiB) */
 

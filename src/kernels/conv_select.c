@@ -11,8 +11,8 @@
 #include "kernels/bf16dp.h"
 #include "kernels/conv_bf16_impl.h" /* CB_VR */
 #include "kernels/conv_internal.h"
-#include "util/err.h"
 #include "util/env.h"
+#include "util/err.h"
 
 static const char *const algo_names[CONV_ALGO_COUNT] = {
     [CONV_ALGO_AUTO] = "auto",           [CONV_ALGO_IM2COL] = "im2col",

@@ -1,10 +1,11 @@
 #include "kernels/isa.h"
-#include "util/env.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <strings.h>
+
+#include "util/env.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -30,6 +30,7 @@
 
 #include "ir/tensor.h"
 #include "kernels/gemm_kernels.h" /* SMELT_X86 */
+#include "util/env.h"
 #include "util/err.h"
 #ifdef SMELT_X86
 #include "kernels/x86/avx512_tile.h"
@@ -42,7 +43,6 @@
 #include <unistd.h>
 #define AMX_BUILT 1
 #include "kernels/x86/amx.h"
-#include "util/env.h"
 #else
 #define AMX_BUILT 0
 #endif
