@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "parallel/run_ctl.h"
+#include "util/hash.h"
 
 struct op_cache_entry {
   op_cache_entry *next;  /* in the cache's list of every entry */
@@ -17,19 +18,17 @@ struct op_cache_entry {
 
 enum { OP_CACHE_BUCKETS = 128 };
 
+/* The key's 8-byte words through util/hash.h's mixer, its tail bytes FNV-1a */
 static unsigned bucket_of(const void *key, size_t key_len) {
   const unsigned char *p = key;
-  uint64_t h = 0x9e3779b97f4a7c15u ^ key_len;
+  uint64_t h = HASH_SEED ^ key_len;
   size_t i = 0;
   for (; i + 8 <= key_len; i += 8) {
     uint64_t w;
     memcpy(&w, p + i, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdu;
-    h ^= h >> 32;
+    h = hash_mix64(h ^ w);
   }
-  for (; i < key_len; i++) h = (h ^ p[i]) * 0x100000001b3u;
-  h ^= h >> 29;
-  return (unsigned)(h % OP_CACHE_BUCKETS);
+  return (unsigned)(hash_mix64(hash_bytes(h, p + i, key_len - i)) % OP_CACHE_BUCKETS);
 }
 
 static void *find_from(op_cache_entry *e, const void *key, size_t key_len) {
