@@ -811,11 +811,8 @@ static smelt_status conv_run(op_ctx *c) {
   bool hit;
   TRY(conv_memo_run(c, &hit));
   if (hit) return SMELT_OK;
-  conv_memo rec;
-  conv_epilogue none = {.rec = conv_memo_begin(c, &rec)};
-  smelt_status st = conv_op_run(c, &none);
-  if (!st) conv_memo_end(c, none.rec);
-  return st;
+  conv_epilogue none = {0};
+  return conv_memo_record_run(c, &none);
 }
 
 const op_def op_family_conv[] = {

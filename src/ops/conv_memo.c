@@ -12,7 +12,7 @@
 static const tensor *in_at(const op_ctx *c, int i) { return i < c->n_in ? c->in[i] : NULL; }
 
 /* The operands' part of the memo: what a later run must match. */
-static void key_of(const op_ctx *c, conv_memo *k) {
+static void key_of(const op_ctx *c, conv_memo_key *k) {
   memset(k, 0, sizeof *k);
   const tensor *x = c->in[0], *w = c->in[1], *b = in_at(c, 2), *r = in_at(c, 3), *y = c->out[0];
   k->n_in = c->n_in;
@@ -27,31 +27,38 @@ static void key_of(const op_ctx *c, conv_memo *k) {
   k->isa = isa_active();
 }
 
-static bool same_key(const conv_memo *a, const conv_memo *b) {
-  return a->n_in == b->n_in && a->xt == b->xt && a->wt == b->wt && a->bt == b->bt && a->rt == b->rt &&
-         a->yt == b->yt && a->xrank == b->xrank &&
-         (a->xrank <= 0 || !memcmp(a->xdims, b->xdims, sizeof(int64_t) * (size_t)a->xrank)) && a->rn == b->rn &&
-         a->yn == b->yn && a->w == b->w && a->b == b->b && a->pool == b->pool && a->isa == b->isa;
+/* Publishes rec as c's memo (route CM_NONE: this step takes the full path
+ * without asking again). */
+static void memo_end(op_ctx *c, const conv_memo *rec) {
+  if (!rec) return;
+  conv_memo *m = malloc(sizeof *m);
+  if (!m) return; /* not remembered: later runs take the full path */
+  *m = *rec;
+  op_memo_put(c, m);
 }
 
-conv_memo *conv_memo_begin(op_ctx *c, conv_memo *rec) {
+/* rec, keyed by this run's operands, where c's step has a memo slot still
+ * empty; else NULL (then nothing is recorded). */
+static conv_memo *memo_begin(op_ctx *c, conv_memo *rec) {
   if (!op_memo_open(c) || c->n_in < 2 || c->n_out != 1 || !c->in[0] || !c->in[1] || c->in[0]->rank < 0) return NULL;
-  key_of(c, rec);
+  memset(rec, 0, sizeof *rec); /* route CM_NONE until a route notes itself */
+  key_of(c, &rec->key);
   /* only weights and bias the session holds for good: their addresses name
    * them.  Others: a memo of no route, so later runs do not ask again */
   if (!c->cache || !op_input_is_constant(c, 1) || (in_at(c, 2) && !op_input_is_constant(c, 2))) {
-    conv_memo_end(c, rec);
+    memo_end(c, rec);
     return NULL;
   }
   return rec;
 }
 
-void conv_memo_end(op_ctx *c, const conv_memo *rec) {
-  if (!rec) return; /* route CM_NONE: this step takes the full path without asking again */
-  conv_memo *m = malloc(sizeof *m);
-  if (!m) return; /* not remembered: later runs take the full path */
-  *m = *rec;
-  op_memo_put(c, m);
+smelt_status conv_memo_record_run(op_ctx *c, conv_epilogue *e) {
+  conv_memo rec;
+  e->rec = memo_begin(c, &rec);
+  smelt_status st = conv_op_run(c, e);
+  if (!st) memo_end(c, e->rec);
+  e->rec = NULL; /* rec goes out of scope */
+  return st;
 }
 
 void conv_memo_note(conv_memo *rec, conv_memo_route route, const conv2d_desc *d, const void *wts,
@@ -70,9 +77,9 @@ smelt_status conv_memo_run(op_ctx *c, bool *hit) {
   *hit = false;
   const conv_memo *m = op_memo_get(c);
   if (!m || m->route == CM_NONE || c->n_in < 2 || c->n_out != 1 || !c->in[0] || !c->in[1]) return SMELT_OK;
-  conv_memo k;
+  conv_memo_key k;
   key_of(c, &k);
-  if (!same_key(m, &k)) return SMELT_OK;
+  if (memcmp(&m->key, &k, sizeof k)) return SMELT_OK;
   const tensor *x = c->in[0], *b = in_at(c, 2), *r = in_at(c, 3);
   tensor *y = c->out[0];
   conv2d_epilogue kep = m->kep;
@@ -87,7 +94,7 @@ smelt_status conv_memo_run(op_ctx *c, bool *hit) {
                                yh ? NULL : y->data, yh ? y->data : NULL, m->cl);
     case CM_DWCL:
       *hit = true, count_hit();
-      return conv_dw_cl_run(c->pool, m->isa, &m->d, m->wts, B, &kep, xh ? NULL : x->data, xh ? x->data : NULL,
+      return conv_dw_cl_run(c->pool, m->key.isa, &m->d, m->wts, B, &kep, xh ? NULL : x->data, xh ? x->data : NULL,
                             m->planes, y->data);
     case CM_FAST: {
       if (kep.residual == y->data && !m->residual_in_place) return SMELT_OK; /* the full path copies it */
@@ -95,7 +102,7 @@ smelt_status conv_memo_run(op_ctx *c, bool *hit) {
       TRY(conv2d_run_ep(c->pool, &m->d, m->wts, x->data, B, &kep, y->data));
       if (m->rest.kind != FUSED_ACT_NONE) {
         conv_epilogue rest = {.act = m->rest};
-        conv_epilogue_after(c->pool, &rest, y->data, m->yn);
+        conv_epilogue_after(c->pool, &rest, y->data, m->key.yn);
       }
       return SMELT_OK;
     }

@@ -27,16 +27,21 @@ typedef struct conv_memo conv_memo;
 
 typedef enum conv_memo_route { CM_NONE, CM_BF16IO, CM_DWCL, CM_FAST } conv_memo_route;
 
-struct conv_memo {
-  /* what the run saw */
-  int n_in;
+/* What a run saw, compared bytewise: zero-filled, then set (conv_memo.c's
+ * key_of), the 4-byte fields first so there is no padding */
+typedef struct conv_memo_key {
+  int n_in, xrank;
   smelt_dtype xt, wt, bt, rt, yt;
-  int xrank;
+  isa_level isa;
   int64_t xdims[SMELT_MAX_RANK];
   int64_t rn, yn; /* elements of the residual (-1: none) and of Y */
   const void *w, *b;
   const smelt_pool *pool;
-  isa_level isa;
+} conv_memo_key;
+_Static_assert(sizeof(conv_memo_key) == 8 * 4 + 8 * (SMELT_MAX_RANK + 5), "conv_memo_key has padding");
+
+struct conv_memo {
+  conv_memo_key key;
   /* what it ran */
   conv_memo_route route;
   conv2d_desc d;
@@ -52,11 +57,9 @@ struct conv_memo {
  * (*hit true); else nothing (*hit false). */
 smelt_status conv_memo_run(op_ctx *c, bool *hit);
 
-/* rec, keyed by this run's operands, where c's step has a memo slot still
- * empty; else NULL (then nothing is recorded). */
-conv_memo *conv_memo_begin(op_ctx *c, conv_memo *rec);
-/* Publishes rec as c's memo when a route filled it. */
-void conv_memo_end(op_ctx *c, const conv_memo *rec);
+/* conv_op_run(c, e), recorded as c's step's memo where its slot is still
+ * empty (e->rec set for the routes to note themselves in). */
+smelt_status conv_memo_record_run(op_ctx *c, conv_epilogue *e);
 
 /* Runs conv_memo_run found a matching memo for, in this process (tests). */
 size_t conv_memo_hits(void);

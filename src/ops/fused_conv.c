@@ -47,11 +47,7 @@ static smelt_status fconv_run(op_ctx *c) {
   conv_epilogue e = {.residual = res && res->dtype == SMELT_F32 ? res->data : NULL,
                      .residual_h = res && res->dtype == SMELT_BF16 ? res->data : NULL};
   TRY(fused_act_read(c->node, &e.act));
-  conv_memo rec;
-  e.rec = conv_memo_begin(c, &rec);
-  smelt_status st = conv_op_run(c, &e);
-  if (!st) conv_memo_end(c, e.rec);
-  return st;
+  return conv_memo_record_run(c, &e);
 }
 
 const op_def op_family_fused_conv[] = {
