@@ -47,18 +47,24 @@ static void memo_fill(env_memo *m, const char *name, size_t len) {
 }
 
 const char *env_get(const char *name) {
-  size_t len = name ? strnlen(name, sizeof memos[0].name) : 0;
-  if (!len || len == sizeof memos[0].name || strchr(name, '=')) return name ? getenv(name) : NULL;
+  if (!name) return NULL;
   env_memo *m = NULL;
+  /* a name asked at the same address as last time (a literal): the common case */
   for (int i = 0; i < n_memos && !m; i++)
     if (memos[i].hint == name && !strcmp(memos[i].name, name)) m = &memos[i];
-  for (int i = 0; i < n_memos && !m; i++)
-    if (!strcmp(memos[i].name, name)) m = &memos[i];
+  size_t len = 0;
+  if (!m) { /* the name's text: only names a memo can hold */
+    len = strnlen(name, sizeof memos[0].name);
+    if (!len || len == sizeof memos[0].name || strchr(name, '=')) return getenv(name);
+    for (int i = 0; i < n_memos && !m; i++)
+      if (!strcmp(memos[i].name, name)) m = &memos[i];
+  }
   if (m && memo_valid(m)) {
     m->hint = name;
     return m->value;
   }
-  if (!m) { /* a new name: the next free memo, else the one taken longest ago */
+  if (m) len = strlen(m->name);
+  else { /* a new name: the next free memo, else the one taken longest ago */
     if (n_memos < ENV_MEMOS) m = &memos[n_memos++];
     else m = &memos[next_memo], next_memo = (next_memo + 1) % ENV_MEMOS;
   }
