@@ -17,7 +17,9 @@
  * vector, transposes each 16 channels x np positions in registers and
  * writes each channel's np outputs (contiguous in Y) as one masked store,
  * the residual added and the clamp applied; a channels-last Y is written a
- * position's channels at a time, no transpose.  Compiles
+ * position's channels at a time, no transpose.  A 16-channel block (NM = 1:
+ * one vdpbf16ps a broadcast) splits its sums by even and odd pairs
+ * (cb_cv_dot1): np sums alone would wait on vdpbf16ps's latency.  Compiles
  * everywhere (per-function target attributes); runs only where bf16dp_hw. */
 #include "kernels/conv_bf16_impl.h"
 
@@ -51,8 +53,12 @@ CB_INLINE void mv_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_
   for (int p = 0; p < NP; p++)
 #pragma GCC unroll 3
     for (int i = 0; i < NM; i++) c[p][i] = bias[i];
-  for (int64_t t = 0; t < j->taps; t++)
-    cb_cv_dot(c, j->xp + j->toff[t], j->mcl ? 1 : j->P * j->L, wb + t * j->Cq * 16 * NM, j->Cq, off, NM, NP);
+  for (int64_t t = 0; t < j->taps; t++) {
+    const uint32_t *x = j->xp + j->toff[t], *w = wb + t * j->Cq * 16 * NM;
+    int64_t xs = j->mcl ? 1 : j->P * j->L;
+    if (NM == 1) cb_cv_dot1(c, x, xs, w, j->Cq, off, NP);
+    else cb_cv_dot(c, x, xs, w, j->Cq, off, NM, NP);
+  }
   if (j->ycl && (j->rcl || (!j->res && !j->resh))) {
     /* channels-last, the residual too or none: each position's NM vectors
      * stored as they are, the masks and bounds loaded once */

@@ -269,6 +269,34 @@ CB_INLINE void cb_cv_dot(__m512 c[CB_NP_MAX][3], const uint32_t *x, int64_t xs, 
   }
 }
 
+/* ... for NM = 1: one vdpbf16ps a broadcast, so np sums (8 at most)
+ * cannot hide its latency at two a cycle; the even pairs go to c, the odd
+ * to sums of their own, added at the end -- twice the sums in flight. */
+CB_INLINE void cb_cv_dot1(__m512 c[CB_NP_MAX][3], const uint32_t *x, int64_t xs, const uint32_t *w, int64_t K,
+                          const int64_t *off, int NP) {
+  __m512 e[CB_NP_MAX];
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; p++) e[p] = _mm512_setzero_ps();
+  int64_t q = 0;
+  for (; q + 1 < K; q += 2, x += 2 * xs, w += 32) {
+    __m512i w0 = _mm512_loadu_si512((const void *)w), w1 = _mm512_loadu_si512((const void *)(w + 16));
+    const uint32_t *x1 = x + xs;
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++) {
+      c[p][0] = _mm512_dpbf16_ps(c[p][0], (__m512bh)w0, (__m512bh)_mm512_set1_epi32((int)x[off[p]]));
+      e[p] = _mm512_dpbf16_ps(e[p], (__m512bh)w1, (__m512bh)_mm512_set1_epi32((int)x1[off[p]]));
+    }
+  }
+  if (q < K) {
+    __m512i w0 = _mm512_loadu_si512((const void *)w);
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++)
+      c[p][0] = _mm512_dpbf16_ps(c[p][0], (__m512bh)w0, (__m512bh)_mm512_set1_epi32((int)x[off[p]]));
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; p++) c[p][0] = _mm512_add_ps(c[p][0], e[p]);
+}
+
 /* f(NP, ...) with NP the constant np (4..8) */
 #define CB_NP_SWITCH(np, f, ...)        \
   switch (np) {                         \
