@@ -36,81 +36,103 @@
 
 #define NP_MAX CB_NP_MAX
 
-/* One item: NM zmm of output channels from m0 (weights wb, block width
- * 16 NM) by NP positions at flat offsets off[] (NP a constant at each
- * call, so the loops unroll into registers). */
-CB_INLINE void mv_tile(int NP, const cb_job *j, const uint32_t *wb, const int64_t *off, int NM, int64_t m0,
-                       int64_t y0, int64_t npv) {
+/* Where a run's blocks start and how a block's positions lie in xp */
+typedef struct mv_run_at {
+  int64_t pb, nb; /* blocks pb .. pb + nb - 1 of np positions */
+  int64_t oh, ow; /* block pb's first position */
+  int64_t rs, cs; /* words from one output row to the next in xp, one column to the next */
+} mv_run_at;
+
+/* One run of items: NM zmm of output channels from m0 (weights wb, block
+ * width 16 NM) by nb consecutive blocks of NP positions (NP a constant at
+ * each call, so the loops unroll into registers).  The bias, masks, bounds
+ * and the job's fields are set up once a run, not once a block: with 16
+ * or 24 channels in (an expand or project 1x1 over a large plane) a
+ * block's dot is ~100 cycles and that setup a good part of it. */
+CB_INLINE void mv_run(int NP, const cb_job *j, const uint32_t *wb, int NM, int64_t m0, mv_run_at at) {
   const conv2d_desc *d = j->d;
-  __m512 c[NP_MAX][3], bias[3];
+  const int64_t M = d->M, OW = d->OW, S = j->S, taps = j->taps, Cq = j->Cq, xs = j->mcl ? 1 : j->P * j->L;
+  const uint32_t *xp = j->xp;
+  const int64_t *toff = j->toff;
+  __m512 bias[3];
   __mmask16 mk[3];
 #pragma GCC unroll 3
   for (int i = 0; i < NM; i++) { /* the sums start at the bias */
-    mk[i] = avx512_mask(d->M - m0 - 16 * i);
+    mk[i] = avx512_mask(M - m0 - 16 * i);
     bias[i] = j->B ? _mm512_maskz_loadu_ps(mk[i], j->B + m0 + 16 * i) : _mm512_setzero_ps();
   }
+  /* channels-last, the residual too or none: each position's NM vectors
+   * stored as they are */
+  const bool cl = j->ycl && (j->rcl || (!j->res && !j->resh));
+  const __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
+  uint16_t *const Yh = j->Yh;
+  const uint16_t *const rh = j->rcl ? j->resh : NULL;
+  int64_t oh = at.oh, ow = at.ow;
+  for (int64_t b = 0, pb = at.pb; b < at.nb; b++, pb++) {
+    int64_t y0 = pb * NP, npv = S - y0 < NP ? S - y0 : NP;
+    int64_t off[NP_MAX], h = oh, w = ow;
 #pragma GCC unroll 8
-  for (int p = 0; p < NP; p++)
-#pragma GCC unroll 3
-    for (int i = 0; i < NM; i++) c[p][i] = bias[i];
-  for (int64_t t = 0; t < j->taps; t++) {
-    const uint32_t *x = j->xp + j->toff[t], *w = wb + t * j->Cq * 16 * NM;
-    int64_t xs = j->mcl ? 1 : j->P * j->L;
-    if (NM == 1) cb_cv_dot1(c, x, xs, w, j->Cq, off, NP);
-    else cb_cv_dot(c, x, xs, w, j->Cq, off, NM, NP);
-  }
-  if (j->ycl && (j->rcl || (!j->res && !j->resh))) {
-    /* channels-last, the residual too or none: each position's NM vectors
-     * stored as they are, the masks and bounds loaded once */
-    __m512 lo = _mm512_set1_ps(j->lo), hi = _mm512_set1_ps(j->hi);
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; p++) {
-      if (p >= npv) break;
-      uint16_t *yp = j->Yh + (y0 + p) * d->M + m0;
-      const uint16_t *rp = j->rcl ? j->resh + (y0 + p) * d->M + m0 : NULL;
-      __m512 v[3];
-#pragma GCC unroll 3
-      for (int i = 0; i < NM; i++) {
-        v[i] = c[p][i];
-        if (rp) v[i] = _mm512_add_ps(v[i], cb_bf16x16(_mm256_maskz_loadu_epi16(mk[i], rp + 16 * i)));
-      }
-      /* the first 32 channels converted and stored as one vector */
-      if (NM >= 2) cb_out_cl32(yp, (__mmask32)mk[0] | (__mmask32)mk[1] << 16, lo, hi, v[0], v[1]);
-      else cb_out_cl16(yp, mk[0], lo, hi, v[0]);
-      if (NM == 3) cb_out_cl16(yp + 32, mk[2], lo, hi, v[2]);
+    for (int p = 0; p < NP; p++) { /* past the plane: the last position again, not stored */
+      off[p] = p == 0 || p < npv ? h * at.rs + w * at.cs : off[p - 1]; /* npv >= 1 */
+      if (p < npv - 1 && ++w == OW) w = 0, h++;
     }
-    return;
-  }
-#pragma GCC unroll 3
-  for (int i = 0; i < NM; i++) {
-    __m512 r[NP_MAX];
+    for (ow += NP; ow >= OW; ow -= OW) oh++; /* the next block's first position */
+    __m512 c[NP_MAX][3];
 #pragma GCC unroll 8
-    for (int p = 0; p < NP_MAX; p++) r[p] = p < NP ? c[p][i] : _mm512_setzero_ps();
-    mv_store16(j, r, m0 + 16 * i, y0, npv);
+    for (int p = 0; p < NP; p++)
+#pragma GCC unroll 3
+      for (int i = 0; i < NM; i++) c[p][i] = bias[i];
+    for (int64_t t = 0; t < taps; t++) {
+      const uint32_t *x = xp + toff[t], *wt = wb + t * Cq * 16 * NM;
+      if (NM == 1) cb_cv_dot1(c, x, xs, wt, Cq, off, NP);
+      else cb_cv_dot(c, x, xs, wt, Cq, off, NM, NP);
+    }
+    if (cl) {
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; p++) {
+        if (p >= npv) break;
+        uint16_t *yp = Yh + (y0 + p) * M + m0;
+        const uint16_t *rp = rh ? rh + (y0 + p) * M + m0 : NULL;
+        __m512 v[3];
+#pragma GCC unroll 3
+        for (int i = 0; i < NM; i++) {
+          v[i] = c[p][i];
+          if (rp) v[i] = _mm512_add_ps(v[i], cb_bf16x16(_mm256_maskz_loadu_epi16(mk[i], rp + 16 * i)));
+        }
+        /* the first 32 channels converted and stored as one vector */
+        if (NM >= 2) cb_out_cl32(yp, (__mmask32)mk[0] | (__mmask32)mk[1] << 16, lo, hi, v[0], v[1]);
+        else cb_out_cl16(yp, mk[0], lo, hi, v[0]);
+        if (NM == 3) cb_out_cl16(yp + 32, mk[2], lo, hi, v[2]);
+      }
+      continue;
+    }
+#pragma GCC unroll 3
+    for (int i = 0; i < NM; i++) {
+      __m512 r[NP_MAX];
+#pragma GCC unroll 8
+      for (int p = 0; p < NP_MAX; p++) r[p] = p < NP ? c[p][i] : _mm512_setzero_ps();
+      mv_store16(j, r, m0 + 16 * i, y0, npv);
+    }
   }
 }
 
-/* The tile for NM and np (4..8), each a constant inside. */
-#define MV_NP_CASES(NM) CB_NP_SWITCH(np, mv_tile, j, wb, off, NM, m0, y0, npv)
+/* The run for NM and np (4..8), each a constant inside. */
+#define MV_NP_CASES(NM) CB_NP_SWITCH(np, mv_run, j, wb, NM, m0, at)
 
-CB_TARGET static void mv_nm1(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
-                             int64_t y0, int64_t npv) {
+CB_TARGET static void mv_nm1(const cb_job *j, const uint32_t *wb, int np, int64_t m0, mv_run_at at) {
   MV_NP_CASES(1)
 }
-CB_TARGET static void mv_nm2(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
-                             int64_t y0, int64_t npv) {
+CB_TARGET static void mv_nm2(const cb_job *j, const uint32_t *wb, int np, int64_t m0, mv_run_at at) {
   MV_NP_CASES(2)
 }
-CB_TARGET static void mv_nm3(const cb_job *j, const uint32_t *wb, const int64_t *off, int np, int64_t m0,
-                             int64_t y0, int64_t npv) {
+CB_TARGET static void mv_nm3(const cb_job *j, const uint32_t *wb, int np, int64_t m0, mv_run_at at) {
   MV_NP_CASES(3)
 }
 
 /* Items [it0, it1) in cb_item's order (within a group of position blocks,
  * the blocks fastest, then the channel blocks): the first decoded with
- * divisions, the rest stepped, and a block's first position row and column
- * carried from the block before (with K = 16 an item is ~100 cycles of
- * vdpbf16ps, and five 64-bit divisions an item were a third of that). */
+ * divisions, the rest stepped; each channel block's consecutive position
+ * blocks in the range run as one mv_run. */
 CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
   const cb_job *j = ctx;
   const conv2d_desc *d = j->d;
@@ -123,30 +145,20 @@ CB_TARGET void cb_items_mv(void *ctx, int64_t it0, int64_t it1) {
   int64_t mb, pb;
   cb_item(j, it0, nvb, &mb, &pb);
   int64_t f0 = pb / j->gfb * j->gfb, gn = cb_group_blocks(j, f0); /* groups start at multiples of gfb */
-  int64_t oh = pb * j->np / d->OW, ow = pb * j->np - oh * d->OW; /* the block's first position */
   for (int64_t it = it0;;) {
-    int64_t m0, wdt;
+    int64_t m0, wdt, nb = f0 + gn - pb < it1 - it ? f0 + gn - pb : it1 - it;
     cb_mv_block(Mp, mb, &m0, &wdt);
-    int64_t y0 = pb * j->np, npv = j->S - y0 < j->np ? j->S - y0 : j->np;
-    int64_t off[NP_MAX], h = oh, w = ow;
-    for (int64_t p = 0; p < j->np; p++) { /* past the plane: the last position again, not stored */
-      if (p < npv) off[p] = h * rs + w * cs;
-      else off[p] = off[p - 1];
-      if (p < npv - 1 && ++w == d->OW) w = 0, h++;
-    }
+    int64_t oh = pb * j->np / d->OW, ow = pb * j->np - oh * d->OW; /* the run's first position */
+    mv_run_at at = {pb, nb, oh, ow, rs, cs};
     const uint32_t *wb = j->w + m0 * j->taps * j->Cq;
-    if (wdt == 48) mv_nm3(j, wb, off, (int)j->np, m0, y0, npv);
-    else if (wdt == 32) mv_nm2(j, wb, off, (int)j->np, m0, y0, npv);
-    else mv_nm1(j, wb, off, (int)j->np, m0, y0, npv);
-    if (++it == it1) break;
-    if (++pb < f0 + gn) { /* the next block of positions: np further on */
-      for (ow += j->np; ow >= d->OW; ow -= d->OW) oh++;
-      continue;
-    }
-    if (++mb == nvb) { /* the next group */
+    if (wdt == 48) mv_nm3(j, wb, (int)j->np, m0, at);
+    else if (wdt == 32) mv_nm2(j, wb, (int)j->np, m0, at);
+    else mv_nm1(j, wb, (int)j->np, m0, at);
+    if ((it += nb) == it1) break;
+    if (++mb == nvb) { /* the run ended at its group's end: the next channel block, or group */
       mb = 0, f0 += j->gfb, gn = cb_group_blocks(j, f0);
     }
-    pb = f0, oh = pb * j->np / d->OW, ow = pb * j->np - oh * d->OW;
+    pb = f0;
   }
 }
 
