@@ -18,6 +18,33 @@ AVX512_INLINE __mmask16 avx512_mask(int64_t n) {
   return (__mmask16)((1u << n) - 1);
 }
 
+/* 16 x 16 words transposed in registers, r[i] lane k <-> r[k] lane i
+ * (32-bit unpacks, 64-bit unpacks, then the 128-bit lanes twice); any
+ * 32-bit data, through _mm512_castsi512_ps.  Unrolled, so the 16 vectors
+ * stay in registers (left to gcc, the bf16 GEMM's A packing spilled them). */
+AVX512_INLINE void avx512_transpose16(__m512 *r) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) { /* 4 x 4 blocks within each 128-bit lane */
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) { /* then the 128-bit lanes across the four groups of rows */
+    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88), t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
+    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88), t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88), r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
+  }
+}
+
 /* act(alpha*acc + beta*c + bias) for 16 lanes of one row; masked-off lanes
  * of c are neither read nor written.  row_bias is bias[row] for ROW bias. */
 AVX512_INLINE void avx512_store(__m512 acc, float *c, __mmask16 m, const gemm_store *st,

@@ -94,38 +94,6 @@ DP_TARGET void bf16dp_tile_avx512_pf(int rows, int cols, int64_t kp, const uint3
   tile_any(rows, cols, kp, a, b, e, C, ldc, pf);
 }
 
-/* The 16 x 16 words of v transposed in registers: v[i] word j becomes
- * v[j] word i (32-bit unpacks, then 64-bit, then 128-bit lanes twice). */
-DP_INLINE void transpose16_epi32(__m512i v[16]) {
-  __m512i t[16];
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2)
-    t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]), t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
-  /* t[2i] lane L: rows 2i, 2i+1 of columns 4L, 4L+1; t[2i+1]: of 4L+2, 4L+3 */
-#pragma GCC unroll 4
-  for (int i = 0; i < 16; i += 4) {
-    v[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]), v[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    v[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]), v[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  /* v[4g + c] lane L: rows 4g .. 4g+3 of column 4L + c */
-#pragma GCC unroll 2
-  for (int g = 0; g < 2; g++)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-      __m512i a = v[8 * g + c], b = v[8 * g + 4 + c];
-      t[8 * g + c] = _mm512_shuffle_i32x4(a, b, 0x88), t[8 * g + 4 + c] = _mm512_shuffle_i32x4(a, b, 0xdd);
-    }
-  /* t[8g + c] lanes: rows (8g .. 8g+3 | 8g+4 .. 8g+7) of columns 4L' + c for
-   * L' = 0, 2 (lanes 0,1 then 2,3 hold L = 0, 2 of a then b); t[8g+4+c]: L' = 1, 3 */
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; c++)
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-      __m512i a = t[4 * h + c], b = t[8 + 4 * h + c];
-      v[4 * h + c] = _mm512_shuffle_i32x4(a, b, 0x88), v[8 + 4 * h + c] = _mm512_shuffle_i32x4(a, b, 0xdd);
-    }
-}
-
 /* bf16dp_pack_a_tile with vcvtne2ps2bf16: 32 floats of each row to 16
  * pairs at a time (round to nearest even, as f32_to_bf16; a denormal
  * becomes 0, as vdpbf16ps takes it anyway), the 12 rows x 16 pairs then
@@ -134,16 +102,16 @@ DP_INLINE void transpose16_epi32(__m512i v[16]) {
 DP_TARGET void bf16dp_pack_a_tile_avx512(int rows, int64_t K, const float *A, int64_t lda, uint32_t *tile) {
   for (int64_t k = 0; k < K; k += 32) {
     int64_t n = K - k < 32 ? K - k : 32, nq = (n + 1) / 2;
-    __m512i v[16];
+    __m512 v[16]; /* each row's 16 pairs, as words */
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++)
-      v[r] = r < rows && r < BF16DP_MR ? bf16_pairs_seq16(A + r * lda + k, n) : _mm512_setzero_si512();
-    transpose16_epi32(v);
+      v[r] = r < rows && r < BF16DP_MR ? _mm512_castsi512_ps(bf16_pairs_seq16(A + r * lda + k, n)) : _mm512_setzero_ps();
+    avx512_transpose16(v);
     uint32_t *o = tile + k / 2 * BF16DP_MR;
     const __mmask16 m = (__mmask16)((1u << BF16DP_MR) - 1);
 #pragma GCC unroll 16
     for (int q = 0; q < 16; q++)
-      if (q < nq) _mm512_mask_storeu_epi32(o + q * BF16DP_MR, m, v[q]);
+      if (q < nq) _mm512_mask_storeu_ps(o + q * BF16DP_MR, m, v[q]);
   }
 }
 #endif

@@ -175,26 +175,6 @@ CB_INLINE void dw_row(const dw_job *j, const dw_rows *x, uint16_t *y, int64_t oh
   }
 }
 
-/* 16 x 16 floats transposed in registers: r[i] lane k <-> r[k] lane i */
-CB_INLINE void dw_tr16(__m512 *r) {
-  __m512 t[16];
-  for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  for (int i = 0; i < 16; i += 4) { /* 4 x 4 blocks within each 128-bit lane */
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-  }
-  for (int i = 0; i < 4; i++) { /* then the 128-bit lanes across the four groups of rows */
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88), t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xdd);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88), t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xdd);
-  }
-  for (int i = 0; i < 4; i++) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88), r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88), r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xdd);
-  }
-}
-
 /* Input row ih of image n, channels [c0, c1) from the planes, into buf as
  * a channels-last row of DW_GROUP channels a position, rounded to bf16:
  * 16 channels x 16 columns loaded, transposed in registers, stored */
@@ -210,7 +190,7 @@ CB_INLINE void dw_stage(const dw_job *j, int64_t n, int64_t ih, int64_t c0, int6
         else if (j->Xp) r[k] = _mm512_maskz_loadu_ps(mw, j->Xp + o);
         else r[k] = cb_bf16x16(_mm256_maskz_loadu_epi16(mw, j->Xph + o));
       }
-      dw_tr16(r);
+      avx512_transpose16(r);
       int64_t nw = d->W - w0 < 16 ? d->W - w0 : 16;
       for (int64_t k = 0; k < nw; k++)
         _mm256_storeu_si256((__m256i *)(buf + (w0 + k) * DW_GROUP + (c - c0)), (__m256i)_mm512_cvtneps_pbh(r[k]));
