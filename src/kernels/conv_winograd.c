@@ -16,8 +16,9 @@
  * one pool_parallel_for runs the whole convolution; a thread's next item
  * over the same tile rows (its next chunk of panels) reuses the V its
  * scratch holds (wino_held: at 2 threads resnet50's 256 -> 256 at 14x14
- * transformed each thread's rows once per panel chunk, 18% of its time;
- * 0.372 -> 0.353 ms a layer).  Even shares: 2-core
+ * transformed each thread's rows once per panel chunk, the transform and
+ * its fill 14% of the thread time against 8.4% at 1 thread; 0.371 -> 0.352
+ * ms a layer, the mean of its five in the model).  Even shares: 2-core
  * Zen 4, 2 threads, resnet50's 64 -> 64 at 56x56 and 128 -> 128 at 28x28
  * on F(4x4) (14 and 7 tile rows in chunks of 2) left the worker idle for
  * 0.04-0.1 ms of 0.4-0.55 each before, 0.02-0.04 after
