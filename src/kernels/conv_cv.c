@@ -31,23 +31,29 @@ void conv_cv_panel(const conv_kernels *k, int64_t K, int64_t kc, const float *w,
                    int64_t ldx, const int64_t *xoff, int64_t t0, int64_t t1, conv_cv_at at, const void *ctx,
                    const float *bias, const float *res, float lo, float hi, float *y, int64_t ldy, int mc) {
   _Alignas(64) float acc[CONV_CV_GROUP * CONV_CV_TILE];
-  int64_t pmr = k->pmr;
+  int64_t pmr = k->pmr, nkb = conv_cdiv(K, kc), calls = (t1 - t0) * nkb, call = 0;
+  /* the next panel (K x pmr floats, the weight not touched since the
+   * previous run) streams into L2 spread over every call on this panel:
+   * all of it during one tile of each block asked 41 GB/s a core, more
+   * than the memory gives two cores at once */
+  int64_t lines = next ? conv_cdiv(K * pmr * (int64_t)sizeof(float), 64) : 0;
   for (int64_t g0 = t0; g0 < t1; g0 += CONV_CV_GROUP) {
     int64_t g1 = g0 + CONV_CV_GROUP < t1 ? g0 + CONV_CV_GROUP : t1;
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
       int64_t kn = K - k0 < kc ? K - k0 : kc;
       bool first = k0 == 0, last = k0 + kn == K;
-      /* the next panel's block streams into L2 while the first tiles run */
-      const float *pf = g0 == t0 && next ? next + k0 * pmr : NULL;
-      for (int64_t t = g0; t < g1; t++, pf = NULL) {
+      for (int64_t t = g0; t < g1; t++, call++) {
         conv_cv_tile g = at(ctx, t);
         float *a = acc + (t - g0) * CONV_CV_TILE;
         const float *r = res ? res + g.yo : NULL;
+        int64_t l0 = call * lines / calls, l1 = (call + 1) * lines / calls;
+        const float *pf = l1 > l0 ? next + l0 * 16 : NULL;
+        int64_t pfl = l1 - l0;
         if (xoff)
-          k->pwcx_tile(kn, w + k0 * pmr, x + g.xo, xoff + k0, g.np, bias, r, lo, hi, y + g.yo, ldy, mc, pf,
+          k->pwcx_tile(kn, w + k0 * pmr, x + g.xo, xoff + k0, g.np, bias, r, lo, hi, y + g.yo, ldy, mc, pf, pfl,
                        first ? NULL : a, last ? NULL : a);
         else
-          k->pwc_tile(kn, w + k0 * pmr, x + k0 * ldx + g.xo, ldx, g.np, bias, r, lo, hi, y + g.yo, ldy, mc, pf,
+          k->pwc_tile(kn, w + k0 * pmr, x + k0 * ldx + g.xo, ldx, g.np, bias, r, lo, hi, y + g.yo, ldy, mc, pf, pfl,
                       first ? NULL : a, last ? NULL : a);
       }
     }

@@ -135,13 +135,16 @@ static SIMD_TARGET void SIMD_NAME(cvec)(int64_t K, const float *w, const float *
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(wgemm_body)(int64_t K, const float *restrict a,
                                                             int64_t lda, const float *restrict b,
                                                             float *restrict c, int64_t ldc,
-                                                            const int mr) {
+                                                            const float *pf, int64_t pfl, const int mr) {
   vf acc[WMR][WNV];
 #pragma GCC unroll 8
   for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < WNV; v++) acc[i][v] = v_zero();
+  int64_t pfa = 0; /* pfl lines over the K steps: pfl / K of one a step */
   for (int64_t k = 0; k < K; k++) {
+    if (pf)
+      for (pfa += pfl; pfa >= K; pfa -= K, pf += 16) __builtin_prefetch(pf, 0, 2);
     vf bv[WNV];
 #pragma GCC unroll 4
     for (int v = 0; v < WNV; v++) bv[v] = v_load(b + v * VL);
@@ -160,11 +163,11 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(wgemm_body)(int64_t K, const flo
 }
 
 static SIMD_TARGET void SIMD_NAME(wgemm)(int64_t K, const float *a, int64_t lda, const float *b,
-                                         float *c, int64_t ldc, int mr) {
+                                         float *c, int64_t ldc, const float *pf, int64_t pfl, int mr) {
   switch (mr) {
 #define WCASE(R)                                       \
   case R:                                              \
-    SIMD_NAME(wgemm_body)(K, a, lda, b, c, ldc, R);    \
+    SIMD_NAME(wgemm_body)(K, a, lda, b, c, ldc, pf, pfl, R); \
     break;
     WCASE(1)
     WCASE(2)
@@ -772,19 +775,17 @@ static SIMD_TARGET void SIMD_NAME(pwp_tile)(int64_t K, const float *w, int64_t l
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float *w, const float *x,
                                                           int64_t ldx, const int64_t *xoff, const float *bias,
                                                           const float *res, float lo, float hi, float *y,
-                                                          int64_t ldy, int mc, const float *pf,
+                                                          int64_t ldy, int mc, const float *pf, int64_t pfl,
                                                           const float *acc_in, float *acc_out, const int np) {
   vf acc[PCP][PCV];
 #pragma GCC unroll 14
   for (int p = 0; p < np; p++)
 #pragma GCC unroll 4
     for (int v = 0; v < PCV; v++) acc[p][v] = acc_in ? v_load(acc_in + (p * PCV + v) * VL) : v_zero();
+  int64_t pfa = 0; /* pfl lines over the K steps: pfl / K of one a step */
   for (int64_t k = 0; k < K; k++) {
-    /* the next panel, PMR*K floats: its k-th PMR-float row */
-    if (pf) {
-#pragma GCC unroll 4
-      for (int l = 0; l < PMR * 4; l += 64) __builtin_prefetch(pf + k * PMR + l / 4, 0, 2);
-    }
+    if (pf)
+      for (pfa += pfl; pfa >= K; pfa -= K, pf += 16) __builtin_prefetch(pf, 0, 2);
     vf wv[PCV];
 #pragma GCC unroll 4
     for (int v = 0; v < PCV; v++) wv[v] = v_load(w + k * PMR + v * VL);
@@ -834,7 +835,7 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
     default: break;                                                                                          \
   }
 #define PWC_CASE(n, XOFF) \
-  case n: SIMD_NAME(pwc_body)(K, w, x, ldx, XOFF, bias, res, lo, hi, y, ldy, mc, pf, acc_in, acc_out, n); break;
+  case n: SIMD_NAME(pwc_body)(K, w, x, ldx, XOFF, bias, res, lo, hi, y, ldy, mc, pf, pfl, acc_in, acc_out, n); break;
 #if PCP >= 14
 #define PWC_MORE(XOFF)                                                                                           \
   PWC_CASE(2, XOFF) PWC_CASE(3, XOFF) PWC_CASE(4, XOFF) PWC_CASE(5, XOFF) PWC_CASE(6, XOFF) PWC_CASE(7, XOFF)     \
@@ -849,15 +850,15 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
 
 static SIMD_TARGET void SIMD_NAME(pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np,
                                             const float *bias, const float *res, float lo, float hi, float *y,
-                                            int64_t ldy, int mc, const float *pf, const float *acc_in,
-                                            float *acc_out) {
+                                            int64_t ldy, int mc, const float *pf, int64_t pfl,
+                                            const float *acc_in, float *acc_out) {
   PWC_SWITCH(NULL)
 }
 
 static SIMD_TARGET void SIMD_NAME(pwcx_tile)(int64_t K, const float *w, const float *x, const int64_t *xoff,
                                              int np, const float *bias, const float *res, float lo, float hi,
-                                             float *y, int64_t ldy, int mc, const float *pf, const float *acc_in,
-                                             float *acc_out) {
+                                             float *y, int64_t ldy, int mc, const float *pf, int64_t pfl,
+                                             const float *acc_in, float *acc_out) {
   const int64_t ldx = 0;
   PWC_SWITCH(xoff)
 }

@@ -95,26 +95,27 @@ typedef struct conv_kernels {
    * positions broadcast against the panel's pmr channels, the sums turned
    * back into channel rows at the end.  No lanes are spent on positions
    * past np, so it suits planes that are not whole tiles of pw_tile's
-   * width (7x7, 14x14).  pf: pmr*K floats (the next panel) prefetched
-   * into L2.  K in blocks: acc_in (not NULL) starts the sums from the
+   * width (7x7, 14x14).  pf: pfl cache lines from pf (a share of the
+   * next panel) prefetched into L2, spread over the K steps.  K in blocks: acc_in (not NULL) starts the sums from the
    * earlier blocks' (np*pmr floats, position-major, vector-aligned), and
    * acc_out (not NULL) takes them there instead of Y (then bias, res and
    * the clamp are not applied). */
   int pcp;
   void (*pwc_tile)(int64_t K, const float *w, const float *x, int64_t ldx, int np, const float *bias,
                    const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf,
-                   const float *acc_in, float *acc_out);
+                   int64_t pfl, const float *acc_in, float *acc_out);
   /* The same with the k-th input row at x + xoff[k] (a direct conv's taps
    * over a stride-phase-split padded input: conv_direct_cv.c). */
   void (*pwcx_tile)(int64_t K, const float *w, const float *x, const int64_t *xoff, int np, const float *bias,
                     const float *res, float lo, float hi, float *y, int64_t ldy, int mc, const float *pf,
-                    const float *acc_in, float *acc_out);
+                    int64_t pfl, const float *acc_in, float *acc_out);
 
   /* Winograd tuple GEMM: c[i*ldc + j] = sum_k a[i*lda + k] * b[k*wnr + j]
-   * for i < mr (mr <= wmr), j < wnr (= wnv*vl). */
+   * for i < mr (mr <= wmr), j < wnr (= wnv*vl); pfl cache lines from pf
+   * (a share of the next panel of U) prefetched into L2 over the K steps. */
   int wmr, wnr;
   void (*wgemm)(int64_t K, const float *a, int64_t lda, const float *b, float *c, int64_t ldc,
-                int mr);
+                const float *pf, int64_t pfl, int mr);
 
   /* Winograd transforms on vl channels at once (blocked layout: a pixel is
    * vl consecutive floats).  in: the alpha x alpha patch at x (row stride
