@@ -628,6 +628,14 @@ static void wino_plan_cases(void) {
   conv_wino_plan q = {.TH = 7, .np = 4, .rc = 4, .pc = 2, .pmajor = false};
   CHECK(conv_wino_balance(&q, 1, 2) == 1.0); /* 3.5 rows each, row 3 split by its panels */
   CHECK(wino_cover(&q, 1, 2) == 14);
+  { /* whole rows first, the partial row last, on both threads (a thread's
+     * first item reads its panels of U from memory) */
+    int64_t kmax = conv_wino_kmax(&q, 1, 2);
+    conv_wino_piece a, b, c;
+    CHECK(conv_wino_piece_of(&q, 1, 2, kmax, 0, &a) && a.r0 == 0 && a.r1 == 3 && a.p0 == 0 && a.p1 == 2);
+    CHECK(conv_wino_piece_of(&q, 1, 2, kmax, kmax, &b) && b.r0 == 4 && b.r1 == 7 && b.p0 == 0 && b.p1 == 2);
+    CHECK(conv_wino_piece_of(&q, 1, 2, kmax, 2 * kmax - 1, &c) && c.r0 == 3 && c.r1 == 4 && c.p0 == 2 && c.p1 == 4);
+  }
   CHECK(conv_wino_balance(&q, 1, 1) == 1.0);
   CHECK(wino_cover(&q, 1, 1) == 28);
   CHECK(fabs(conv_wino_balance(&q, 1, 3) - 28.0 / 3 / 10) < 1e-12); /* 9 | 9 | 10 units */
