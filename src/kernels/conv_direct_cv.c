@@ -17,7 +17,6 @@
  * (channel chunks), then the items -- (panel, chunk of output rows) -- run
  * over that one shared copy. */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "ir/tensor.h"
@@ -38,7 +37,7 @@ typedef struct dcv_job {
   conv_phases ph;
   int64_t K, kc, plane, np, rpc, nrc, seg; /* plane: floats per channel's phases; rows per chunk, chunks */
   const int64_t *xoff;
-  uint64_t gen; /* this run's number (dcv_warm) */
+  uint64_t gen; /* this run's number (conv_warm) */
 } dcv_job;
 
 static void dcv_fill(void *vctx, int64_t c0, int64_t c1) {
@@ -53,25 +52,15 @@ static conv_cv_tile dcv_at(const void *vctx, int64_t t) {
   return (conv_cv_tile){oh * j->ph.Wq + ow, oh * j->d->OW + ow, (int)(j->d->OW - ow < j->seg ? j->d->OW - ow : j->seg)};
 }
 
-/* The shared phase copy, half of it written by the other threads, into
- * this thread's L2 in one sequential pass before its first item: read
- * through the tap offsets instead, a line at a time as the tile reaches it,
- * each first touch of another core's line waited on its own (2-core VM,
- * cores in different chiplets: resnet50's 256 -> 256 3x3/2 to 14x14 at 2
- * threads, first items 250-430 us against 135 for the same work after). */
-static _Thread_local uint64_t dcv_warm_gen;
-static atomic_uint_fast64_t dcv_gens;
-
-static void dcv_warm(const dcv_job *j) {
-  if (dcv_warm_gen == j->gen) return;
-  dcv_warm_gen = j->gen;
-  const char *b = (const char *)j->buf, *e = (const char *)(j->buf + j->d->C * j->plane);
-  for (; b < e; b += 64) __builtin_prefetch(b, 0, 2);
-}
-
+/* Before its first item each thread brings the shared phase copy, half of
+ * it written by the other threads, into its L2 (conv_warm): read through
+ * the tap offsets instead, each first touch of another core's line was
+ * waited on alone (2-core VM, cores in different chiplets: resnet50's
+ * 256 -> 256 3x3/2 to 14x14 at 2 threads 0.762 -> 0.689 ms, 512 -> 512
+ * 0.700 -> 0.627; level where the cores share their L3). */
 static void dcv_items(void *vctx, int64_t i0, int64_t i1) {
   const dcv_job *j = vctx;
-  if (j->gen) dcv_warm(j);
+  conv_warm(j->gen, j->buf, sizeof(float) * (size_t)(j->d->C * j->plane));
   const conv2d_desc *d = j->d;
   const conv_kernels *k = j->k;
   int64_t OHW = d->OH * d->OW, spr = conv_cdiv(d->OW, j->seg), pmr = k->pmr;
@@ -125,7 +114,7 @@ smelt_status conv_dcv_run(smelt_pool *pool, const conv2d_weights *w, const float
     j.X = X + n * d->C * d->H * d->W;
     j.Y = Y + n * d->M * OHW;
     j.res = ep && ep->residual ? ep->residual + n * d->M * OHW : NULL;
-    j.gen = pool_threads(pool) > 1 ? atomic_fetch_add(&dcv_gens, 1) + 1 : 0;
+    j.gen = conv_warm_run(pool_threads(pool));
     pool_parallel_for(pool, d->C, 1 + 4096 / (j.plane + 1), dcv_fill, &j);
     pool_parallel_for(pool, j.np * j.nrc, 1, dcv_items, &j);
   }

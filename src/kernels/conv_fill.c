@@ -1,6 +1,7 @@
 /* The stride-phase-split padded copy of an input (kernels/conv_internal.h;
  * the per-ISA fill_phases in kernels/conv_impl.h), and conv_split. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,4 +124,15 @@ void conv_blk_fill(const conv_kernels *k, const conv_blk *b, const float *x, int
     for (int l = 0; l < b->vl; l++) src[l] = l < nch ? x + (l * b->H + ih) * b->W : NULL;
     k->rows_to_blk(src, b->W, buf + ((ih + b->pt) * b->Wp + b->pl) * b->vl);
   }
+}
+
+static _Thread_local uint64_t warm_last;
+static atomic_uint_fast64_t warm_runs;
+
+uint64_t conv_warm_run(int threads) { return threads > 1 ? atomic_fetch_add(&warm_runs, 1) + 1 : 0; }
+
+void conv_warm(uint64_t run, const void *p, size_t bytes) {
+  if (!run || warm_last == run) return;
+  warm_last = run;
+  for (const char *b = p, *e = b + bytes; b < e; b += 64) __builtin_prefetch(b, 0, 2);
 }

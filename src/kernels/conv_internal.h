@@ -129,6 +129,16 @@ void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, 
  * out (err_nomem set). */
 int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, int64_t Wq);
 
+/* An input the other threads wrote (the layer before's output, a copy
+ * filled by all threads), which a kernel then reads through gathers --
+ * a line at a time, each first touch of another core's line waited on
+ * alone -- brought into the calling thread's L2 in one sequential pass, once
+ * a run: conv_warm_run() numbers a run (0 on one thread: nothing to warm),
+ * conv_warm(run, p, bytes) prefetches [p, p + bytes) unless this thread
+ * already did for that run.  Measured in conv_direct_cv.c. */
+uint64_t conv_warm_run(int threads);
+void conv_warm(uint64_t run, const void *p, size_t bytes);
+
 /* The padded blocked copy that the blocked depthwise convolution
  * (conv_depthwise.c) and max pooling (pool2d.c) read: vl planes as one
  * pixel-major plane (a pixel is vl floats: rows_to_blk), the input at
