@@ -96,8 +96,9 @@ typedef struct conv_kernels {
    * back into channel rows at the end.  No lanes are spent on positions
    * past np, so it suits planes that are not whole tiles of pw_tile's
    * width (7x7, 14x14).  pf: pfl cache lines from pf (a share of the
-   * next panel) prefetched into L2, spread over the K steps.  K in blocks: acc_in (not NULL) starts the sums from the
-   * earlier blocks' (np*pmr floats, position-major, vector-aligned), and
+   * next panel) prefetched into L2, spread over the K steps.  K in
+   * blocks: acc_in (not NULL) starts the sums from the earlier blocks'
+   * (np*pmr floats, position-major, vector-aligned), and
    * acc_out (not NULL) takes them there instead of Y (then bias, res and
    * the clamp are not applied). */
   int pcp;

@@ -211,15 +211,16 @@ static void wino_item(const wino_job *j, int64_t it, float *scratch, wino_held *
       }
     *held = (wino_held){n, pc.r0, pc.r1};
   }
-  /* the next panel of U (cp x wnr floats, from memory: U is read once a
-   * run per item) streams into L2 spread over this panel's calls, a few
-   * lines a step, not all at once beside the first call's own misses */
+  /* the item's next panel of U (cp x wnr floats, not touched since the
+   * previous run: from memory) streams into L2 spread over this panel's
+   * calls, a few lines a K step, not all at once beside the first call's
+   * own misses */
   int64_t calls = conv_cdiv(T, k->wmr), lines = cp * wnr * (int64_t)sizeof(float) / 64;
   for (int xi = 0; xi < A2; xi++)
     for (int64_t p = p0; p < p1; p++) {
       const float *U = w->data + ((xi * j->plan.np + p) * cp) * wnr;
-      bool more = p + 1 < p1 || xi + 1 < A2;
-      const float *next = !more ? NULL : w->data + (((p + 1 < p1 ? xi : xi + 1) * j->plan.np + (p + 1 < p1 ? p + 1 : p0)) * cp) * wnr;
+      int64_t nxi = p + 1 < p1 ? xi : xi + 1, np_ = p + 1 < p1 ? p + 1 : p0;
+      const float *next = nxi < A2 ? w->data + ((nxi * j->plan.np + np_) * cp) * wnr : NULL;
       float *o = O + (int64_t)xi * T * mcw + (p - p0) * wnr;
       for (int64_t t0 = 0, c = 0; t0 < T; t0 += k->wmr, c++) {
         int mr = (int)(T - t0 < k->wmr ? T - t0 : k->wmr);
