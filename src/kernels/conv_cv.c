@@ -36,7 +36,7 @@ void conv_cv_panel(const conv_kernels *k, int64_t K, int64_t kc, const float *w,
    * previous run) streams into L2 spread over every call on this panel:
    * all of it during one tile of each block asked 41 GB/s a core, more
    * than the memory gives two cores at once */
-  int64_t lines = next ? conv_cdiv(K * pmr * (int64_t)sizeof(float), 64) : 0;
+  int64_t lines = conv_cdiv(K * pmr * (int64_t)sizeof(float), 64);
   for (int64_t g0 = t0; g0 < t1; g0 += CONV_CV_GROUP) {
     int64_t g1 = g0 + CONV_CV_GROUP < t1 ? g0 + CONV_CV_GROUP : t1;
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
@@ -46,9 +46,8 @@ void conv_cv_panel(const conv_kernels *k, int64_t K, int64_t kc, const float *w,
         conv_cv_tile g = at(ctx, t);
         float *a = acc + (t - g0) * CONV_CV_TILE;
         const float *r = res ? res + g.yo : NULL;
-        int64_t l0 = call * lines / calls, l1 = (call + 1) * lines / calls;
-        const float *pf = l1 > l0 ? next + l0 * 16 : NULL;
-        int64_t pfl = l1 - l0;
+        const float *pf;
+        int64_t pfl = conv_pf_share(next, lines, calls, call, &pf);
         if (xoff)
           k->pwcx_tile(kn, w + k0 * pmr, x + g.xo, xoff + k0, g.np, bias, r, lo, hi, y + g.yo, ldy, mc, pf, pfl,
                        first ? NULL : a, last ? NULL : a);

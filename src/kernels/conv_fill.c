@@ -83,7 +83,7 @@ int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, in
    * divisions once a tap, not once a tap and channel: 512 channels of 3x3
    * cost 12 us a run on the graph thread) */
   int64_t T = d->KH * d->KW, cstep = P * Hl * Wq;
-  for (int64_t kh = 0, kk = 0; kh < d->KH && kk < K; kh++)
+  for (int64_t kh = 0, kk = 0; K > 0 && kh < d->KH; kh++) /* no channels: nothing */
     for (int64_t kw = 0; kw < d->KW; kw++, kk++) {
       int64_t ph = kh * d->dh % d->sh, pw = kw * d->dw % d->sw;
       off[kk] = ((ph * d->sw + pw) * Hl + kh * d->dh / d->sh) * Wq + kw * d->dw / d->sw;
@@ -126,10 +126,13 @@ void conv_blk_fill(const conv_kernels *k, const conv_blk *b, const float *x, int
   }
 }
 
-static _Thread_local uint64_t warm_last;
-static atomic_uint_fast64_t warm_runs;
+static atomic_uint_fast64_t run_numbers;
 
-uint64_t conv_warm_run(int threads) { return threads > 1 ? atomic_fetch_add(&warm_runs, 1) + 1 : 0; }
+uint64_t conv_run_number(void) { return atomic_fetch_add(&run_numbers, 1) + 1; }
+
+static _Thread_local uint64_t warm_last;
+
+uint64_t conv_warm_run(int threads) { return threads > 1 ? conv_run_number() : 0; }
 
 void conv_warm(uint64_t run, const void *p, size_t bytes) {
   if (!run || warm_last == run) return;

@@ -130,6 +130,14 @@ static SIMD_TARGET void SIMD_NAME(cvec)(int64_t K, const float *w, const float *
   }
 }
 
+/* One K step's share of pfl 64-byte lines from *pf into L2, pfl over the
+ * K steps (conv_internal.h: conv_pf_share gives each call its lines): a
+ * line whenever *pfa, the lines owed times K, reaches K. */
+static INLINE_ALWAYS void SIMD_NAME(pf_step)(const float **pf, int64_t *pfa, int64_t pfl, int64_t K) {
+  if (*pf)
+    for (*pfa += pfl; *pfa >= K; *pfa -= K, *pf += 16) __builtin_prefetch(*pf, 0, 2);
+}
+
 /* ---- Winograd tuple GEMM ---- */
 
 static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(wgemm_body)(int64_t K, const float *restrict a,
@@ -141,10 +149,9 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(wgemm_body)(int64_t K, const flo
   for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
     for (int v = 0; v < WNV; v++) acc[i][v] = v_zero();
-  int64_t pfa = 0; /* pfl lines over the K steps: pfl / K of one a step */
+  int64_t pfa = 0; /* pf_step's count */
   for (int64_t k = 0; k < K; k++) {
-    if (pf)
-      for (pfa += pfl; pfa >= K; pfa -= K, pf += 16) __builtin_prefetch(pf, 0, 2);
+    SIMD_NAME(pf_step)(&pf, &pfa, pfl, K);
     vf bv[WNV];
 #pragma GCC unroll 4
     for (int v = 0; v < WNV; v++) bv[v] = v_load(b + v * VL);
@@ -782,10 +789,9 @@ static INLINE_ALWAYS SIMD_TARGET void SIMD_NAME(pwc_body)(int64_t K, const float
   for (int p = 0; p < np; p++)
 #pragma GCC unroll 4
     for (int v = 0; v < PCV; v++) acc[p][v] = acc_in ? v_load(acc_in + (p * PCV + v) * VL) : v_zero();
-  int64_t pfa = 0; /* pfl lines over the K steps: pfl / K of one a step */
+  int64_t pfa = 0; /* pf_step's count */
   for (int64_t k = 0; k < K; k++) {
-    if (pf)
-      for (pfa += pfl; pfa >= K; pfa -= K, pf += 16) __builtin_prefetch(pf, 0, 2);
+    SIMD_NAME(pf_step)(&pf, &pfa, pfl, K);
     vf wv[PCV];
 #pragma GCC unroll 4
     for (int v = 0; v < PCV; v++) wv[v] = v_load(w + k * PMR + v * VL);

@@ -129,6 +129,11 @@ void conv_refill_phases(const conv_phases *p, const float *x, int64_t channels, 
  * out (err_nomem set). */
 int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, int64_t Wq);
 
+/* A number for one parallel run of a kernel, never 0 and never reused:
+ * what a thread keeps (thread-locally) to know whether it has taken part
+ * in that run yet (the Winograd driver's scratch slots, conv_warm). */
+uint64_t conv_run_number(void);
+
 /* An input the other threads wrote (the layer before's output, a copy
  * filled by all threads), which a kernel then reads through gathers --
  * a line at a time, each first touch of another core's line waited on
@@ -138,6 +143,18 @@ int64_t *conv_tap_offsets(const conv2d_desc *d, int64_t channels, int64_t Hl, in
  * already did for that run.  Measured in conv_direct_cv.c. */
 uint64_t conv_warm_run(int threads);
 void conv_warm(uint64_t run, const void *p, size_t bytes);
+
+/* Call c of the `calls` a panel takes prefetches its share of the next
+ * panel's `lines` 64-byte lines (from next; none when next is NULL): its
+ * first line into *pf (NULL when the share is empty), the count returned,
+ * which the tile spreads over its K steps (conv_kernels.h: pwc_tile's and
+ * wgemm's pf, pfl).  All of a panel in one tile asked more of the memory
+ * than two cores get (conv_cv.c). */
+static inline int64_t conv_pf_share(const float *next, int64_t lines, int64_t calls, int64_t c, const float **pf) {
+  int64_t l0 = next ? c * lines / calls : 0, l1 = next ? (c + 1) * lines / calls : 0;
+  *pf = l1 > l0 ? next + l0 * 16 : NULL;
+  return l1 - l0;
+}
 
 /* The padded blocked copy that the blocked depthwise convolution
  * (conv_depthwise.c) and max pooling (pool2d.c) read: vl planes as one

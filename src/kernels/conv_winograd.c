@@ -224,8 +224,9 @@ static void wino_item(const wino_job *j, int64_t it, float *scratch, wino_held *
       float *o = O + (int64_t)xi * T * mcw + (p - p0) * wnr;
       for (int64_t t0 = 0, c = 0; t0 < T; t0 += k->wmr, c++) {
         int mr = (int)(T - t0 < k->wmr ? T - t0 : k->wmr);
-        int64_t l0 = c * lines / calls, l1 = (c + 1) * lines / calls;
-        k->wgemm(cp, V + xi * T * cp + t0 * cp, cp, U, o + t0 * mcw, mcw, next ? next + l0 * 16 : NULL, l1 - l0, mr);
+        const float *pf;
+        int64_t pfl = conv_pf_share(next, lines, calls, c, &pf);
+        k->wgemm(cp, V + xi * T * cp + t0 * cp, cp, U, o + t0 * mcw, mcw, pf, pfl, mr);
       }
     }
   /* output transforms into a blocked buffer, then rows into Y */
@@ -247,7 +248,6 @@ static _Thread_local struct {
   uint64_t gen;
   int slot;
 } wino_tl;
-static atomic_uint_fast64_t wino_gens;
 
 static void wino_items(void *vctx, int64_t i0, int64_t i1) {
   wino_job *j = vctx;
@@ -406,7 +406,7 @@ smelt_status conv_wino_run(smelt_pool *pool, const conv2d_weights *w, const floa
   j.rows_l = rc * j.m + 2;
   /* blocked input, V, O, blocked output */
   j.scratch = w->cp * j.rows_l * j.Wl + A2 * T * (w->cp + mcw) + mcw * rc * j.m * j.TW * j.m;
-  j.gen = atomic_fetch_add(&wino_gens, 1) + 1;
+  j.gen = conv_run_number();
   atomic_init(&j.next_slot, 0);
   pool_parallel_for(pool, j.kmax * j.threads, 1, wino_items, &j);
   int slots = atomic_load(&j.next_slot);
